@@ -1,0 +1,55 @@
+# Thin targets; the work lives in Python modules.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv run test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: venv
+	$(PY) -m runtime.cli serve
+
+test: venv lint typecheck test-only
+
+test-only: venv
+	$(PY) -m pytest -q --ignore=tests/fuzz
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: venv
+	$(VENV)/bin/mypy runtime handlers codegen
+
+codegen: venv
+	$(PY) -m codegen.generate
+
+codegen-check: codegen
+	git diff --exit-code -- generated/
+
+validate-contracts: venv
+	$(PY) -m codegen.validate
+
+fuzz: venv
+	$(PY) -m pytest -q tests/fuzz
+
+# make token ARGS="--kind user --roles workflow-admin"
+token: venv
+	$(PY) -m runtime.cli token $(ARGS)
+
+schema-snapshot: venv
+	$(PY) -m runtime.store.migrations snapshot
+
+bench: venv
+	$(PY) bench/engine.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache

@@ -1,0 +1,128 @@
+"""The HTTP surface: POST /mcp, POST /tools/{name}, health and readiness (litestar)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+from litestar import Litestar, Request, Response, get, post, route
+from litestar.datastructures import State
+
+from generated.routes import ROUTES
+from runtime.mcp.dispatch import ToolDispatcher
+from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
+from runtime.mcp.server import HttpReply, McpServer
+from runtime.mcp.tools import ToolRegistry
+from runtime.services import Services
+
+log = logging.getLogger("workflow.http")
+
+MAX_BODY_BYTES = 1024 * 1024
+JSON = "application/json"
+
+ServicesFactory = Callable[[], Awaitable[tuple[Services, Callable[[], Awaitable[None]]]]]
+
+
+def _reply(reply: HttpReply) -> Response[bytes]:
+    content = b"" if reply.body is None else msgspec.json.encode(reply.body)
+    return Response(content, status_code=reply.status, media_type=JSON, headers=reply.headers)
+
+
+def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:
+    return {key.lower(): value for key, value in request.headers.items()}
+
+
+def _origin_allowed(headers: Mapping[str, str], allowed: list[str]) -> bool:
+    origin = headers.get("origin")
+    # Non-browser clients send no Origin; a browser's must be one we trust (DNS rebinding).
+    return origin is None or origin in allowed
+
+
+def _forbidden_origin() -> HttpReply:
+    fault = JsonRpcFault(INVALID_REQUEST, "origin not allowed", http_status=403)
+    return HttpReply(403, fault.to_response(None))
+
+
+@post("/mcp", status_code=200)
+async def mcp_post(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
+    """One JSON-RPC message in, one reply out (stateless Streamable HTTP)."""
+    headers = _headers(request)
+    services: Services = state.services
+    if not _origin_allowed(headers, services.settings.server.allowed_origins):
+        return _reply(_forbidden_origin())
+    body = await request.body()
+    server: McpServer = state.mcp_server
+    return _reply(await server.handle_post(body, headers))
+
+
+@route("/mcp", http_method=["GET", "DELETE"], status_code=405)
+async def mcp_other() -> Response[bytes]:
+    """This server offers no standalone SSE stream and no sessions."""
+    return Response(b"", status_code=405, headers={"Allow": "POST"})
+
+
+@post("/tools/{name:str}", status_code=200)
+async def tool_post(name: str, request: Request[Any, Any, Any], state: State) -> Response[bytes]:
+    """The same dispatch as tools/call, as a plain HTTP route (for schema fuzzing)."""
+    headers = _headers(request)
+    services: Services = state.services
+    if not _origin_allowed(headers, services.settings.server.allowed_origins):
+        return _reply(_forbidden_origin())
+    dispatcher: ToolDispatcher = state.dispatcher
+    try:
+        arguments = msgspec.json.decode(await request.body())
+    except msgspec.DecodeError:
+        fault = JsonRpcFault(-32700, "parse error: invalid JSON")
+        return _reply(HttpReply(400, fault.to_response(None)))
+    try:
+        outcome = await dispatcher.call(name, arguments, headers)
+    except JsonRpcFault as fault:
+        return _reply(HttpReply(fault.http_status, fault.to_response(None), fault.headers))
+    return _reply(HttpReply(200, outcome.to_call_result()))
+
+
+@get("/healthz")
+async def healthz() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+@get("/readyz")
+async def readyz(state: State) -> Response[dict[str, Any]]:
+    """Readiness: database reachable, migrations current, keyring loaded."""
+    services: Services = state.services
+    checks = await services.readiness()
+    ready = all(checks.values())
+    return Response({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+
+
+def create_app(services_factory: ServicesFactory) -> Litestar:
+    """Build the ASGI app; services are created at start-up and closed at shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        services, close = await services_factory()
+        registry = ToolRegistry(ROUTES)
+        dispatcher = ToolDispatcher(registry, services)
+        app.state.services = services
+        app.state.dispatcher = dispatcher
+        app.state.mcp_server = McpServer(
+            registry,
+            dispatcher,
+            page_size=services.settings.server.tools_list_page_size,
+            list_ttl_ms=services.settings.server.tools_list_ttl_ms,
+        )
+        try:
+            yield
+        finally:
+            await close()
+
+    return Litestar(
+        route_handlers=[mcp_post, mcp_other, tool_post, healthz, readyz],
+        lifespan=[lifespan],
+        request_max_body_size=MAX_BODY_BYTES,
+        debug=False,
+    )

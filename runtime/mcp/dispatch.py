@@ -1,0 +1,155 @@
+"""tools/call dispatch: authenticate, check host and roles, validate, run the handler."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from runtime.errors import AuthenticationError, WorkflowError, input_invalid
+from runtime.mcp.call import ToolCall
+from runtime.mcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, UNAUTHENTICATED, JsonRpcFault
+from runtime.mcp.tools import ServedTool, ToolRegistry
+from runtime.security import InvocationContext, authorize_roles, check_host_assertion
+from runtime.services import Services
+from runtime.store import StoreUnavailable
+
+log = logging.getLogger("workflow.mcp")
+
+SCOPE_TOKEN_HEADER = "x-scope-token"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A tool result: the structured content, whether it is an error, and its text."""
+
+    structured: dict[str, Any]
+    is_error: bool
+    text: str
+
+    def to_call_result(self) -> dict[str, Any]:
+        """The MCP CallToolResult body (without era-specific fields)."""
+        return {
+            "content": [{"type": "text", "text": self.text}],
+            "structuredContent": self.structured,
+            "isError": self.is_error,
+        }
+
+
+def error_outcome(error: WorkflowError) -> ToolOutcome:
+    """The isError result of a typed workflow error."""
+    return ToolOutcome(error.to_structured(), True, error.text())
+
+
+def _compact_json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+class ToolDispatcher:
+    """Runs one tools/call (or POST /tools/{name}) through the served route table."""
+
+    def __init__(self, registry: ToolRegistry, services: Services) -> None:
+        self.registry = registry
+        self.services = services
+
+    async def call(self, name: Any, arguments: Any, headers: Mapping[str, str]) -> ToolOutcome:
+        """Dispatch one call; protocol faults raise JsonRpcFault, refusals return isError."""
+        tool = self.registry.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise JsonRpcFault(INVALID_PARAMS, "unknown tool")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise JsonRpcFault(INVALID_PARAMS, "tool arguments must be an object")
+        try:
+            context = self._authenticate(tool, headers)
+            return await self._run(tool, context, arguments)
+        except WorkflowError as error:
+            return error_outcome(error)
+        except StoreUnavailable:
+            return error_outcome(
+                WorkflowError(
+                    "WORKFLOW_INVOCATION_UNAVAILABLE", "the workflow store is unavailable"
+                )
+            )
+
+    def _authenticate(self, tool: ServedTool, headers: Mapping[str, str]) -> InvocationContext:
+        try:
+            return self.services.authenticator.authenticate(
+                headers.get("authorization"), headers.get(SCOPE_TOKEN_HEADER)
+            )
+        except AuthenticationError as failure:
+            if tool.is_publication:
+                # Seed 000: publication tools answer a missing or invalid token with isError.
+                raise WorkflowError(
+                    "WORKFLOW_POLICY_DENIED", f"authentication failed: {failure.message}"
+                ) from None
+            raise JsonRpcFault(
+                UNAUTHENTICATED,
+                f"authentication failed: {failure.message}",
+                http_status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="workflow"'},
+            ) from None
+
+    async def _run(
+        self, tool: ServedTool, context: InvocationContext, arguments: dict[str, Any]
+    ) -> ToolOutcome:
+        route = tool.route
+        if tool.is_publication:
+            asserted_host = arguments.get("hostId")
+            if isinstance(asserted_host, str):
+                check_host_assertion(context, asserted_host)
+        authorize_roles(context, route.name, self.services.settings.security)
+        typed = self._validate_input(tool, arguments)
+        call = ToolCall(route.name, context, self.services, arguments)
+        try:
+            result = await tool.handle(typed, call)
+        except (WorkflowError, JsonRpcFault, StoreUnavailable):
+            raise
+        except Exception as exc:
+            incident = str(uuid.uuid4())
+            # Only the exception type: messages may quote SQL or data.
+            log.error("tool %s failed: %s (incident %s)", route.name, type(exc).__name__, incident)
+            raise JsonRpcFault(INTERNAL_ERROR, f"internal error (incident {incident})") from None
+        output = result if isinstance(result, dict) else msgspec.to_builtins(result)
+        self._validate_output(tool, output)
+        return ToolOutcome(output, False, _compact_json(output))
+
+    def _validate_input(self, tool: ServedTool, arguments: dict[str, Any]) -> Any:
+        route = tool.route
+        try:
+            route.validate_input(arguments)
+        except Exception as exc:  # fastjsonschema.JsonSchemaValueException
+            details = _validation_details(exc) or None
+            raise input_invalid(_validation_message(exc), details) from None
+        try:
+            return msgspec.convert(arguments, route.input_model)
+        except msgspec.ValidationError as exc:
+            raise input_invalid(f"invalid arguments: {exc}") from None
+
+    def _validate_output(self, tool: ServedTool, output: Any) -> None:
+        try:
+            tool.route.validate_output(output)
+        except Exception as exc:
+            log.error("tool %s produced output outside its schema: %s", tool.route.name, exc)
+            raise JsonRpcFault(INTERNAL_ERROR, "internal error: invalid tool output") from None
+
+
+def _validation_message(exc: Exception) -> str:
+    message = getattr(exc, "message", None) or "arguments do not match the input schema"
+    return f"invalid arguments: {str(message)[:300]}"
+
+
+def _validation_details(exc: Exception) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    path = getattr(exc, "name", None)
+    rule = getattr(exc, "rule", None)
+    if isinstance(path, str):
+        details["path"] = path
+    if isinstance(rule, str):
+        details["rule"] = rule
+    return {"validation": details} if details else {}

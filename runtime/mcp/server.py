@@ -1,0 +1,167 @@
+"""The MCP JSON-RPC server: one POST in, one reply out, for both protocol eras."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from runtime.mcp.dispatch import ToolDispatcher
+from runtime.mcp.jsonrpc import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    JsonRpcFault,
+    RequestId,
+    is_request_id,
+    result_response,
+)
+from runtime.mcp.protocol import (
+    LEGACY_VERSION,
+    MODERN_VERSION,
+    SERVER_INFO_KEY,
+    SUPPORTED_VERSIONS,
+    Era,
+    EraContext,
+    resolve_era,
+)
+from runtime.mcp.tools import ToolRegistry
+
+SERVER_INFO = {"name": "workflow-mcp", "version": "0.1.0"}
+INSTRUCTIONS = (
+    "Durable workflows as MCP tools: publish definitions and bindings, invoke bindings, "
+    "start workflows and follow their lifecycle."
+)
+
+
+@dataclass(frozen=True)
+class HttpReply:
+    """An HTTP answer: status, optional JSON body and extra headers."""
+
+    status: int
+    body: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class McpServer:
+    """Handles decoded HTTP POSTs to /mcp."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        dispatcher: ToolDispatcher,
+        *,
+        page_size: int = 50,
+        list_ttl_ms: int = 300_000,
+    ) -> None:
+        self.registry = registry
+        self.dispatcher = dispatcher
+        self.page_size = page_size
+        self.list_ttl_ms = list_ttl_ms
+
+    async def handle_post(self, body: bytes, headers: Mapping[str, str]) -> HttpReply:
+        """Answer one POST body; headers are keyed by lower-case name."""
+        try:
+            message = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            return _fault_reply(JsonRpcFault(PARSE_ERROR, "parse error: invalid JSON"), None)
+        if not isinstance(message, dict):
+            fault = JsonRpcFault(INVALID_REQUEST, "invalid request: expected one JSON-RPC object")
+            return _fault_reply(fault, None)
+        if message.get("jsonrpc") != "2.0":
+            return _fault_reply(JsonRpcFault(INVALID_REQUEST, "invalid request: jsonrpc"), None)
+        if "method" not in message:
+            # A response or an unsolicited result from the client: nothing to answer.
+            return HttpReply(202)
+        request_id = message.get("id")
+        is_notification = "id" not in message
+        if not is_notification and not is_request_id(request_id):
+            return _fault_reply(JsonRpcFault(INVALID_REQUEST, "invalid request: id"), None)
+        method = message.get("method")
+        params = message.get("params", {})
+        if not isinstance(method, str) or not isinstance(params, dict):
+            fault = JsonRpcFault(INVALID_REQUEST, "invalid request: method and params")
+            return _fault_reply(fault, None if is_notification else request_id)
+        if is_notification:
+            return HttpReply(202)
+        try:
+            era = resolve_era(message, headers)
+            result = await self._dispatch(era, method, params, headers)
+        except JsonRpcFault as fault:
+            return _fault_reply(fault, request_id)
+        return HttpReply(200, result_response(request_id, result))
+
+    async def _dispatch(
+        self, era: EraContext, method: str, params: dict[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        if era.era is Era.LEGACY:
+            return await self._dispatch_legacy(method, params, headers)
+        return await self._dispatch_modern(method, params, headers)
+
+    async def _dispatch_legacy(
+        self, method: str, params: dict[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        if method == "initialize":
+            return {
+                "protocolVersion": LEGACY_VERSION,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": SERVER_INFO,
+                "instructions": INSTRUCTIONS,
+            }
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            tools, next_cursor = self.registry.page(params.get("cursor"), self.page_size)
+            return _with_cursor({"tools": tools}, next_cursor)
+        if method == "tools/call":
+            outcome = await self.dispatcher.call(
+                params.get("name"), params.get("arguments"), headers
+            )
+            return outcome.to_call_result()
+        raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+
+    async def _dispatch_modern(
+        self, method: str, params: dict[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        meta = {SERVER_INFO_KEY: SERVER_INFO}
+        if method == "server/discover":
+            return {
+                "resultType": "complete",
+                "supportedVersions": [MODERN_VERSION, LEGACY_VERSION],
+                "capabilities": {"tools": {"listChanged": False}},
+                "instructions": INSTRUCTIONS,
+                "ttlMs": self.list_ttl_ms,
+                "cacheScope": "public",
+                "_meta": meta,
+            }
+        if method == "tools/list":
+            tools, next_cursor = self.registry.page(params.get("cursor"), self.page_size)
+            body = {
+                "resultType": "complete",
+                "tools": tools,
+                "ttlMs": self.list_ttl_ms,
+                "cacheScope": "public",
+                "_meta": meta,
+            }
+            return _with_cursor(body, next_cursor)
+        if method == "tools/call":
+            outcome = await self.dispatcher.call(
+                params.get("name"), params.get("arguments"), headers
+            )
+            return {"resultType": "complete", **outcome.to_call_result(), "_meta": meta}
+        raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+
+
+def _with_cursor(body: dict[str, Any], next_cursor: str | None) -> dict[str, Any]:
+    if next_cursor is not None:
+        body["nextCursor"] = next_cursor
+    return body
+
+
+def _fault_reply(fault: JsonRpcFault, request_id: RequestId | None) -> HttpReply:
+    return HttpReply(fault.http_status, fault.to_response(request_id), dict(fault.headers))
+
+
+__all__ = ["SUPPORTED_VERSIONS", "HttpReply", "McpServer"]

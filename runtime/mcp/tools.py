@@ -1,0 +1,134 @@
+"""The served tool list: generated routes that have a hand-written handler, in catalog order."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib
+import importlib.util
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+
+META_PREFIX = "io.lightapi.workflow/"
+
+Handler = Callable[[Any, Any], Awaitable[Any]]
+
+
+class ToolRoute(Protocol):
+    """The generated route of one tool (see generated/routes.py)."""
+
+    name: str
+    title: str
+    description: str
+    annotations: Mapping[str, Any]
+    permission: str
+    side_effect: str
+    gateway_publication: bool
+    identity_source: str
+    publisher_token: bool
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any]
+    input_model: type[Any]
+    output_model: type[Any]
+    validate_input: Callable[[Any], Any]
+    validate_output: Callable[[Any], Any]
+    handler_module: str
+
+
+@dataclass(frozen=True)
+class ServedTool:
+    """A route together with its handler."""
+
+    route: ToolRoute
+    handle: Handler
+
+    @property
+    def is_publication(self) -> bool:
+        """Whether the tool is one of the publisher-authenticated tools carrying hostId."""
+        return bool(self.route.publisher_token)
+
+    def describe(self) -> dict[str, Any]:
+        """The MCP Tool object for tools/list."""
+        route = self.route
+        return {
+            "name": route.name,
+            "title": route.title,
+            "description": route.description,
+            "inputSchema": dict(route.input_schema),
+            "outputSchema": dict(route.output_schema),
+            "annotations": dict(route.annotations),
+            "_meta": {
+                f"{META_PREFIX}permission": route.permission,
+                f"{META_PREFIX}sideEffect": route.side_effect,
+                f"{META_PREFIX}gatewayPublication": route.gateway_publication,
+                f"{META_PREFIX}identitySource": route.identity_source,
+                f"{META_PREFIX}publisherToken": route.publisher_token,
+            },
+        }
+
+
+def _load_handler(module_name: str) -> Handler | None:
+    if importlib.util.find_spec(module_name) is None:
+        return None
+    module = importlib.import_module(module_name)
+    handle = getattr(module, "handle", None)
+    return handle if callable(handle) else None
+
+
+class ToolRegistry:
+    """The tools this process serves; a route without a handler is not served at all."""
+
+    def __init__(self, routes: Mapping[str, ToolRoute]) -> None:
+        served: list[ServedTool] = []
+        for route in routes.values():
+            handle = _load_handler(route.handler_module)
+            if handle is not None:
+                served.append(ServedTool(route, handle))
+        self._tools: Sequence[ServedTool] = tuple(served)
+        self._by_name = {tool.route.name: tool for tool in served}
+        names = ",".join(tool.route.name for tool in served)
+        # The cursor names the list it belongs to, so a cursor from another build is refused.
+        self._list_tag = hashlib.sha256(names.encode()).hexdigest()[:16]
+
+    def get(self, name: str) -> ServedTool | None:
+        """The served tool of that name, if any."""
+        return self._by_name.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        """Served tool names in catalog order."""
+        return [tool.route.name for tool in self._tools]
+
+    def page(self, cursor: Any, size: int) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of tools/list from an opaque cursor, and the cursor of the next page."""
+        offset = 0 if cursor is None else self._decode_cursor(cursor)
+        chunk = self._tools[offset : offset + size]
+        end = offset + len(chunk)
+        next_cursor = self._encode_cursor(end) if end < len(self._tools) else None
+        return [tool.describe() for tool in chunk], next_cursor
+
+    def _encode_cursor(self, offset: int) -> str:
+        raw = json.dumps({"o": offset, "t": self._list_tag}, separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    def _decode_cursor(self, cursor: Any) -> int:
+        invalid = JsonRpcFault(INVALID_PARAMS, "invalid or expired cursor")
+        if not isinstance(cursor, str) or len(cursor) > 200:
+            raise invalid
+        try:
+            padded = cursor + "=" * (-len(cursor) % 4)
+            decoded = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise invalid from exc
+        if not isinstance(decoded, dict) or decoded.get("t") != self._list_tag:
+            raise invalid
+        offset = decoded.get("o")
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise invalid
+        if not 0 < offset < len(self._tools):
+            raise invalid
+        return offset
