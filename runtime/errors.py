@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 ErrorStatus = Literal["failed", "timeout", "cancelled", "rejected"]
 
-_REGISTRY_PATH = Path(__file__).resolve().parent.parent / "contracts" / "workflow-admin" / "errors.json"
+_CONTRACTS = Path(__file__).resolve().parent.parent / "contracts"
+_REGISTRY_PATH = _CONTRACTS / "workflow-admin" / "errors.json"
 
 
 @cache
