@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runtime.store.migrations import DEFAULT_DIRECTORY, applied_migrations, discover_migrations
+
 if TYPE_CHECKING:
     from runtime.config import Settings
     from runtime.security import Authenticator, Keyring
@@ -19,3 +21,22 @@ class Services:
     database: Database
     authenticator: Authenticator
     keyring: Keyring
+
+    async def readiness(self) -> dict[str, bool]:
+        """Database reachable, every migration applied, a usable sealing key loaded."""
+        database_ok = migrations_ok = False
+        try:
+            async with self.database.connection() as conn:
+                await conn.execute("SELECT 1")
+                database_ok = True
+                applied = {row.version for row in await applied_migrations(conn)}
+                expected = {file.version for file in discover_migrations(DEFAULT_DIRECTORY)}
+                migrations_ok = expected <= applied
+        except Exception:
+            # Readiness reports, it does not raise: a broken store is "not ready".
+            pass
+        return {
+            "database": database_ok,
+            "migrations": migrations_ok,
+            "keyring": self.keyring.has_usable_key,
+        }

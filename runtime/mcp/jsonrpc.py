@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -64,6 +64,6 @@ def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, 
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
-def is_request_id(value: Any) -> bool:
+def is_request_id(value: Any) -> TypeGuard[RequestId]:
     """Whether value is a usable JSON-RPC request id (string or integer, never bool)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

@@ -75,10 +75,11 @@ class McpServer:
         if "method" not in message:
             # A response or an unsolicited result from the client: nothing to answer.
             return HttpReply(202)
-        request_id = message.get("id")
         is_notification = "id" not in message
-        if not is_notification and not is_request_id(request_id):
+        raw_id = message.get("id")
+        if not is_notification and not is_request_id(raw_id):
             return _fault_reply(JsonRpcFault(INVALID_REQUEST, "invalid request: id"), None)
+        request_id: RequestId = raw_id if is_request_id(raw_id) else 0
         method = message.get("method")
         params = message.get("params", {})
         if not isinstance(method, str) or not isinstance(params, dict):
