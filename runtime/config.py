@@ -33,6 +33,8 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     data_dir: str = str(REPO_ROOT / ".data")
     pool_min_size: int = 2
     pool_max_size: int = 16
+    # The service SETs ROLE to this after connecting; None keeps the login role.
+    runtime_role: str | None = "workflow_runtime"
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
