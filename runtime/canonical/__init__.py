@@ -1,0 +1,44 @@
+"""Canonical JSON (`rfc8785-safe-json-v1`), `sha256:` digests and the YAML 1.2 definition loader."""
+
+from __future__ import annotations
+
+from runtime.canonical.definition import (
+    DIGEST_PROFILE,
+    MAX_DEFINITION_BYTES,
+    definition_digest,
+    document_canonical_bytes,
+    input_schema_of,
+    load_definition_yaml,
+    load_yaml_core,
+    schema_digest,
+)
+from runtime.canonical.errors import CanonicalError, CanonicalErrorKind
+from runtime.canonical.safe_json import (
+    PROFILE,
+    SAFE_INTEGER_MAX,
+    canonical_bytes,
+    canonical_digest,
+    normalize_value,
+    parse_json_strict,
+    sha256_digest,
+)
+
+__all__ = [
+    "DIGEST_PROFILE",
+    "MAX_DEFINITION_BYTES",
+    "PROFILE",
+    "SAFE_INTEGER_MAX",
+    "CanonicalError",
+    "CanonicalErrorKind",
+    "canonical_bytes",
+    "canonical_digest",
+    "definition_digest",
+    "document_canonical_bytes",
+    "input_schema_of",
+    "load_definition_yaml",
+    "load_yaml_core",
+    "normalize_value",
+    "parse_json_strict",
+    "schema_digest",
+    "sha256_digest",
+]

@@ -1,0 +1,71 @@
+"""Definition publication: saved heads, immutable versions, grant sets, the operation ledger.
+
+Bindings (revisions, status rules, carry-over, evidence, decisions) join this package later as
+their own modules beside these.
+"""
+
+from __future__ import annotations
+
+from runtime.publication.definitions import (
+    PUBLISH_TOOL,
+    RETIRE_TOOL,
+    SAVE_TOOL,
+    publish_definition,
+    read_definition_head,
+    read_definition_version,
+    retire_definition,
+    save_definition,
+    validate_definition,
+)
+from runtime.publication.grants import (
+    GRANTS_SYNC_TOOL,
+    grants_digest,
+    read_definition_grants,
+    sync_definition_grants,
+)
+from runtime.publication.operations import (
+    RECEIPT_RETENTION,
+    run_operation,
+    sweep_operation_receipts,
+)
+from runtime.publication.requests import (
+    Grant,
+    Owner,
+    PublishDefinitionRequest,
+    RetireDefinitionRequest,
+    SaveDefinitionRequest,
+    SyncGrantsRequest,
+    parse_publish_definition,
+    parse_retire_definition,
+    parse_save_definition,
+    parse_sync_grants,
+)
+
+__all__ = [
+    "GRANTS_SYNC_TOOL",
+    "PUBLISH_TOOL",
+    "RECEIPT_RETENTION",
+    "RETIRE_TOOL",
+    "SAVE_TOOL",
+    "Grant",
+    "Owner",
+    "PublishDefinitionRequest",
+    "RetireDefinitionRequest",
+    "SaveDefinitionRequest",
+    "SyncGrantsRequest",
+    "grants_digest",
+    "parse_publish_definition",
+    "parse_retire_definition",
+    "parse_save_definition",
+    "parse_sync_grants",
+    "publish_definition",
+    "read_definition_grants",
+    "read_definition_head",
+    "read_definition_version",
+    "retire_definition",
+    "run_operation",
+    "save_definition",
+    "sweep_operation_receipts",
+    "sync_definition_grants",
+    "validate_definition",
+]

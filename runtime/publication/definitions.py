@@ -1,0 +1,378 @@
+"""Definition publication services: save the editable head, publish and retire versions.
+
+Each public function is one use case that owns its transaction; database scope always comes
+from the verified ctx.host_id (the hostId argument is only an assertion, re-checked here).
+Receipts are returned as dicts with the catalog's camelCase members.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
+
+from runtime.canonical import (
+    CanonicalError,
+    canonical_digest,
+    definition_digest,
+    load_definition_yaml,
+    schema_digest,
+)
+from runtime.errors import WorkflowError, input_invalid
+from runtime.publication.operations import run_operation
+from runtime.publication.requests import (
+    PublishDefinitionRequest,
+    RetireDefinitionRequest,
+    SaveDefinitionRequest,
+    normalize_uuid,
+    parse_publish_definition,
+    parse_retire_definition,
+    parse_save_definition,
+)
+from runtime.publication.store import constraints as _constraints  # noqa: F401 (registers errors)
+from runtime.publication.store import definitions as store
+from runtime.security import InvocationContext, check_host_assertion
+from runtime.store import Connection, Database
+
+SAVE_TOOL = "workflow_definition_save"
+PUBLISH_TOOL = "workflow_definition_publish"
+RETIRE_TOOL = "workflow_definition_retire"
+# Rejections that depend only on the request and immutable versions, so replay stores them.
+PUBLISH_FINAL_REJECTIONS = frozenset({"WORKFLOW_INPUT_INVALID", "WORKFLOW_DEFINITION_MISMATCH"})
+RETIRE_FINAL_REJECTIONS = frozenset({"WORKFLOW_DEFINITION_MISMATCH"})
+
+RequestT = TypeVar("RequestT")
+
+
+def accept_request(
+    ctx: InvocationContext,
+    request: RequestT | Mapping[str, Any],
+    parse: Callable[[Mapping[str, Any]], RequestT],
+    request_type: type[RequestT],
+) -> RequestT:
+    """Check the hostId assertion first, then parse raw arguments (typed requests pass through)."""
+    if isinstance(request, request_type):
+        check_host_assertion(ctx, getattr(request, "host_id"))  # noqa: B009
+        return request
+    assert isinstance(request, Mapping)
+    check_host_assertion(ctx, request.get("hostId"))
+    return parse(request)
+
+
+def _load(text: str) -> dict[str, Any]:
+    try:
+        return load_definition_yaml(text)
+    except CanonicalError as error:
+        raise input_invalid(
+            f"definition is not accepted: {error.message}",
+            details={"discriminator": error.discriminator},
+        ) from error
+
+
+def _engine_parse_definition() -> Callable[[Any], Any] | None:
+    # Imported lazily: the engine is a sibling package built in parallel, and publication must
+    # stay importable without it. runtime.engine may re-export it; runtime.engine.parser has it.
+    for module_name in ("runtime.engine", "runtime.engine.parser"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        parse = getattr(module, "parse_definition", None)
+        if callable(parse):
+            return cast(Callable[[Any], Any], parse)
+    return None
+
+
+def _is_definition_error(error: Exception) -> bool:
+    try:
+        errors = importlib.import_module("runtime.engine.errors")
+    except ImportError:
+        return False
+    kinds = tuple(
+        kind
+        for name in ("DefinitionError", "ExpressionError")
+        if isinstance(kind := getattr(errors, name, None), type)
+    )
+    return isinstance(error, kinds)
+
+
+def validate_definition(document: dict[str, Any]) -> None:
+    """Run the engine's definition model validation (runtime definition and CEL checks)."""
+    parse_definition = _engine_parse_definition()
+    if parse_definition is None:
+        # TODO(engine): no runtime.engine parse_definition is importable; until one is,
+        # publish checks only YAML 1.2 / canonical JSON shape. Tell the lead if this remains.
+        return
+    try:
+        parse_definition(document)
+    except Exception as error:
+        # Only the engine's definition errors mean "invalid definition"; anything else is a
+        # fault and must not be stored in the ledger as a final rejection.
+        if not _is_definition_error(error):
+            raise
+        details = {
+            key: value
+            for key in ("task", "expression", "reason")
+            if isinstance(value := getattr(error, key, None), str)
+        }
+        message = getattr(error, "message", None) or str(error)
+        raise input_invalid(f"definition is invalid: {message}", details=details or None) from error
+
+
+# --- save -------------------------------------------------------------------------------------
+
+
+def _head_row(ctx: InvocationContext, request: SaveDefinitionRequest) -> dict[str, Any]:
+    content = {
+        "namespace": request.namespace,
+        "name": request.name,
+        "version": request.version,
+        "definition": request.definition,
+        "lifecycleStatus": request.lifecycle_status,
+        "catalogVisible": request.catalog_visible,
+        "owner": {"userId": request.owner.user_id, "positionId": request.owner.position_id},
+        "active": request.active,
+    }
+    return {
+        "host_id": ctx.host_id,
+        "wf_def_id": request.wf_def_id,
+        "source_revision": request.source_revision,
+        "namespace": request.namespace,
+        "name": request.name,
+        "version": request.version,
+        "definition": request.definition,
+        "definition_digest": definition_digest(_load(request.definition)),
+        "content_digest": canonical_digest(content),
+        "lifecycle_status": request.lifecycle_status,
+        "catalog_visible": request.catalog_visible,
+        "owner_user_id": request.owner.user_id,
+        "owner_position_id": request.owner.position_id,
+        "active": request.active,
+        "actor": request.actor,
+        "saved_by": ctx.user_id,
+    }
+
+
+def _save_receipt(result: str, wf_def_id: str, head: store.HeadState) -> dict[str, Any]:
+    return {
+        "result": result,
+        "wfDefId": wf_def_id,
+        "appliedRevision": head.source_revision,
+        "definitionDigest": head.definition_digest,
+    }
+
+
+async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[str, store.HeadState]:
+    created = await store.insert_head(conn, row)
+    if created is not None:
+        return "saved", created
+    current = await store.lock_head(conn, row["host_id"], row["wf_def_id"])
+    assert current is not None  # the insert conflicted, and heads are never deleted
+    if row["source_revision"] < current.source_revision:
+        return "stale", current
+    if row["source_revision"] == current.source_revision:
+        if row["content_digest"] == current.content_digest:
+            return "unchanged", current
+        raise WorkflowError(
+            "WORKFLOW_IDEMPOTENCY_CONFLICT",
+            "sourceRevision is already applied with different content or visibility",
+            details={
+                "appliedRevision": current.source_revision,
+                "definitionDigest": current.definition_digest,
+            },
+        )
+    updated = await store.update_head(conn, row)
+    assert updated is not None  # we hold the row lock and our revision is higher
+    return "saved", updated
+
+
+async def save_definition(
+    db: Database, ctx: InvocationContext, request: SaveDefinitionRequest | Mapping[str, Any]
+) -> dict[str, Any]:
+    """workflow_definition_save: apply a saved head under the sourceRevision rules.
+
+    Lower revision: stale, nothing changes. Equal revision: unchanged when every saved field
+    except actor (audit metadata) matches, else WORKFLOW_IDEMPOTENCY_CONFLICT with details
+    {appliedRevision, definitionDigest}. Higher: the head (text, visibility, owner, active) is
+    replaced. Every receipt carries the head's applied revision and its definition digest.
+    """
+    request = accept_request(ctx, request, parse_save_definition, SaveDefinitionRequest)
+    row = _head_row(ctx, request)
+    async with db.transaction() as conn:
+        result, head = await _apply_save(conn, row)
+    return _save_receipt(result, request.wf_def_id, head)
+
+
+# --- publish ----------------------------------------------------------------------------------
+
+
+def _version_receipt(
+    result: str, wf_def_id: str, version: str, state: store.VersionState
+) -> dict[str, Any]:
+    return {
+        "result": result,
+        "status": state.status,
+        "wfDefId": wf_def_id,
+        "version": version,
+        "definitionDigest": state.definition_digest,
+        "schemaDigest": state.schema_digest,
+        "bindingApproval": state.binding_approval,
+    }
+
+
+def _existing_version_receipt(
+    request: PublishDefinitionRequest, digest: str, existing: store.VersionState
+) -> dict[str, Any]:
+    if existing.definition_digest != digest:
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH",
+            "this version is already published with a different definition digest",
+            details={"publishedDefinitionDigest": existing.definition_digest},
+        )
+    return _version_receipt("unchanged", request.wf_def_id, request.version, existing)
+
+
+async def _publish(
+    conn: Connection, ctx: InvocationContext, request: PublishDefinitionRequest
+) -> dict[str, Any]:
+    document = _load(request.definition)
+    digest = definition_digest(document)
+    if digest != request.expected_definition_digest:
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH",
+            "expectedDefinitionDigest differs from the digest of the definition text",
+            details={"definitionDigest": digest},
+        )
+    existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+    if existing is not None:
+        return _existing_version_receipt(request, digest, existing)
+    validate_definition(document)
+    created = await store.insert_version(
+        conn,
+        {
+            "host_id": ctx.host_id,
+            "wf_def_id": request.wf_def_id,
+            "version": request.version,
+            "namespace": request.namespace,
+            "name": request.name,
+            "definition": request.definition,
+            "document": document,
+            "definition_digest": digest,
+            "schema_digest": schema_digest(document),
+            "binding_approval": request.binding_approval,
+            "owner_user_id": request.owner.user_id,
+            "owner_position_id": request.owner.position_id,
+            "published_by": ctx.user_id,
+            "operation_id": request.operation_id,
+        },
+    )
+    if created is None:  # another operation published this version since our lookup
+        raced = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+        assert raced is not None
+        return _existing_version_receipt(request, digest, raced)
+    return _version_receipt("published", request.wf_def_id, request.version, created)
+
+
+async def publish_definition(
+    db: Database, ctx: InvocationContext, request: PublishDefinitionRequest | Mapping[str, Any]
+) -> dict[str, Any]:
+    """workflow_definition_publish: store an immutable version; never touches the saved head.
+
+    Recomputes the definition and input-schema digests (WORKFLOW_DEFINITION_MISMATCH when the
+    expected digest differs), validates the definition, and stores the version. The same digest
+    again is unchanged with the current status (retired included); another digest for an
+    existing version is WORKFLOW_DEFINITION_MISMATCH. Idempotent per operationId.
+    """
+    request = accept_request(ctx, request, parse_publish_definition, PublishDefinitionRequest)
+    typed = request
+
+    async def perform(conn: Connection) -> dict[str, Any]:
+        return await _publish(conn, ctx, typed)
+
+    return await run_operation(
+        db,
+        ctx,
+        tool_name=PUBLISH_TOOL,
+        operation_id=request.operation_id,
+        arguments=request.arguments,
+        perform=perform,
+        final_rejections=PUBLISH_FINAL_REJECTIONS,
+    )
+
+
+# --- retire -----------------------------------------------------------------------------------
+
+
+async def _retire(
+    conn: Connection, ctx: InvocationContext, request: RetireDefinitionRequest
+) -> dict[str, Any]:
+    # Lock order (seed "Concurrency"): the version row FOR UPDATE first, then any Tool heads.
+    state = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+    if state is None:
+        raise WorkflowError("WORKFLOW_NOT_FOUND", "no published version with that wfDefId")
+    expected = request.expected_definition_digest
+    if expected is not None and expected != state.definition_digest:
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH",
+            "expectedDefinitionDigest differs from the published version",
+            details={"definitionDigest": state.definition_digest},
+        )
+    if state.status == "retired":
+        return _version_receipt("unchanged", request.wf_def_id, request.version, state)
+    # TODO(bindings): refuse while an active binding revision pins this version and withdraw
+    # pending revisions on it (with decision records), here, under the version row lock.
+    retired = await store.retire_version(
+        conn,
+        ctx.host_id,
+        request.wf_def_id,
+        request.version,
+        retired_by=ctx.user_id,
+        operation_id=request.operation_id,
+    )
+    assert retired is not None  # we hold the row lock and saw it active
+    return _version_receipt("retired", request.wf_def_id, request.version, retired)
+
+
+async def retire_definition(
+    db: Database, ctx: InvocationContext, request: RetireDefinitionRequest | Mapping[str, Any]
+) -> dict[str, Any]:
+    """workflow_definition_retire: move a version to retired (terminal); idempotent per operationId.
+
+    Retiring a retired version returns result "unchanged" with status "retired"; an unknown
+    version is WORKFLOW_NOT_FOUND (not stored, so it can be retried once the version exists).
+    """
+    request = accept_request(ctx, request, parse_retire_definition, RetireDefinitionRequest)
+    typed = request
+
+    async def perform(conn: Connection) -> dict[str, Any]:
+        return await _retire(conn, ctx, typed)
+
+    return await run_operation(
+        db,
+        ctx,
+        tool_name=RETIRE_TOOL,
+        operation_id=request.operation_id,
+        arguments=request.arguments,
+        perform=perform,
+        final_rejections=RETIRE_FINAL_REJECTIONS,
+    )
+
+
+async def read_definition_head(
+    db: Database, ctx: InvocationContext, wf_def_id: str
+) -> dict[str, Any] | None:
+    """The saved head of a definition in the caller's host (for workflow_start), or None."""
+    if (key := normalize_uuid(wf_def_id)) is None:
+        return None
+    async with db.transaction(read_only=True) as conn:
+        return await store.select_head(conn, ctx.host_id, key)
+
+
+async def read_definition_version(
+    db: Database, ctx: InvocationContext, wf_def_id: str, version: str
+) -> dict[str, Any] | None:
+    """A published version with its document in the caller's host, or None."""
+    if (key := normalize_uuid(wf_def_id)) is None:
+        return None
+    async with db.transaction(read_only=True) as conn:
+        return await store.select_version(conn, ctx.host_id, key, version)

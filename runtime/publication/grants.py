@@ -1,0 +1,107 @@
+"""workflow_definition_grants_sync: replace a definition's whole grant set, by source revision."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.canonical import canonical_digest
+from runtime.errors import WorkflowError
+from runtime.publication.definitions import accept_request
+from runtime.publication.requests import (
+    Grant,
+    SyncGrantsRequest,
+    normalize_uuid,
+    parse_sync_grants,
+)
+from runtime.publication.store import grants as store
+from runtime.security import InvocationContext
+from runtime.store import Connection, Database
+
+GRANTS_SYNC_TOOL = "workflow_definition_grants_sync"
+
+
+def grants_digest(grants: tuple[Grant, ...] | list[Grant]) -> str:
+    """Canonical digest of a grant set: grants sorted by grantId, null members omitted."""
+    ordered = sorted(grants, key=lambda grant: grant.grant_id)
+    return canonical_digest([grant.digest_form() for grant in ordered])
+
+
+def _grant_rows(ctx: InvocationContext, request: SyncGrantsRequest) -> list[dict[str, Any]]:
+    return [
+        {
+            "host_id": ctx.host_id,
+            "wf_def_id": request.wf_def_id,
+            "grant_id": grant.grant_id,
+            "tool_id": grant.tool_id,
+            "tool_version": grant.tool_version,
+            "lightapi_digest": grant.lightapi_digest,
+            "allowed_environments": sorted(grant.allowed_environments),
+            "source_revision": request.source_revision,
+        }
+        for grant in request.grants
+    ]
+
+
+async def _apply_sync(
+    conn: Connection, ctx: InvocationContext, request: SyncGrantsRequest, sync: dict[str, Any]
+) -> tuple[str, store.GrantSyncState]:
+    created = await store.insert_sync(conn, sync)
+    if created is None:
+        current = await store.lock_sync(conn, ctx.host_id, request.wf_def_id)
+        assert current is not None  # the insert conflicted, and sync rows are never deleted
+        if request.source_revision < current.source_revision:
+            return "stale", current
+        if request.source_revision == current.source_revision:
+            if sync["grants_digest"] == current.grants_digest:
+                return "unchanged", current
+            raise WorkflowError(
+                "WORKFLOW_IDEMPOTENCY_CONFLICT",
+                "sourceRevision is already applied with a different grant set",
+                details={
+                    "appliedRevision": current.source_revision,
+                    "grantsDigest": current.grants_digest,
+                },
+            )
+        created = await store.update_sync(conn, sync)
+        assert created is not None  # we hold the row lock and our revision is higher
+    await store.replace_grants(conn, ctx.host_id, request.wf_def_id, _grant_rows(ctx, request))
+    return "saved", created
+
+
+async def sync_definition_grants(
+    db: Database, ctx: InvocationContext, request: SyncGrantsRequest | Mapping[str, Any]
+) -> dict[str, Any]:
+    """Replace the grant set in one transaction under the same sourceRevision rules as save.
+
+    Receipt: {result: saved|unchanged|stale, wfDefId, appliedRevision, grantsDigest}; an equal
+    revision with another set is WORKFLOW_IDEMPOTENCY_CONFLICT with {appliedRevision,
+    grantsDigest}. The actor is audit metadata and is not compared.
+    """
+    request = accept_request(ctx, request, parse_sync_grants, SyncGrantsRequest)
+    sync = {
+        "host_id": ctx.host_id,
+        "wf_def_id": request.wf_def_id,
+        "source_revision": request.source_revision,
+        "grants_digest": grants_digest(request.grants),
+        "actor": request.actor,
+        "synced_by": ctx.user_id,
+    }
+    async with db.transaction() as conn:
+        result, state = await _apply_sync(conn, ctx, request, sync)
+    return {
+        "result": result,
+        "wfDefId": request.wf_def_id,
+        "appliedRevision": state.source_revision,
+        "grantsDigest": state.grants_digest,
+    }
+
+
+async def read_definition_grants(
+    db: Database, ctx: InvocationContext, wf_def_id: str
+) -> list[dict[str, Any]]:
+    """The live grant set of a definition in the caller's host (grants are read live)."""
+    if (key := normalize_uuid(wf_def_id)) is None:
+        return []
+    async with db.transaction(read_only=True) as conn:
+        return await store.select_grants(conn, ctx.host_id, key)

@@ -1,0 +1,111 @@
+"""Rows of saved definition heads and published definition versions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.publication.store.sql import QUERIES
+from runtime.store import Connection
+
+
+@dataclass(frozen=True, slots=True)
+class HeadState:
+    """What a saved head holds: its applied revision and digests."""
+
+    source_revision: int
+    definition_digest: str
+    content_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VersionState:
+    """The mutable facts of a published version plus its immutable digests."""
+
+    status: str
+    definition_digest: str
+    schema_digest: str
+    binding_approval: str
+
+
+async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    cursor = await conn.execute(query, params)
+    return await cursor.fetchone()
+
+
+async def insert_head(conn: Connection, head: dict[str, Any]) -> HeadState | None:
+    """Insert a head; None when one already exists for (host, wfDefId)."""
+    row = await _one(conn, QUERIES["insert_definition_head"], head)
+    return None if row is None else HeadState(row["source_revision"], row["definition_digest"])
+
+
+async def lock_head(conn: Connection, host_id: str, wf_def_id: str) -> HeadState | None:
+    """Lock and read a head (FOR UPDATE)."""
+    params = {"host_id": host_id, "wf_def_id": wf_def_id}
+    row = await _one(conn, QUERIES["lock_definition_head"], params)
+    if row is None:
+        return None
+    return HeadState(row["source_revision"], row["definition_digest"], row["content_digest"])
+
+
+async def update_head(conn: Connection, head: dict[str, Any]) -> HeadState | None:
+    """Overwrite a head with a higher revision; None when the stored revision is not lower."""
+    row = await _one(conn, QUERIES["update_definition_head"], head)
+    return None if row is None else HeadState(row["source_revision"], row["definition_digest"])
+
+
+async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> dict[str, Any] | None:
+    """The saved head of a definition, or None."""
+    params = {"host_id": host_id, "wf_def_id": wf_def_id}
+    return await _one(conn, QUERIES["select_definition_head"], params)
+
+
+def _version_state(row: dict[str, Any] | None) -> VersionState | None:
+    if row is None:
+        return None
+    return VersionState(
+        row["status"], row["definition_digest"], row["schema_digest"], row["binding_approval"]
+    )
+
+
+async def insert_version(conn: Connection, version: dict[str, Any]) -> VersionState | None:
+    """Insert a published version; None when (host, wfDefId, version) already exists."""
+    params = {**version, "document": json.dumps(version["document"], ensure_ascii=False)}
+    return _version_state(await _one(conn, QUERIES["insert_definition_version"], params))
+
+
+async def lock_version(
+    conn: Connection, host_id: str, wf_def_id: str, version: str
+) -> VersionState | None:
+    """Lock and read a published version (FOR UPDATE)."""
+    params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
+    return _version_state(await _one(conn, QUERIES["lock_definition_version"], params))
+
+
+async def retire_version(
+    conn: Connection,
+    host_id: str,
+    wf_def_id: str,
+    version: str,
+    *,
+    retired_by: str,
+    operation_id: str,
+) -> VersionState | None:
+    """Move an active version to retired; None when it was not active."""
+    params = {
+        "host_id": host_id,
+        "wf_def_id": wf_def_id,
+        "version": version,
+        "retired_by": retired_by,
+        "operation_id": operation_id,
+    }
+    return _version_state(await _one(conn, QUERIES["retire_definition_version"], params))
+
+
+async def select_version(
+    conn: Connection, host_id: str, wf_def_id: str, version: str
+) -> dict[str, Any] | None:
+    """A published version with its normalized document, or None."""
+    params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
+    return await _one(conn, QUERIES["select_definition_version"], params)

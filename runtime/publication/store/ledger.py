@@ -1,0 +1,89 @@
+"""Rows of the operation receipt ledger."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runtime.publication.store.sql import QUERIES
+from runtime.store import Connection
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRecord:
+    """A stored operation: who asked, what was asked and the complete response."""
+
+    tool_name: str
+    request_digest: str
+    requested_by: str
+    response: dict[str, Any] | None
+    is_error: bool
+
+
+async def claim_operation(
+    conn: Connection,
+    *,
+    host_id: str,
+    operation_id: str,
+    tool_name: str,
+    request_digest: str,
+    requested_by: str,
+) -> bool:
+    """Insert the operation row; False when (host, operationId) already exists."""
+    params = {
+        "host_id": host_id,
+        "operation_id": operation_id,
+        "tool_name": tool_name,
+        "request_digest": request_digest,
+        "requested_by": requested_by,
+    }
+    cursor = await conn.execute(QUERIES["claim_operation"], params)
+    return await cursor.fetchone() is not None
+
+
+async def lock_operation(
+    conn: Connection, host_id: str, operation_id: str
+) -> OperationRecord | None:
+    """Lock and read an operation row of host (FOR UPDATE)."""
+    params = {"host_id": host_id, "operation_id": operation_id}
+    cursor = await conn.execute(QUERIES["lock_operation"], params)
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    return OperationRecord(
+        row["tool_name"],
+        row["request_digest"],
+        row["requested_by"],
+        row["response"],
+        row["is_error"],
+    )
+
+
+async def complete_operation(
+    conn: Connection,
+    *,
+    host_id: str,
+    operation_id: str,
+    response: dict[str, Any],
+    is_error: bool,
+) -> None:
+    """Store the complete response of a claimed operation."""
+    params = {
+        "host_id": host_id,
+        "operation_id": operation_id,
+        "response": json.dumps(response, ensure_ascii=False),
+        "is_error": is_error,
+    }
+    cursor = await conn.execute(QUERIES["complete_operation"], params)
+    if cursor.rowcount != 1:
+        raise RuntimeError("operation record was not claimed by this transaction")
+
+
+async def sweep_operations(conn: Connection, *, cutoff: datetime, batch_size: int) -> int:
+    """Delete one batch of records created before cutoff; the number deleted."""
+    cursor = await conn.execute(
+        QUERIES["sweep_operations"], {"cutoff": cutoff, "batch_size": batch_size}
+    )
+    return cursor.rowcount

@@ -1,0 +1,15 @@
+"""The publication queries.sql: every block is used and every used name exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import runtime.publication
+from runtime.store.queries import query_usage_problems
+
+PACKAGE = Path(runtime.publication.__file__).resolve().parent
+
+
+def test_every_publication_query_is_used_and_defined() -> None:
+    sources = sorted(PACKAGE.rglob("*.py"))
+    assert query_usage_problems(PACKAGE / "queries.sql", sources) == []
