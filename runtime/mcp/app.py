@@ -15,7 +15,7 @@ from generated.routes import ROUTES
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
 from runtime.mcp.server import HttpReply, McpServer
-from runtime.mcp.tools import ToolRegistry
+from runtime.mcp.tools import ToolRegistry, ToolRoute
 from runtime.services import Services
 
 log = logging.getLogger("workflow.http")
@@ -99,13 +99,15 @@ async def readyz(state: State) -> Response[dict[str, Any]]:
     return Response({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
 
-def create_app(services_factory: ServicesFactory) -> Litestar:
+def create_app(
+    services_factory: ServicesFactory, routes: Mapping[str, ToolRoute] | None = None
+) -> Litestar:
     """Build the ASGI app; services are created at start-up and closed at shutdown."""
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         services, close = await services_factory()
-        registry = ToolRegistry(ROUTES)
+        registry = ToolRegistry(ROUTES if routes is None else routes)
         dispatcher = ToolDispatcher(registry, services)
         app.state.services = services
         app.state.dispatcher = dispatcher

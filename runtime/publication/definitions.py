@@ -159,6 +159,7 @@ def _save_receipt(result: str, wf_def_id: str, head: store.HeadState) -> dict[st
         "wfDefId": wf_def_id,
         "appliedRevision": head.source_revision,
         "definitionDigest": head.definition_digest,
+        "active": head.active,
     }
 
 
@@ -217,6 +218,22 @@ def _version_receipt(
         "definitionDigest": state.definition_digest,
         "schemaDigest": state.schema_digest,
         "bindingApproval": state.binding_approval,
+    }
+
+
+def _retire_receipt(
+    result: str,
+    request: RetireDefinitionRequest,
+    state: store.VersionState,
+    withdrawn_binding_ids: list[str],
+) -> dict[str, Any]:
+    return {
+        "result": result,
+        "status": state.status,
+        "wfDefId": request.wf_def_id,
+        "version": request.version,
+        "definitionDigest": state.definition_digest,
+        "withdrawnBindingIds": withdrawn_binding_ids,
     }
 
 
@@ -318,7 +335,7 @@ async def _retire(
             details={"definitionDigest": state.definition_digest},
         )
     if state.status == "retired":
-        return _version_receipt("unchanged", request.wf_def_id, request.version, state)
+        return _retire_receipt("unchanged", request, state, [])
     # TODO(bindings): refuse while an active binding revision pins this version and withdraw
     # pending revisions on it (with decision records), here, under the version row lock.
     retired = await store.retire_version(
@@ -330,7 +347,7 @@ async def _retire(
         operation_id=request.operation_id,
     )
     assert retired is not None  # we hold the row lock and saw it active
-    return _version_receipt("retired", request.wf_def_id, request.version, retired)
+    return _retire_receipt("retired", request, retired, [])
 
 
 async def retire_definition(

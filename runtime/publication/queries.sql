@@ -14,11 +14,11 @@ INSERT INTO wf_definition_t (
     %(saved_by)s
 )
 ON CONFLICT (host_id, wf_def_id) DO NOTHING
-RETURNING source_revision, definition_digest;
+RETURNING source_revision, definition_digest, active;
 
 -- lock_definition_head --
 -- Lock the saved head so concurrent saves of one definition serialize.
-SELECT source_revision, definition_digest, content_digest
+SELECT source_revision, definition_digest, content_digest, active
 FROM wf_definition_t
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s
 FOR UPDATE;
@@ -42,7 +42,7 @@ SET source_revision = %(source_revision)s,
     saved_by = %(saved_by)s,
     updated_ts = now()
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND source_revision < %(source_revision)s
-RETURNING source_revision, definition_digest;
+RETURNING source_revision, definition_digest, active;
 
 -- select_definition_head --
 -- Read the saved head of a definition (workflow_start runs it; tests inspect it).

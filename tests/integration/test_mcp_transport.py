@@ -29,7 +29,11 @@ async def test_legacy_initialize_answers_its_own_version_to_an_unknown_request(
 ) -> None:
     reply = await legacy.request(
         "initialize",
-        {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        {
+            "protocolVersion": "1999-01-01",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
         headers={"MCP-Protocol-Version": LEGACY},
     )
     assert reply.result["protocolVersion"] == LEGACY

@@ -28,6 +28,7 @@ async def test_first_save_creates_the_head_and_reports_saved(db: Database) -> No
         "wfDefId": wf_def_id,
         "appliedRevision": 7,
         "definitionDigest": definition_digest(definition_text(1)),
+        "active": True,
     }
     head = await read_definition_head(db, context(), wf_def_id)
     assert head is not None

@@ -16,6 +16,7 @@ class HeadState:
 
     source_revision: int
     definition_digest: str
+    active: bool
     content_digest: str | None = None
 
 
@@ -34,10 +35,16 @@ async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str
     return await cursor.fetchone()
 
 
+def _head_state(row: dict[str, Any]) -> HeadState:
+    return HeadState(
+        row["source_revision"], row["definition_digest"], row["active"], row.get("content_digest")
+    )
+
+
 async def insert_head(conn: Connection, head: dict[str, Any]) -> HeadState | None:
     """Insert a head; None when one already exists for (host, wfDefId)."""
     row = await _one(conn, QUERIES["insert_definition_head"], head)
-    return None if row is None else HeadState(row["source_revision"], row["definition_digest"])
+    return None if row is None else _head_state(row)
 
 
 async def lock_head(conn: Connection, host_id: str, wf_def_id: str) -> HeadState | None:
@@ -46,13 +53,13 @@ async def lock_head(conn: Connection, host_id: str, wf_def_id: str) -> HeadState
     row = await _one(conn, QUERIES["lock_definition_head"], params)
     if row is None:
         return None
-    return HeadState(row["source_revision"], row["definition_digest"], row["content_digest"])
+    return _head_state(row)
 
 
 async def update_head(conn: Connection, head: dict[str, Any]) -> HeadState | None:
     """Overwrite a head with a higher revision; None when the stored revision is not lower."""
     row = await _one(conn, QUERIES["update_definition_head"], head)
-    return None if row is None else HeadState(row["source_revision"], row["definition_digest"])
+    return None if row is None else _head_state(row)
 
 
 async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> dict[str, Any] | None:

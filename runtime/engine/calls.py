@@ -1,0 +1,133 @@
+"""Executing `call: http` and `call: mcp` through the effect port, with effect tracking."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from runtime.engine.faults import fault
+from runtime.engine.model import HttpCallSpec, McpCallSpec
+from runtime.engine.ports import EffectFailure, EffectPort, HttpRequest, HttpResponse, McpRequest
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+Evaluate = Callable[[Any], Any]
+
+
+def expand_template(uri: str, data: Any, pointer: str) -> str:
+    """Expand `{name}` from scalar top-level keys of the transformed input, percent-encoded."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = data.get(name) if isinstance(data, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise fault("expression", pointer, detail=f"URI template value {name!r} is not scalar")
+        return quote(str(value), safe="")
+
+    return _PLACEHOLDER.sub(replace, uri)
+
+
+def _string_map(value: Any, what: str, pointer: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise fault("expression", pointer, detail=f"{what} must be a map")
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, bool) or not isinstance(item, str | int):
+            raise fault("expression", pointer, detail=f"{what} value {key!r} must be a string")
+        result[str(key)] = str(item)
+    return result
+
+
+def build_http_request(
+    spec: HttpCallSpec, pointer: str, data: Any, evaluate: Evaluate
+) -> HttpRequest:
+    """Evaluate the call's value trees into one request."""
+    return HttpRequest(
+        task=pointer,
+        method=spec.method,
+        uri=expand_template(spec.endpoint, data, pointer),
+        headers=_string_map(evaluate(spec.headers), "headers", pointer),
+        query=_string_map(evaluate(spec.query), "query", pointer),
+        body=evaluate(spec.body) if spec.body is not None else None,
+        redirect=spec.redirect,
+        authentication=spec.authentication,
+        write=spec.is_write,
+    )
+
+
+async def dispatch_http(port: EffectPort, request: HttpRequest, spec: HttpCallSpec) -> Any:
+    """Send the request; map transport failures and non-accepted statuses to communication."""
+    try:
+        response = await port.call_http(request)
+    except EffectFailure as exc:
+        raise fault("communication", request.task, status=exc.status, detail=exc.message) from None
+    accepted = 200 <= response.status_code < 300 or (
+        spec.redirect and 300 <= response.status_code < 400
+    )
+    if not accepted:
+        raise fault(
+            "communication",
+            request.task,
+            status=response.status_code,
+            title="HTTP call failed",
+            detail=f"HTTP status {response.status_code}",
+        )
+    return _http_output(spec, request, response)
+
+
+def _content(response: HttpResponse, pointer: str) -> Any:
+    media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media == "application/json" or media.endswith("+json"):
+        try:
+            return json.loads(response.body or b"null")
+        except ValueError:
+            raise fault("communication", pointer, detail="response is not valid JSON") from None
+    if media.startswith("text/"):
+        return response.body.decode("utf-8", errors="replace")
+    return base64.b64encode(response.body).decode("ascii") if response.body else None
+
+
+def _http_output(spec: HttpCallSpec, request: HttpRequest, response: HttpResponse) -> Any:
+    if spec.output == "raw":
+        return base64.b64encode(response.body).decode("ascii")
+    content = _content(response, request.task)
+    if spec.output == "content":
+        return content
+    return {
+        "request": {"method": request.method, "uri": request.uri, "headers": request.headers},
+        "statusCode": response.status_code,
+        "headers": response.headers,
+        "content": content,
+    }
+
+
+async def dispatch_mcp(
+    port: EffectPort, spec: McpCallSpec, pointer: str, arguments: Any, write: bool
+) -> Any:
+    """Send tools/call; a transport failure is communication, a tool or RPC error runtime."""
+    request = McpRequest(
+        task=pointer,
+        endpoint=spec.endpoint,
+        tool=spec.tool,
+        arguments=arguments,
+        protocol_version=spec.protocol_version,
+        write=write,
+    )
+    try:
+        result = await port.call_mcp(request)
+    except EffectFailure as exc:
+        kind = "communication" if exc.kind == "communication" else "runtime"
+        raise fault(kind, pointer, status=exc.status, detail=exc.message) from None
+    if not isinstance(result, Mapping) or result.get("isError") is True:
+        raise fault("runtime", pointer, title="MCP tool call failed", detail=f"tool {spec.tool}")
+    return dict(result)
+
+
+def mcp_arguments(spec: McpCallSpec, evaluate: Evaluate) -> Any:
+    """The evaluated tools/call arguments (a map)."""
+    return evaluate(spec.arguments)

@@ -1,0 +1,140 @@
+"""The one typed seam to cel-python: parsing, metered evaluation and CEL value classes.
+
+celpy ships no usable type information for strict mypy, so every ``type: ignore`` the engine
+needs lives here and the rest of the engine sees plain ``Any``-free signatures.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.evaluation import Activation, CELEvalError, Evaluator
+
+# celpy raises the interpreter's recursion limit when an Environment is built; build exactly one.
+_ENVIRONMENT = celpy.Environment()
+
+CelTree: TypeAlias = "lark.Tree[Any]"
+TreeClass = lark.Tree
+
+BoolType: type[Any] = celtypes.BoolType
+IntType: type[Any] = celtypes.IntType
+UintType: type[Any] = celtypes.UintType
+DoubleType: type[Any] = celtypes.DoubleType
+StringType: type[Any] = celtypes.StringType
+BytesType: type[Any] = celtypes.BytesType
+TimestampType: type[Any] = celtypes.TimestampType
+DurationType: type[Any] = celtypes.DurationType
+ListType: type[Any] = celtypes.ListType
+MapType: type[Any] = celtypes.MapType
+
+
+class CelSyntaxError(Exception):
+    """The text is not a CEL expression."""
+
+
+class CelEvaluationError(Exception):
+    """CEL evaluation failed; ``missing`` is true when a name or map key was absent."""
+
+    def __init__(self, message: str, *, missing: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.missing = missing
+
+
+class StepMeter:
+    """Counts evaluator node visits so the cost verdict depends only on expression and data."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+        self.exhausted = False
+
+    def charge(self) -> None:
+        """Spend one step; raise once the budget is gone (and keep raising)."""
+        self.used += 1
+        if self.used > self.budget:
+            self.exhausted = True
+            raise _BudgetExhausted
+
+
+class _BudgetExhausted(BaseException):
+    # BaseException so celpy's `except Exception` short-circuit handlers cannot swallow it.
+    pass
+
+
+class _MeteredEvaluator(Evaluator):  # type: ignore[misc]
+    def __init__(self, ast: Any, activation: Any, meter: StepMeter) -> None:
+        super().__init__(ast, activation)
+        self._meter = meter
+
+    def sub_evaluator(self, ast: Any) -> _MeteredEvaluator:
+        return _MeteredEvaluator(ast, self.activation, self._meter)
+
+    def _visit_tree(self, tree: Any) -> Any:
+        self._meter.charge()
+        return super()._visit_tree(tree)
+
+
+def parse(text: str) -> CelTree:
+    """Parse CEL source into its lark tree, or raise CelSyntaxError."""
+    try:
+        tree: CelTree = _ENVIRONMENT.compile(text)
+    except Exception as exc:  # celpy raises several parser error classes
+        raise CelSyntaxError(_first_line(str(exc))) from None
+    return tree
+
+
+def evaluate(ast: CelTree, variables: dict[str, Any], meter: StepMeter) -> Any:
+    """Evaluate a parsed tree over CEL-typed variables; raise CelEvaluationError or BudgetError."""
+    activation = Activation(package=None, annotations={}, functions=None)
+    evaluator = _MeteredEvaluator(ast, activation, meter)
+    try:
+        value = evaluator.evaluate(variables)
+    except _BudgetExhausted:
+        raise BudgetError(meter.budget) from None
+    except CELEvalError as exc:
+        raise _evaluation_error(exc) from None
+    except RecursionError:
+        raise CelEvaluationError("expression nests too deeply", missing=False) from None
+    except Exception as exc:  # celpy leaks plain Python errors for some operand types
+        message = f"evaluation failed ({type(exc).__name__})"
+        raise CelEvaluationError(message, missing=False) from None
+    if meter.exhausted:
+        raise BudgetError(meter.budget)
+    if isinstance(value, CELEvalError):
+        raise _evaluation_error(value)
+    return value
+
+
+class BudgetError(Exception):
+    """The deterministic evaluation-step budget ran out."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(f"evaluation cost exceeded {budget} steps")
+        self.budget = budget
+
+
+def is_eval_error(value: Any) -> bool:
+    """True when a celpy result is an error value rather than data."""
+    return isinstance(value, CELEvalError)
+
+
+def _evaluation_error(exc: Any) -> CelEvaluationError:
+    # celpy messages may embed the whole activation (user data); keep only a short safe head.
+    args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
+    head = str(args[0]) if args else "evaluation failed"
+    cause = args[1] if len(args) > 1 else None
+    missing = cause is KeyError
+    if missing:
+        name = args[2][0] if len(args) > 2 and args[2] else None
+        if name is None and "'" in head:
+            name = head.split("'")[1]
+        return CelEvaluationError(f"no such field or variable {str(name)[:64]!r}", missing=True)
+    return CelEvaluationError(_first_line(head.split(" (in activation")[0])[:160], missing=False)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "invalid expression"

@@ -1,0 +1,249 @@
+"""A pure asyncio interpreter of the profile: data flow, directives, composite tasks, errors.
+
+Effects go through an EffectPort; time through a Clock. Between top-level tasks the run's
+position and context are exposed as a JSON RunState (``on_checkpoint``) and can be resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.engine.cel import evaluate_predicate, evaluate_value
+from runtime.engine.errors import ExpressionError
+from runtime.engine.expressions import evaluate_tree
+from runtime.engine.faults import WorkflowFault, fault
+from runtime.engine.model import Schema, Task, TaskList, Transform, WorkflowDefinition, thaw
+from runtime.engine.ports import Clock, EffectPort, RealClock, RunLimits
+from runtime.engine.run_kinds import run_spec
+from runtime.engine.run_result import map_fault, output_error
+from runtime.engine.state import RunOutcome, RunState
+
+Checkpoint = Callable[[RunState], Awaitable[None]]
+
+
+class EndWorkflow(Exception):
+    """`then: end`: stop the whole workflow with this output."""
+
+    def __init__(self, output: Any) -> None:
+        super().__init__("end")
+        self.output = output
+
+
+@dataclass
+class ListResult:
+    """The output of a task list and whether it stopped on `exit`."""
+
+    output: Any
+    exited: bool = False
+
+
+class Interpreter:
+    """Runs one workflow definition over a RunState."""
+
+    def __init__(
+        self,
+        definition: WorkflowDefinition,
+        state: RunState,
+        effects: EffectPort,
+        limits: RunLimits,
+        clock: Clock,
+    ) -> None:
+        self.definition = definition
+        self.state = state
+        self.effects = effects
+        self.limits = limits
+        self.clock = clock
+
+    # expressions -------------------------------------------------------------------------
+
+    def variables(self, roots: Mapping[str, Any], subject: Any, scope: Mapping[str, Any]) -> Any:
+        """The activation of one site: roots and scope win, then subject keys, then context."""
+        from runtime.engine.cel import build_activation
+
+        base = {
+            "context": self.state.context,
+            "workflow": {"input": self.state.workflow_input},
+            "runtime": {"name": self.limits.runtime_name, "version": self.limits.runtime_version},
+        }
+        return build_activation({**base, **roots, **scope}, subject, self.state.context)
+
+    def predicate(self, text: str, variables: Any, pointer: str) -> bool:
+        """Evaluate a predicate site; any failure is an expression fault at the task."""
+        try:
+            return evaluate_predicate(text, variables, self.limits.cel)
+        except ExpressionError as exc:
+            raise fault(
+                "expression", pointer, title="Expression failed", detail=exc.message
+            ) from None
+
+    def value(self, tree: Any, variables: Any, pointer: str) -> Any:
+        """Evaluate a value tree (or one `${ }` string) to JSON."""
+        try:
+            return evaluate_tree(tree, variables, self.limits.cel)
+        except ExpressionError as exc:
+            raise fault(
+                "expression", pointer, title="Expression failed", detail=exc.message
+            ) from None
+
+    def transform(self, transform: Transform, variables: Any, pointer: str) -> Any:
+        """Evaluate a string-form or object-form transform."""
+        if transform.expression is not None:
+            try:
+                return evaluate_value(transform.expression, variables, self.limits.cel)
+            except ExpressionError as exc:
+                detail = exc.message
+                raise fault(
+                    "expression", pointer, title="Expression failed", detail=detail
+                ) from None
+        return self.value(transform.tree, variables, pointer)
+
+    def check_schema(self, schema: Schema | None, value: Any, pointer: str) -> None:
+        """Validate against an inline schema; a failure is the validation fault."""
+        if schema is None:
+            return
+        problem = schema.first_error(value)
+        if problem is not None:
+            raise fault("validation", pointer, title="Schema validation failed", detail=problem)
+
+    # task lists and tasks ----------------------------------------------------------------
+
+    async def run_list(self, tasks: TaskList, data: Any, scope: Mapping[str, Any]) -> ListResult:
+        """Run a task list from its first task, following `then` directives."""
+        position = 0
+        while position < len(tasks.tasks):
+            task = tasks.tasks[position]
+            data, then = await self.run_task(task, data, scope)
+            if then == "end":
+                raise EndWorkflow(data)
+            if then == "exit":
+                return ListResult(data, exited=True)
+            position = position + 1 if then == "continue" else tasks.index_of(then)
+        return ListResult(data)
+
+    async def run_task(self, task: Task, raw: Any, scope: Mapping[str, Any]) -> tuple[Any, str]:
+        """One task through the data flow of the profile; returns output and next directive."""
+        descriptor = {"name": task.name, "reference": task.pointer, "input": raw}
+        raw_vars = self.variables({"input": raw, "task": descriptor}, raw, scope)
+        if task.if_ is not None and not self.predicate(task.if_, raw_vars, task.pointer):
+            return raw, task.then
+        self.check_schema(task.input_schema, raw, task.pointer)
+        data = (
+            raw
+            if task.input_from is None
+            else self.transform(task.input_from, raw_vars, task.pointer)
+        )
+        body = run_spec(self, task, data, scope)
+        if task.timeout_ms is not None:
+            try:
+                result, then = await asyncio.wait_for(body, task.timeout_ms / 1000)
+            except TimeoutError:
+                raise fault("timeout", task.pointer, title="Task timed out") from None
+        else:
+            result, then = await body
+        descriptor["output"] = result
+        output = result
+        if task.output_as is not None:
+            out_vars = self.variables(
+                {"input": data, "output": result, "task": descriptor}, result, scope
+            )
+            output = self.transform(task.output_as, out_vars, task.pointer)
+        self.check_schema(task.output_schema, output, task.pointer)
+        if task.export_as is not None:
+            self.export(task, data, output, descriptor, scope)
+        return output, then or task.then
+
+    def export(self, task: Task, data: Any, output: Any, descriptor: Any, scope: Any) -> None:
+        """export.as: object form merges into the context, string form replaces it."""
+        assert task.export_as is not None
+        variables = self.variables(
+            {"input": data, "output": output, "task": descriptor}, output, scope
+        )
+        exported = self.transform(task.export_as, variables, task.pointer)
+        if not isinstance(exported, dict):
+            raise fault("expression", task.pointer, detail="export.as must produce a map")
+        context = {**self.state.context, **exported} if task.export_as.is_object_form else exported
+        self.check_schema(task.export_schema, context, task.pointer)
+        self.state.context = context
+
+
+async def run_workflow(
+    definition: WorkflowDefinition,
+    raw_input: Any,
+    effects: EffectPort,
+    limits: RunLimits | None = None,
+    *,
+    clock: Clock | None = None,
+    resume: RunState | None = None,
+    on_checkpoint: Checkpoint | None = None,
+) -> RunOutcome:
+    """Run (or resume) a workflow to its public result or a mapped fault."""
+    limits = limits or RunLimits()
+    state = resume or RunState(position=0, data=None, context={}, workflow_input=raw_input)
+    runner = Interpreter(definition, state, effects, limits, clock or RealClock())
+    try:
+        if limits.total_deadline_ms is None:
+            last = await _run_top_level(runner, resume is not None, on_checkpoint)
+        else:
+            async with asyncio.timeout(limits.total_deadline_ms / 1000):
+                last = await _run_top_level(runner, resume is not None, on_checkpoint)
+    except WorkflowFault as exc:
+        return _faulted(exc.problem, state, definition)
+    except TimeoutError:
+        problem = fault("timeout", "/", title="Run deadline expired").problem
+        return _faulted(problem, state, definition)
+    return _public_result(runner, last)
+
+
+async def _run_top_level(
+    runner: Interpreter, resumed: bool, on_checkpoint: Checkpoint | None
+) -> Any:
+    definition, state = runner.definition, runner.state
+    if not resumed:
+        runner.check_schema(definition.input_schema, state.workflow_input, "/input")
+        state.data = state.workflow_input
+        if definition.input_from is not None:
+            variables = runner.variables({"input": state.workflow_input}, state.workflow_input, {})
+            state.data = runner.transform(definition.input_from, variables, "/input")
+    tasks = definition.tasks.tasks
+    while state.position < len(tasks) and not state.finished:
+        task = tasks[state.position]
+        try:
+            state.data, then = await runner.run_task(task, state.data, {})
+        except EndWorkflow as end:
+            state.data, then = end.output, "end"
+        if then in ("end", "exit"):
+            state.finished = True
+        elif then == "continue":
+            state.position += 1
+        else:
+            state.position = definition.tasks.index_of(then)
+        if on_checkpoint is not None:
+            await on_checkpoint(state)
+    state.finished = True
+    return state.data
+
+
+def _public_result(runner: Interpreter, last: Any) -> RunOutcome:
+    definition, state = runner.definition, runner.state
+    try:
+        output = last
+        if definition.output_as is not None:
+            variables = runner.variables({"output": last}, last, {})
+            output = runner.transform(definition.output_as, variables, "/output")
+        if not isinstance(output, dict):
+            raise fault("validation", "/output", detail="the public result must be an object")
+        runner.check_schema(definition.output_schema, output, "/output")
+    except WorkflowFault as exc:
+        error = output_error(exc.problem, state.effect_state)
+        return RunOutcome("faulted", fault=exc.problem, error=error, state=state)
+    return RunOutcome("completed", output=thaw(output), state=state)
+
+
+def _faulted(
+    problem: dict[str, Any], state: RunState, definition: WorkflowDefinition
+) -> RunOutcome:
+    error = map_fault(problem, state.effect_state)
+    return RunOutcome("faulted", fault=problem, error=error, state=state)

@@ -1,0 +1,155 @@
+"""`call: http` and `call: mcp` specs (the MCP shorthand is rewritten to the official form)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.engine.errors import DefinitionError
+from runtime.engine.expressions import expression_text
+from runtime.engine.model import HttpCallSpec, McpCallSpec, TaskKind, TaskSpec, freeze
+from runtime.engine.parse_common import ParseContext, reject_unknown, require_mapping
+
+DEFAULT_MCP_ENDPOINT = "/mcp"
+DEFAULT_PROTOCOL_VERSION = "2025-06-18"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ABSOLUTE = re.compile(r"^(?P<scheme>https?)://(?P<authority>[^/?#{}\s]+)(?P<rest>[/?#][^\s]*)?$")
+_HTTP_FIELDS = {"method", "endpoint", "headers", "query", "body", "output", "redirect"}
+_MCP_FIELDS = {"method", "parameters", "transport", "protocolVersion", "timeout", "client"}
+_MCP_SHORTHAND = {"endpoint", "tool", "arguments"}
+
+
+def parse_call(
+    node: Mapping[str, Any], pointer: str, ctx: ParseContext
+) -> tuple[TaskKind, TaskSpec]:
+    """Parse a call task: http or mcp; every other call kind is rejected."""
+    from runtime.engine.parse_tasks import _REJECTED_CALLS
+
+    call = node["call"]
+    if call in _REJECTED_CALLS:
+        raise DefinitionError(f"call: {call} is rejected: {_REJECTED_CALLS[call]}", task=pointer)
+    if call == "http":
+        return "http", _parse_http(node, pointer, ctx)
+    if call == "mcp":
+        return "mcp", _parse_mcp(node, pointer)
+    raise DefinitionError(
+        f"call: {call!r} (custom or catalog function) is rejected: cannot be bounded",
+        task=pointer,
+    )
+
+
+def check_endpoint_template(uri: Any, pointer: str) -> str:
+    """A literal absolute http(s) URI whose `{name}` placeholders sit only in the path."""
+    if not isinstance(uri, str) or expression_text(uri) is not None:
+        raise DefinitionError("the endpoint must be a literal URI or path template", task=pointer)
+    match = _ABSOLUTE.match(uri)
+    if match is None:
+        raise DefinitionError("the endpoint must be an absolute http(s) URI", task=pointer)
+    rest = match.group("rest") or ""
+    path, _, tail = rest.partition("?")
+    if "{" in tail or "}" in tail or "#" in path:
+        raise DefinitionError("template placeholders are allowed only in the path", task=pointer)
+    if "{" in _PLACEHOLDER.sub("", path) or "}" in _PLACEHOLDER.sub("", path):
+        raise DefinitionError("only simple {name} placeholders are allowed", task=pointer)
+    return uri
+
+
+def _parse_http(node: Mapping[str, Any], pointer: str, ctx: ParseContext) -> HttpCallSpec:
+    args = require_mapping(node.get("with"), "call.with", pointer)
+    reject_unknown(args, _HTTP_FIELDS, "call: http with", pointer)
+    method = args.get("method")
+    if not isinstance(method, str) or not method.isalpha():
+        raise DefinitionError("with.method is required", task=pointer)
+    endpoint = args.get("endpoint")
+    authentication = None
+    if isinstance(endpoint, Mapping):
+        reject_unknown(endpoint, {"uri", "authentication"}, "endpoint", pointer)
+        authentication = _authentication(endpoint.get("authentication"), pointer, ctx)
+        endpoint = endpoint.get("uri")
+    uri = check_endpoint_template(endpoint, pointer)
+    output = args.get("output", "content")
+    if output not in ("content", "response", "raw"):
+        raise DefinitionError("with.output is content, response or raw", task=pointer)
+    redirect = args.get("redirect", False)
+    if not isinstance(redirect, bool):
+        raise DefinitionError("with.redirect must be a boolean", task=pointer)
+    for key in ("headers", "query"):
+        value = args.get(key)
+        if value is not None and not isinstance(value, Mapping) and expression_text(value) is None:
+            raise DefinitionError(f"with.{key} must be a string map or an expression", task=pointer)
+    return HttpCallSpec(
+        method=method.upper(),
+        endpoint=uri,
+        headers=freeze(args.get("headers")),
+        query=freeze(args.get("query")),
+        body=freeze(args.get("body")),
+        output=output,
+        redirect=redirect,
+        authentication=authentication,
+    )
+
+
+def _authentication(value: Any, pointer: str, ctx: ParseContext) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"use"} or not isinstance(value["use"], str):
+        raise DefinitionError(
+            "inline credentials are rejected; use {use: <authentication name>}", task=pointer
+        )
+    if value["use"] not in ctx.use.get("authentications", {}):
+        raise DefinitionError(f"unknown use.authentications name {value['use']!r}", task=pointer)
+    return str(value["use"])
+
+
+def _parse_mcp(node: Mapping[str, Any], pointer: str) -> McpCallSpec:
+    args = require_mapping(node.get("with"), "call.with", pointer)
+    if set(args) & _MCP_SHORTHAND and not set(args) & {"method", "transport", "parameters"}:
+        args = _rewrite_shorthand(node, args, pointer)
+    reject_unknown(args, _MCP_FIELDS, "call: mcp with", pointer)
+    if args.get("method") != "tools/call":
+        raise DefinitionError("call: mcp supports only method tools/call", task=pointer)
+    transport = require_mapping(args.get("transport"), "with.transport", pointer)
+    if "stdio" in transport:
+        raise DefinitionError("MCP stdio transport is rejected: it spawns processes", task=pointer)
+    reject_unknown(transport, {"http", "options"}, "with.transport", pointer)
+    http = require_mapping(transport.get("http"), "with.transport.http", pointer)
+    reject_unknown(http, {"endpoint", "headers"}, "with.transport.http", pointer)
+    endpoint = http.get("endpoint")
+    if isinstance(endpoint, Mapping):
+        endpoint = endpoint.get("uri")
+    if endpoint != DEFAULT_MCP_ENDPOINT:
+        endpoint = check_endpoint_template(endpoint, pointer)
+        if _PLACEHOLDER.search(endpoint):
+            raise DefinitionError("an MCP endpoint cannot be a template", task=pointer)
+    parameters = require_mapping(args.get("parameters"), "with.parameters", pointer)
+    reject_unknown(parameters, {"name", "arguments"}, "with.parameters", pointer)
+    tool = parameters.get("name")
+    if not isinstance(tool, str) or expression_text(tool) is not None or not tool:
+        raise DefinitionError("parameters.name must be a literal pinned tool name", task=pointer)
+    arguments = parameters.get("arguments", {})
+    if not isinstance(arguments, Mapping) and expression_text(arguments) is None:
+        raise DefinitionError("parameters.arguments must be a map or an expression", task=pointer)
+    return McpCallSpec(
+        tool=tool,
+        arguments=freeze(arguments),
+        endpoint=str(endpoint),
+        protocol_version=str(args.get("protocolVersion", DEFAULT_PROTOCOL_VERSION)),
+        client=freeze(args.get("client")),
+    )
+
+
+def _rewrite_shorthand(node: Any, args: Mapping[str, Any], pointer: str) -> dict[str, Any]:
+    reject_unknown(args, _MCP_SHORTHAND, "call: mcp shorthand", pointer)
+    endpoint = args.get("endpoint", {"uri": DEFAULT_MCP_ENDPOINT})
+    uri = endpoint.get("uri") if isinstance(endpoint, Mapping) else endpoint
+    parameters: dict[str, Any] = {"name": args.get("tool")}
+    if "arguments" in args:
+        parameters["arguments"] = args["arguments"]
+    official = {
+        "method": "tools/call",
+        "parameters": parameters,
+        "transport": {"http": {"endpoint": uri}},
+    }
+    node["with"] = official  # the stored normalized definition holds only the official form
+    return official

@@ -1,0 +1,157 @@
+"""Parse task lists and the common task fields; per-kind specs live in parse_kinds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from runtime.engine.durations import DurationError
+from runtime.engine.errors import DefinitionError
+from runtime.engine.expressions import site_expression
+from runtime.engine.model import FLOW_DIRECTIVES, Task, TaskKind, TaskList, Transform, freeze
+from runtime.engine.parse_common import (
+    ParseContext,
+    parse_schema,
+    parse_transform,
+    reject_unknown,
+    require_mapping,
+)
+
+_TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_COMMON = {"if", "input", "output", "export", "timeout", "then", "metadata"}
+# Kind detection order matters: `for` and `try` tasks also carry `do`/`catch`.
+_KIND_FIELDS: tuple[tuple[str, TaskKind | None, set[str]], ...] = (
+    ("for", "for", {"for", "while", "do"}),
+    ("try", "try", {"try", "catch"}),
+    ("call", None, {"call", "with"}),
+    ("fork", "fork", {"fork"}),
+    ("set", "set", {"set"}),
+    ("switch", "switch", {"switch"}),
+    ("assert", "assert", {"assert"}),
+    ("raise", "raise", {"raise"}),
+    ("wait", "wait", {"wait"}),
+    ("do", "do", {"do"}),
+)
+_REJECTED_KINDS = {
+    "listen": "listen waits for outside events for an unbounded time",
+    "emit": "emit is a fire-and-forget side effect outside effect tracking",
+    "run": "run (container, script, shell, workflow) executes arbitrary code",
+}
+_REJECTED_CALLS = {
+    "a2a": "call: a2a has unknown duration",
+    "grpc": "call: grpc is not implemented in v1",
+    "openapi": "call: openapi is not implemented in v1",
+    "asyncapi": "call: asyncapi waits for messages",
+}
+
+
+def parse_task_list(value: Any, pointer: str, qualifier: str, ctx: ParseContext) -> TaskList:
+    """Parse an ordered list of one-key task maps; validates names and `then` targets."""
+    if not isinstance(value, list) or not value:
+        raise DefinitionError(f"{pointer} must be a non-empty task list")
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping) or len(item) != 1:
+            raise DefinitionError(f"{pointer}/{index} must be a map with exactly one task name")
+        ((name, body),) = item.items()
+        task_pointer = f"{pointer}/{index}/{name}"
+        if not isinstance(name, str) or not _TASK_NAME.match(name):
+            raise DefinitionError("invalid task name", task=task_pointer)
+        if name in FLOW_DIRECTIVES:
+            raise DefinitionError(f"a task cannot be named {name!r}", task=task_pointer)
+        if name in seen:
+            raise DefinitionError(f"duplicate task name {name!r}", task=task_pointer)
+        seen.add(name)
+        qualified = f"{qualifier}/{name}" if qualifier else name
+        tasks.append(_parse_task(name, body, task_pointer, qualified, ctx))
+    task_list = TaskList(tuple(tasks))
+    _check_jumps(task_list)
+    return task_list
+
+
+def _check_jumps(task_list: TaskList) -> None:
+    from runtime.engine.model import SwitchSpec
+
+    for position, task in enumerate(task_list.tasks):
+        targets = [task.then]
+        if isinstance(task.spec, SwitchSpec):
+            targets.extend(case.then for case in task.spec.cases)
+        for target in targets:
+            if target in FLOW_DIRECTIVES:
+                continue
+            try:
+                target_index = task_list.index_of(target)
+            except KeyError:
+                message = f"then target {target!r} is not a task in the same list"
+                raise DefinitionError(message, task=task.pointer) from None
+            if target_index <= position:
+                message = f"then target {target!r} jumps backward: an unbounded loop"
+                raise DefinitionError(message, task=task.pointer)
+
+
+def _detect_kind(body: Mapping[str, Any], pointer: str) -> tuple[str, set[str]]:
+    for key, reason in _REJECTED_KINDS.items():
+        if key in body:
+            raise DefinitionError(f"task kind {key} is rejected: {reason}", task=pointer)
+    for key, _kind, fields in _KIND_FIELDS:
+        if key in body:
+            return key, fields
+    raise DefinitionError("unknown task kind", task=pointer)
+
+
+def _parse_task(name: str, body: Any, pointer: str, qualified: str, ctx: ParseContext) -> Task:
+    from runtime.engine.parse_kinds import parse_spec
+
+    node = require_mapping(body, "a task", pointer)
+    key, fields = _detect_kind(node, pointer)
+    reject_unknown(node, fields | _COMMON, f"a {key} task", pointer)
+    kind, spec = parse_spec(key, node, pointer, qualified, ctx)
+    common = _parse_common(node, pointer, ctx)
+    return Task(
+        name=name, pointer=pointer, qualified_name=qualified, kind=kind, spec=spec, **common
+    )
+
+
+def _parse_common(node: Any, pointer: str, ctx: ParseContext) -> dict[str, Any]:
+    common: dict[str, Any] = {}
+    if "if" in node:
+        if not isinstance(node["if"], str):
+            raise DefinitionError("`if` must be an expression string", task=pointer)
+        common["if_"] = site_expression(node["if"])
+    for field, key, names in (
+        ("input", "from", ("input_from", "input_schema")),
+        ("output", "as", ("output_as", "output_schema")),
+        ("export", "as", ("export_as", "export_schema")),
+    ):
+        if field not in node:
+            continue
+        section = require_mapping(node[field], f"`{field}`", pointer)
+        reject_unknown(section, {key, "schema"}, f"`{field}`", pointer)
+        try:
+            common[names[1]] = parse_schema(section, f"{pointer}/{field}")
+        except DefinitionError as exc:
+            raise DefinitionError(exc.message, task=pointer) from None
+        if key in section:
+            where = f"{pointer}/{field}/{key}"
+            common[names[0]] = _transform(section, key, where, pointer, ctx)
+    if "timeout" in node:
+        try:
+            common["timeout_ms"] = ctx.timeout_ms(node["timeout"])
+        except DurationError as exc:
+            raise DefinitionError(f"timeout: {exc}", task=pointer) from None
+    if "then" in node:
+        if not isinstance(node["then"], str):
+            raise DefinitionError("`then` must be a string", task=pointer)
+        common["then"] = node["then"]
+    if "metadata" in node:
+        common["metadata"] = freeze(require_mapping(node["metadata"], "metadata", pointer))
+    return common
+
+
+def _transform(section: Any, key: str, where: str, pointer: str, ctx: ParseContext) -> Transform:
+    try:
+        return parse_transform(section[key], where, ctx.warnings, section, key)
+    except DefinitionError as exc:
+        raise DefinitionError(exc.message, task=pointer) from None

@@ -1,0 +1,255 @@
+"""Task-kind execution for the interpreter (a mixin over Interpreter's helpers)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from runtime.engine.calls import build_http_request, dispatch_http, dispatch_mcp
+from runtime.engine.faults import WorkflowFault, fault, matches_filter
+from runtime.engine.model import (
+    AssertSpec,
+    DoSpec,
+    ForkSpec,
+    ForSpec,
+    HttpCallSpec,
+    McpCallSpec,
+    RaiseSpec,
+    SetSpec,
+    SwitchSpec,
+    Task,
+    TrySpec,
+    WaitSpec,
+    thaw,
+)
+
+if TYPE_CHECKING:
+    from runtime.engine.interpreter import Interpreter
+
+Outcome = tuple[Any, str | None]
+
+
+async def run_spec(runner: Interpreter, task: Task, data: Any, scope: Mapping[str, Any]) -> Outcome:
+    """Run the kind-specific body on the transformed input; returns raw output, then."""
+    spec = task.spec
+    variables = runner.variables({"input": data, "task": {"name": task.name}}, data, scope)
+    if isinstance(spec, SetSpec):
+        return runner.transform(spec.value, variables, task.pointer), None
+    if isinstance(spec, SwitchSpec):
+        for case in spec.cases:
+            if case.when is None or runner.predicate(case.when, variables, task.pointer):
+                return data, case.then
+        return data, None
+    if isinstance(spec, AssertSpec):
+        return run_assert(runner, spec, task, variables), None
+    if isinstance(spec, RaiseSpec):
+        raise raised_error(runner, spec, task, variables)
+    if isinstance(spec, WaitSpec):
+        await runner.clock.sleep(spec.duration_ms / 1000)
+        return data, None
+    if isinstance(spec, HttpCallSpec):
+        return await run_http(runner, spec, task, data, variables), None
+    if isinstance(spec, McpCallSpec):
+        return await run_mcp(runner, spec, task, variables), None
+    if isinstance(spec, DoSpec):
+        return (await runner.run_list(spec.body, data, scope)).output, None
+    if isinstance(spec, ForkSpec):
+        return await run_fork(runner, spec, task, data, scope), None
+    if isinstance(spec, ForSpec):
+        return await run_for(runner, spec, task, data, scope, variables), None
+    return await run_try(runner, spec, task, data, scope), None
+
+
+def run_assert(runner: Interpreter, spec: AssertSpec, task: Task, variables: Any) -> Any:
+    """The assert extension: value must equal equals, else validation/400."""
+    actual = runner.value(spec.value, variables, task.pointer)
+    if actual != thaw(spec.equals):
+        raise fault("validation", task.pointer, title="Assertion failed")
+    return {"passed": True}
+
+
+def raised_error(runner: Interpreter, spec: RaiseSpec, task: Task, variables: Any) -> WorkflowFault:
+    """Evaluate a raise task's error; the instance defaults to the task pointer."""
+    problem = runner.value(spec.error, variables, task.pointer)
+    if not isinstance(problem.get("status"), int) or not isinstance(problem.get("type"), str):
+        return fault("expression", task.pointer, detail="raise.error needs type and status")
+    problem.setdefault("instance", task.pointer)
+    return WorkflowFault(problem)
+
+
+async def run_http(
+    runner: Interpreter, spec: HttpCallSpec, task: Task, data: Any, variables: Any
+) -> Any:
+    """Dispatch an HTTP call, marking the effect possible before and confirmed after."""
+    request = build_http_request(
+        spec, task.pointer, data, lambda t: runner.value(t, variables, task.pointer)
+    )
+    if request.write:
+        runner.state.mark_effect("possible")
+    output = await dispatch_http(runner.effects, request, spec)
+    if request.write:
+        runner.state.mark_effect("confirmed")
+    return output
+
+
+async def run_mcp(runner: Interpreter, spec: McpCallSpec, task: Task, variables: Any) -> Any:
+    """Dispatch an MCP tools/call within the nested-call budget."""
+    if runner.state.nested_calls >= runner.limits.maximum_nested_calls:
+        raise fault("runtime", task.pointer, title="Nested call budget exhausted")
+    arguments = runner.value(spec.arguments, variables, task.pointer)
+    write = spec.tool not in runner.limits.read_only_tools
+    runner.state.nested_calls += 1
+    if write:
+        runner.state.mark_effect("possible")
+    output = await dispatch_mcp(runner.effects, spec, task.pointer, arguments, write)
+    if write:
+        runner.state.mark_effect("confirmed")
+    return output
+
+
+async def run_fork(
+    runner: Interpreter, spec: ForkSpec, task: Task, data: Any, scope: Mapping[str, Any]
+) -> Any:
+    """All branches (ordered outputs, first fault cancels) or compete (first success)."""
+    branches = spec.branches.tasks
+    if len(branches) > runner.limits.maximum_parallelism:
+        raise fault("runtime", task.pointer, title="Fork wider than maximumParallelism")
+    runs = [asyncio.ensure_future(run_branch(runner, b, data, scope)) for b in branches]
+    try:
+        if not spec.compete:
+            return list(await asyncio.gather(*runs))
+        return await _first_success(runs)
+    finally:
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+
+
+async def run_branch(runner: Interpreter, branch: Task, data: Any, scope: Mapping[str, Any]) -> Any:
+    """One fork branch; its `then` does not leave the branch."""
+    output, _ = await runner.run_task(branch, data, scope)
+    return output
+
+
+async def run_for(
+    runner: Interpreter,
+    spec: ForSpec,
+    task: Task,
+    data: Any,
+    scope: Mapping[str, Any],
+    variables: Any,
+) -> Any:
+    """A bounded loop; each iteration gets the previous one's output."""
+    from runtime.engine.analysis import loop_bound
+
+    items = transform_text(runner, spec.collection, variables, task.pointer)
+    if not isinstance(items, list):
+        raise fault("expression", task.pointer, detail="for.in must give a list")
+    bound = loop_bound(runner.definition, spec, runner.limits.maximum_iterations)
+    if len(items) > bound:
+        raise fault("validation", task.pointer, detail=f"for.in has more than {bound} items")
+    for index, item in enumerate(items):
+        inner = {**scope, spec.each: item, spec.at: index}
+        if spec.while_ is not None:
+            loop_vars = runner.variables({"input": data, **inner}, data, {})
+            if not runner.predicate(spec.while_, loop_vars, task.pointer):
+                break
+        result = await runner.run_list(spec.body, data, inner)
+        data = result.output
+        if result.exited:
+            break
+    return data
+
+
+def transform_text(runner: Interpreter, text: str, variables: Any, pointer: str) -> Any:
+    """Evaluate one always-expression value site."""
+    from runtime.engine.model import Transform
+
+    return runner.transform(Transform(expression=text), variables, pointer)
+
+
+async def run_try(
+    runner: Interpreter, spec: TrySpec, task: Task, data: Any, scope: Mapping[str, Any]
+) -> Any:
+    """try/catch with bounded retries through the injectable clock."""
+    catch, retries = spec.catch, 0
+    started = runner.clock.now()
+    while True:
+        try:
+            return (await runner.run_list(spec.body, data, scope)).output
+        except WorkflowFault as exc:
+            error_scope = {**scope, catch.as_: exc.problem}
+            if not catches(runner, catch, exc, data, error_scope, task):
+                raise
+            delay = retry_delay(runner, catch, retries, started, data, error_scope, task)
+            if delay is not None:
+                retries += 1
+                await runner.clock.sleep(delay / 1000)
+                continue
+            if catch.body is not None:
+                return (await runner.run_list(catch.body, data, error_scope)).output
+            if catch.retry is not None:
+                raise
+            return data
+
+
+def catches(
+    runner: Interpreter, catch: Any, exc: WorkflowFault, data: Any, scope: Any, task: Task
+) -> bool:
+    """errors.with filter, then when / exceptWhen predicates."""
+    if not matches_filter(exc.problem, catch.errors_with):
+        return False
+    variables = runner.variables({"input": data}, data, scope)
+    if catch.when is not None and not runner.predicate(catch.when, variables, task.pointer):
+        return False
+    return not (
+        catch.except_when is not None
+        and runner.predicate(catch.except_when, variables, task.pointer)
+    )
+
+
+def retry_delay(
+    runner: Interpreter,
+    catch: Any,
+    retries: int,
+    started: float,
+    data: Any,
+    scope: Any,
+    task: Task,
+) -> int | None:
+    """Milliseconds to wait before the next retry, or None when no retry remains."""
+    policy = catch.retry
+    if policy is None:
+        return None
+    allowed = policy.attempt_count if policy.attempt_count is not None else 0
+    allowed = min(allowed, runner.limits.maximum_task_attempts - 1)
+    if retries >= allowed:
+        return None
+    variables = runner.variables({"input": data}, data, scope)
+    if policy.when is not None and not runner.predicate(policy.when, variables, task.pointer):
+        return None
+    if policy.except_when is not None and runner.predicate(
+        policy.except_when, variables, task.pointer
+    ):
+        return None
+    delay: int = policy.delay_before_retry_ms(retries + 1)
+    if policy.jitter_to_ms > policy.jitter_from_ms:
+        delay += runner.limits.jitter.randint(policy.jitter_from_ms, policy.jitter_to_ms)
+    elapsed_ms = (runner.clock.now() - started) * 1000
+    if policy.limit_duration_ms is not None and elapsed_ms + delay > policy.limit_duration_ms:
+        return None
+    return delay
+
+
+async def _first_success(runs: Sequence[asyncio.Future[Any]]) -> Any:
+    last: BaseException | None = None
+    pending = set(runs)
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        for run in done:
+            if run.exception() is None:
+                return run.result()
+            last = run.exception()
+    assert last is not None
+    raise last

@@ -1,0 +1,69 @@
+"""Request builders for publication tests: valid arguments for the definition tools."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from runtime.canonical import definition_digest
+from runtime.security.devtools import DEV_HOST_ID, DEV_USER_ID
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+SIMPLE_DEFINITION = (SHARED / "reference" / "simple-set-assert.yaml").read_text(encoding="utf-8")
+
+
+def new_id() -> str:
+    """A fresh UUID string."""
+    return str(uuid.uuid4())
+
+
+def save_args(
+    wf_def_id: str,
+    revision: int,
+    *,
+    definition: str = SIMPLE_DEFINITION,
+    catalog_visible: bool = False,
+    owner_user_id: str = DEV_USER_ID,
+    host_id: str = DEV_HOST_ID,
+    active: bool = True,
+) -> dict[str, Any]:
+    """Arguments of workflow_definition_save."""
+    return {
+        "hostId": host_id,
+        "wfDefId": wf_def_id,
+        "sourceRevision": revision,
+        "actor": "steve",
+        "namespace": "light-portal",
+        "name": "simple-set-assert",
+        "version": "1.0.0",
+        "definition": definition,
+        "lifecycleStatus": "PUBLISHED",
+        "catalogVisible": catalog_visible,
+        "owner": {"userId": owner_user_id, "positionId": "pos-1"},
+        "active": active,
+    }
+
+
+def publish_args(
+    wf_def_id: str,
+    version: str = "1.0.0",
+    *,
+    definition: str = SIMPLE_DEFINITION,
+    operation_id: str | None = None,
+    host_id: str = DEV_HOST_ID,
+    binding_approval: str = "carryOver",
+) -> dict[str, Any]:
+    """Arguments of workflow_definition_publish with the right expected digest."""
+    return {
+        "hostId": host_id,
+        "wfDefId": wf_def_id,
+        "namespace": "light-portal",
+        "name": "simple-set-assert",
+        "version": version,
+        "definition": definition,
+        "expectedDefinitionDigest": definition_digest(definition),
+        "bindingApproval": binding_approval,
+        "owner": {"userId": DEV_USER_ID, "positionId": "pos-1"},
+        "operationId": operation_id or new_id(),
+    }
