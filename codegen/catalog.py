@@ -1,0 +1,80 @@
+"""The bundled tool catalog: every tool with self-contained input and output schemas."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from codegen.bundle import Bundler
+from codegen.contracts import SCHEMAS_FILE, TOOLS_FILE, ContractError, ContractSet
+
+ERROR_RESULT_DEF = "WorkflowErrorResult"
+ERROR_RESULT_REF = f"{SCHEMAS_FILE}#/$defs/{ERROR_RESULT_DEF}"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool of the catalog, with its bundled schemas."""
+
+    index: int
+    entry: dict[str, Any]
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return str(self.entry["name"])
+
+    @property
+    def model_stem(self) -> str:
+        """The PascalCase stem of the tool's model names (workflow_start -> WorkflowStart)."""
+        return pascal_case(self.name)
+
+    @property
+    def served(self) -> dict[str, Any]:
+        """The tool entry as served: every metadata key, schemas bundled."""
+        served = dict(self.entry)
+        served["inputSchema"] = self.input_schema
+        served["outputSchema"] = self.output_schema
+        return served
+
+
+@dataclass(frozen=True)
+class BundledCatalog:
+    """All tools in catalog order and the bundled WorkflowErrorResult schema."""
+
+    tools: list[ToolSpec]
+    error_result_schema: dict[str, Any]
+
+
+def pascal_case(name: str) -> str:
+    """PascalCase of a snake_case or camelCase name."""
+    parts = re.split(r"[^0-9A-Za-z]+", name)
+    return "".join(part[:1].upper() + part[1:] for part in parts if part)
+
+
+def bundle_catalog(contracts: ContractSet) -> BundledCatalog:
+    """Bundle every tool's input and output schema, and the error result schema."""
+    bundler = Bundler(contracts.documents)
+    tools: list[ToolSpec] = []
+    for index, entry in enumerate(contracts.tools):
+        name = entry.get("name")
+        if not isinstance(name, str):
+            raise ContractError(f"tool #{index} has no string name")
+        for key in ("inputSchema", "outputSchema"):
+            if not isinstance(entry.get(key), dict):
+                raise ContractError(f"{name}: {key} must be a schema object")
+        tools.append(
+            ToolSpec(
+                index=index,
+                entry=entry,
+                input_schema=bundler.bundle(entry["inputSchema"], TOOLS_FILE),
+                output_schema=bundler.bundle(entry["outputSchema"], TOOLS_FILE),
+            )
+        )
+    error_result = bundler.bundle({"$ref": ERROR_RESULT_REF}, TOOLS_FILE)
+    if not isinstance(error_result, dict):
+        raise ContractError(f"{ERROR_RESULT_REF} must be a schema object")
+    return BundledCatalog(tools=tools, error_result_schema=error_result)
