@@ -1,0 +1,31 @@
+"""The durable task queue: fair fenced claiming, wake-up, leases, effect and budget ledgers."""
+
+from __future__ import annotations
+
+from runtime.scheduler.errors import LeaseLost, timeout_error
+from runtime.scheduler.executor import Executor
+from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler.models import (
+    BudgetAmounts,
+    ClaimedTask,
+    NewTask,
+    SchedulerSettings,
+    TaskOutcome,
+)
+from runtime.scheduler.service import enqueue_process, get_process, start_run
+
+__all__ = [
+    "BudgetAmounts",
+    "ClaimedTask",
+    "Executor",
+    "LeaseLost",
+    "NewTask",
+    "SchedulerSettings",
+    "TaskHandler",
+    "TaskLease",
+    "TaskOutcome",
+    "enqueue_process",
+    "get_process",
+    "start_run",
+    "timeout_error",
+]

@@ -1,0 +1,63 @@
+"""Scheduler failures: lease loss (not an Exception) and the stable run errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.errors import WorkflowError
+
+
+class LeaseLost(BaseException):
+    """The task's lease or fencing token no longer matches: another worker owns it now.
+
+    A BaseException so that task code catching ``Exception`` cannot swallow it and go on
+    writing; only the executor catches it.
+    """
+
+    def __init__(self, task_id: str, action: str) -> None:
+        super().__init__(f"lease on task {task_id} lost before {action}")
+        self.task_id = task_id
+        self.action = action
+
+
+def timeout_error(*, after_effect: bool) -> WorkflowError:
+    """The stable deadline failure of a run: WORKFLOW_TIMEOUT, never retryable."""
+    return WorkflowError(
+        "WORKFLOW_TIMEOUT",
+        "the workflow deadline passed before the run finished",
+        status="timeout",
+        retryable=False,
+        after_effect=after_effect,
+    )
+
+
+def budget_exhausted(counters: list[str] | None = None) -> WorkflowError:
+    """WORKFLOW_BUDGET_EXHAUSTED: a reservation found a remaining counter insufficient."""
+    details = {"counters": counters} if counters else None
+    return WorkflowError(
+        "WORKFLOW_BUDGET_EXHAUSTED",
+        "the invocation budget cannot cover this dispatch",
+        status="failed",
+        details=details,
+    )
+
+
+def uncertain_effect_error(step_no: int) -> WorkflowError:
+    """A reclaimed, non-idempotent step whose effect may already have happened."""
+    return WorkflowError(
+        "WORKFLOW_TASK_FAILED",
+        f"step {step_no} may already have taken effect and is not idempotent; not re-dispatched",
+        status="failed",
+        retryable=False,
+        after_effect=True,
+    )
+
+
+def task_failed(message: str = "a workflow task failed") -> WorkflowError:
+    """WORKFLOW_TASK_FAILED with a sanitized message (never raw internals)."""
+    return WorkflowError("WORKFLOW_TASK_FAILED", message, status="failed")
+
+
+def error_document(error: WorkflowError) -> dict[str, Any]:
+    """The error object stored on a run or task (the public error shape)."""
+    return dict(error.to_structured()["error"])

@@ -1,0 +1,300 @@
+"""The executor: asyncio workers that wake on NOTIFY, claim fairly and run task handlers.
+
+One claim loop drains claims while capacity remains, then waits for a notification, the
+fallback poll timer or stop. Per-class slots bound concurrency; batch may borrow idle
+interactive slots, which interactive work gets back as borrowed tasks finish (a running
+side effect is never preempted). Side tasks renew leases, reap expired ones and enforce
+deadlines, under one monitor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from runtime.errors import WorkflowError
+from runtime.scheduler import faults, maintenance, service
+from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
+from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler.models import (
+    BudgetAmounts,
+    ClaimedTask,
+    LeaseState,
+    SchedulerSettings,
+    StepRecord,
+)
+from runtime.scheduler.store import ledgers, queue
+from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
+from runtime.store import Database
+
+log = logging.getLogger(__name__)
+ClaimObserver = Callable[[ClaimedTask], None]
+
+
+@dataclass
+class _Running:
+    task: ClaimedTask
+    lease: LeaseState
+    borrowed: bool
+    job: asyncio.Task[None] | None = None
+
+
+class Executor:
+    """Runs registered task handlers (one async callable per task kind) under fenced leases."""
+
+    def __init__(
+        self,
+        db: Database,
+        handlers: Mapping[str, TaskHandler],
+        settings: SchedulerSettings | None = None,
+        *,
+        worker_id: str | None = None,
+        conninfo: str | None = None,
+        on_claim: ClaimObserver | None = None,
+    ) -> None:
+        self._db = db
+        self._handlers = dict(handlers)
+        self.settings = settings or SchedulerSettings()
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._conninfo = conninfo or _pool_conninfo(db)
+        self._on_claim = on_claim
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._running: dict[str, _Running] = {}
+        self._listener: NotificationListener | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._monitor_task: asyncio.Task[None] | None = None
+        self.claim_rounds = 0
+
+    @property
+    def listener(self) -> NotificationListener | None:
+        """The LISTEN connection wrapper (None before start)."""
+        return self._listener
+
+    async def start(self) -> None:
+        """LISTEN first, then start claiming (so nothing inserted meanwhile is missed)."""
+        self._listener = NotificationListener(self._conninfo, [TASK_READY_CHANNEL], self._notified)
+        await self._listener.start()
+        await faults.point("after_listen")
+        self._loop_task = asyncio.create_task(self._claim_loop(), name="claim-loop")
+        self._monitor_task = asyncio.create_task(self._monitor_side_tasks(), name="monitor")
+
+    async def stop(self) -> None:
+        """Stop claiming, let running tasks finish within the grace, release the rest."""
+        self._stopping.set()
+        self._wake.set()
+        if self._loop_task is not None:
+            await self._loop_task
+        jobs = [r.job for r in self._running.values() if r.job is not None]
+        if jobs:
+            _, pending = await asyncio.wait(jobs, timeout=self.settings.stop_grace_s)
+            for job in pending:
+                job.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._monitor_task is not None:
+            self._monitor_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor_task
+        if self._listener is not None:
+            await self._listener.close()
+
+    async def wait_stopped(self) -> None:
+        """Block until stop is requested (by stop() or a crashed side task)."""
+        await self._stopping.wait()
+
+    async def __aenter__(self) -> Executor:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    def _notified(self, payload: dict[str, object] | None) -> None:
+        if payload is None or payload.get("type") == "task":
+            self._wake.set()
+
+    async def _claim_loop(self) -> None:
+        while not self._stopping.is_set():
+            # Clear before claiming: a NOTIFY arriving during the claim keeps us awake.
+            self._wake.clear()
+            request = self._claim_request()
+            if request.limit > 0:
+                claimed = await self._claim(request)
+                for task, lease in claimed:
+                    self._dispatch(task, lease)
+                if claimed and self._claim_request().limit > 0:
+                    continue
+            await self._wait_for_wake()
+
+    async def _wait_for_wake(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.settings.poll_interval_ms / 1000):
+                await self._wake.wait()
+
+    def _claim_request(self) -> queue.ClaimRequest:
+        s = self.settings
+        interactive = sum(r.task.execution_class == "interactive" for r in self._running.values())
+        standard = sum(r.task.execution_class == "standard" for r in self._running.values())
+        borrowed = sum(r.borrowed for r in self._running.values())
+        own_batch = sum(
+            r.task.execution_class == "batch" and not r.borrowed for r in self._running.values()
+        )
+        free_interactive = max(0, s.interactive_slots - interactive - borrowed)
+        return queue.ClaimRequest(
+            worker_id=self.worker_id,
+            interactive_slots=free_interactive,
+            standard_slots=max(0, s.standard_slots - standard),
+            batch_slots=max(0, s.batch_slots - own_batch),
+            borrow_slots=max(0, min(free_interactive, s.effective_borrow_slots - borrowed)),
+        )
+
+    async def _claim(self, request: queue.ClaimRequest) -> list[tuple[ClaimedTask, LeaseState]]:
+        self.claim_rounds += 1
+        try:
+            # One statement is its own transaction: autocommit saves BEGIN and COMMIT trips.
+            async with self._db.connection() as conn:
+                return await queue.claim_tasks(conn, request, self.settings)
+        except Exception:
+            log.exception("claim failed; retrying after the poll interval")
+            return []
+
+    def _dispatch(self, task: ClaimedTask, lease: LeaseState) -> None:
+        own_batch = sum(
+            r.task.execution_class == "batch" and not r.borrowed for r in self._running.values()
+        )
+        borrowed = task.execution_class == "batch" and own_batch >= self.settings.batch_slots
+        running = _Running(task, lease, borrowed)
+        self._running[task.task_id] = running
+        running.job = asyncio.create_task(self._execute(task, lease), name=f"task-{task.task_id}")
+        if self._on_claim is not None:
+            self._on_claim(task)
+
+    async def _execute(self, task: ClaimedTask, lease: LeaseState) -> None:
+        try:
+            await faults.point("after_claim")
+            await self._run_handler(task, lease)
+        except LeaseLost as lost:
+            log.info("task %s: %s", task.task_id, lost)
+        except WorkflowError as error:
+            await self._fail_quietly(lease, error)
+        except asyncio.CancelledError:
+            if self._stopping.is_set() and not lease.lost.is_set():
+                await self._release_quietly(lease)
+            raise
+        except Exception:
+            log.exception("task %s of kind %s raised", task.task_id, task.kind)
+            await self._fail_quietly(lease, task_failed())
+        finally:
+            self._running.pop(task.task_id, None)
+            self._wake.set()
+
+    async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> None:
+        handler = self._handlers.get(task.kind)
+        if handler is None:
+            raise task_failed(f"no handler for task kind {task.kind!r}")
+        prior = await self._prior_step(task) if task.attempts > 1 else None
+        if prior is not None and prior.effect_state == "possible" and not task.idempotent:
+            # The earlier attempt may have written; repeating it blindly could duplicate it.
+            raise uncertain_effect_error(task.step_no)
+        # Every dispatch, retries included, spends one attempt of the run's shared budget.
+        await service.reserve(self._db, lease, BudgetAmounts(attempts=1))
+        outcome = await handler(task, TaskLease(self._db, lease, prior))
+        await faults.point("before_complete")
+        await service.complete(self._db, lease, outcome)
+
+    async def _prior_step(self, task: ClaimedTask) -> StepRecord | None:
+        async with self._db.transaction(read_only=True) as conn:
+            return await ledgers.get_step(conn, task.host_id, task.process_id, task.step_no)
+
+    async def _fail_quietly(self, lease: LeaseState, error: WorkflowError) -> None:
+        try:
+            await service.fail(self._db, lease, error)
+        except LeaseLost:
+            log.info("task %s: lease lost before recording its failure", lease.task_id)
+        except Exception:
+            log.exception("could not record the failure of task %s", lease.task_id)
+
+    async def _release_quietly(self, lease: LeaseState) -> None:
+        try:
+            await service.release(self._db, lease)
+        except Exception:
+            log.exception("could not release task %s; its lease will expire", lease.task_id)
+
+    async def _monitor_side_tasks(self) -> None:
+        side_tasks = [
+            asyncio.create_task(self._renew_leases(), name="renew-leases"),
+            asyncio.create_task(self._reap_expired(), name="reap-expired"),
+            asyncio.create_task(self._sweep_deadlines(), name="sweep-deadlines"),
+        ]
+        try:
+            done, _ = await asyncio.wait(side_tasks, return_when=asyncio.FIRST_COMPLETED)
+            for side_task in done:
+                log.error("side task %s ended: %r", side_task.get_name(), side_task.exception())
+            # Without its side tasks the worker cannot keep its leases honest: stop.
+            self._stopping.set()
+            self._wake.set()
+        finally:
+            for side_task in side_tasks:
+                side_task.cancel()
+            await asyncio.gather(*side_tasks, return_exceptions=True)
+
+    async def _every(self, interval_ms: int, action: Callable[[], Awaitable[object]]) -> None:
+        while True:
+            # Jitter keeps several workers' sweeps from running in lockstep.
+            await asyncio.sleep(interval_ms / 1000 * random.uniform(0.8, 1.2))
+            try:
+                await action()
+            except Exception:
+                log.exception("side task step failed; retrying next interval")
+
+    async def _renew_leases(self) -> None:
+        await self._every(self.settings.renew_interval_ms, self._renew_once)
+
+    async def _reap_expired(self) -> None:
+        await self._every(
+            self.settings.reap_interval_ms,
+            lambda: maintenance.reap_expired_once(self._db, self.settings),
+        )
+
+    async def _sweep_deadlines(self) -> None:
+        await self._every(
+            self.settings.sweep_interval_ms,
+            lambda: maintenance.sweep_deadlines_once(self._db, self.settings),
+        )
+
+    async def _renew_once(self) -> None:
+        held = [r for r in self._running.values() if not r.lease.lost.is_set()]
+        if not held:
+            return
+        async with self._db.transaction() as conn:
+            renewed = await queue.renew_leases(
+                conn, [r.lease for r in held], self.settings.lease_ms
+            )
+        for running in held:
+            renewal = renewed.get(running.task.task_id)
+            if renewal is not None:
+                running.lease.expires_ts = renewal.expires_ts
+                if renewal.cancel_requested:
+                    running.lease.cancel_requested.set()
+            elif running.job is not None and not running.job.done():
+                self._lease_lost(running)
+
+    def _lease_lost(self, running: _Running) -> None:
+        running.lease.lost.set()
+        # Work that has not dispatched an effect is pointless now; a dispatched write finishes.
+        if not running.lease.effect_dispatched and running.job is not None:
+            running.job.cancel()
+
+
+def _pool_conninfo(db: Database) -> str:
+    conninfo = db.pool.conninfo
+    if not isinstance(conninfo, str):
+        raise ValueError("the pool's conninfo is computed: pass conninfo= to the Executor")
+    return conninfo

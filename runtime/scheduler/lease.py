@@ -1,0 +1,83 @@
+"""The handle task code gets: fenced effect and budget writes under its claim's lease."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from runtime.scheduler import service
+from runtime.scheduler.errors import LeaseLost
+from runtime.scheduler.models import (
+    BudgetAmounts,
+    ClaimedTask,
+    LeaseState,
+    ReconcileOutcome,
+    StepRecord,
+    TaskOutcome,
+)
+from runtime.store import Database
+
+
+class TaskLease:
+    """A fenced lease on one claimed task; every write raises LeaseLost once it is stale."""
+
+    def __init__(self, db: Database, state: LeaseState, prior_step: StepRecord | None) -> None:
+        self._db = db
+        self.state = state
+        # The step ledger row left by an earlier attempt, if any: resume from it.
+        self.prior_step = prior_step
+
+    @property
+    def lease_id(self) -> str:
+        """The lease id of this claim."""
+        return self.state.lease_id
+
+    @property
+    def fencing_token(self) -> int:
+        """The fencing token of this claim (grows with every claim of any task)."""
+        return self.state.fencing_token
+
+    @property
+    def expires_ts(self) -> datetime:
+        """When the lease expires unless renewed."""
+        return self.state.expires_ts
+
+    @property
+    def lost(self) -> bool:
+        """Whether renewal found the lease gone (the next write will raise LeaseLost)."""
+        return self.state.lost.is_set()
+
+    @property
+    def cancellation_requested(self) -> bool:
+        """Whether the run asks for cooperative cancellation."""
+        return self.state.cancel_requested.is_set()
+
+    def check(self) -> None:
+        """Raise LeaseLost now if renewal already found the lease gone."""
+        if self.lost:
+            raise LeaseLost(self.state.task_id, "check")
+
+    async def mark_effect_possible(self, step_no: int | None = None) -> None:
+        """Record the step's effect as possible; call right before dispatching it."""
+        await service.mark_effect_possible(self._db, self.state, self._step(step_no))
+
+    async def confirm_effect(self, output: Any = None, step_no: int | None = None) -> bool:
+        """Record the step's effect as confirmed with its output; call right after success."""
+        return await service.confirm_effect(self._db, self.state, self._step(step_no), output)
+
+    async def reserve(self, **amounts: int) -> str:
+        """Reserve budget (attempts=, nested_calls=, request_bytes=, ...); the reservation id."""
+        return await service.reserve(self._db, self.state, BudgetAmounts(**amounts))
+
+    async def reconcile(self, reservation_id: str, **actual: int) -> ReconcileOutcome:
+        """Settle a reservation with actual usage; a duplicate settles nothing."""
+        return await service.reconcile(
+            self._db, self.state, reservation_id, BudgetAmounts(**actual)
+        )
+
+    def _step(self, step_no: int | None) -> int:
+        return self.state.step_no if step_no is None else step_no
+
+
+TaskHandler = Callable[[ClaimedTask, TaskLease], Awaitable[TaskOutcome]]

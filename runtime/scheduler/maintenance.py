@@ -1,0 +1,58 @@
+"""Reaping expired leases and enforcing deadlines: one transaction per sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.scheduler.errors import timeout_error
+from runtime.scheduler.models import SchedulerSettings
+from runtime.scheduler.store import queue, runs
+from runtime.store import Database
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What one reaper or deadline sweep did."""
+
+    reclaimed: int = 0
+    timed_out: int = 0
+    signalled: int = 0
+    left_running: int = 0
+
+
+async def reap_expired_once(db: Database, settings: SchedulerSettings) -> SweepReport:
+    """Reclaim expired leases whose run can still finish; time out the runs that cannot."""
+    reclaimed = timed_out = waiting = 0
+    async with db.transaction() as conn:
+        for row in await queue.reap_expired(conn, settings):
+            if row["decision"] == "reclaim":
+                reclaimed += 1
+            elif row["decision"] == "wait":
+                waiting += 1
+            else:
+                error = timeout_error(after_effect=row["effect_state"] != "none")
+                host_id, process_id = str(row["host_id"]), str(row["process_id"])
+                timed_out += await runs.fail_process(conn, host_id, process_id, error)
+    return SweepReport(reclaimed=reclaimed, timed_out=timed_out, left_running=waiting)
+
+
+async def sweep_deadlines_once(db: Database, settings: SchedulerSettings) -> SweepReport:
+    """End runs past their deadline as their cancellation policy says.
+
+    before-effects-only: time out unless an effect may be in flight on a live worker, which
+    is left to finish (its completion then ends the run). cooperative: signal a live worker,
+    time out otherwise. disabled runs are never selected.
+    """
+    timed_out = signalled = left = 0
+    async with db.transaction() as conn:
+        for row in await queue.late_runs(conn, settings):
+            host_id, process_id = str(row["host_id"]), str(row["process_id"])
+            live = row["has_live_task"]
+            if live and row["cancellation_policy"] == "cooperative":
+                signalled += await runs.request_cancel(conn, host_id, process_id)
+            elif live and row["effect_state"] != "none":
+                left += 1
+            else:
+                error = timeout_error(after_effect=row["effect_state"] != "none")
+                timed_out += await runs.fail_process(conn, host_id, process_id, error)
+    return SweepReport(timed_out=timed_out, signalled=signalled, left_running=left)

@@ -1,0 +1,161 @@
+"""Values the scheduler hands around: runs, tasks, leases, outcomes, budgets, settings."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, Literal
+
+ExecutionClass = Literal["interactive", "standard", "batch"]
+CancellationPolicy = Literal["before-effects-only", "cooperative", "disabled"]
+EffectState = Literal["none", "possible", "confirmed"]
+EXECUTION_CLASSES: tuple[ExecutionClass, ...] = ("interactive", "standard", "batch")
+CANCELLATION_POLICIES: tuple[CancellationPolicy, ...] = (
+    "before-effects-only",
+    "cooperative",
+    "disabled",
+)
+
+
+@dataclass(frozen=True)
+class BudgetAmounts:
+    """Counts of each budget dimension: ceilings, reservations or actual usage."""
+
+    attempts: int = 0
+    nested_calls: int = 0
+    request_bytes: int = 0
+    intermediate_bytes: int = 0
+    result_bytes: int = 0
+    cost_units: int = 0
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"budget {item.name} must be a non-negative integer")
+
+    def as_params(self) -> dict[str, int]:
+        """The amounts as query parameters."""
+        return {item.name: getattr(self, item.name) for item in fields(self)}
+
+
+@dataclass(frozen=True)
+class NewTask:
+    """A task to enqueue; step_no None means the step after the completing one."""
+
+    kind: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    step_no: int | None = None
+    priority: int = 0
+    idempotent: bool = False
+    available_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ClaimedTask:
+    """A task as claimed by a worker."""
+
+    host_id: str
+    task_id: str
+    process_id: str
+    step_no: int
+    kind: str
+    payload: dict[str, Any]
+    execution_class: ExecutionClass
+    idempotent: bool
+    attempts: int
+    deadline_ts: datetime
+    cancellation_policy: CancellationPolicy
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """A step ledger row: the effect state of one step of a run."""
+
+    effect_state: EffectState
+    output: Any
+    fencing_token: int
+
+
+@dataclass(frozen=True)
+class ReconcileOutcome:
+    """What a reconciliation did: settled now (False for a duplicate) and any overrun."""
+
+    settled: bool
+    overrun: bool
+
+
+@dataclass
+class LeaseState:
+    """The fenced identity of one claim plus the worker-side signals about it."""
+
+    host_id: str
+    task_id: str
+    process_id: str
+    step_no: int
+    lease_id: str
+    fencing_token: int
+    expires_ts: datetime
+    lost: asyncio.Event = field(default_factory=asyncio.Event)
+    cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set once task code marks an effect possible: from then on the worker never cancels it.
+    effect_dispatched: bool = False
+
+    def fence(self) -> dict[str, Any]:
+        """The parameters every fenced statement matches on."""
+        return {
+            "host_id": self.host_id,
+            "task_id": self.task_id,
+            "lease_id": self.lease_id,
+            "fencing_token": self.fencing_token,
+        }
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """What a handler returns: the task's output, then next tasks or the run's result."""
+
+    output: Any = None
+    next_tasks: tuple[NewTask, ...] = ()
+    finish: bool = False
+    run_result: Any = None
+
+    @classmethod
+    def then(cls, *next_tasks: NewTask, output: Any = None) -> TaskOutcome:
+        """Complete this task and enqueue the given next tasks."""
+        return cls(output=output, next_tasks=next_tasks)
+
+    @classmethod
+    def finish_run(cls, result: Any, *, output: Any = None) -> TaskOutcome:
+        """Complete this task and the run with result."""
+        return cls(output=output, finish=True, run_result=result)
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """Executor capacity and timing; durations in milliseconds unless named _s."""
+
+    interactive_slots: int = 4
+    standard_slots: int = 2
+    batch_slots: int = 2
+    # How many interactive slots batch may borrow while no interactive work is ready; one
+    # stays unlent so a new interactive task never waits for a borrowed slot to drain.
+    borrow_slots: int | None = None
+    tenant_limit: int = 16
+    lease_ms: int = 1000
+    renew_interval_ms: int = 250
+    reap_interval_ms: int = 250
+    sweep_interval_ms: int = 500
+    poll_interval_ms: int = 250
+    aging_s: float = 10.0
+    reclaim_min_remaining_ms: int = 250
+    reap_batch: int = 100
+    stop_grace_s: float = 5.0
+
+    @property
+    def effective_borrow_slots(self) -> int:
+        """Borrowable interactive slots (default: all but one)."""
+        if self.borrow_slots is not None:
+            return max(0, min(self.borrow_slots, self.interactive_slots))
+        return max(0, self.interactive_slots - 1)

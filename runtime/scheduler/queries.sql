@@ -1,0 +1,450 @@
+-- Named queries of the durable task queue (runtime/scheduler). Every write to a claimed task
+-- is fenced: WHERE lease_id AND fencing_token AND state = 'running'; zero rows = lease lost.
+
+-- insert_process --
+-- Insert a run in ACCEPTED state.
+INSERT INTO workflow_process (
+    host_id, process_id, execution_class, deadline_ts, cancellation_policy, binding_id
+) VALUES (
+    %(host_id)s, %(process_id)s, %(execution_class)s, %(deadline_ts)s,
+    %(cancellation_policy)s, %(binding_id)s
+)
+RETURNING created_ts;
+
+-- insert_budget --
+-- Insert the run's budget ledger row with its initial ceilings.
+INSERT INTO workflow_budget (
+    host_id, process_id, remaining_attempts, remaining_nested_calls, remaining_request_bytes,
+    remaining_intermediate_bytes, remaining_result_bytes, remaining_cost_units
+) VALUES (
+    %(host_id)s, %(process_id)s, %(attempts)s, %(nested_calls)s, %(request_bytes)s,
+    %(intermediate_bytes)s, %(result_bytes)s, %(cost_units)s
+);
+
+-- insert_task --
+-- Insert a ready task of a live run (class copied from the run) and wake the executors.
+WITH inserted AS (
+    INSERT INTO workflow_task (
+        host_id, process_id, step_no, kind, payload, execution_class, priority, available_at,
+        idempotent
+    )
+    SELECT p.host_id, p.process_id, %(step_no)s, %(kind)s, %(payload)s, p.execution_class,
+           %(priority)s, coalesce(%(available_at)s, now()), %(idempotent)s
+    FROM workflow_process p
+    WHERE p.host_id = %(host_id)s AND p.process_id = %(process_id)s
+      AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+    RETURNING task_id
+)
+SELECT i.task_id,
+       pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', i.task_id)::text)
+FROM inserted i;
+
+-- get_process --
+-- Read one run with its budget counters.
+SELECT p.host_id, p.process_id, p.execution_class, p.state, p.deadline_ts,
+       p.cancellation_policy, p.effect_state, p.cancel_requested, p.result, p.error,
+       p.binding_id, p.created_ts, p.updated_ts, p.finished_ts,
+       b.remaining_attempts, b.remaining_nested_calls, b.remaining_request_bytes,
+       b.remaining_intermediate_bytes, b.remaining_result_bytes, b.remaining_cost_units
+FROM workflow_process p
+LEFT JOIN workflow_budget b ON b.host_id = p.host_id AND b.process_id = p.process_id
+WHERE p.host_id = %(host_id)s AND p.process_id = %(process_id)s;
+
+-- claim_tasks --
+-- Claim ready tasks: class quotas first (batch borrows idle interactive slots), then per-tenant round-robin with aging.
+WITH busy AS (
+    SELECT host_id, count(*) AS running
+    FROM workflow_task
+    WHERE state = 'running'
+    GROUP BY host_id
+),
+tenants AS (
+    SELECT DISTINCT execution_class, host_id
+    FROM workflow_task
+    WHERE state = 'ready' AND available_at <= now()
+),
+candidates AS (
+    -- Per tenant: its best-priority and its oldest tasks, so aging can lift the old ones.
+    SELECT DISTINCT c.host_id, c.task_id, c.process_id, c.execution_class, c.priority,
+           c.enqueued_ts
+    FROM tenants tn
+    CROSS JOIN LATERAL (
+        (SELECT t.host_id, t.task_id, t.process_id, t.execution_class, t.priority, t.enqueued_ts
+         FROM workflow_task t
+         WHERE t.state = 'ready' AND t.execution_class = tn.execution_class
+           AND t.host_id = tn.host_id AND t.available_at <= now()
+         ORDER BY t.priority DESC, t.enqueued_ts
+         LIMIT %(limit)s)
+        UNION ALL
+        (SELECT t.host_id, t.task_id, t.process_id, t.execution_class, t.priority, t.enqueued_ts
+         FROM workflow_task t
+         WHERE t.state = 'ready' AND t.execution_class = tn.execution_class
+           AND t.host_id = tn.host_id AND t.available_at <= now()
+         ORDER BY t.enqueued_ts
+         LIMIT %(limit)s)
+    ) c
+),
+ranked AS (
+    SELECT c.host_id, c.task_id, c.execution_class, c.enqueued_ts,
+           c.priority + extract(epoch FROM now() - c.enqueued_ts) / %(aging_s)s AS aged_priority,
+           coalesce(b.running, 0) + row_number() OVER (
+               PARTITION BY c.execution_class, c.host_id
+               ORDER BY c.priority + extract(epoch FROM now() - c.enqueued_ts) / %(aging_s)s DESC,
+                        c.enqueued_ts, c.task_id
+           ) AS tenant_rank
+    FROM candidates c
+    JOIN workflow_process p ON p.host_id = c.host_id AND p.process_id = c.process_id
+    LEFT JOIN busy b ON b.host_id = c.host_id
+    WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+      AND (p.deadline_ts > now() OR p.cancellation_policy = 'disabled')
+),
+ordered AS (
+    SELECT r.*,
+           row_number() OVER (
+               PARTITION BY r.execution_class
+               ORDER BY r.tenant_rank, r.aged_priority DESC, r.enqueued_ts, r.task_id
+           ) AS class_rank
+    FROM ranked r
+    WHERE r.tenant_rank <= %(tenant_limit)s
+),
+ready_interactive AS (
+    SELECT count(*) AS n FROM ordered WHERE execution_class = 'interactive'
+),
+picked AS (
+    SELECT o.host_id, o.task_id, o.execution_class, o.class_rank
+    FROM ordered o CROSS JOIN ready_interactive ri
+    WHERE (o.execution_class = 'interactive' AND o.class_rank <= %(interactive_slots)s)
+       OR (o.execution_class = 'standard' AND o.class_rank <= %(standard_slots)s)
+       OR (o.execution_class = 'batch' AND o.class_rank <= %(batch_slots)s
+           + least(%(borrow_slots)s, greatest(0, %(interactive_slots)s - ri.n)))
+),
+locked AS (
+    SELECT t.host_id, t.task_id
+    FROM workflow_task t
+    JOIN picked pk ON pk.host_id = t.host_id AND pk.task_id = t.task_id
+    WHERE t.state = 'ready'
+    ORDER BY CASE pk.execution_class WHEN 'interactive' THEN 0 WHEN 'standard' THEN 1 ELSE 2 END,
+             pk.class_rank
+    LIMIT %(limit)s
+    FOR UPDATE OF t SKIP LOCKED
+),
+claimed AS (
+    UPDATE workflow_task t
+    SET state = 'running',
+        lease_id = gen_random_uuid(),
+        fencing_token = nextval('workflow_fencing_token_seq'),
+        attempts = t.attempts + 1,
+        worker_id = %(worker_id)s,
+        heartbeat_ts = now(),
+        updated_ts = now(),
+        -- Interactive leases never outlive the run's deadline.
+        lease_expires_ts = CASE
+            WHEN t.execution_class = 'interactive' AND p.cancellation_policy <> 'disabled'
+                THEN least(now() + %(lease_ms)s * interval '1 millisecond', p.deadline_ts)
+            ELSE now() + %(lease_ms)s * interval '1 millisecond'
+        END
+    FROM locked l, workflow_process p
+    WHERE t.host_id = l.host_id AND t.task_id = l.task_id
+      AND p.host_id = t.host_id AND p.process_id = t.process_id
+    RETURNING t.host_id, t.task_id, t.process_id, t.step_no, t.kind, t.payload,
+              t.execution_class, t.idempotent, t.attempts, t.lease_id, t.fencing_token,
+              t.lease_expires_ts, p.deadline_ts, p.cancellation_policy
+),
+started AS (
+    UPDATE workflow_process p
+    SET state = 'RUNNING', updated_ts = now()
+    FROM (SELECT DISTINCT host_id, process_id FROM claimed) c
+    WHERE p.host_id = c.host_id AND p.process_id = c.process_id AND p.state = 'ACCEPTED'
+)
+SELECT * FROM claimed;
+
+-- renew_leases --
+-- Extend the worker's current leases (interactive capped by deadline); rows missing = lost.
+UPDATE workflow_task t
+SET heartbeat_ts = now(),
+    lease_expires_ts = CASE
+        WHEN t.execution_class = 'interactive' AND p.cancellation_policy <> 'disabled'
+            THEN least(now() + %(lease_ms)s * interval '1 millisecond', p.deadline_ts)
+        ELSE now() + %(lease_ms)s * interval '1 millisecond'
+    END
+FROM unnest(%(host_ids)s::uuid[], %(task_ids)s::uuid[], %(lease_ids)s::uuid[],
+            %(fencing_tokens)s::bigint[]) AS l(host_id, task_id, lease_id, fencing_token),
+     workflow_process p
+WHERE t.host_id = l.host_id AND t.task_id = l.task_id AND t.lease_id = l.lease_id
+  AND t.fencing_token = l.fencing_token AND t.state = 'running'
+  AND p.host_id = t.host_id AND p.process_id = t.process_id
+RETURNING t.task_id, t.lease_expires_ts, p.cancel_requested;
+
+-- complete_task --
+-- Mark a task done under its lease; returns the run's deadline position for the next step.
+UPDATE workflow_task t
+SET state = 'done', result = %(result)s, lease_id = NULL, lease_expires_ts = NULL,
+    updated_ts = now()
+FROM workflow_process p
+WHERE t.host_id = %(host_id)s AND t.task_id = %(task_id)s AND t.lease_id = %(lease_id)s
+  AND t.fencing_token = %(fencing_token)s AND t.state = 'running'
+  AND p.host_id = t.host_id AND p.process_id = t.process_id
+RETURNING p.deadline_ts <= now() AS past_deadline, p.cancellation_policy, p.effect_state,
+          p.cancel_requested;
+
+-- fail_task --
+-- Mark a task failed under its lease.
+UPDATE workflow_task
+SET state = 'failed', error = %(error)s, lease_id = NULL, lease_expires_ts = NULL,
+    updated_ts = now()
+WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+  AND fencing_token = %(fencing_token)s AND state = 'running'
+RETURNING task_id;
+
+-- release_task --
+-- Give a task back to the queue under its lease (worker stopping) and wake the executors.
+WITH released AS (
+    UPDATE workflow_task
+    SET state = 'ready', lease_id = NULL, lease_expires_ts = NULL, worker_id = NULL,
+        available_at = now(), updated_ts = now()
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+    RETURNING task_id
+)
+SELECT r.task_id,
+       pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', r.task_id)::text)
+FROM released r;
+
+-- finish_process --
+-- Complete a live run with its result and wake its waiters.
+WITH finished AS (
+    UPDATE workflow_process
+    SET state = 'COMPLETED', result = %(result)s, updated_ts = now(), finished_ts = now()
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+    RETURNING process_id
+)
+SELECT pg_notify('workflow_process_state',
+                 json_build_object('type', 'process', 'id', f.process_id)::text)
+FROM finished f;
+
+-- fail_process --
+-- End a live run as FAILED or CANCELLED with an error, cancel its open tasks, wake waiters.
+WITH failed AS (
+    UPDATE workflow_process
+    SET state = %(state)s, error = %(error)s, updated_ts = now(), finished_ts = now()
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+    RETURNING host_id, process_id
+),
+cancelled AS (
+    UPDATE workflow_task t
+    SET state = 'cancelled', lease_id = NULL, lease_expires_ts = NULL, updated_ts = now()
+    FROM failed f
+    WHERE t.host_id = f.host_id AND t.process_id = f.process_id
+      AND t.state IN ('ready', 'running')
+)
+SELECT pg_notify('workflow_process_state',
+                 json_build_object('type', 'process', 'id', f.process_id)::text)
+FROM failed f;
+
+-- request_cancel --
+-- Raise the cooperative cancellation signal of a live run.
+UPDATE workflow_process
+SET cancel_requested = true, updated_ts = now()
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+  AND state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND NOT cancel_requested;
+
+-- reap_expired --
+-- Lock running tasks whose lease expired and reclaim those whose run can still finish in time.
+WITH expired AS (
+    SELECT t.host_id, t.task_id, t.process_id, p.effect_state,
+           CASE
+               WHEN p.cancellation_policy = 'disabled'
+                   OR p.deadline_ts - now() >= %(min_remaining_ms)s * interval '1 millisecond'
+                   THEN 'reclaim'
+               -- Past the deadline a live worker may still be finishing a dispatched write.
+               WHEN t.heartbeat_ts > now() - %(stale_ms)s * interval '1 millisecond'
+                   AND (p.cancellation_policy = 'cooperative' OR p.effect_state <> 'none')
+                   THEN 'wait'
+               ELSE 'timeout'
+           END AS decision
+    FROM workflow_task t
+    JOIN workflow_process p ON p.host_id = t.host_id AND p.process_id = t.process_id
+    WHERE t.state = 'running' AND t.lease_expires_ts < now()
+    ORDER BY t.lease_expires_ts
+    LIMIT %(limit)s
+    FOR UPDATE OF t SKIP LOCKED
+),
+reclaimed AS (
+    UPDATE workflow_task t
+    SET state = 'ready', lease_id = NULL, lease_expires_ts = NULL, worker_id = NULL,
+        available_at = now(), updated_ts = now()
+    FROM expired e
+    WHERE t.host_id = e.host_id AND t.task_id = e.task_id AND e.decision = 'reclaim'
+    RETURNING t.task_id
+),
+notified AS (
+    SELECT pg_notify('workflow_task_ready',
+                     json_build_object('type', 'task', 'id', r.task_id)::text) AS sent
+    FROM reclaimed r
+)
+SELECT e.host_id, e.task_id, e.process_id, e.effect_state, e.decision,
+       (SELECT count(*) FROM notified) AS notified
+FROM expired e;
+
+-- sweep_deadlines --
+-- Lock live runs past their deadline (policy not disabled) and say whether a live worker holds a task.
+SELECT p.host_id, p.process_id, p.cancellation_policy, p.effect_state, p.cancel_requested,
+       EXISTS (
+           SELECT 1 FROM workflow_task t
+           WHERE t.host_id = p.host_id AND t.process_id = p.process_id
+             AND t.state = 'running'
+             AND t.heartbeat_ts > now() - %(stale_ms)s * interval '1 millisecond'
+       ) AS has_live_task
+FROM workflow_process p
+WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND p.deadline_ts <= now()
+  AND p.cancellation_policy <> 'disabled'
+ORDER BY p.deadline_ts
+LIMIT %(limit)s
+FOR UPDATE OF p SKIP LOCKED;
+
+-- get_step --
+-- Read the step ledger row of one step of a run.
+SELECT effect_state, output, fencing_token
+FROM workflow_step
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND step_no = %(step_no)s;
+
+-- mark_effect_possible --
+-- Under the lease, record that the step's effect may happen (run effect state at least possible).
+WITH owner AS (
+    SELECT host_id, process_id, task_id, fencing_token
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+),
+step AS (
+    INSERT INTO workflow_step (host_id, process_id, step_no, task_id, effect_state, fencing_token)
+    SELECT o.host_id, o.process_id, %(step_no)s, o.task_id, 'possible', o.fencing_token
+    FROM owner o
+    ON CONFLICT (host_id, process_id, step_no) DO UPDATE
+        SET fencing_token = excluded.fencing_token, task_id = excluded.task_id,
+            possible_ts = now()
+        WHERE workflow_step.effect_state = 'possible'
+    RETURNING effect_state
+),
+run AS (
+    UPDATE workflow_process p
+    SET effect_state = 'possible', updated_ts = now()
+    FROM owner o
+    WHERE p.host_id = o.host_id AND p.process_id = o.process_id AND p.effect_state = 'none'
+)
+SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM step) AS marked;
+
+-- confirm_effect --
+-- Under the lease, record that the step's effect happened, with its output.
+WITH owner AS (
+    SELECT host_id, process_id, task_id, fencing_token
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+),
+step AS (
+    UPDATE workflow_step s
+    SET effect_state = 'confirmed', output = %(output)s, fencing_token = o.fencing_token,
+        confirmed_ts = now()
+    FROM owner o
+    WHERE s.host_id = o.host_id AND s.process_id = o.process_id AND s.step_no = %(step_no)s
+      AND s.effect_state = 'possible'
+    RETURNING s.step_no
+),
+run AS (
+    UPDATE workflow_process p
+    SET effect_state = 'confirmed', updated_ts = now()
+    FROM owner o
+    WHERE p.host_id = o.host_id AND p.process_id = o.process_id
+      AND p.effect_state <> 'confirmed' AND EXISTS (SELECT 1 FROM step)
+)
+SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM step) AS confirmed;
+
+-- reserve_budget --
+-- Under the lease, debit every counter at once only if each suffices; record the reservation.
+WITH owner AS (
+    SELECT host_id, process_id, task_id, fencing_token
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+),
+debit AS (
+    UPDATE workflow_budget b
+    SET remaining_attempts = b.remaining_attempts - %(attempts)s,
+        remaining_nested_calls = b.remaining_nested_calls - %(nested_calls)s,
+        remaining_request_bytes = b.remaining_request_bytes - %(request_bytes)s,
+        remaining_intermediate_bytes = b.remaining_intermediate_bytes - %(intermediate_bytes)s,
+        remaining_result_bytes = b.remaining_result_bytes - %(result_bytes)s,
+        remaining_cost_units = b.remaining_cost_units - %(cost_units)s,
+        updated_ts = now()
+    FROM owner o
+    WHERE b.host_id = o.host_id AND b.process_id = o.process_id
+      AND b.remaining_attempts >= %(attempts)s
+      AND b.remaining_nested_calls >= %(nested_calls)s
+      AND b.remaining_request_bytes >= %(request_bytes)s
+      AND b.remaining_intermediate_bytes >= %(intermediate_bytes)s
+      AND b.remaining_result_bytes >= %(result_bytes)s
+      AND b.remaining_cost_units >= %(cost_units)s
+    RETURNING b.host_id, b.process_id
+),
+reservation AS (
+    INSERT INTO workflow_budget_reservation (
+        host_id, process_id, task_id, fencing_token, attempts, nested_calls, request_bytes,
+        intermediate_bytes, result_bytes, cost_units
+    )
+    SELECT d.host_id, d.process_id, o.task_id, o.fencing_token, %(attempts)s,
+           %(nested_calls)s, %(request_bytes)s, %(intermediate_bytes)s, %(result_bytes)s,
+           %(cost_units)s
+    FROM debit d CROSS JOIN owner o
+    RETURNING reservation_id
+)
+SELECT (SELECT count(*) FROM owner) AS owned,
+       (SELECT reservation_id FROM reservation) AS reservation_id;
+
+-- reconcile_budget --
+-- Under the reserving lease, settle a reservation once and credit back what was not used.
+WITH owner AS (
+    SELECT host_id, task_id, fencing_token
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+),
+settled AS (
+    UPDATE workflow_budget_reservation r
+    SET state = 'reconciled', actual = %(actual)s, reconciled_ts = now()
+    FROM owner o
+    WHERE r.host_id = o.host_id AND r.reservation_id = %(reservation_id)s
+      AND r.task_id = o.task_id AND r.fencing_token = o.fencing_token
+      AND r.state = 'reserved'
+    RETURNING r.host_id, r.process_id, r.attempts, r.nested_calls, r.request_bytes,
+              r.intermediate_bytes, r.result_bytes, r.cost_units
+),
+credit AS (
+    -- Usage above the reservation is not debited here: it is reported as an overrun.
+    UPDATE workflow_budget b
+    SET remaining_attempts = b.remaining_attempts
+            + greatest(s.attempts - %(attempts)s, 0),
+        remaining_nested_calls = b.remaining_nested_calls
+            + greatest(s.nested_calls - %(nested_calls)s, 0),
+        remaining_request_bytes = b.remaining_request_bytes
+            + greatest(s.request_bytes - %(request_bytes)s, 0),
+        remaining_intermediate_bytes = b.remaining_intermediate_bytes
+            + greatest(s.intermediate_bytes - %(intermediate_bytes)s, 0),
+        remaining_result_bytes = b.remaining_result_bytes
+            + greatest(s.result_bytes - %(result_bytes)s, 0),
+        remaining_cost_units = b.remaining_cost_units
+            + greatest(s.cost_units - %(cost_units)s, 0),
+        updated_ts = now()
+    FROM settled s
+    WHERE b.host_id = s.host_id AND b.process_id = s.process_id
+    RETURNING b.process_id
+)
+SELECT (SELECT count(*) FROM owner) AS owned,
+       (SELECT count(*) FROM credit) AS settled,
+       coalesce((SELECT s.attempts < %(attempts)s OR s.nested_calls < %(nested_calls)s
+                     OR s.request_bytes < %(request_bytes)s
+                     OR s.intermediate_bytes < %(intermediate_bytes)s
+                     OR s.result_bytes < %(result_bytes)s OR s.cost_units < %(cost_units)s
+                 FROM settled s), false) AS overrun;

@@ -1,0 +1,158 @@
+"""Scheduler use cases: each function owns one transaction (store helpers never commit)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from runtime.errors import WorkflowError, input_invalid
+from runtime.scheduler.errors import timeout_error
+from runtime.scheduler.models import (
+    CANCELLATION_POLICIES,
+    EXECUTION_CLASSES,
+    BudgetAmounts,
+    CancellationPolicy,
+    ExecutionClass,
+    LeaseState,
+    NewTask,
+    ReconcileOutcome,
+    TaskOutcome,
+)
+from runtime.scheduler.store import ledgers, runs
+from runtime.store import Connection, Database
+
+DEFAULT_BUDGET = BudgetAmounts(
+    attempts=32,
+    nested_calls=8,
+    request_bytes=1 << 20,
+    intermediate_bytes=8 << 20,
+    result_bytes=1 << 20,
+    cost_units=10_000,
+)
+
+
+async def enqueue_process(
+    conn: Connection,
+    *,
+    host_id: str,
+    first_task: NewTask,
+    execution_class: ExecutionClass = "interactive",
+    deadline_ts: datetime | None = None,
+    timeout_ms: int = 30_000,
+    cancellation_policy: CancellationPolicy = "before-effects-only",
+    budget: BudgetAmounts = DEFAULT_BUDGET,
+    binding_id: str | None = None,
+    process_id: str | None = None,
+) -> str:
+    """Insert a run, its budget row and its first task (NOTIFY) inside the caller's transaction."""
+    host = _uuid(host_id, "host_id")
+    if execution_class not in EXECUTION_CLASSES:
+        raise input_invalid(f"unknown execution class {execution_class!r}")
+    if cancellation_policy not in CANCELLATION_POLICIES:
+        raise input_invalid(f"unknown cancellation policy {cancellation_policy!r}")
+    run_id = _uuid(process_id, "process_id") if process_id else str(uuid.uuid4())
+    deadline = deadline_ts or datetime.now(UTC) + timedelta(milliseconds=timeout_ms)
+    await runs.insert_process(
+        conn,
+        host_id=host,
+        process_id=run_id,
+        execution_class=execution_class,
+        deadline_ts=deadline,
+        cancellation_policy=cancellation_policy,
+        binding_id=_uuid(binding_id, "binding_id") if binding_id else None,
+    )
+    await runs.insert_budget(conn, host_id=host, process_id=run_id, budget=budget)
+    step_no = first_task.step_no if first_task.step_no is not None else 0
+    await runs.insert_task(conn, host_id=host, process_id=run_id, task=first_task, step_no=step_no)
+    return run_id
+
+
+async def start_run(db: Database, **kwargs: Any) -> str:
+    """enqueue_process in its own transaction: the run is visible and notified on return."""
+    async with db.transaction() as conn:
+        return await enqueue_process(conn, **kwargs)
+
+
+async def get_process(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
+    """One run (state, result, error, effect state, budget counters), scoped to its host."""
+    async with db.transaction(read_only=True) as conn:
+        return await runs.fetch_process(
+            conn, _uuid(host_id, "host_id"), _uuid(process_id, "process_id")
+        )
+
+
+async def add_task(db: Database, host_id: str, process_id: str, task: NewTask) -> str | None:
+    """Enqueue one more task of a live run (parallel branches, tests); None if not live."""
+    if task.step_no is None:
+        raise input_invalid("a task added outside a completion needs an explicit step_no")
+    async with db.transaction() as conn:
+        return await runs.insert_task(
+            conn, host_id=host_id, process_id=process_id, task=task, step_no=task.step_no
+        )
+
+
+async def complete(db: Database, lease: LeaseState, outcome: TaskOutcome) -> None:
+    """Commit a handler's outcome under its lease: task done, then next tasks or run end."""
+    async with db.transaction() as conn:
+        run = await runs.complete_task(conn, lease, outcome.output)
+        if outcome.finish:
+            await runs.finish_process(conn, lease.host_id, lease.process_id, outcome.run_result)
+            return
+        if run["past_deadline"] and run["cancellation_policy"] != "disabled":
+            # The dispatched step was allowed to finish; nothing new starts after the deadline.
+            error = timeout_error(after_effect=run["effect_state"] != "none")
+            await runs.fail_process(conn, lease.host_id, lease.process_id, error)
+            return
+        for offset, task in enumerate(outcome.next_tasks, start=1):
+            step_no = task.step_no if task.step_no is not None else lease.step_no + offset
+            await runs.insert_task(
+                conn, host_id=lease.host_id, process_id=lease.process_id, task=task, step_no=step_no
+            )
+
+
+async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
+    """Fail the leased task and its run with error (fenced). Raises LeaseLost."""
+    async with db.transaction() as conn:
+        await runs.fail_task(conn, lease, error)
+        await runs.fail_process(conn, lease.host_id, lease.process_id, error)
+
+
+async def release(db: Database, lease: LeaseState) -> bool:
+    """Give the leased task back to the queue; False when the lease was already lost."""
+    async with db.transaction() as conn:
+        return await runs.release_task(conn, lease)
+
+
+async def mark_effect_possible(db: Database, lease: LeaseState, step_no: int) -> None:
+    """Before dispatching an external effect: record it as possible (fenced)."""
+    async with db.transaction() as conn:
+        await ledgers.mark_effect_possible(conn, lease, step_no)
+    lease.effect_dispatched = True
+
+
+async def confirm_effect(db: Database, lease: LeaseState, step_no: int, output: Any = None) -> bool:
+    """After the effect succeeded: record it as confirmed with its output (fenced)."""
+    async with db.transaction() as conn:
+        return await ledgers.confirm_effect(conn, lease, step_no, output)
+
+
+async def reserve(db: Database, lease: LeaseState, amounts: BudgetAmounts) -> str:
+    """Reserve budget for a dispatch, all counters or none (fenced); the reservation id."""
+    async with db.transaction() as conn:
+        return await ledgers.reserve_budget(conn, lease, amounts)
+
+
+async def reconcile(
+    db: Database, lease: LeaseState, reservation_id: str, actual: BudgetAmounts
+) -> ReconcileOutcome:
+    """Settle a reservation with actual usage, exactly once (fenced)."""
+    async with db.transaction() as conn:
+        return await ledgers.reconcile_budget(conn, lease, reservation_id, actual)
+
+
+def _uuid(value: str | None, name: str) -> str:
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise input_invalid(f"{name} must be a UUID") from None

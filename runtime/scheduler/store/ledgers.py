@@ -1,0 +1,85 @@
+"""The step ledger (effect state) and the budget ledger, both written under a fenced lease."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.errors import WorkflowError
+from runtime.scheduler.errors import LeaseLost, budget_exhausted
+from runtime.scheduler.models import BudgetAmounts, LeaseState, ReconcileOutcome, StepRecord
+from runtime.scheduler.store.sql import QUERIES, jsonb
+from runtime.store import Connection
+
+
+async def get_step(
+    conn: Connection, host_id: str, process_id: str, step_no: int
+) -> StepRecord | None:
+    """The step ledger row of (run, step), or None when no effect was ever dispatched."""
+    cursor = await conn.execute(
+        QUERIES["get_step"], {"host_id": host_id, "process_id": process_id, "step_no": step_no}
+    )
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    return StepRecord(row["effect_state"], row["output"], row["fencing_token"])
+
+
+async def mark_effect_possible(conn: Connection, lease: LeaseState, step_no: int) -> None:
+    """Record the step's effect as possible before dispatch. Raises LeaseLost."""
+    cursor = await conn.execute(
+        QUERIES["mark_effect_possible"], lease.fence() | {"step_no": step_no}
+    )
+    row = await _one(cursor)
+    if not row["owned"]:
+        raise LeaseLost(lease.task_id, "mark_effect_possible")
+    if not row["marked"]:
+        # The row exists and is confirmed: dispatching again would repeat a done effect.
+        raise WorkflowError(
+            "WORKFLOW_TASK_FAILED",
+            f"step {step_no} already took effect; resume from its confirmed output",
+            status="failed",
+            after_effect=True,
+        )
+
+
+async def confirm_effect(conn: Connection, lease: LeaseState, step_no: int, output: Any) -> bool:
+    """Record the step's effect as confirmed; False when it was not possible. Raises LeaseLost."""
+    cursor = await conn.execute(
+        QUERIES["confirm_effect"],
+        lease.fence() | {"step_no": step_no, "output": jsonb(output)},
+    )
+    row = await _one(cursor)
+    if not row["owned"]:
+        raise LeaseLost(lease.task_id, "confirm_effect")
+    return bool(row["confirmed"])
+
+
+async def reserve_budget(conn: Connection, lease: LeaseState, amounts: BudgetAmounts) -> str:
+    """Debit every counter at once or nothing; the reservation id. Raises LeaseLost."""
+    cursor = await conn.execute(QUERIES["reserve_budget"], lease.fence() | amounts.as_params())
+    row = await _one(cursor)
+    if not row["owned"]:
+        raise LeaseLost(lease.task_id, "reserve")
+    if row["reservation_id"] is None:
+        raise budget_exhausted()
+    return str(row["reservation_id"])
+
+
+async def reconcile_budget(
+    conn: Connection, lease: LeaseState, reservation_id: str, actual: BudgetAmounts
+) -> ReconcileOutcome:
+    """Settle a reservation once and credit back the unused part. Raises LeaseLost."""
+    params = lease.fence() | actual.as_params()
+    params |= {"reservation_id": reservation_id, "actual": jsonb(actual.as_params())}
+    cursor = await conn.execute(QUERIES["reconcile_budget"], params)
+    row = await _one(cursor)
+    if not row["owned"]:
+        raise LeaseLost(lease.task_id, "reconcile")
+    return ReconcileOutcome(settled=bool(row["settled"]), overrun=bool(row["overrun"]))
+
+
+async def _one(cursor: Any) -> dict[str, Any]:
+    row = await cursor.fetchone()
+    if row is None:  # pragma: no cover - the statements always return one row
+        raise RuntimeError("scheduler ledger statement returned no row")
+    return dict(row)

@@ -1,0 +1,118 @@
+"""One dedicated autocommit LISTEN connection per executor, with keepalive and reconnect.
+
+NOTIFY is only a wake-up: the callback is told "something may be ready" (or, after a
+reconnect, "you may have missed something") and the executor then claims from the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+log = logging.getLogger(__name__)
+
+TASK_READY_CHANNEL = "workflow_task_ready"
+PROCESS_STATE_CHANNEL = "workflow_process_state"
+# TCP keepalive so a silently dead link is noticed; libpq ignores these on Unix sockets.
+_KEEPALIVE = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
+Callback = Callable[[dict[str, Any] | None], None]
+
+
+class NotificationListener:
+    """LISTENs on channels and calls on_event(payload) per NOTIFY, on_event(None) on reconnect."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        channels: Sequence[str],
+        on_event: Callback,
+        *,
+        max_backoff_s: float = 2.0,
+    ) -> None:
+        self._conninfo = conninfo
+        self._channels = tuple(channels)
+        self._on_event = on_event
+        self._max_backoff_s = max_backoff_s
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self.reconnects = 0
+
+    async def start(self) -> None:
+        """Connect and LISTEN; returns once LISTEN is in effect (before any catch-up claim)."""
+        self._conn = await self._connect()
+        self._pump = asyncio.create_task(self._run(), name="notification-listener")
+
+    async def close(self) -> None:
+        """Stop listening and close the connection."""
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pump
+            self._pump = None
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+        conninfo = make_conninfo(self._conninfo, **_KEEPALIVE)
+        conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        for channel in self._channels:
+            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        return conn
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._drain()
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                log.warning("notification listener lost its connection: %s", type(exc).__name__)
+            await self._reconnect()
+
+    async def _drain(self) -> None:
+        if self._conn is None:
+            raise psycopg.InterfaceError("listener not connected")
+        async for notify in self._conn.notifies():
+            self._on_event(_payload(notify.payload))
+
+    async def _reconnect(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self._conn.close()
+            self._conn = None
+        delay = 0.05
+        while self._conn is None:
+            try:
+                self._conn = await self._connect()
+            except psycopg.Error:
+                await asyncio.sleep(random.uniform(0, delay))
+                delay = min(self._max_backoff_s, delay * 2)
+        self.reconnects += 1
+        # Notifications sent while we were away are gone: ask for a catch-up claim.
+        self._on_event(None)
+
+    @property
+    def backend_pid(self) -> int | None:
+        """The server process id of the LISTEN connection (for diagnostics and tests)."""
+        return None if self._conn is None else self._conn.info.backend_pid
+
+
+def _payload(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,127 @@
+"""The queue side: claiming, lease renewal, reaping expired leases, finding late runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runtime.scheduler.models import ClaimedTask, LeaseState, SchedulerSettings
+from runtime.scheduler.store.sql import QUERIES
+from runtime.store import Connection
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """Free capacity of one worker for one claim round."""
+
+    worker_id: str
+    interactive_slots: int
+    standard_slots: int
+    batch_slots: int
+    borrow_slots: int
+
+    @property
+    def limit(self) -> int:
+        """At most this many tasks can be claimed."""
+        return self.interactive_slots + self.standard_slots + self.batch_slots + self.borrow_slots
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """A renewed lease: its new expiry and whether the run asks for cancellation."""
+
+    expires_ts: datetime
+    cancel_requested: bool
+
+
+async def claim_tasks(
+    conn: Connection, request: ClaimRequest, settings: SchedulerSettings
+) -> list[tuple[ClaimedTask, LeaseState]]:
+    """Claim up to request.limit tasks in fair order, each under a fresh fenced lease."""
+    if request.limit <= 0:
+        return []
+    cursor = await conn.execute(
+        QUERIES["claim_tasks"],
+        {
+            "worker_id": request.worker_id,
+            "interactive_slots": request.interactive_slots,
+            "standard_slots": request.standard_slots,
+            "batch_slots": request.batch_slots,
+            "borrow_slots": request.borrow_slots,
+            "limit": request.limit,
+            "tenant_limit": settings.tenant_limit,
+            "aging_s": settings.aging_s,
+            "lease_ms": settings.lease_ms,
+        },
+    )
+    return [_claimed(row) for row in await cursor.fetchall()]
+
+
+def _claimed(row: dict[str, Any]) -> tuple[ClaimedTask, LeaseState]:
+    task = ClaimedTask(
+        host_id=str(row["host_id"]),
+        task_id=str(row["task_id"]),
+        process_id=str(row["process_id"]),
+        step_no=row["step_no"],
+        kind=row["kind"],
+        payload=row["payload"],
+        execution_class=row["execution_class"],
+        idempotent=row["idempotent"],
+        attempts=row["attempts"],
+        deadline_ts=row["deadline_ts"],
+        cancellation_policy=row["cancellation_policy"],
+    )
+    lease = LeaseState(
+        host_id=task.host_id,
+        task_id=task.task_id,
+        process_id=task.process_id,
+        step_no=task.step_no,
+        lease_id=str(row["lease_id"]),
+        fencing_token=row["fencing_token"],
+        expires_ts=row["lease_expires_ts"],
+    )
+    return task, lease
+
+
+async def renew_leases(
+    conn: Connection, leases: list[LeaseState], lease_ms: int
+) -> dict[str, Renewal]:
+    """Renew the given leases in one statement; a task missing from the result lost its lease."""
+    if not leases:
+        return {}
+    cursor = await conn.execute(
+        QUERIES["renew_leases"],
+        {
+            "host_ids": [lease.host_id for lease in leases],
+            "task_ids": [lease.task_id for lease in leases],
+            "lease_ids": [lease.lease_id for lease in leases],
+            "fencing_tokens": [lease.fencing_token for lease in leases],
+            "lease_ms": lease_ms,
+        },
+    )
+    return {
+        str(row["task_id"]): Renewal(row["lease_expires_ts"], row["cancel_requested"])
+        for row in await cursor.fetchall()
+    }
+
+
+async def reap_expired(conn: Connection, settings: SchedulerSettings) -> list[dict[str, Any]]:
+    """Lock expired leases, reclaim the useful ones; rows say reclaim, wait or timeout."""
+    cursor = await conn.execute(
+        QUERIES["reap_expired"],
+        {
+            "min_remaining_ms": settings.reclaim_min_remaining_ms,
+            "stale_ms": settings.lease_ms,
+            "limit": settings.reap_batch,
+        },
+    )
+    return [dict(row) for row in await cursor.fetchall()]
+
+
+async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[dict[str, Any]]:
+    """Lock live runs past their deadline whose policy allows cancelling them."""
+    cursor = await conn.execute(
+        QUERIES["sweep_deadlines"], {"stale_ms": settings.lease_ms, "limit": settings.reap_batch}
+    )
+    return [dict(row) for row in await cursor.fetchall()]

@@ -1,0 +1,136 @@
+"""Runs and their tasks: insert, read, complete, fail, cancel."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from runtime.errors import WorkflowError
+from runtime.scheduler.errors import LeaseLost, error_document
+from runtime.scheduler.models import BudgetAmounts, LeaseState, NewTask
+from runtime.scheduler.store.sql import QUERIES, jsonb
+from runtime.store import Connection
+
+
+async def insert_process(
+    conn: Connection,
+    *,
+    host_id: str,
+    process_id: str,
+    execution_class: str,
+    deadline_ts: datetime,
+    cancellation_policy: str,
+    binding_id: str | None,
+) -> None:
+    """Insert a run in ACCEPTED state."""
+    await conn.execute(
+        QUERIES["insert_process"],
+        {
+            "host_id": host_id,
+            "process_id": process_id,
+            "execution_class": execution_class,
+            "deadline_ts": deadline_ts,
+            "cancellation_policy": cancellation_policy,
+            "binding_id": binding_id,
+        },
+    )
+
+
+async def insert_budget(
+    conn: Connection, *, host_id: str, process_id: str, budget: BudgetAmounts
+) -> None:
+    """Insert the run's budget ledger row."""
+    params: dict[str, Any] = {"host_id": host_id, "process_id": process_id}
+    await conn.execute(QUERIES["insert_budget"], params | budget.as_params())
+
+
+async def insert_task(
+    conn: Connection, *, host_id: str, process_id: str, task: NewTask, step_no: int
+) -> str | None:
+    """Insert a ready task and NOTIFY; None when the run is no longer live."""
+    cursor = await conn.execute(
+        QUERIES["insert_task"],
+        {
+            "host_id": host_id,
+            "process_id": process_id,
+            "step_no": step_no,
+            "kind": task.kind,
+            "payload": jsonb(task.payload),
+            "priority": task.priority,
+            "available_at": task.available_at,
+            "idempotent": task.idempotent,
+        },
+    )
+    row = await cursor.fetchone()
+    return None if row is None else str(row["task_id"])
+
+
+async def fetch_process(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
+    """One run with its budget counters, or None."""
+    cursor = await conn.execute(
+        QUERIES["get_process"], {"host_id": host_id, "process_id": process_id}
+    )
+    row = await cursor.fetchone()
+    return None if row is None else dict(row)
+
+
+async def complete_task(conn: Connection, lease: LeaseState, output: Any) -> dict[str, Any]:
+    """Mark the leased task done; returns the run's deadline position. Raises LeaseLost."""
+    cursor = await conn.execute(QUERIES["complete_task"], lease.fence() | {"result": jsonb(output)})
+    row = await cursor.fetchone()
+    if row is None:
+        raise LeaseLost(lease.task_id, "complete")
+    return dict(row)
+
+
+async def fail_task(conn: Connection, lease: LeaseState, error: WorkflowError) -> None:
+    """Mark the leased task failed. Raises LeaseLost."""
+    cursor = await conn.execute(
+        QUERIES["fail_task"], lease.fence() | {"error": jsonb(error_document(error))}
+    )
+    if await cursor.fetchone() is None:
+        raise LeaseLost(lease.task_id, "fail")
+
+
+async def release_task(conn: Connection, lease: LeaseState) -> bool:
+    """Put the leased task back to ready (and NOTIFY); False when the lease was lost."""
+    cursor = await conn.execute(QUERIES["release_task"], lease.fence())
+    return await cursor.fetchone() is not None
+
+
+async def finish_process(conn: Connection, host_id: str, process_id: str, result: Any) -> bool:
+    """Complete a live run; False when it was already terminal."""
+    cursor = await conn.execute(
+        QUERIES["finish_process"],
+        {"host_id": host_id, "process_id": process_id, "result": jsonb(result)},
+    )
+    return await cursor.fetchone() is not None
+
+
+async def fail_process(
+    conn: Connection,
+    host_id: str,
+    process_id: str,
+    error: WorkflowError,
+    *,
+    state: str = "FAILED",
+) -> bool:
+    """End a live run with error and cancel its open tasks; False when already terminal."""
+    cursor = await conn.execute(
+        QUERIES["fail_process"],
+        {
+            "host_id": host_id,
+            "process_id": process_id,
+            "state": state,
+            "error": jsonb(error_document(error)),
+        },
+    )
+    return await cursor.fetchone() is not None
+
+
+async def request_cancel(conn: Connection, host_id: str, process_id: str) -> bool:
+    """Raise the cooperative cancellation signal; False when already raised or terminal."""
+    cursor = await conn.execute(
+        QUERIES["request_cancel"], {"host_id": host_id, "process_id": process_id}
+    )
+    return cursor.rowcount > 0

@@ -1,0 +1,255 @@
+"""The executor in-process: wake-up, LISTEN before catch-up, deadlines and effect safety."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from runtime.scheduler import Executor, faults, maintenance, service
+from runtime.scheduler.demo import HANDLERS
+from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
+from runtime.scheduler.store import queue
+from runtime.store import Database
+
+# A fallback poll of a minute: anything claimed within the test's bound was woken by NOTIFY.
+NO_POLL = SchedulerSettings(poll_interval_ms=60_000)
+TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
+
+
+@pytest.fixture
+async def admin(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """An autocommit connection as the schema owner."""
+    conn = await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    )
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def running(
+    db: Database,
+    database_url: str,
+    handlers: Mapping[str, TaskHandler] = HANDLERS,
+    settings: SchedulerSettings = NO_POLL,
+) -> AsyncIterator[Executor]:
+    executor = Executor(db, handlers, settings, conninfo=database_url)
+    await executor.start()
+    try:
+        yield executor
+    finally:
+        await executor.stop()
+
+
+async def wait_terminal(database_url: str, db: Database, host_id: str, process_id: str) -> Any:
+    """Wait (bounded) for the run's terminal-state NOTIFY, then return the run."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute("LISTEN workflow_process_state")
+        async with asyncio.timeout(10):
+            run = await service.get_process(db, host_id, process_id)
+            while run is None or run["state"] not in TERMINAL:
+                async for notify in conn.notifies():
+                    if json.loads(notify.payload)["id"] == process_id:
+                        break
+                run = await service.get_process(db, host_id, process_id)
+    return run
+
+
+async def start(db: Database, kind: str = "echo", **kwargs: Any) -> tuple[str, str]:
+    host_id = str(uuid.uuid4())
+    payload = kwargs.pop("payload", {})
+    process_id = await service.start_run(
+        db, host_id=host_id, first_task=NewTask(kind, payload), **kwargs
+    )
+    return host_id, process_id
+
+
+def gated(gate: asyncio.Event, started: asyncio.Event, *, write: bool) -> TaskHandler:
+    """A handler that (optionally marks an effect possible and) waits for gate."""
+
+    async def handler(task: ClaimedTask, lease: TaskLease) -> TaskOutcome:
+        if write:
+            await lease.mark_effect_possible()
+        started.set()
+        await gate.wait()
+        if write:
+            await lease.confirm_effect({"written": True})
+        return TaskOutcome.then(NewTask("echo", {}))
+
+    return handler
+
+
+async def test_an_idle_executor_is_woken_by_notify_without_the_fallback_poll(
+    db: Database, database_url: str
+) -> None:
+    async with running(db, database_url) as executor:
+        async with asyncio.timeout(5):
+            while executor.claim_rounds < 1:
+                await asyncio.sleep(0)
+        host_id, process_id = await start(db)
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    assert run["state"] == "COMPLETED" and run["result"]["echo"] == {}
+
+
+async def test_a_task_inserted_between_listen_and_the_first_claim_is_not_missed(
+    db: Database, database_url: str
+) -> None:
+    inserted: list[tuple[str, str]] = []
+
+    async def insert_now() -> None:
+        inserted.append(await start(db))
+
+    faults.set_hook("after_listen", insert_now)
+    try:
+        async with running(db, database_url):
+            run = await wait_terminal(database_url, db, *inserted[0])
+    finally:
+        faults.set_hook("after_listen", None)
+    assert run["state"] == "COMPLETED"
+
+
+async def test_the_executor_reconnects_its_listener_and_catches_up(
+    db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    async with running(db, database_url) as executor:
+        assert executor.listener is not None
+        pid = executor.listener.backend_pid
+        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        host_id, process_id = await start(db, "chain", payload={"remaining": 2})
+        run = await wait_terminal(database_url, db, host_id, process_id)
+        assert executor.listener.reconnects >= 1
+    assert run["result"] == {"steps": 3}
+
+
+async def test_an_eight_task_run_completes_step_by_step(db: Database, database_url: str) -> None:
+    async with running(db, database_url):
+        host_id, process_id = await start(db, "chain", payload={"remaining": 7})
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    assert (run["state"], run["result"], run["remaining_attempts"]) == (
+        "COMPLETED",
+        {"steps": 8},
+        32 - 8,
+    )
+
+
+async def test_a_run_past_its_deadline_without_effects_fails_with_a_stable_timeout(
+    db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+    handlers = dict(HANDLERS, slow=gated(gate, started, write=False))
+    async with running(db, database_url, handlers):
+        host_id, process_id = await start(db, "slow")
+        async with asyncio.timeout(5):
+            await started.wait()
+        await admin.execute(
+            "UPDATE workflow_process SET deadline_ts = now() - interval '1 second'"
+            " WHERE process_id = %s",
+            (process_id,),
+        )
+        report = await maintenance.sweep_deadlines_once(db, SchedulerSettings())
+        run = await wait_terminal(database_url, db, host_id, process_id)
+        gate.set()
+    assert report.timed_out == 1
+    assert run["state"] == "FAILED"
+    assert run["error"] == {
+        "code": "WORKFLOW_TIMEOUT",
+        "message": "the workflow deadline passed before the run finished",
+        "retryable": False,
+        "afterEffect": False,
+    }
+
+
+async def test_before_effects_only_lets_a_dispatched_write_finish_past_the_deadline(
+    db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+    handlers = dict(HANDLERS, slow_write=gated(gate, started, write=True))
+    async with running(db, database_url, handlers):
+        host_id, process_id = await start(db, "slow_write")
+        async with asyncio.timeout(5):
+            await started.wait()
+        await admin.execute(
+            "UPDATE workflow_process SET deadline_ts = now() - interval '1 second'"
+            " WHERE process_id = %s",
+            (process_id,),
+        )
+        report = await maintenance.sweep_deadlines_once(db, SchedulerSettings())
+        assert (report.timed_out, report.left_running) == (0, 1)
+        assert (await service.get_process(db, host_id, process_id) or {})["state"] == "RUNNING"
+        gate.set()
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    step = await admin.execute(
+        "SELECT effect_state FROM workflow_step WHERE process_id = %s", (process_id,)
+    )
+    assert (await step.fetchone() or {})["effect_state"] == "confirmed"
+    assert run["state"] == "FAILED" and run["effect_state"] == "confirmed"
+    assert (run["error"]["code"], run["error"]["afterEffect"]) == ("WORKFLOW_TIMEOUT", True)
+
+
+async def reclaim_after_possible_effect(
+    db: Database, admin: psycopg.AsyncConnection[Any], *, idempotent: bool
+) -> tuple[str, str]:
+    """A run whose first attempt marked its write possible and then lost its lease."""
+    host_id = str(uuid.uuid4())
+    process_id = await service.start_run(
+        db, host_id=host_id, first_task=NewTask("write", {}, idempotent=idempotent)
+    )
+    async with db.transaction() as conn:
+        [(_, lease)] = await queue.claim_tasks(
+            conn, queue.ClaimRequest("crashed", 1, 0, 0, 0), SchedulerSettings()
+        )
+    await service.mark_effect_possible(db, lease, 0)
+    await admin.execute(
+        "UPDATE workflow_task SET lease_expires_ts = now() - interval '1 second'"
+        " WHERE task_id = %s",
+        (lease.task_id,),
+    )
+    await maintenance.reap_expired_once(db, SchedulerSettings())
+    return host_id, process_id
+
+
+async def test_a_reclaimed_non_idempotent_step_with_a_possible_effect_is_not_redispatched(
+    db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    host_id, process_id = await reclaim_after_possible_effect(db, admin, idempotent=False)
+    async with running(db, database_url):
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    assert run["state"] == "FAILED"
+    assert (run["error"]["code"], run["error"]["afterEffect"]) == ("WORKFLOW_TASK_FAILED", True)
+
+
+async def test_a_reclaimed_idempotent_step_with_a_possible_effect_is_redispatched(
+    db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    host_id, process_id = await reclaim_after_possible_effect(db, admin, idempotent=True)
+    async with running(db, database_url):
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    assert (run["state"], run["result"], run["effect_state"]) == (
+        "COMPLETED",
+        {"written": True},
+        "confirmed",
+    )
+
+
+async def test_a_handler_error_fails_the_run_with_a_sanitized_task_failure(
+    db: Database, database_url: str
+) -> None:
+    async def broken(task: ClaimedTask, lease: TaskLease) -> TaskOutcome:
+        raise KeyError("secret internal detail")
+
+    async with running(db, database_url, dict(HANDLERS, broken=broken)):
+        host_id, process_id = await start(db, "broken")
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    assert run["error"]["code"] == "WORKFLOW_TASK_FAILED"
+    assert "secret" not in json.dumps(run["error"])
