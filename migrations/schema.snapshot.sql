@@ -32,6 +32,53 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_tool_binding_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION 'binding revisions are never deleted'
+            USING ERRCODE = 'integrity_constraint_violation',
+                  CONSTRAINT = 'workflow_tool_binding_immutable';
+    END IF;
+    IF (NEW.host_id, NEW.binding_id, NEW.tool_id, NEW.source_binding_id, NEW.tool_name,
+        NEW.wf_def_id, NEW.workflow_version, NEW.definition_digest, NEW.schema_digest,
+        NEW.invocation_mode, NEW.sync_wait_ms, NEW.total_deadline_ms, NEW.execution_class,
+        NEW.result_text_mode, NEW.cancellation_policy, NEW.idempotency_policy,
+        NEW.delegation_policy, NEW.runtime_bounds, NEW.admission_limits, NEW.caller_policy,
+        NEW.tool_annotations, NEW.input_schema, NEW.output_schema, NEW.binding, NEW.write_tasks,
+        NEW.binding_digest, NEW.approval_digest, NEW.requested_by, NEW.requested_ts,
+        NEW.carry_over_denied_reason, NEW.publish_operation_id)
+       IS DISTINCT FROM
+       (OLD.host_id, OLD.binding_id, OLD.tool_id, OLD.source_binding_id, OLD.tool_name,
+        OLD.wf_def_id, OLD.workflow_version, OLD.definition_digest, OLD.schema_digest,
+        OLD.invocation_mode, OLD.sync_wait_ms, OLD.total_deadline_ms, OLD.execution_class,
+        OLD.result_text_mode, OLD.cancellation_policy, OLD.idempotency_policy,
+        OLD.delegation_policy, OLD.runtime_bounds, OLD.admission_limits, OLD.caller_policy,
+        OLD.tool_annotations, OLD.input_schema, OLD.output_schema, OLD.binding, OLD.write_tasks,
+        OLD.binding_digest, OLD.approval_digest, OLD.requested_by, OLD.requested_ts,
+        OLD.carry_over_denied_reason, OLD.publish_operation_id) THEN
+        RAISE EXCEPTION 'binding revisions are immutable'
+            USING ERRCODE = 'integrity_constraint_violation',
+                  CONSTRAINT = 'workflow_tool_binding_immutable';
+    END IF;
+    IF OLD.revision_status NOT IN ('pendingApproval', 'approved')
+       AND NEW.revision_status IS DISTINCT FROM OLD.revision_status THEN
+        RAISE EXCEPTION 'a % binding revision is terminal', OLD.revision_status
+            USING ERRCODE = 'integrity_constraint_violation',
+                  CONSTRAINT = 'workflow_tool_binding_terminal';
+    END IF;
+    IF OLD.revision_status <> 'pendingApproval'
+       AND (NEW.owner_user_id, NEW.owner_position_id)
+           IS DISTINCT FROM (OLD.owner_user_id, OLD.owner_position_id) THEN
+        RAISE EXCEPTION 'only a pending revision moves to a new owner'
+            USING ERRCODE = 'integrity_constraint_violation',
+                  CONSTRAINT = 'workflow_tool_binding_immutable';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
 CREATE TABLE public.schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
@@ -88,6 +135,40 @@ CREATE TABLE public.wf_definition_version_t (
     CONSTRAINT wf_definition_version_status_check CHECK ((status = ANY (ARRAY['active'::text, 'retired'::text])))
 );
 
+CREATE TABLE public.workflow_budget (
+    host_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    remaining_attempts integer NOT NULL,
+    remaining_nested_calls integer NOT NULL,
+    remaining_request_bytes bigint NOT NULL,
+    remaining_intermediate_bytes bigint NOT NULL,
+    remaining_result_bytes bigint NOT NULL,
+    remaining_cost_units bigint NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_budget_nonnegative_check CHECK (((remaining_attempts >= 0) AND (remaining_nested_calls >= 0) AND (remaining_request_bytes >= 0) AND (remaining_intermediate_bytes >= 0) AND (remaining_result_bytes >= 0) AND (remaining_cost_units >= 0)))
+);
+
+CREATE TABLE public.workflow_budget_reservation (
+    host_id uuid NOT NULL,
+    reservation_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    process_id uuid NOT NULL,
+    task_id uuid NOT NULL,
+    fencing_token bigint NOT NULL,
+    state text DEFAULT 'reserved'::text NOT NULL,
+    attempts integer NOT NULL,
+    nested_calls integer NOT NULL,
+    request_bytes bigint NOT NULL,
+    intermediate_bytes bigint NOT NULL,
+    result_bytes bigint NOT NULL,
+    cost_units bigint NOT NULL,
+    actual jsonb,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    reconciled_ts timestamp with time zone,
+    CONSTRAINT workflow_budget_reservation_amounts_check CHECK (((attempts >= 0) AND (nested_calls >= 0) AND (request_bytes >= 0) AND (intermediate_bytes >= 0) AND (result_bytes >= 0) AND (cost_units >= 0))),
+    CONSTRAINT workflow_budget_reservation_reconciled_check CHECK (((state = 'reconciled'::text) = (reconciled_ts IS NOT NULL))),
+    CONSTRAINT workflow_budget_reservation_state_check CHECK ((state = ANY (ARRAY['reserved'::text, 'reconciled'::text])))
+);
+
 CREATE TABLE public.workflow_definition_grant_sync_t (
     host_id uuid NOT NULL,
     wf_def_id uuid NOT NULL,
@@ -99,6 +180,46 @@ CREATE TABLE public.workflow_definition_grant_sync_t (
     updated_ts timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT workflow_definition_grant_sync_digest_check CHECK ((grants_digest ~ '^sha256:[0-9a-f]{64}$'::text)),
     CONSTRAINT workflow_definition_grant_sync_revision_check CHECK ((source_revision >= 0))
+);
+
+CREATE TABLE public.workflow_endpoint_target_t (
+    host_id uuid NOT NULL,
+    binding_id uuid NOT NULL,
+    endpoint_ref character varying(256) NOT NULL,
+    endpoint_uri character varying(2048) NOT NULL,
+    allowed_methods text[] NOT NULL,
+    environments text[] NOT NULL,
+    authorization_policy_digest text NOT NULL,
+    CONSTRAINT workflow_endpoint_target_digest_check CHECK ((authorization_policy_digest ~ '^sha256:[0-9a-f]{64}$'::text))
+);
+
+CREATE SEQUENCE public.workflow_fencing_token_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+CREATE TABLE public.workflow_process (
+    host_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    execution_class text NOT NULL,
+    state text DEFAULT 'ACCEPTED'::text NOT NULL,
+    deadline_ts timestamp with time zone NOT NULL,
+    cancellation_policy text DEFAULT 'before-effects-only'::text NOT NULL,
+    effect_state text DEFAULT 'none'::text NOT NULL,
+    cancel_requested boolean DEFAULT false NOT NULL,
+    result jsonb,
+    error jsonb,
+    binding_id uuid,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    finished_ts timestamp with time zone,
+    CONSTRAINT workflow_process_class_check CHECK ((execution_class = ANY (ARRAY['interactive'::text, 'standard'::text, 'batch'::text]))),
+    CONSTRAINT workflow_process_effect_check CHECK ((effect_state = ANY (ARRAY['none'::text, 'possible'::text, 'confirmed'::text]))),
+    CONSTRAINT workflow_process_policy_check CHECK ((cancellation_policy = ANY (ARRAY['before-effects-only'::text, 'cooperative'::text, 'disabled'::text]))),
+    CONSTRAINT workflow_process_state_check CHECK ((state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text, 'COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text]))),
+    CONSTRAINT workflow_process_terminal_check CHECK (((state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) = (finished_ts IS NOT NULL)))
 );
 
 CREATE TABLE public.workflow_publication_operation_t (
@@ -114,6 +235,139 @@ CREATE TABLE public.workflow_publication_operation_t (
     CONSTRAINT workflow_publication_operation_digest_check CHECK ((request_digest ~ '^sha256:[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE public.workflow_step (
+    host_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    step_no integer NOT NULL,
+    task_id uuid NOT NULL,
+    effect_state text NOT NULL,
+    fencing_token bigint NOT NULL,
+    output jsonb,
+    possible_ts timestamp with time zone DEFAULT now() NOT NULL,
+    confirmed_ts timestamp with time zone,
+    CONSTRAINT workflow_step_confirmed_check CHECK (((effect_state = 'confirmed'::text) = (confirmed_ts IS NOT NULL))),
+    CONSTRAINT workflow_step_effect_check CHECK ((effect_state = ANY (ARRAY['possible'::text, 'confirmed'::text])))
+);
+
+CREATE TABLE public.workflow_task (
+    host_id uuid NOT NULL,
+    task_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    process_id uuid NOT NULL,
+    step_no integer NOT NULL,
+    kind text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    state text DEFAULT 'ready'::text NOT NULL,
+    execution_class text NOT NULL,
+    priority smallint DEFAULT 0 NOT NULL,
+    enqueued_ts timestamp with time zone DEFAULT now() NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    idempotent boolean DEFAULT false NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    lease_id uuid,
+    fencing_token bigint DEFAULT 0 NOT NULL,
+    lease_expires_ts timestamp with time zone,
+    heartbeat_ts timestamp with time zone,
+    worker_id text,
+    result jsonb,
+    error jsonb,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_task_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT workflow_task_class_check CHECK ((execution_class = ANY (ARRAY['interactive'::text, 'standard'::text, 'batch'::text]))),
+    CONSTRAINT workflow_task_lease_check CHECK (((state = 'running'::text) = ((lease_id IS NOT NULL) AND (lease_expires_ts IS NOT NULL)))),
+    CONSTRAINT workflow_task_state_check CHECK ((state = ANY (ARRAY['ready'::text, 'running'::text, 'done'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT workflow_task_step_check CHECK ((step_no >= 0))
+);
+
+CREATE TABLE public.workflow_tool_approval_evidence_t (
+    host_id uuid NOT NULL,
+    binding_id uuid NOT NULL,
+    task_name character varying(512) NOT NULL,
+    evidence_digest text NOT NULL,
+    task_kind text NOT NULL,
+    task_target character varying(256) NOT NULL,
+    approved_by character varying(126) NOT NULL,
+    approved_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_tool_approval_evidence_digest_check CHECK ((evidence_digest ~ '^sha256:[0-9a-f]{64}$'::text)),
+    CONSTRAINT workflow_tool_approval_evidence_kind_check CHECK ((task_kind = ANY (ARRAY['http'::text, 'mcp'::text])))
+);
+
+CREATE TABLE public.workflow_tool_binding_decision_t (
+    host_id uuid NOT NULL,
+    decision_id uuid NOT NULL,
+    tool_id uuid NOT NULL,
+    binding_id uuid NOT NULL,
+    action text NOT NULL,
+    actor character varying(126) NOT NULL,
+    comment character varying(2000),
+    approval_digest text NOT NULL,
+    decided_ts timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    operation_id uuid,
+    CONSTRAINT workflow_tool_binding_decision_action_check CHECK ((action = ANY (ARRAY['approve'::text, 'reject'::text, 'revoke'::text, 'retire'::text, 'supersede'::text, 'withdraw'::text, 'carryOver'::text, 'selfApprove'::text]))),
+    CONSTRAINT workflow_tool_binding_decision_digest_check CHECK ((approval_digest ~ '^sha256:[0-9a-f]{64}$'::text))
+);
+
+CREATE TABLE public.workflow_tool_binding_t (
+    host_id uuid NOT NULL,
+    binding_id uuid NOT NULL,
+    tool_id uuid NOT NULL,
+    source_binding_id uuid NOT NULL,
+    tool_name character varying(128) NOT NULL,
+    wf_def_id uuid NOT NULL,
+    workflow_version character varying(64) NOT NULL,
+    definition_digest text NOT NULL,
+    schema_digest text NOT NULL,
+    invocation_mode text NOT NULL,
+    sync_wait_ms integer NOT NULL,
+    total_deadline_ms integer NOT NULL,
+    execution_class text NOT NULL,
+    result_text_mode text NOT NULL,
+    cancellation_policy text NOT NULL,
+    idempotency_policy jsonb NOT NULL,
+    delegation_policy jsonb NOT NULL,
+    runtime_bounds jsonb NOT NULL,
+    admission_limits jsonb NOT NULL,
+    caller_policy jsonb NOT NULL,
+    tool_annotations jsonb NOT NULL,
+    input_schema jsonb,
+    output_schema jsonb,
+    binding jsonb NOT NULL,
+    write_tasks jsonb NOT NULL,
+    binding_digest text NOT NULL,
+    approval_digest text NOT NULL,
+    revision_status text NOT NULL,
+    active boolean DEFAULT false NOT NULL,
+    owner_user_id character varying(126) NOT NULL,
+    owner_position_id character varying(126),
+    requested_by character varying(126) NOT NULL,
+    requested_ts timestamp with time zone DEFAULT now() NOT NULL,
+    approved_by character varying(126),
+    approved_ts timestamp with time zone,
+    approval_basis_id uuid,
+    carry_over_denied_reason character varying(1024),
+    decided_by character varying(126),
+    decided_ts timestamp with time zone,
+    publish_operation_id uuid NOT NULL,
+    CONSTRAINT workflow_tool_binding_active_check CHECK (((NOT active) OR (revision_status = 'approved'::text))),
+    CONSTRAINT workflow_tool_binding_cancellation_check CHECK ((cancellation_policy = ANY (ARRAY['before-effects-only'::text, 'cooperative'::text, 'disabled'::text]))),
+    CONSTRAINT workflow_tool_binding_deadline_check CHECK (((total_deadline_ms >= sync_wait_ms) AND (sync_wait_ms > 0) AND (sync_wait_ms <= 20000) AND (total_deadline_ms <= 30000))),
+    CONSTRAINT workflow_tool_binding_digest_check CHECK (((binding_digest ~ '^sha256:[0-9a-f]{64}$'::text) AND (approval_digest ~ '^sha256:[0-9a-f]{64}$'::text))),
+    CONSTRAINT workflow_tool_binding_status_check CHECK ((revision_status = ANY (ARRAY['pendingApproval'::text, 'approved'::text, 'rejected'::text, 'revoked'::text, 'superseded'::text, 'retired'::text, 'withdrawn'::text]))),
+    CONSTRAINT workflow_tool_binding_sync_check CHECK (((invocation_mode = 'sync'::text) AND (execution_class = 'interactive'::text)))
+);
+
+CREATE TABLE public.workflow_tool_dependency_t (
+    host_id uuid NOT NULL,
+    binding_id uuid NOT NULL,
+    authorization_tool_name character varying(256) NOT NULL,
+    nested_tool_id uuid NOT NULL,
+    nested_tool_version character varying(64) NOT NULL,
+    contract_digest text NOT NULL,
+    dispatch_target character varying(256) NOT NULL,
+    tool_annotations jsonb,
+    CONSTRAINT workflow_tool_dependency_digest_check CHECK ((contract_digest ~ '^sha256:[0-9a-f]{64}$'::text))
+);
+
 CREATE TABLE public.workflow_tool_grant_t (
     host_id uuid NOT NULL,
     wf_def_id uuid NOT NULL,
@@ -126,6 +380,17 @@ CREATE TABLE public.workflow_tool_grant_t (
     created_ts timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE TABLE public.workflow_tool_publication_t (
+    host_id uuid NOT NULL,
+    tool_id uuid NOT NULL,
+    aggregate_version bigint DEFAULT 0 NOT NULL,
+    active_binding_id uuid,
+    pending_binding_id uuid,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_tool_publication_version_check CHECK ((aggregate_version >= 0))
+);
+
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 
@@ -135,20 +400,117 @@ ALTER TABLE ONLY public.wf_definition_t
 ALTER TABLE ONLY public.wf_definition_version_t
     ADD CONSTRAINT wf_definition_version_pk PRIMARY KEY (host_id, wf_def_id, version);
 
+ALTER TABLE ONLY public.workflow_budget
+    ADD CONSTRAINT workflow_budget_pk PRIMARY KEY (host_id, process_id);
+
+ALTER TABLE ONLY public.workflow_budget_reservation
+    ADD CONSTRAINT workflow_budget_reservation_pk PRIMARY KEY (host_id, reservation_id);
+
 ALTER TABLE ONLY public.workflow_definition_grant_sync_t
     ADD CONSTRAINT workflow_definition_grant_sync_pk PRIMARY KEY (host_id, wf_def_id);
+
+ALTER TABLE ONLY public.workflow_endpoint_target_t
+    ADD CONSTRAINT workflow_endpoint_target_pk PRIMARY KEY (host_id, binding_id, endpoint_ref);
+
+ALTER TABLE ONLY public.workflow_process
+    ADD CONSTRAINT workflow_process_pk PRIMARY KEY (host_id, process_id);
 
 ALTER TABLE ONLY public.workflow_publication_operation_t
     ADD CONSTRAINT workflow_publication_operation_pk PRIMARY KEY (host_id, operation_id);
 
+ALTER TABLE ONLY public.workflow_step
+    ADD CONSTRAINT workflow_step_pk PRIMARY KEY (host_id, process_id, step_no);
+
+ALTER TABLE ONLY public.workflow_task
+    ADD CONSTRAINT workflow_task_pk PRIMARY KEY (host_id, task_id);
+
+ALTER TABLE ONLY public.workflow_task
+    ADD CONSTRAINT workflow_task_step_key UNIQUE (host_id, process_id, step_no);
+
+ALTER TABLE ONLY public.workflow_tool_approval_evidence_t
+    ADD CONSTRAINT workflow_tool_approval_evidence_pk PRIMARY KEY (host_id, binding_id, task_name);
+
+ALTER TABLE ONLY public.workflow_tool_binding_decision_t
+    ADD CONSTRAINT workflow_tool_binding_decision_pk PRIMARY KEY (host_id, decision_id);
+
+ALTER TABLE ONLY public.workflow_tool_binding_t
+    ADD CONSTRAINT workflow_tool_binding_pk PRIMARY KEY (host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_tool_dependency_t
+    ADD CONSTRAINT workflow_tool_dependency_pk PRIMARY KEY (host_id, binding_id, authorization_tool_name, nested_tool_id, nested_tool_version);
+
 ALTER TABLE ONLY public.workflow_tool_grant_t
     ADD CONSTRAINT workflow_tool_grant_pk PRIMARY KEY (host_id, wf_def_id, grant_id);
 
+ALTER TABLE ONLY public.workflow_tool_publication_t
+    ADD CONSTRAINT workflow_tool_publication_pk PRIMARY KEY (host_id, tool_id);
+
+CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_reservation USING btree (host_id, task_id);
+
+CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
+
 CREATE INDEX workflow_publication_operation_created_idx ON public.workflow_publication_operation_t USING btree (created_at);
+
+CREATE INDEX workflow_task_process_idx ON public.workflow_task USING btree (host_id, process_id);
+
+CREATE INDEX workflow_task_ready_age_idx ON public.workflow_task USING btree (execution_class, host_id, enqueued_ts) WHERE (state = 'ready'::text);
+
+CREATE INDEX workflow_task_ready_priority_idx ON public.workflow_task USING btree (execution_class, host_id, priority DESC, enqueued_ts) WHERE (state = 'ready'::text);
+
+CREATE INDEX workflow_task_running_host_idx ON public.workflow_task USING btree (host_id) WHERE (state = 'running'::text);
+
+CREATE INDEX workflow_task_running_lease_idx ON public.workflow_task USING btree (lease_expires_ts) WHERE (state = 'running'::text);
+
+CREATE INDEX workflow_tool_binding_decision_tool_idx ON public.workflow_tool_binding_decision_t USING btree (host_id, tool_id, decided_ts DESC);
+
+CREATE UNIQUE INDEX workflow_tool_binding_one_active_idx ON public.workflow_tool_binding_t USING btree (host_id, tool_id) WHERE active;
+
+CREATE UNIQUE INDEX workflow_tool_binding_one_pending_idx ON public.workflow_tool_binding_t USING btree (host_id, tool_id) WHERE (revision_status = 'pendingApproval'::text);
+
+CREATE INDEX workflow_tool_binding_requested_idx ON public.workflow_tool_binding_t USING btree (host_id, requested_ts DESC, binding_id DESC);
+
+CREATE INDEX workflow_tool_binding_version_idx ON public.workflow_tool_binding_t USING btree (host_id, wf_def_id, workflow_version);
+
+CREATE INDEX workflow_tool_dependency_nested_idx ON public.workflow_tool_dependency_t USING btree (host_id, nested_tool_id);
 
 CREATE INDEX workflow_tool_grant_tool_idx ON public.workflow_tool_grant_t USING btree (host_id, tool_id);
 
 CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public.wf_definition_version_t FOR EACH ROW EXECUTE FUNCTION public.wf_definition_version_guard();
 
+CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
+
+ALTER TABLE ONLY public.workflow_budget
+    ADD CONSTRAINT workflow_budget_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_budget_reservation
+    ADD CONSTRAINT workflow_budget_reservation_budget_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_budget(host_id, process_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_endpoint_target_t
+    ADD CONSTRAINT workflow_endpoint_target_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_step
+    ADD CONSTRAINT workflow_step_task_fk FOREIGN KEY (host_id, task_id) REFERENCES public.workflow_task(host_id, task_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_task
+    ADD CONSTRAINT workflow_task_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_tool_approval_evidence_t
+    ADD CONSTRAINT workflow_tool_approval_evidence_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_tool_binding_decision_t
+    ADD CONSTRAINT workflow_tool_binding_decision_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_tool_binding_t
+    ADD CONSTRAINT workflow_tool_binding_version_fk FOREIGN KEY (host_id, wf_def_id, workflow_version) REFERENCES public.wf_definition_version_t(host_id, wf_def_id, version);
+
+ALTER TABLE ONLY public.workflow_tool_dependency_t
+    ADD CONSTRAINT workflow_tool_dependency_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
 ALTER TABLE ONLY public.workflow_tool_grant_t
     ADD CONSTRAINT workflow_tool_grant_sync_fk FOREIGN KEY (host_id, wf_def_id) REFERENCES public.workflow_definition_grant_sync_t(host_id, wf_def_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_tool_publication_t
+    ADD CONSTRAINT workflow_tool_publication_active_fk FOREIGN KEY (host_id, active_binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_tool_publication_t
+    ADD CONSTRAINT workflow_tool_publication_pending_fk FOREIGN KEY (host_id, pending_binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);

@@ -1,0 +1,42 @@
+"""Tool binding revisions: publish, owner approval, carry-over, evidence and decisions."""
+
+from __future__ import annotations
+
+from runtime.publication.bindings.decisions import decide_binding, retire_binding, revoke_binding
+from runtime.publication.bindings.definition_hooks import (
+    on_definition_owner_saved,
+    on_definition_version_retire,
+)
+from runtime.publication.bindings.destinations import DestinationPolicy
+from runtime.publication.bindings.digests import approval_digest, binding_digest
+from runtime.publication.bindings.errors import (
+    DECIDE_TOOL,
+    PUBLISH_TOOL,
+    RETIRE_TOOL,
+    REVOKE_TOOL,
+)
+from runtime.publication.bindings.publish import publish_binding
+from runtime.publication.bindings.reads import get_binding, list_bindings
+
+GET_TOOL = "workflow_binding_get"
+LIST_TOOL = "workflow_binding_list"
+
+__all__ = [
+    "DECIDE_TOOL",
+    "GET_TOOL",
+    "LIST_TOOL",
+    "PUBLISH_TOOL",
+    "RETIRE_TOOL",
+    "REVOKE_TOOL",
+    "DestinationPolicy",
+    "approval_digest",
+    "binding_digest",
+    "decide_binding",
+    "get_binding",
+    "list_bindings",
+    "on_definition_owner_saved",
+    "on_definition_version_retire",
+    "publish_binding",
+    "retire_binding",
+    "revoke_binding",
+]

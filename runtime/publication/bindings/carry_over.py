@@ -1,0 +1,110 @@
+"""Carry-over: when the approval of the active revision carries to a new revision.
+
+The conditions are checked in the specification's order and the first that fails becomes
+carryOverDeniedReason on the new pendingApproval revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.engine.analysis import WriteTask
+from runtime.publication.bindings.reach import Reach
+
+WriteTaskKey = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """A definition owner: a user id and an optional position id."""
+
+    user_id: str
+    position_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovedBasis:
+    """What carry-over compares on the Tool's active revision."""
+
+    binding_id: str
+    wf_def_id: str
+    owner: Owner
+    approval_digest: str
+    dependency_keys: frozenset[tuple[str, str, str, str]]
+    target_keys: frozenset[tuple[str, str, tuple[str, ...]]]
+    write_task_keys: frozenset[WriteTaskKey]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What carry-over compares on the new revision."""
+
+    wf_def_id: str
+    approval_digest: str
+    reach: Reach
+    write_tasks: Sequence[WriteTask]
+    binding_approval: str  # of the pinned version: carryOver or reapprove
+    static_fit_problems: Sequence[str] = ()
+
+
+def write_task_key(task: WriteTask) -> WriteTaskKey:
+    """Write tasks are keyed by qualified task name, kind, and method or Tool."""
+    return (task.qualified_name, task.kind, task.target)
+
+
+def write_task_document(task: WriteTask) -> dict[str, Any]:
+    """A write task as stored on the revision and returned by workflow_binding_get."""
+    doc: dict[str, Any] = {"taskName": task.qualified_name, "kind": task.kind}
+    doc["method" if task.kind == "http" else "toolName"] = task.target
+    if task.approval_evidence_digest is not None:
+        doc["approvalEvidenceDigest"] = task.approval_evidence_digest
+    return doc
+
+
+def write_task_key_of_document(doc: Mapping[str, Any]) -> WriteTaskKey:
+    """The carry-over key of a stored write task document."""
+    target = doc.get("method") if doc["kind"] == "http" else doc.get("toolName")
+    return (str(doc["taskName"]), str(doc["kind"]), str(target))
+
+
+def _first_missing(candidates: Iterable[Any], allowed: frozenset[Any]) -> Any | None:
+    for key in sorted(candidates, key=repr):
+        if key not in allowed:
+            return key
+    return None
+
+
+def carry_over_denied_reason(
+    basis: ApprovedBasis | None, candidate: Candidate, current_owner: Owner
+) -> str | None:
+    """None when the active revision's approval carries over, else the first failed condition."""
+    if basis is None:
+        return "the Tool has no active revision whose approval could carry over"
+    if basis.wf_def_id != candidate.wf_def_id:
+        return "the active revision pins another workflow definition"
+    if basis.owner != current_owner:
+        return "the definition owner changed since the active revision was approved"
+    if basis.approval_digest != candidate.approval_digest:
+        return "approvalDigest differs from the active revision's"
+    missing_dep = _first_missing(
+        (dep.carry_over_key for dep in candidate.reach.dependencies), basis.dependency_keys
+    )
+    if missing_dep is not None:
+        return f"dependency {missing_dep[3]} ({missing_dep[0]} {missing_dep[1]}) is new reach"
+    missing_target = _first_missing(
+        (target.carry_over_key for target in candidate.reach.endpoint_targets), basis.target_keys
+    )
+    if missing_target is not None:
+        return f"endpoint target {missing_target[0]} is new or changed reach"
+    missing_write = _first_missing(
+        (write_task_key(task) for task in candidate.write_tasks), basis.write_task_keys
+    )
+    if missing_write is not None:
+        return f"write task {missing_write[0]} ({missing_write[1]} {missing_write[2]}) is new"
+    if candidate.static_fit_problems:
+        return f"the version does not fit: {candidate.static_fit_problems[0]}"
+    if candidate.binding_approval != "carryOver":
+        return "the definition version was published with bindingApproval reapprove"
+    return None

@@ -1,0 +1,394 @@
+"""workflow_binding_publish: validate, digest and record an immutable binding revision."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.canonical import CanonicalError
+from runtime.errors import WorkflowError, input_invalid
+from runtime.publication.bindings import store
+from runtime.publication.bindings.carry_over import (
+    ApprovedBasis,
+    Candidate,
+    Owner,
+    carry_over_denied_reason,
+    write_task_document,
+    write_task_key_of_document,
+)
+from runtime.publication.bindings.common import (
+    accept_arguments,
+    current_owner,
+    expected_version_argument,
+    is_owner,
+    not_found,
+    uuid_argument,
+)
+from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
+from runtime.publication.bindings.digests import approval_digest, binding_digest
+from runtime.publication.bindings.effects import check_pinned_version
+from runtime.publication.bindings.errors import (
+    PUBLISH_TOOL,
+    BindingRuleViolation,
+    InvalidBindingRequest,
+    negative_version_error,
+    request_section_error,
+)
+from runtime.publication.bindings.fields import Binding, validate_binding
+from runtime.publication.bindings.operation import run_binding_operation
+from runtime.publication.bindings.reach import Reach, normalize_reach
+from runtime.security import InvocationContext
+from runtime.store import Connection, Database
+
+REASON_MAX = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedPublish:
+    """A publish request after the request-only rules: binding, reach and digests."""
+
+    binding: Binding
+    reach: Reach
+    binding_digest: str
+    approval_digest: str
+
+
+def version_conflict(current: int) -> WorkflowError:
+    """VERSION_CONFLICT naming the head's current aggregate version."""
+    return WorkflowError(
+        "VERSION_CONFLICT",
+        f"expectedAggregateVersion does not match the Tool head's aggregate version {current}",
+        details={"aggregateVersion": current},
+    )
+
+
+def validate_publish_request(
+    args: Mapping[str, Any], operation_id: str, expected: int
+) -> ValidatedPublish:
+    """The request-only rules, in order: version 1 evidence, then bindingFields, bindingReach."""
+    if expected < 0:
+        raise negative_version_error(operation_id, PUBLISH_TOOL)
+    if not isinstance(args.get("binding"), Mapping):
+        raise input_invalid("binding must be an object")
+    if not isinstance(args.get("dependencies"), list) or not isinstance(
+        args.get("endpointTargets"), list
+    ):
+        raise input_invalid("dependencies and endpointTargets must be arrays")
+    try:
+        binding = validate_binding(args["binding"])
+        reach = normalize_reach(args["dependencies"], args["endpointTargets"])
+    except InvalidBindingRequest as rejection:
+        raise request_section_error(rejection, operation_id) from None
+    try:
+        digests = binding_digest(binding.document, reach), approval_digest(binding.document)
+    except CanonicalError as error:
+        # Serialization failures do not establish invalid input: no evidence.
+        raise input_invalid(
+            f"binding is outside the canonical JSON profile: {error.message}"
+        ) from None
+    return ValidatedPublish(binding, reach, *digests)
+
+
+async def lock_pinned_version(
+    conn: Connection, host_id: str, binding: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Lock the pinned version FOR SHARE; it must exist, be active and match both digests."""
+    row = await store.lock_version_for_share(
+        conn, host_id, binding["wfDefId"], binding["workflowVersion"]
+    )
+    if row is None:
+        raise not_found("published definition version for the binding's wfDefId and version")
+    if row["status"] != "active":
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_RETIRED", "the pinned definition version is retired"
+        )
+    if (
+        row["definition_digest"] != binding["definitionDigest"]
+        or row["schema_digest"] != binding["schemaDigest"]
+    ):
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH",
+            "definitionDigest or schemaDigest differs from the published version",
+            details={
+                "definitionDigest": row["definition_digest"],
+                "schemaDigest": row["schema_digest"],
+            },
+        )
+    return row
+
+
+def revision_receipt(
+    result: str, revision: Mapping[str, Any], aggregate_version: int, decision_id: str | None
+) -> dict[str, Any]:
+    """The publish receipt of a stored revision."""
+    active = revision["revision_status"] == "approved"
+    receipt: dict[str, Any] = {
+        "result": result,
+        "status": "active" if active else "pendingApproval",
+        "toolId": revision["tool_id"],
+        "bindingId": revision["binding_id"],
+        "sourceBindingId": revision["source_binding_id"],
+        "workflowVersion": revision["workflow_version"],
+        "definitionDigest": revision["definition_digest"],
+        "bindingDigest": revision["binding_digest"],
+        "approvalDigest": revision["approval_digest"],
+        "aggregateVersion": aggregate_version,
+    }
+    if decision_id is not None:
+        receipt["decisionId"] = decision_id
+    if not active and revision.get("carry_over_denied_reason"):
+        receipt["carryOverDeniedReason"] = revision["carry_over_denied_reason"]
+    return receipt
+
+
+async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> ApprovedBasis:
+    """What carry-over compares on the Tool's active revision."""
+    revision = await store.select_revision(conn, host_id, binding_id)
+    assert revision is not None  # the head points at it
+    reach = await store.read_reach(conn, host_id, binding_id)
+    return ApprovedBasis(
+        binding_id=binding_id,
+        wf_def_id=revision["wf_def_id"],
+        owner=Owner(revision["owner_user_id"], revision["owner_position_id"]),
+        approval_digest=revision["approval_digest"],
+        dependency_keys=frozenset(dep.carry_over_key for dep in reach.dependencies),
+        target_keys=frozenset(target.carry_over_key for target in reach.endpoint_targets),
+        write_task_keys=frozenset(write_task_key_of_document(t) for t in revision["write_tasks"]),
+    )
+
+
+async def close_with_decision(
+    conn: Connection,
+    ctx: InvocationContext,
+    binding_id: str,
+    *,
+    status: str,
+    action: str,
+    operation_id: str | None,
+    comment: str | None = None,
+) -> str | None:
+    """Close an active or pending revision and append its decision; None when already closed."""
+    revision = await store.select_revision(conn, ctx.host_id, binding_id)
+    assert revision is not None
+    if not await store.close_revision(
+        conn, ctx.host_id, binding_id, status=status, decided_by=ctx.user_id
+    ):
+        return None
+    return await store.insert_decision(
+        conn,
+        host_id=ctx.host_id,
+        tool_id=revision["tool_id"],
+        binding_id=binding_id,
+        action=action,
+        actor=ctx.user_id,
+        approval_digest=revision["approval_digest"],
+        comment=comment,
+        operation_id=operation_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StatusDecision:
+    """Which status a new revision gets, by which action, on which basis."""
+
+    active: bool
+    action: str | None  # selfApprove or carryOver when active
+    approved_by: str | None
+    basis_id: str | None
+    denied_reason: str | None
+
+
+async def decide_status(
+    conn: Connection,
+    ctx: InvocationContext,
+    head: store.PublicationHead,
+    candidate: Candidate,
+    owner: Owner,
+) -> StatusDecision:
+    """Status rules: selfApprove, else carryOver from the active revision, else pending."""
+    if is_owner(ctx, owner):
+        return StatusDecision(True, "selfApprove", ctx.user_id, None, None)
+    basis = None
+    if head.active_binding_id is not None:
+        basis = await approved_basis(conn, ctx.host_id, head.active_binding_id)
+    reason = carry_over_denied_reason(basis, candidate, owner)
+    if reason is None:
+        assert basis is not None
+        return StatusDecision(True, "carryOver", owner.user_id, basis.binding_id, None)
+    return StatusDecision(False, None, None, None, reason[:REASON_MAX])
+
+
+def _revision_row(
+    ctx: InvocationContext,
+    request: ValidatedPublish,
+    binding_id: str,
+    write_tasks: list[dict[str, Any]],
+    owner: Owner,
+    status: StatusDecision,
+    operation_id: str,
+) -> dict[str, Any]:
+    doc = request.binding.document
+    return {
+        "host_id": ctx.host_id,
+        "binding_id": binding_id,
+        "tool_id": doc["toolId"],
+        "source_binding_id": doc["sourceBindingId"],
+        "tool_name": doc["toolName"],
+        "wf_def_id": doc["wfDefId"],
+        "workflow_version": doc["workflowVersion"],
+        "definition_digest": doc["definitionDigest"],
+        "schema_digest": doc["schemaDigest"],
+        "invocation_mode": doc["invocationMode"],
+        "sync_wait_ms": doc["syncWaitMs"],
+        "total_deadline_ms": doc["totalDeadlineMs"],
+        "execution_class": doc["executionClass"],
+        "result_text_mode": doc["resultTextMode"],
+        "cancellation_policy": doc["cancellationPolicy"],
+        "idempotency_policy": doc["idempotencyPolicy"],
+        "delegation_policy": doc["delegationPolicy"],
+        "runtime_bounds": doc["runtimeBounds"],
+        "admission_limits": doc["admissionLimits"],
+        "caller_policy": doc["callerPolicy"],
+        "tool_annotations": doc["toolAnnotations"],
+        "input_schema": doc.get("inputSchema"),
+        "output_schema": doc.get("outputSchema"),
+        "binding": doc,
+        "write_tasks": write_tasks,
+        "binding_digest": request.binding_digest,
+        "approval_digest": request.approval_digest,
+        "revision_status": "approved" if status.active else "pendingApproval",
+        "active": status.active,
+        "owner_user_id": owner.user_id,
+        "owner_position_id": owner.position_id,
+        "requested_by": ctx.user_id,
+        "approved_by": status.approved_by,
+        "approval_basis_id": status.basis_id,
+        "carry_over_denied_reason": status.denied_reason,
+        "decided_by": ctx.user_id if status.active else None,
+        "operation_id": operation_id,
+    }
+
+
+async def _unchanged(
+    conn: Connection, ctx: InvocationContext, head: store.PublicationHead, digest: str
+) -> dict[str, Any] | None:
+    for binding_id in (head.active_binding_id, head.pending_binding_id):
+        if binding_id is None:
+            continue
+        revision = await store.select_revision(conn, ctx.host_id, binding_id)
+        if revision is not None and revision["binding_digest"] == digest:
+            return revision_receipt("unchanged", revision, head.aggregate_version, None)
+    return None
+
+
+async def _supersede_previous(
+    conn: Connection,
+    ctx: InvocationContext,
+    head: store.PublicationHead,
+    activating: bool,
+    operation_id: str,
+) -> None:
+    previous = [head.pending_binding_id]
+    if activating:
+        previous.insert(0, head.active_binding_id)
+    for binding_id in previous:
+        if binding_id is not None:
+            await close_with_decision(
+                conn,
+                ctx,
+                binding_id,
+                status="superseded",
+                action="supersede",
+                operation_id=operation_id,
+            )
+
+
+async def _publish(
+    conn: Connection,
+    ctx: InvocationContext,
+    args: Mapping[str, Any],
+    operation_id: str,
+    expected: int,
+    policy: DestinationPolicy,
+) -> dict[str, Any]:
+    request = validate_publish_request(args, operation_id, expected)
+    doc = request.binding.document
+    version_row = await lock_pinned_version(conn, ctx.host_id, doc)
+    owner = await current_owner(conn, ctx.host_id, doc["wfDefId"], version_row)
+    try:
+        fit = check_pinned_version(version_row["document"], request.binding, request.reach)
+        check_destinations(request.reach.endpoint_targets, policy)
+    except BindingRuleViolation as violation:
+        raise violation.to_error() from None
+    head = await store.lock_head(conn, ctx.host_id, doc["toolId"])
+    if expected != head.aggregate_version:
+        raise version_conflict(head.aggregate_version)
+    unchanged = await _unchanged(conn, ctx, head, request.binding_digest)
+    if unchanged is not None:
+        return unchanged
+    candidate = Candidate(
+        wf_def_id=doc["wfDefId"],
+        approval_digest=request.approval_digest,
+        reach=request.reach,
+        write_tasks=fit.write_tasks,
+        binding_approval=version_row["binding_approval"],
+    )
+    status = await decide_status(conn, ctx, head, candidate, owner)
+    await _supersede_previous(conn, ctx, head, status.active, operation_id)
+    binding_id = str(uuid.uuid4())
+    write_tasks = [write_task_document(task) for task in fit.write_tasks]
+    row = _revision_row(ctx, request, binding_id, write_tasks, owner, status, operation_id)
+    await store.insert_revision(conn, row)
+    await store.insert_reach(conn, ctx.host_id, binding_id, request.reach)
+    decision_id = None
+    if status.active:
+        assert status.action is not None
+        await store.insert_evidence(conn, ctx.host_id, binding_id, write_tasks, owner.user_id)
+        decision_id = await store.insert_decision(
+            conn,
+            host_id=ctx.host_id,
+            tool_id=doc["toolId"],
+            binding_id=binding_id,
+            action=status.action,
+            actor=ctx.user_id,
+            approval_digest=request.approval_digest,
+            operation_id=operation_id,
+        )
+    version = await store.advance_head(
+        conn,
+        ctx.host_id,
+        doc["toolId"],
+        active_binding_id=binding_id if status.active else head.active_binding_id,
+        pending_binding_id=None if status.active else binding_id,
+    )
+    stored = await store.select_revision(conn, ctx.host_id, binding_id)
+    assert stored is not None
+    return revision_receipt("published", stored, version, decision_id)
+
+
+async def publish_binding(
+    db: Database,
+    ctx: InvocationContext,
+    request: Mapping[str, Any],
+    *,
+    policy: DestinationPolicy | None = None,
+) -> dict[str, Any]:
+    """workflow_binding_publish: record a revision as active or pendingApproval.
+
+    The hostId assertion is checked first; then the (host, operationId) ledger row is claimed
+    or locked before any rule, so request-only rejections (negative expected version,
+    bindingFields, bindingReach) and VERSION_CONFLICT are stored and replayed unchanged.
+    """
+    args = accept_arguments(ctx, request)
+    operation_id = uuid_argument(args, "operationId")
+    expected = expected_version_argument(args)
+    destination_policy = policy or DestinationPolicy()
+
+    async def perform(conn: Connection) -> dict[str, Any]:
+        return await _publish(conn, ctx, args, operation_id, expected, destination_policy)
+
+    return await run_binding_operation(
+        db, ctx, tool_name=PUBLISH_TOOL, operation_id=operation_id, arguments=args, perform=perform
+    )

@@ -1,0 +1,252 @@
+-- Named queries of Tool binding revisions, publication heads, reach, evidence and decisions.
+-- Loaded once by runtime/publication/bindings/store.py. Lock order: definition version row,
+-- then the Tool publication head, then revision rows.
+
+-- lock_version_for_share --
+-- Lock a pinned definition version against retirement while a binding operation runs.
+SELECT status, definition_digest, schema_digest, binding_approval, document,
+       owner_user_id, owner_position_id
+FROM wf_definition_version_t
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(version)s
+FOR SHARE;
+
+-- lock_definition_owner --
+-- Read the current owner from the saved head, so an ownership save cannot interleave.
+SELECT owner_user_id, owner_position_id
+FROM wf_definition_t
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s
+FOR SHARE;
+
+-- insert_publication_head --
+-- Create a Tool's publication head at version 0 unless it exists (serializes first publish).
+INSERT INTO workflow_tool_publication_t (host_id, tool_id)
+VALUES (%(host_id)s, %(tool_id)s)
+ON CONFLICT (host_id, tool_id) DO NOTHING;
+
+-- lock_publication_head --
+-- Lock a Tool's publication head; every publication operation on the Tool holds it.
+SELECT aggregate_version, active_binding_id::text AS active_binding_id,
+       pending_binding_id::text AS pending_binding_id
+FROM workflow_tool_publication_t
+WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s
+FOR UPDATE;
+
+-- select_publication_head --
+-- Read a Tool's publication head (binding get, in its snapshot).
+SELECT aggregate_version, active_binding_id::text AS active_binding_id,
+       pending_binding_id::text AS pending_binding_id
+FROM workflow_tool_publication_t
+WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s;
+
+-- advance_publication_head --
+-- Point the head at its new active and pending revisions and bump the aggregate version.
+UPDATE workflow_tool_publication_t
+SET aggregate_version = aggregate_version + 1,
+    active_binding_id = %(active_binding_id)s,
+    pending_binding_id = %(pending_binding_id)s,
+    updated_ts = now()
+WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s
+RETURNING aggregate_version;
+
+-- select_revision --
+-- One binding revision of the host.
+SELECT binding_id::text AS binding_id, tool_id::text AS tool_id,
+       source_binding_id::text AS source_binding_id, tool_name, wf_def_id::text AS wf_def_id,
+       workflow_version, definition_digest, schema_digest, binding, write_tasks, binding_digest,
+       approval_digest, revision_status, active, owner_user_id, owner_position_id, requested_by,
+       requested_ts, approved_by, approved_ts, approval_basis_id::text AS approval_basis_id,
+       carry_over_denied_reason, decided_by, decided_ts
+FROM workflow_tool_binding_t
+WHERE host_id = %(host_id)s AND binding_id = %(binding_id)s;
+
+-- insert_revision --
+-- Store a new immutable binding revision.
+INSERT INTO workflow_tool_binding_t (
+    host_id, binding_id, tool_id, source_binding_id, tool_name, wf_def_id, workflow_version,
+    definition_digest, schema_digest, invocation_mode, sync_wait_ms, total_deadline_ms,
+    execution_class, result_text_mode, cancellation_policy, idempotency_policy,
+    delegation_policy, runtime_bounds, admission_limits, caller_policy, tool_annotations,
+    input_schema, output_schema, binding, write_tasks, binding_digest, approval_digest,
+    revision_status, active, owner_user_id, owner_position_id, requested_by, approved_by,
+    approved_ts, approval_basis_id, carry_over_denied_reason, decided_by, decided_ts,
+    publish_operation_id
+) VALUES (
+    %(host_id)s, %(binding_id)s, %(tool_id)s, %(source_binding_id)s, %(tool_name)s,
+    %(wf_def_id)s, %(workflow_version)s, %(definition_digest)s, %(schema_digest)s,
+    %(invocation_mode)s, %(sync_wait_ms)s, %(total_deadline_ms)s, %(execution_class)s,
+    %(result_text_mode)s, %(cancellation_policy)s, %(idempotency_policy)s::jsonb,
+    %(delegation_policy)s::jsonb, %(runtime_bounds)s::jsonb, %(admission_limits)s::jsonb,
+    %(caller_policy)s::jsonb, %(tool_annotations)s::jsonb, %(input_schema)s::jsonb,
+    %(output_schema)s::jsonb, %(binding)s::jsonb, %(write_tasks)s::jsonb, %(binding_digest)s,
+    %(approval_digest)s, %(revision_status)s, %(active)s::boolean, %(owner_user_id)s,
+    %(owner_position_id)s, %(requested_by)s, %(approved_by)s,
+    CASE WHEN %(active)s::boolean THEN now() END, %(approval_basis_id)s, %(carry_over_denied_reason)s,
+    %(decided_by)s::varchar, CASE WHEN %(decided_by)s::varchar IS NOT NULL THEN now() END,
+    %(operation_id)s
+);
+
+-- insert_dependency --
+-- Store one nested Tool dependency of a revision (written once).
+INSERT INTO workflow_tool_dependency_t (
+    host_id, binding_id, authorization_tool_name, nested_tool_id, nested_tool_version,
+    contract_digest, dispatch_target, tool_annotations
+) VALUES (
+    %(host_id)s, %(binding_id)s, %(authorization_tool_name)s, %(nested_tool_id)s,
+    %(nested_tool_version)s, %(contract_digest)s, %(dispatch_target)s,
+    %(tool_annotations)s::jsonb
+);
+
+-- insert_endpoint_target --
+-- Store one resolved endpoint target of a revision (written once).
+INSERT INTO workflow_endpoint_target_t (
+    host_id, binding_id, endpoint_ref, endpoint_uri, allowed_methods, environments,
+    authorization_policy_digest
+) VALUES (
+    %(host_id)s, %(binding_id)s, %(endpoint_ref)s, %(endpoint_uri)s, %(allowed_methods)s,
+    %(environments)s, %(authorization_policy_digest)s
+);
+
+-- insert_evidence --
+-- Store the approval evidence of one write task when its revision becomes active.
+INSERT INTO workflow_tool_approval_evidence_t (
+    host_id, binding_id, task_name, evidence_digest, task_kind, task_target, approved_by
+) VALUES (
+    %(host_id)s, %(binding_id)s, %(task_name)s, %(evidence_digest)s, %(task_kind)s,
+    %(task_target)s, %(approved_by)s
+)
+ON CONFLICT (host_id, binding_id, task_name) DO NOTHING;
+
+-- select_evidence --
+-- The task approval evidence of a revision, by task name.
+SELECT task_name, evidence_digest, task_kind, task_target, approved_by, approved_ts
+FROM workflow_tool_approval_evidence_t
+WHERE host_id = %(host_id)s AND binding_id = %(binding_id)s
+ORDER BY task_name;
+
+-- select_dependencies --
+-- The dependencies of a revision, in digest order.
+SELECT authorization_tool_name, nested_tool_id::text AS nested_tool_id, nested_tool_version,
+       contract_digest, dispatch_target, tool_annotations
+FROM workflow_tool_dependency_t
+WHERE host_id = %(host_id)s AND binding_id = %(binding_id)s
+ORDER BY authorization_tool_name, nested_tool_id::text, nested_tool_version;
+
+-- select_endpoint_targets --
+-- The endpoint targets of a revision, by endpointRef.
+SELECT endpoint_ref, endpoint_uri, allowed_methods, environments, authorization_policy_digest
+FROM workflow_endpoint_target_t
+WHERE host_id = %(host_id)s AND binding_id = %(binding_id)s
+ORDER BY endpoint_ref;
+
+-- activate_revision --
+-- Move a pending revision to approved and active, with its approver and current owner.
+UPDATE workflow_tool_binding_t
+SET revision_status = 'approved', active = true, approved_by = %(approved_by)s,
+    approved_ts = now(), owner_user_id = %(owner_user_id)s,
+    owner_position_id = %(owner_position_id)s, decided_by = %(approved_by)s, decided_ts = now()
+WHERE host_id = %(host_id)s AND binding_id = %(binding_id)s
+  AND revision_status = 'pendingApproval';
+
+-- close_revision --
+-- Move an active or pending revision to a closed status (superseded, rejected, ...).
+UPDATE workflow_tool_binding_t
+SET revision_status = %(revision_status)s, active = false, decided_by = %(decided_by)s,
+    decided_ts = now()
+WHERE host_id = %(host_id)s AND binding_id = %(binding_id)s
+  AND revision_status IN ('pendingApproval', 'approved');
+
+-- insert_decision --
+-- Append one row to the decision history.
+INSERT INTO workflow_tool_binding_decision_t (
+    host_id, decision_id, tool_id, binding_id, action, actor, comment, approval_digest,
+    operation_id
+) VALUES (
+    %(host_id)s, %(decision_id)s, %(tool_id)s, %(binding_id)s, %(action)s, %(actor)s,
+    %(comment)s, %(approval_digest)s, %(operation_id)s
+);
+
+-- select_decisions --
+-- A Tool's decision history, newest first.
+SELECT decision_id::text AS decision_id, binding_id::text AS binding_id, action, actor, comment,
+       approval_digest, decided_ts, operation_id::text AS operation_id
+FROM workflow_tool_binding_decision_t
+WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s
+ORDER BY decided_ts DESC, decision_id DESC
+LIMIT %(limit)s;
+
+-- select_latest_revision --
+-- The newest revision of a Tool (binding get without a pointer to an active or pending one).
+SELECT binding_id::text AS binding_id
+FROM workflow_tool_binding_t
+WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s
+ORDER BY requested_ts DESC, binding_id DESC
+LIMIT 1;
+
+-- count_active_pinning_version --
+-- How many active revisions pin a definition version (definition retire refuses then).
+SELECT count(*) AS active_count
+FROM workflow_tool_binding_t
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND workflow_version = %(version)s
+  AND active;
+
+-- select_pending_pinning_version --
+-- Pending revisions pinning a definition version, in Tool order (heads lock in this order).
+SELECT binding_id::text AS binding_id, tool_id::text AS tool_id, approval_digest
+FROM workflow_tool_binding_t
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND workflow_version = %(version)s
+  AND revision_status = 'pendingApproval'
+ORDER BY tool_id;
+
+-- move_pending_to_owner --
+-- An ownership transfer moves the definition's pending revisions to the new owner.
+UPDATE workflow_tool_binding_t
+SET owner_user_id = %(owner_user_id)s, owner_position_id = %(owner_position_id)s
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s
+  AND revision_status = 'pendingApproval'
+  AND (owner_user_id, owner_position_id) IS DISTINCT FROM
+      (%(owner_user_id)s::varchar, %(owner_position_id)s::varchar);
+
+-- list_revisions --
+-- One page of revisions for the caller as owner or requester, newest request first.
+SELECT r.binding_id::text AS binding_id, r.tool_id::text AS tool_id, r.tool_name,
+       r.wf_def_id::text AS wf_def_id, r.workflow_version, r.revision_status,
+       r.definition_digest, r.binding_digest, r.requested_by, r.requested_ts, r.decided_by,
+       r.decided_ts
+FROM workflow_tool_binding_t r
+JOIN wf_definition_version_t v
+  ON v.host_id = r.host_id AND v.wf_def_id = r.wf_def_id AND v.version = r.workflow_version
+LEFT JOIN wf_definition_t d ON d.host_id = r.host_id AND d.wf_def_id = r.wf_def_id
+WHERE r.host_id = %(host_id)s
+  AND (CASE WHEN %(role)s = 'owner'
+            THEN (CASE WHEN d.wf_def_id IS NULL THEN v.owner_user_id ELSE d.owner_user_id END)
+                   = %(user_id)s
+                 OR (CASE WHEN d.wf_def_id IS NULL THEN v.owner_position_id
+                      ELSE d.owner_position_id END) = ANY(%(positions)s)
+            ELSE r.requested_by = %(user_id)s END)
+  AND (%(wf_def_id)s::uuid IS NULL OR r.wf_def_id = %(wf_def_id)s::uuid)
+  AND (%(tool_id)s::uuid IS NULL OR r.tool_id = %(tool_id)s::uuid)
+  AND (%(status)s::text IS NULL OR r.revision_status = %(status)s::text)
+  AND (%(after_ts)s::timestamptz IS NULL
+       OR (r.requested_ts, r.binding_id) < (%(after_ts)s::timestamptz, %(after_id)s::uuid))
+ORDER BY r.requested_ts DESC, r.binding_id DESC
+LIMIT %(limit)s;
+
+-- count_pending_revisions --
+-- Pending revisions per definition for the caller as owner or requester (list badges).
+SELECT r.wf_def_id::text AS wf_def_id, count(*) AS pending_count
+FROM workflow_tool_binding_t r
+JOIN wf_definition_version_t v
+  ON v.host_id = r.host_id AND v.wf_def_id = r.wf_def_id AND v.version = r.workflow_version
+LEFT JOIN wf_definition_t d ON d.host_id = r.host_id AND d.wf_def_id = r.wf_def_id
+WHERE r.host_id = %(host_id)s AND r.revision_status = 'pendingApproval'
+  AND (CASE WHEN %(role)s = 'owner'
+            THEN (CASE WHEN d.wf_def_id IS NULL THEN v.owner_user_id ELSE d.owner_user_id END)
+                   = %(user_id)s
+                 OR (CASE WHEN d.wf_def_id IS NULL THEN v.owner_position_id
+                      ELSE d.owner_position_id END) = ANY(%(positions)s)
+            ELSE r.requested_by = %(user_id)s END)
+  AND (%(wf_def_id)s::uuid IS NULL OR r.wf_def_id = %(wf_def_id)s::uuid)
+  AND (%(tool_id)s::uuid IS NULL OR r.tool_id = %(tool_id)s::uuid)
+GROUP BY r.wf_def_id
+ORDER BY r.wf_def_id
+LIMIT 1000;

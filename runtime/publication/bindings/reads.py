@@ -1,0 +1,193 @@
+"""workflow_binding_get and workflow_binding_list: one committed snapshot per call."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from runtime.errors import input_invalid
+from runtime.publication.bindings import store
+from runtime.publication.bindings.common import (
+    CONTRACT_STATUSES,
+    accept_arguments,
+    contract_status,
+    not_found,
+    timestamp,
+    uuid_argument,
+)
+from runtime.publication.requests import normalize_uuid
+from runtime.security import InvocationContext
+from runtime.store import Connection, Database
+
+DECISIONS_LIMIT = 200
+LIST_DEFAULT_LIMIT = 50  # contracts: BindingList limit default 50, maximum 200
+LIST_MAX_LIMIT = 200
+
+
+def _optional(doc: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        doc[key] = timestamp(value) if isinstance(value, datetime) else value
+
+
+async def revision_document(
+    conn: Connection, host_id: str, row: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A stored revision as the contract's BindingRevision."""
+    owner: dict[str, Any] = {"userId": row["owner_user_id"]}
+    _optional(owner, "positionId", row["owner_position_id"])
+    reach = await store.read_reach(conn, host_id, row["binding_id"])
+    doc: dict[str, Any] = {
+        "bindingId": row["binding_id"],
+        "status": contract_status(row["revision_status"]),
+        "binding": row["binding"],
+        "bindingDigest": row["binding_digest"],
+        "approvalDigest": row["approval_digest"],
+        "owner": owner,
+        "requestedBy": row["requested_by"],
+        "requestedAt": timestamp(row["requested_ts"]),
+        "reach": reach.document(),
+        "writeTasks": row["write_tasks"],
+    }
+    _optional(doc, "approvedBy", row["approved_by"])
+    _optional(doc, "approvedAt", row["approved_ts"])
+    _optional(doc, "approvalBasisId", row["approval_basis_id"])
+    _optional(doc, "carryOverDeniedReason", row["carry_over_denied_reason"])
+    return doc
+
+
+def _decision_document(row: Mapping[str, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "decisionId": row["decision_id"],
+        "bindingId": row["binding_id"],
+        "action": row["action"],
+        "actor": row["actor"],
+        "approvalDigest": row["approval_digest"],
+        "decidedAt": timestamp(row["decided_ts"]),
+    }
+    _optional(doc, "comment", row["comment"])
+    _optional(doc, "operationId", row["operation_id"])
+    return doc
+
+
+async def get_binding(
+    db: Database, ctx: InvocationContext, request: Mapping[str, Any]
+) -> dict[str, Any]:
+    """workflow_binding_get: a revision (by id, else pending, else active, else the newest), the
+    Tool's head pointers, its active revision for comparison, and the decision history."""
+    args = accept_arguments(ctx, request)
+    tool_id = uuid_argument(args, "toolId")
+    binding_id = uuid_argument(args, "bindingId") if args.get("bindingId") is not None else None
+    async with db.transaction(read_only=True, isolation="repeatable read") as conn:
+        head = await store.read_head(conn, ctx.host_id, tool_id)
+        if head is None:
+            raise not_found("binding publication for that toolId")
+        wanted = binding_id or head.pending_binding_id or head.active_binding_id
+        wanted = wanted or await store.select_latest_revision_id(conn, ctx.host_id, tool_id)
+        row = None if wanted is None else await store.select_revision(conn, ctx.host_id, wanted)
+        if row is None or row["tool_id"] != tool_id:
+            raise not_found("binding revision of that Tool")
+        result: dict[str, Any] = {"toolId": tool_id, "aggregateVersion": head.aggregate_version}
+        _optional(result, "activeBindingId", head.active_binding_id)
+        _optional(result, "pendingBindingId", head.pending_binding_id)
+        result["revision"] = await revision_document(conn, ctx.host_id, row)
+        if head.active_binding_id is not None and head.active_binding_id != row["binding_id"]:
+            active = await store.select_revision(conn, ctx.host_id, head.active_binding_id)
+            assert active is not None
+            result["activeRevision"] = await revision_document(conn, ctx.host_id, active)
+        decisions = await store.select_decisions(conn, ctx.host_id, tool_id, DECISIONS_LIMIT)
+        result["decisions"] = [_decision_document(decision) for decision in decisions]
+    return result
+
+
+def encode_cursor(requested_ts: datetime, binding_id: str) -> str:
+    """An opaque page cursor: base64url of the last item's (requestedAt, bindingId)."""
+    raw = json.dumps([requested_ts.isoformat(), binding_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: Any) -> tuple[datetime, str]:
+    """The (requestedAt, bindingId) a cursor encodes; WORKFLOW_INPUT_INVALID when malformed."""
+    try:
+        if not isinstance(cursor, str) or len(cursor) > 512:
+            raise ValueError(cursor)
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        when, binding_id = json.loads(raw)
+        key = normalize_uuid(binding_id)
+        if key is None:
+            raise ValueError(binding_id)
+        return datetime.fromisoformat(when), key
+    except (ValueError, TypeError) as error:
+        raise input_invalid("cursor is not a cursor from a previous page") from error
+
+
+def _list_params(ctx: InvocationContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    role = args.get("role")
+    if role not in ("owner", "requester"):
+        raise input_invalid("role must be owner or requester")
+    status = args.get("status")
+    if status is not None and status not in CONTRACT_STATUSES:
+        raise input_invalid("status is not a revision status")
+    limit = args.get("limit", LIST_DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIST_MAX_LIMIT:
+        raise input_invalid(f"limit must be between 1 and {LIST_MAX_LIMIT}")
+    after_ts, after_id = (None, None)
+    if args.get("cursor") is not None:
+        after_ts, after_id = decode_cursor(args["cursor"])
+    return {
+        "host_id": ctx.host_id,
+        "role": role,
+        "user_id": ctx.user_id,
+        "positions": sorted(ctx.positions),
+        "wf_def_id": uuid_argument(args, "wfDefId") if args.get("wfDefId") is not None else None,
+        "tool_id": uuid_argument(args, "toolId") if args.get("toolId") is not None else None,
+        "status": None if status is None else CONTRACT_STATUSES[status],
+        "after_ts": after_ts,
+        "after_id": after_id,
+        "limit": limit + 1,
+    }
+
+
+def _list_item(row: Mapping[str, Any]) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "bindingId": row["binding_id"],
+        "toolId": row["tool_id"],
+        "toolName": row["tool_name"],
+        "wfDefId": row["wf_def_id"],
+        "workflowVersion": row["workflow_version"],
+        "status": contract_status(row["revision_status"]),
+        "definitionDigest": row["definition_digest"],
+        "bindingDigest": row["binding_digest"],
+        "requestedBy": row["requested_by"],
+        "requestedAt": timestamp(row["requested_ts"]),
+    }
+    _optional(item, "decidedBy", row["decided_by"])
+    _optional(item, "decidedAt", row["decided_ts"])
+    return item
+
+
+async def list_bindings(
+    db: Database, ctx: InvocationContext, request: Mapping[str, Any]
+) -> dict[str, Any]:
+    """workflow_binding_list: revisions the caller owns (by stored definition owner) or requested,
+    newest request first, with pending counts per definition, from one snapshot."""
+    args = accept_arguments(ctx, request)
+    params = _list_params(ctx, args)
+    page_size = params["limit"] - 1
+    async with db.transaction(read_only=True, isolation="repeatable read") as conn:
+        rows = await store.list_revisions(conn, params)
+        counts = await store.count_pending(conn, params)
+    result: dict[str, Any] = {
+        "items": [_list_item(row) for row in rows[:page_size]],
+        "pendingCount": sum(int(row["pending_count"]) for row in counts),
+        "pendingCounts": [
+            {"wfDefId": row["wf_def_id"], "pendingCount": int(row["pending_count"])}
+            for row in counts
+        ],
+    }
+    if len(rows) > page_size:
+        last = rows[page_size - 1]
+        result["nextCursor"] = encode_cursor(last["requested_ts"], last["binding_id"])
+    return result

@@ -1,0 +1,356 @@
+"""workflow_binding_publish: status rules, carry-over, the effect matrix, evidence, conflicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime.errors import WorkflowError
+from runtime.publication.bindings import decide_binding, get_binding, publish_binding
+from runtime.store import Database
+from tests.integration.test_binding_support import (
+    HOST,
+    author_ctx,
+    binding,
+    definition_yaml,
+    dependency,
+    endpoint_target,
+    insert_version_row,
+    new_id,
+    owner_ctx,
+    publish_args,
+    publish_version,
+    save_owner,
+    write_binding,
+)
+
+
+async def _version(
+    db: Database,
+    wf_def_id: str | None = None,
+    version: str = "1.2.0",
+    *,
+    approval: str = "carryOver",
+    **options: Any,
+) -> tuple[str, str]:
+    if wf_def_id is None:
+        wf_def_id = new_id()
+        await save_owner(db, wf_def_id)
+    text = definition_yaml(**options)
+    await publish_version(db, wf_def_id, version, text=text, binding_approval=approval)
+    return wf_def_id, text
+
+
+async def _rejection(db: Database, ctx: Any, args: dict[str, Any]) -> WorkflowError:
+    with pytest.raises(WorkflowError) as caught:
+        await publish_binding(db, ctx, args)
+    return caught.value
+
+
+async def _head(db: Database, tool_id: str) -> dict[str, Any]:
+    return await get_binding(db, owner_ctx(), {"hostId": HOST, "toolId": tool_id})
+
+
+async def test_the_owner_publishing_a_binding_makes_it_active_by_self_approval(
+    db: Database,
+) -> None:
+    wf_def_id, text = await _version(db)
+    tool_id = new_id()
+    receipt = await publish_binding(
+        db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0)
+    )
+    assert (receipt["result"], receipt["status"], receipt["aggregateVersion"]) == (
+        "published",
+        "active",
+        1,
+    )
+    assert "decisionId" in receipt and "carryOverDeniedReason" not in receipt
+
+
+async def test_a_revision_by_someone_else_is_pending_until_the_owner_approves_the_reviewed_digest(
+    db: Database,
+) -> None:
+    wf_def_id, text = await _version(db)
+    tool_id = new_id()
+    receipt = await publish_binding(
+        db, author_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0)
+    )
+    assert receipt["status"] == "pendingApproval"
+    assert "decisionId" not in receipt
+    assert (
+        receipt["carryOverDeniedReason"]
+        == "the Tool has no active revision whose approval could carry over"
+    )
+    head = await _head(db, tool_id)
+    assert "activeBindingId" not in head and head["pendingBindingId"] == receipt["bindingId"]
+
+    decide = {
+        "hostId": HOST,
+        "bindingId": receipt["bindingId"],
+        "expectedBindingDigest": receipt["bindingDigest"],
+        "decision": "approve",
+        "operationId": new_id(),
+    }
+    with pytest.raises(WorkflowError) as not_owner:
+        await decide_binding(db, author_ctx(), decide)
+    assert not_owner.value.code == "WORKFLOW_POLICY_DENIED"
+    with pytest.raises(WorkflowError) as stale:
+        await decide_binding(
+            db,
+            owner_ctx(),
+            {**decide, "expectedBindingDigest": "sha256:" + "0" * 64, "operationId": new_id()},
+        )
+    assert stale.value.code == "WORKFLOW_DEFINITION_MISMATCH"
+    assert "activeBindingId" not in await _head(db, tool_id)
+
+    approved = await decide_binding(db, owner_ctx(), decide)
+    assert (approved["result"], approved["status"], approved["aggregateVersion"]) == (
+        "approved",
+        "active",
+        2,
+    )
+    head = await _head(db, tool_id)
+    assert head["activeBindingId"] == receipt["bindingId"] and "pendingBindingId" not in head
+    assert [d["action"] for d in head["decisions"]] == ["approve"]
+
+
+async def test_a_name_only_change_keeps_the_approval_active_by_carry_over(db: Database) -> None:
+    wf_def_id, text = await _version(db)
+    tool_id = new_id()
+    first = await publish_binding(
+        db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0)
+    )
+    renamed = binding(
+        wf_def_id, tool_id, text, toolName="claims.summary", toolDescription="Renamed"
+    )
+    receipt = await publish_binding(db, author_ctx(), publish_args(renamed, 1))
+    assert (receipt["result"], receipt["status"]) == ("published", "active")
+    assert receipt["approvalDigest"] == first["approvalDigest"]
+    assert receipt["bindingDigest"] != first["bindingDigest"]
+    head = await _head(db, tool_id)
+    assert head["activeBindingId"] == receipt["bindingId"]
+    assert head["revision"]["approvalBasisId"] == first["bindingId"]
+    assert [d["action"] for d in head["decisions"]][:2] == ["carryOver", "supersede"]
+
+
+async def test_a_deadline_change_is_pending_while_the_previous_revision_keeps_serving(
+    db: Database,
+) -> None:
+    wf_def_id, text = await _version(db)
+    tool_id = new_id()
+    first = await publish_binding(
+        db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0)
+    )
+    changed = binding(wf_def_id, tool_id, text, totalDeadlineMs=25000)
+    receipt = await publish_binding(db, author_ctx(), publish_args(changed, 1))
+    assert receipt["status"] == "pendingApproval"
+    assert receipt["carryOverDeniedReason"] == "approvalDigest differs from the active revision's"
+    head = await _head(db, tool_id)
+    assert head["activeBindingId"] == first["bindingId"]
+    assert head["pendingBindingId"] == receipt["bindingId"]
+    assert head["activeRevision"]["status"] == "active"
+
+
+async def test_repinning_to_a_new_version_with_unchanged_fields_stays_active(db: Database) -> None:
+    wf_def_id, text = await _version(db)
+    await publish_version(db, wf_def_id, "1.3.0", text=text)
+    tool_id = new_id()
+    await publish_binding(db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0))
+    repinned = binding(wf_def_id, tool_id, text, "1.3.0")
+    receipt = await publish_binding(db, author_ctx(), publish_args(repinned, 1))
+    assert (receipt["status"], receipt["workflowVersion"]) == ("active", "1.3.0")
+
+
+async def test_a_version_published_with_reapprove_sends_the_revision_to_the_owner(
+    db: Database,
+) -> None:
+    wf_def_id, text = await _version(db)
+    await publish_version(db, wf_def_id, "1.3.0", text=text, binding_approval="reapprove")
+    tool_id = new_id()
+    await publish_binding(db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0))
+    receipt = await publish_binding(
+        db, author_ctx(), publish_args(binding(wf_def_id, tool_id, text, "1.3.0"), 1)
+    )
+    assert receipt["status"] == "pendingApproval"
+    assert "reapprove" in receipt["carryOverDeniedReason"]
+
+
+async def test_a_version_exceeding_maximum_parallelism_is_rejected_at_publish(db: Database) -> None:
+    wf_def_id, text = await _version(db, fork_width=5)
+    error = await _rejection(db, owner_ctx(), publish_args(binding(wf_def_id, new_id(), text), 0))
+    assert error.code == "WORKFLOW_INPUT_INVALID"
+    assert "maximumParallelism" in error.message
+    assert error.details is None  # state-dependent: no request-validation evidence
+
+
+async def test_an_async_binding_is_rejected_with_binding_fields_evidence(db: Database) -> None:
+    wf_def_id, text = await _version(db)
+    args = publish_args(binding(wf_def_id, new_id(), text, invocationMode="async"), 0)
+    error = await _rejection(db, owner_ctx(), args)
+    assert error.code == "WORKFLOW_INPUT_INVALID" and error.after_effect is False
+    assert error.details == {
+        "requestValidation": {
+            "version": 2,
+            "discriminator": "bindingFields",
+            "operationId": args["operationId"],
+            "toolName": "workflow_binding_publish",
+            "requestSection": "binding",
+        }
+    }
+
+
+async def test_a_binding_over_a_human_task_is_rejected(db: Database) -> None:
+    wf_def_id = new_id()
+    await save_owner(db, wf_def_id)
+    text = definition_yaml(
+        extra_task="  - ask:\n      call: human\n      with:\n        prompt: ok\n"
+    )
+    await insert_version_row(db, wf_def_id, text)
+    error = await _rejection(db, owner_ctx(), publish_args(binding(wf_def_id, new_id(), text), 0))
+    assert error.code == "WORKFLOW_INPUT_INVALID"
+    assert "cannot run as a sync Tool" in error.message
+
+
+async def test_a_write_tool_with_a_short_replay_window_is_rejected(db: Database) -> None:
+    wf_def_id, text = await _version(db, write=True)
+    value = write_binding(wf_def_id, new_id(), text)
+    value["idempotencyPolicy"] = {"kind": "derived", "resultReplayMs": 599999}
+    error = await _rejection(db, owner_ctx(), publish_args(value, 0))
+    assert "600000" in error.message
+    assert error.details is not None
+    assert error.details["requestValidation"]["discriminator"] == "bindingFields"
+
+
+async def test_a_read_only_tool_reaching_a_write_is_rejected(db: Database) -> None:
+    wf_def_id, text = await _version(db, write=True)
+    error = await _rejection(db, owner_ctx(), publish_args(binding(wf_def_id, new_id(), text), 0))
+    assert error.code == "WORKFLOW_INPUT_INVALID"
+    assert "read-only Tool" in error.message and "save" in error.message
+
+
+async def test_a_read_only_tool_reaching_a_write_dependency_is_rejected(db: Database) -> None:
+    wf_def_id, text = await _version(db, mcp_tool="accounts.update")
+    args = publish_args(
+        binding(wf_def_id, new_id(), text),
+        0,
+        dependencies=[dependency("accounts.update", read_only=False)],
+    )
+    error = await _rejection(db, owner_ctx(), args)
+    assert "read-only Tool" in error.message
+
+
+async def test_a_write_tool_with_evidence_is_admitted_and_gets_one_evidence_row_per_write_task(
+    db: Database,
+) -> None:
+    wf_def_id, text = await _version(db, write=True)
+    tool_id = new_id()
+    args = publish_args(
+        write_binding(wf_def_id, tool_id, text), 0, endpoint_targets=[endpoint_target()]
+    )
+    receipt = await publish_binding(db, owner_ctx(), args)
+    assert receipt["status"] == "active"
+    async with db.transaction() as conn:
+        cursor = await conn.execute(
+            "SELECT task_name, evidence_digest, approved_by FROM workflow_tool_approval_evidence_t"
+            " WHERE binding_id = %(id)s",
+            {"id": receipt["bindingId"]},
+        )
+        rows = await cursor.fetchall()
+    assert rows == [
+        {"task_name": "save", "evidence_digest": "sha256:" + "e" * 64, "approved_by": "owner-1"}
+    ]
+    head = await _head(db, tool_id)
+    target = head["revision"]["reach"]["endpointTargets"][0]
+    assert target["allowedMethods"] == ["GET", "POST"] and target["environments"] == ["dev", "prod"]
+
+
+async def test_a_write_task_without_evidence_metadata_fails_publish(db: Database) -> None:
+    wf_def_id, text = await _version(db, write=True, evidence=False)
+    error = await _rejection(
+        db, owner_ctx(), publish_args(write_binding(wf_def_id, new_id(), text), 0)
+    )
+    assert "approvalEvidenceDigest" in error.message
+
+
+async def test_publishing_the_same_payload_twice_returns_unchanged(db: Database) -> None:
+    wf_def_id, text = await _version(db)
+    tool_id = new_id()
+    value = binding(wf_def_id, tool_id, text)
+    first = await publish_binding(db, owner_ctx(), publish_args(value, 0))
+    again = await publish_binding(db, owner_ctx(), publish_args(value, 1))
+    assert again["result"] == "unchanged"
+    assert (again["bindingId"], again["aggregateVersion"]) == (first["bindingId"], 1)
+
+
+async def test_a_stale_expected_version_is_a_stored_version_conflict(db: Database) -> None:
+    wf_def_id, text = await _version(db)
+    tool_id = new_id()
+    await publish_binding(db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0))
+    args = publish_args(binding(wf_def_id, tool_id, text, syncWaitMs=10000), 0)
+    error = await _rejection(db, owner_ctx(), args)
+    assert error.code == "VERSION_CONFLICT"
+    assert error.details == {"aggregateVersion": 1}
+    replay = await _rejection(db, owner_ctx(), args)
+    assert replay.to_structured() == error.to_structured()
+
+
+async def test_a_negative_expected_version_is_stored_with_version_one_evidence_and_replayed(
+    db: Database,
+) -> None:
+    wf_def_id, text = await _version(db)
+    args = publish_args(binding(wf_def_id, new_id(), text), -1)
+    error = await _rejection(db, owner_ctx(), args)
+    assert error.details == {
+        "requestValidation": {
+            "version": 1,
+            "discriminator": "negativeExpectedAggregateVersion",
+            "operationId": args["operationId"],
+            "toolName": "workflow_binding_publish",
+        }
+    }
+    replay = await _rejection(db, owner_ctx(), args)
+    assert replay.to_structured() == error.to_structured()
+    other = await _rejection(db, owner_ctx(), {**args, "expectedAggregateVersion": 0})
+    assert other.code == "WORKFLOW_IDEMPOTENCY_CONFLICT"
+
+
+async def test_a_duplicate_endpoint_ref_is_rejected_with_binding_reach_evidence(
+    db: Database,
+) -> None:
+    wf_def_id, text = await _version(db)
+    args = publish_args(
+        binding(wf_def_id, new_id(), text),
+        0,
+        endpoint_targets=[endpoint_target(), endpoint_target()],
+    )
+    error = await _rejection(db, owner_ctx(), args)
+    assert error.details is not None
+    evidence = error.details["requestValidation"]
+    assert (evidence["discriminator"], evidence["requestSection"]) == ("bindingReach", "reach")
+    replay = await _rejection(db, owner_ctx(), args)
+    assert replay.to_structured() == error.to_structured()
+
+
+async def test_a_state_dependent_rejection_is_not_stored_so_a_retry_runs_afresh(
+    db: Database,
+) -> None:
+    wf_def_id = new_id()
+    await save_owner(db, wf_def_id)
+    text = definition_yaml()
+    args = publish_args(binding(wf_def_id, new_id(), text), 0)
+    error = await _rejection(db, owner_ctx(), args)
+    assert error.code == "WORKFLOW_NOT_FOUND"
+    await publish_version(db, wf_def_id, text=text)
+    receipt = await publish_binding(db, owner_ctx(), args)
+    assert receipt["status"] == "active"
+
+
+async def test_a_retried_publish_returns_the_stored_receipt(db: Database) -> None:
+    wf_def_id, text = await _version(db)
+    args = publish_args(binding(wf_def_id, new_id(), text), 0)
+    first = await publish_binding(db, author_ctx(), args)
+    assert await publish_binding(db, author_ctx(), args) == first
+    with pytest.raises(WorkflowError) as other_user:
+        await publish_binding(db, author_ctx("someone-else"), args)
+    assert other_user.value.code == "WORKFLOW_POLICY_DENIED"
