@@ -99,24 +99,36 @@ async def readyz(state: State) -> Response[dict[str, Any]]:
     return Response({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
 
+def attach_services(
+    app: Litestar, services: Services, routes: Mapping[str, ToolRoute] | None = None
+) -> None:
+    """Wire the served tools and the MCP server to the app's state."""
+    registry = ToolRegistry(ROUTES if routes is None else routes)
+    dispatcher = ToolDispatcher(registry, services)
+    app.state.services = services
+    app.state.dispatcher = dispatcher
+    app.state.mcp_server = McpServer(
+        registry,
+        dispatcher,
+        page_size=services.settings.server.tools_list_page_size,
+        list_ttl_ms=services.settings.server.tools_list_ttl_ms,
+    )
+
+
 def create_app(
-    services_factory: ServicesFactory, routes: Mapping[str, ToolRoute] | None = None
+    services_factory: ServicesFactory | None = None,
+    routes: Mapping[str, ToolRoute] | None = None,
 ) -> Litestar:
-    """Build the ASGI app; services are created at start-up and closed at shutdown."""
+    """Build the ASGI app; with a factory, services are created at start-up, closed at shutdown.
+
+    Without one the caller attaches services itself (attach_services), as tests do.
+    """
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        assert services_factory is not None
         services, close = await services_factory()
-        registry = ToolRegistry(ROUTES if routes is None else routes)
-        dispatcher = ToolDispatcher(registry, services)
-        app.state.services = services
-        app.state.dispatcher = dispatcher
-        app.state.mcp_server = McpServer(
-            registry,
-            dispatcher,
-            page_size=services.settings.server.tools_list_page_size,
-            list_ttl_ms=services.settings.server.tools_list_ttl_ms,
-        )
+        attach_services(app, services, routes)
         try:
             yield
         finally:
@@ -124,7 +136,7 @@ def create_app(
 
     return Litestar(
         route_handlers=[mcp_post, mcp_other, tool_post, healthz, readyz],
-        lifespan=[lifespan],
+        lifespan=[lifespan] if services_factory is not None else [],
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from litestar import Litestar
-from litestar.testing import AsyncTestClient
 
 from runtime.config import Settings
-from runtime.mcp.app import create_app
+from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
@@ -48,21 +48,22 @@ def services(settings: Settings, db: Database, dev_identity: DevIdentity) -> Ser
 @pytest.fixture
 def app(services: Services) -> Litestar:
     """The ASGI app wired to the test services (the test owns the database)."""
-
-    async def factory() -> tuple[Services, object]:
-        async def close() -> None:
-            return None
-
-        return services, close
-
-    return create_app(factory)  # type: ignore[arg-type]
+    app = create_app()
+    attach_services(app, services)
+    return app
 
 
 @pytest.fixture
-async def http(app: Litestar) -> AsyncIterator[AsyncTestClient[Litestar]]:
-    """An HTTP client running the app's lifespan."""
-    async with AsyncTestClient(app=app, base_url="http://localhost.local") as client:
+async def http(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client on the app, in the test's own event loop (the pool lives there)."""
+    async with asgi_client(app) as client:
         yield client
+
+
+def asgi_client(app: Litestar) -> httpx.AsyncClient:
+    """A client talking to the app over ASGI without leaving the event loop."""
+    transport = httpx.ASGITransport(app=app)
+    return httpx.AsyncClient(transport=transport, base_url="http://localhost")
 
 
 @pytest.fixture
@@ -75,19 +76,19 @@ def auth_headers(dev_identity: DevIdentity) -> dict[str, str]:
 
 @pytest.fixture(params=[MODERN, LEGACY])
 def mcp(
-    request: pytest.FixtureRequest, http: AsyncTestClient[Litestar], auth_headers: dict[str, str]
+    request: pytest.FixtureRequest, http: httpx.AsyncClient, auth_headers: dict[str, str]
 ) -> McpTestClient:
     """An MCP client in each protocol era."""
     return McpTestClient(http, request.param, auth_headers)
 
 
 @pytest.fixture
-def modern(http: AsyncTestClient[Litestar], auth_headers: dict[str, str]) -> McpTestClient:
+def modern(http: httpx.AsyncClient, auth_headers: dict[str, str]) -> McpTestClient:
     """An MCP client speaking 2026-07-28."""
     return McpTestClient(http, MODERN, auth_headers)
 
 
 @pytest.fixture
-def legacy(http: AsyncTestClient[Litestar], auth_headers: dict[str, str]) -> McpTestClient:
+def legacy(http: httpx.AsyncClient, auth_headers: dict[str, str]) -> McpTestClient:
     """An MCP client speaking 2025-11-25."""
     return McpTestClient(http, LEGACY, auth_headers)

@@ -8,12 +8,12 @@ from typing import Any
 
 import msgspec
 import pytest
-from litestar.testing import AsyncTestClient
 
 from generated.routes import ROUTES
-from runtime.mcp.app import create_app
+from runtime.mcp.app import attach_services, create_app
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
+from tests.integration.conftest import asgi_client
 from tests.support.mcp import LEGACY, MODERN, McpTestClient, assert_valid_mcp
 
 pytestmark = pytest.mark.requirement("000:Error envelopes")
@@ -45,14 +45,9 @@ async def echo_client(
 ) -> AsyncIterator[McpTestClient]:
     routes = {name: _echo_route(name) for name in ("workflow_get_status", "workflow_invoke")}
 
-    async def factory() -> tuple[Services, Any]:
-        async def close() -> None:
-            return None
-
-        return services, close
-
-    app = create_app(factory, routes)
-    async with AsyncTestClient(app=app, base_url="http://localhost.local") as http:
+    app = create_app()
+    attach_services(app, services, routes)
+    async with asgi_client(app) as http:
         yield McpTestClient(http, request.param, auth_headers)
 
 

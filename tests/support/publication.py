@@ -67,3 +67,43 @@ def publish_args(
         "owner": {"userId": DEV_USER_ID, "positionId": "pos-1"},
         "operationId": operation_id or new_id(),
     }
+
+
+def definition_text(marker: int = 1) -> str:
+    """A small valid definition; marker changes its digest."""
+    return (
+        "document:\n"
+        '  dsl: "1.0.3"\n'
+        "  namespace: light-portal\n"
+        "  name: marker\n"
+        '  version: "1.0.0"\n'
+        "input:\n"
+        "  schema:\n"
+        "    format: json\n"
+        "    document:\n"
+        "      type: object\n"
+        "do:\n"
+        "  - first:\n"
+        "      set:\n"
+        f"        marker: {marker}\n"
+    )
+
+
+def grants_args(wf_def_id: str, revision: int, grant_ids: list[str]) -> dict[str, Any]:
+    """Arguments of workflow_definition_grants_sync."""
+    return {
+        "hostId": DEV_HOST_ID,
+        "wfDefId": wf_def_id,
+        "sourceRevision": revision,
+        "actor": "steve",
+        "grants": [
+            {
+                "grantId": grant_id,
+                "toolId": new_id(),
+                "toolVersion": "1.0.0",
+                "lightapiDigest": "sha256:" + "a" * 64,
+                "allowedEnvironments": ["dev"],
+            }
+            for grant_id in grant_ids
+        ],
+    }
