@@ -184,7 +184,18 @@ async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[str, store
         )
     updated = await store.update_head(conn, row)
     assert updated is not None  # we hold the row lock and our revision is higher
+    await _move_pending_bindings(conn, row)
     return "saved", updated
+
+
+async def _move_pending_bindings(conn: Connection, row: dict[str, Any]) -> None:
+    # Imported here: the binding rules sit above this module (they read definitions).
+    from runtime.publication.bindings import on_definition_owner_saved
+
+    # Only save changes ownership: pending revisions follow the new owner, approvals stay.
+    await on_definition_owner_saved(
+        conn, row["host_id"], row["wf_def_id"], row["owner_user_id"], row["owner_position_id"]
+    )
 
 
 async def save_definition(
@@ -336,8 +347,13 @@ async def _retire(
         )
     if state.status == "retired":
         return _retire_receipt("unchanged", request, state, [])
-    # TODO(bindings): refuse while an active binding revision pins this version and withdraw
-    # pending revisions on it (with decision records), here, under the version row lock.
+    from runtime.publication.bindings import on_definition_version_retire
+
+    # Under the version row lock: refused while an active revision pins the version; pending
+    # revisions on it are withdrawn, each with a decision record.
+    withdrawn = await on_definition_version_retire(
+        conn, ctx, request.wf_def_id, request.version, request.operation_id
+    )
     retired = await store.retire_version(
         conn,
         ctx.host_id,
@@ -347,7 +363,7 @@ async def _retire(
         operation_id=request.operation_id,
     )
     assert retired is not None  # we hold the row lock and saw it active
-    return _retire_receipt("retired", request, retired, [])
+    return _retire_receipt("retired", request, retired, withdrawn)
 
 
 async def retire_definition(
