@@ -37,12 +37,28 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     runtime_role: str | None = "workflow_runtime"
 
 
+class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Workflow's own policy for endpoint targets a binding may reach (None: any)."""
+
+    allowed_schemes: list[str] = msgspec.field(default_factory=lambda: ["https"])
+    allowed_hosts: list[str] | None = None
+    allowed_ports: list[int] | None = None
+
+
+class PublicationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Binding publication: the destination policy and the receipt retention sweep."""
+
+    destinations: DestinationSettings = msgspec.field(default_factory=DestinationSettings)
+    receipt_sweep_interval_s: float = 3600.0
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The whole service configuration."""
 
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     security: SecuritySettings = msgspec.field(default_factory=SecuritySettings)
+    publication: PublicationSettings = msgspec.field(default_factory=PublicationSettings)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

@@ -1,0 +1,14 @@
+"""Handler of workflow_binding_retire."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generated.models import WorkflowBindingRetireInput
+from runtime.mcp.call import ToolCall
+from runtime.publication.bindings import retire_binding
+
+
+async def handle(args: WorkflowBindingRetireInput, call: ToolCall) -> dict[str, Any]:
+    """Retire the active revision and withdraw a pending one."""
+    return await retire_binding(call.services.database, call.context, call.arguments)

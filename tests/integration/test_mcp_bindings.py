@@ -1,0 +1,395 @@
+"""Tool binding revisions and owner approval through POST /mcp (seed 000 checklist)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from runtime.canonical import definition_digest
+from runtime.security.devtools import DevIdentity
+from runtime.store import Database
+from tests.integration.test_binding_support import (
+    AUTHOR,
+    HOST,
+    OWNER,
+    OWNER_POSITION,
+    binding,
+    definition_yaml,
+    dependency,
+    endpoint_target,
+    insert_version_row,
+    new_id,
+    publish_args,
+    write_binding,
+)
+from tests.support.mcp import MODERN, McpTestClient
+
+pytestmark = pytest.mark.requirement("000:Workflow owner approval")
+
+
+@dataclass
+class Actors:
+    """MCP clients for the definition owner and a Tool author of the same host."""
+
+    owner: McpTestClient
+    author: McpTestClient
+
+
+@pytest.fixture
+def actors(http: httpx.AsyncClient, dev_identity: DevIdentity) -> Actors:
+    def client(user_id: str) -> McpTestClient:
+        user = dev_identity.user_token(host_id=HOST, user_id=user_id, roles=("admin",))
+        app = dev_identity.app_token(host_id=HOST)
+        return McpTestClient(http, MODERN, dev_identity.auth_headers(user, app))
+
+    return Actors(owner=client(OWNER), author=client(AUTHOR))
+
+
+def ok(result: dict[str, Any]) -> dict[str, Any]:
+    """The structured output of a successful call."""
+    assert result["isError"] is False, result
+    return dict(result["structuredContent"])
+
+
+def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
+    """The error object of an isError result with that code."""
+    assert result["isError"] is True, result
+    error = dict(result["structuredContent"]["error"])
+    assert error["code"] == code, error
+    return error
+
+
+async def definition(
+    actors: Actors,
+    wf_def_id: str | None = None,
+    version: str = "1.2.0",
+    *,
+    approval: str = "carryOver",
+    **options: Any,
+) -> tuple[str, str]:
+    """Save the owner's head (first time) and publish a version; returns (wfDefId, text)."""
+    if wf_def_id is None:
+        wf_def_id = new_id()
+        save = {
+            "hostId": HOST,
+            "wfDefId": wf_def_id,
+            "sourceRevision": 1,
+            "actor": "steve",
+            "namespace": "claims",
+            "name": "summarize-claim",
+            "version": "1.2.0",
+            "definition": definition_yaml(),
+            "lifecycleStatus": "PUBLISHED",
+            "catalogVisible": False,
+            "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
+            "active": True,
+        }
+        ok(await actors.owner.call_tool("workflow_definition_save", save))
+    text = definition_yaml(**options)
+    publish = {
+        "hostId": HOST,
+        "wfDefId": wf_def_id,
+        "namespace": "claims",
+        "name": "summarize-claim",
+        "version": version,
+        "definition": text,
+        "expectedDefinitionDigest": definition_digest(text),
+        "bindingApproval": approval,
+        "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
+        "operationId": new_id(),
+    }
+    ok(await actors.owner.call_tool("workflow_definition_publish", publish))
+    return wf_def_id, text
+
+
+async def publish(client: McpTestClient, args: dict[str, Any]) -> dict[str, Any]:
+    """Call workflow_binding_publish."""
+    return await client.call_tool("workflow_binding_publish", args)
+
+
+async def get(client: McpTestClient, tool_id: str) -> dict[str, Any]:
+    """Call workflow_binding_get for a Tool."""
+    return ok(await client.call_tool("workflow_binding_get", {"hostId": HOST, "toolId": tool_id}))
+
+
+async def decide(
+    client: McpTestClient, receipt: dict[str, Any], decision: str, comment: str | None = None
+) -> dict[str, Any]:
+    """Call workflow_binding_decide on the revision of a publish receipt."""
+    args: dict[str, Any] = {
+        "hostId": HOST,
+        "bindingId": receipt["bindingId"],
+        "expectedBindingDigest": receipt["bindingDigest"],
+        "decision": decision,
+        "operationId": new_id(),
+    }
+    if comment is not None:
+        args["comment"] = comment
+    return await client.call_tool("workflow_binding_decide", args)
+
+
+async def test_a_revision_by_someone_else_is_pending_until_the_owner_approves_the_digest(
+    actors: Actors,
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    pending = ok(await publish(actors.author, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    assert pending["status"] == "pendingApproval"
+    assert "carryOverDeniedReason" in pending
+    # The author cannot approve; the owner must name the reviewed digest.
+    refused(await decide(actors.author, pending, "approve"), "WORKFLOW_POLICY_DENIED")
+    wrong = {**pending, "bindingDigest": "sha256:" + "0" * 64}
+    refused(await decide(actors.owner, wrong, "approve"), "WORKFLOW_DEFINITION_MISMATCH")
+    approved = ok(await decide(actors.owner, pending, "approve", "fine"))
+    assert approved["status"] == "active"
+    state = await get(actors.owner, tool_id)
+    assert state["activeBindingId"] == pending["bindingId"]
+    assert state["revision"]["status"] == "active"
+
+
+async def test_the_owner_publishing_is_active_by_self_approval(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    receipt = ok(await publish(actors.owner, publish_args(binding(wf_def_id, new_id(), text), 0)))
+    assert receipt["status"] == "active"
+    assert "decisionId" in receipt
+    assert "carryOverDeniedReason" not in receipt
+
+
+async def test_a_name_only_change_keeps_approval_active(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    first = ok(await publish(actors.owner, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    renamed = binding(wf_def_id, tool_id, text, toolName="claims.summarize-v2")
+    second = ok(await publish(actors.author, publish_args(renamed, first["aggregateVersion"])))
+    assert second["status"] == "active"
+    assert second["approvalDigest"] == first["approvalDigest"]
+    assert second["bindingDigest"] != first["bindingDigest"]
+
+
+async def test_a_deadline_change_makes_a_pending_revision_while_the_previous_keeps_serving(
+    actors: Actors,
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    first = ok(await publish(actors.owner, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    slower = binding(wf_def_id, tool_id, text, totalDeadlineMs=25000)
+    second = ok(await publish(actors.author, publish_args(slower, first["aggregateVersion"])))
+    assert second["status"] == "pendingApproval"
+    state = await get(actors.owner, tool_id)
+    assert state["activeBindingId"] == first["bindingId"]
+    assert state["pendingBindingId"] == second["bindingId"]
+    assert state["activeRevision"]["bindingId"] == first["bindingId"]
+
+
+async def test_re_pinning_to_a_new_version_with_unchanged_fields_stays_active(
+    actors: Actors,
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    first = ok(await publish(actors.owner, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    _, text2 = await definition(actors, wf_def_id, "1.3.0", marker=2)
+    repinned = binding(wf_def_id, tool_id, text2, version="1.3.0")
+    second = ok(await publish(actors.author, publish_args(repinned, first["aggregateVersion"])))
+    assert second["status"] == "active"
+    assert second["workflowVersion"] == "1.3.0"
+
+
+async def test_a_version_exceeding_maximum_parallelism_is_rejected_at_publish(
+    actors: Actors,
+) -> None:
+    wf_def_id, text = await definition(actors, fork_width=6)
+    error = refused(
+        await publish(actors.owner, publish_args(binding(wf_def_id, new_id(), text), 0)),
+        "WORKFLOW_INPUT_INVALID",
+    )
+    assert "maximumParallelism" in error["message"]
+
+
+async def test_a_version_published_with_reapprove_sends_the_revision_to_the_owner(
+    actors: Actors,
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    first = ok(await publish(actors.owner, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    _, text2 = await definition(actors, wf_def_id, "1.3.0", approval="reapprove", marker=2)
+    repinned = binding(wf_def_id, tool_id, text2, version="1.3.0")
+    second = ok(await publish(actors.author, publish_args(repinned, first["aggregateVersion"])))
+    assert second["status"] == "pendingApproval"
+    assert "reapprove" in second["carryOverDeniedReason"]
+
+
+async def test_an_async_binding_is_rejected_with_binding_fields_evidence(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    args = publish_args(binding(wf_def_id, new_id(), text, invocationMode="async"), 0)
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert error["afterEffect"] is False
+    assert error["details"]["requestValidation"] == {
+        "version": 2,
+        "discriminator": "bindingFields",
+        "operationId": args["operationId"],
+        "toolName": "workflow_binding_publish",
+        "requestSection": "binding",
+    }
+    # The stored rejection replays unchanged.
+    replay = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert replay == error
+
+
+async def test_a_human_task_binding_is_rejected(actors: Actors, db: Database) -> None:
+    wf_def_id, _ = await definition(actors)
+    human = definition_yaml(
+        extra_task="  - ask:\n      listen:\n        to:\n          one:\n            with:\n              type: human.review\n"
+    )
+    await insert_version_row(db, wf_def_id, human, version="9.0.0")
+    args = publish_args(binding(wf_def_id, new_id(), human, version="9.0.0"), 0)
+    refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+
+
+async def test_a_write_tool_with_a_short_replay_window_is_rejected(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors, write=True)
+    value = write_binding(wf_def_id, new_id(), text)
+    value["idempotencyPolicy"] = {"kind": "derived", "resultReplayMs": 599999}
+    args = publish_args(value, 0, endpoint_targets=[endpoint_target()])
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert "600000" in error["message"] or "resultReplayMs" in error["message"]
+
+
+async def test_a_read_only_tool_reaching_a_write_is_rejected(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors, write=True)
+    args = publish_args(binding(wf_def_id, new_id(), text), 0, endpoint_targets=[endpoint_target()])
+    refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+
+
+async def test_a_write_tool_with_evidence_is_admitted(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors, write=True)
+    args = publish_args(
+        write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=[endpoint_target()]
+    )
+    receipt = ok(await publish(actors.owner, args))
+    assert receipt["status"] == "active"
+    state = await get(actors.owner, receipt["toolId"])
+    assert [task["taskName"] for task in state["revision"]["writeTasks"]] == ["save"]
+
+
+async def test_a_definition_version_cannot_be_retired_while_an_active_revision_pins_it(
+    actors: Actors,
+) -> None:
+    wf_def_id, text = await definition(actors)
+    ok(await publish(actors.owner, publish_args(binding(wf_def_id, new_id(), text), 0)))
+    retire = {"hostId": HOST, "wfDefId": wf_def_id, "version": "1.2.0", "operationId": new_id()}
+    refused(
+        await actors.owner.call_tool("workflow_definition_retire", retire),
+        "WORKFLOW_STATE_CONFLICT",
+    )
+
+
+async def test_retiring_a_version_withdraws_its_pending_revisions(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    pending = ok(await publish(actors.author, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    retire = {"hostId": HOST, "wfDefId": wf_def_id, "version": "1.2.0", "operationId": new_id()}
+    retired = ok(await actors.owner.call_tool("workflow_definition_retire", retire))
+    assert retired["withdrawnBindingIds"] == [pending["bindingId"]]
+    state = await get(actors.owner, tool_id)
+    actions = [decision["action"] for decision in state["decisions"]]
+    assert "withdraw" in actions
+
+
+async def test_revoke_and_retire_of_a_tool(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    active = ok(await publish(actors.owner, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    revoke = {
+        "hostId": HOST,
+        "bindingId": active["bindingId"],
+        "expectedBindingDigest": active["bindingDigest"],
+        "comment": "no longer approved",
+        "operationId": new_id(),
+    }
+    refused(
+        await actors.author.call_tool("workflow_binding_revoke", revoke), "WORKFLOW_POLICY_DENIED"
+    )
+    revoked = ok(await actors.owner.call_tool("workflow_binding_revoke", revoke))
+    assert revoked["status"] == "revoked"
+    retire = {
+        "hostId": HOST,
+        "toolId": tool_id,
+        "expectedAggregateVersion": revoked["aggregateVersion"] + 5,
+        "operationId": new_id(),
+    }
+    refused(await actors.author.call_tool("workflow_binding_retire", retire), "VERSION_CONFLICT")
+
+
+async def test_a_negative_expected_version_carries_version_one_evidence(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    args = publish_args(binding(wf_def_id, new_id(), text), -1)
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert error["details"]["requestValidation"] == {
+        "version": 1,
+        "discriminator": "negativeExpectedAggregateVersion",
+        "operationId": args["operationId"],
+        "toolName": "workflow_binding_publish",
+    }
+
+
+async def test_list_shows_pending_counts_to_the_owner(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    ok(await publish(actors.author, publish_args(binding(wf_def_id, new_id(), text), 0)))
+    listed = ok(
+        await actors.owner.call_tool(
+            "workflow_binding_list", {"hostId": HOST, "role": "owner", "wfDefId": wf_def_id}
+        )
+    )
+    assert len(listed["items"]) == 1
+    mine = ok(
+        await actors.author.call_tool(
+            "workflow_binding_list", {"hostId": HOST, "role": "requester"}
+        )
+    )
+    assert len(mine["items"]) == 1
+
+
+@pytest.mark.requirement("000:Concurrency")
+async def test_thirty_racing_publishes_leave_one_active_and_at_most_one_pending(
+    actors: Actors, db: Database
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+
+    async def one(index: int) -> dict[str, Any]:
+        value = binding(wf_def_id, tool_id, text, totalDeadlineMs=20000 + index)
+        client = actors.owner if index % 3 == 0 else actors.author
+        # Each publisher retries on VERSION_CONFLICT after reading the head, as the Portal does.
+        for _ in range(60):
+            head = await actors.owner.call_tool(
+                "workflow_binding_get", {"hostId": HOST, "toolId": tool_id}
+            )
+            expected = 0 if head["isError"] else head["structuredContent"]["aggregateVersion"]
+            result = await publish(client, publish_args(value, expected))
+            if not result["isError"]:
+                return dict(result["structuredContent"])
+            assert result["structuredContent"]["error"]["code"] == "VERSION_CONFLICT"
+        raise AssertionError("publish never won the head")
+
+    receipts = await asyncio.gather(*(one(i) for i in range(30)))
+    versions = sorted(receipt["aggregateVersion"] for receipt in receipts)
+    assert versions == list(range(1, 31))
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT revision_status, count(*) AS n FROM workflow_tool_binding_t"
+            " WHERE tool_id = %s GROUP BY revision_status",
+            (tool_id,),
+        )
+        counts = {row["revision_status"]: row["n"] for row in await cursor.fetchall()}
+        cursor = await conn.execute(
+            "SELECT aggregate_version FROM workflow_tool_publication_t WHERE tool_id = %s",
+            (tool_id,),
+        )
+        head = await cursor.fetchone()
+    assert counts.get("approved", 0) == 1
+    assert counts.get("pendingApproval", 0) <= 1
+    assert head is not None and head["aggregate_version"] == 30
