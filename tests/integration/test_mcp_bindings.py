@@ -19,7 +19,6 @@ from tests.integration.test_binding_support import (
     OWNER_POSITION,
     binding,
     definition_yaml,
-    dependency,
     endpoint_target,
     insert_version_row,
     new_id,
@@ -242,7 +241,7 @@ async def test_an_async_binding_is_rejected_with_binding_fields_evidence(actors:
 async def test_a_human_task_binding_is_rejected(actors: Actors, db: Database) -> None:
     wf_def_id, _ = await definition(actors)
     human = definition_yaml(
-        extra_task="  - ask:\n      listen:\n        to:\n          one:\n            with:\n              type: human.review\n"
+        extra_task="  - ask:\n      call: human\n      with:\n        prompt: ok\n"
     )
     await insert_version_row(db, wf_def_id, human, version="9.0.0")
     args = publish_args(binding(wf_def_id, new_id(), human, version="9.0.0"), 0)
