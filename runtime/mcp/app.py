@@ -12,6 +12,7 @@ from litestar import Litestar, Request, Response, get, post, route
 from litestar.datastructures import State
 
 from generated.routes import ROUTES
+from runtime.jobs import service_jobs
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
 from runtime.mcp.server import HttpReply, McpServer
@@ -129,9 +130,14 @@ def create_app(
         assert services_factory is not None
         services, close = await services_factory()
         attach_services(app, services, routes)
+        jobs = service_jobs(services)
+        for job in jobs:
+            job.start()
         try:
             yield
         finally:
+            for job in jobs:
+                await job.stop()
             await close()
 
     return Litestar(

@@ -245,7 +245,8 @@ async def test_a_human_task_binding_is_rejected(actors: Actors, db: Database) ->
     )
     await insert_version_row(db, wf_def_id, human, version="9.0.0")
     args = publish_args(binding(wf_def_id, new_id(), human, version="9.0.0"), 0)
-    refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert "human" in error["message"]
 
 
 async def test_a_write_tool_with_a_short_replay_window_is_rejected(actors: Actors) -> None:
