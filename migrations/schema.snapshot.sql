@@ -32,6 +32,16 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_run_credential_forget() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    DELETE FROM workflow_run_credential
+    WHERE host_id = NEW.host_id AND process_id = NEW.process_id;
+    RETURN NEW;
+END
+$$;
+
 CREATE FUNCTION public.workflow_tool_binding_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -135,6 +145,24 @@ CREATE TABLE public.wf_definition_version_t (
     CONSTRAINT wf_definition_version_status_check CHECK ((status = ANY (ARRAY['active'::text, 'retired'::text])))
 );
 
+CREATE TABLE public.workflow_action_permit (
+    host_id uuid NOT NULL,
+    action_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    task_id uuid NOT NULL,
+    fencing_token bigint NOT NULL,
+    user_id character varying(126) NOT NULL,
+    grant_id character varying(126) NOT NULL,
+    tool_name character varying(256) NOT NULL,
+    contract_digest text,
+    depth integer DEFAULT 0 NOT NULL,
+    max_depth integer DEFAULT 0 NOT NULL,
+    execution_class text NOT NULL,
+    deadline_ts timestamp with time zone NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_action_permit_depth_check CHECK (((depth >= 0) AND (max_depth >= depth)))
+);
+
 CREATE TABLE public.workflow_budget (
     host_id uuid NOT NULL,
     process_id uuid NOT NULL,
@@ -233,6 +261,30 @@ CREATE TABLE public.workflow_publication_operation_t (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     completed_at timestamp with time zone,
     CONSTRAINT workflow_publication_operation_digest_check CHECK ((request_digest ~ '^sha256:[0-9a-f]{64}$'::text))
+);
+
+CREATE TABLE public.workflow_run_credential (
+    host_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    key_id character varying(128) NOT NULL,
+    nonce bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    token_expires_ts timestamp with time zone,
+    expires_ts timestamp with time zone NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.workflow_run_spec (
+    host_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    wf_def_id uuid,
+    workflow_version character varying(64),
+    definition jsonb,
+    binding_id uuid,
+    user_id character varying(126) NOT NULL,
+    limits jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_run_spec_source_check CHECK (((definition IS NOT NULL) OR ((wf_def_id IS NOT NULL) AND (workflow_version IS NOT NULL))))
 );
 
 CREATE TABLE public.workflow_step (
@@ -400,6 +452,9 @@ ALTER TABLE ONLY public.wf_definition_t
 ALTER TABLE ONLY public.wf_definition_version_t
     ADD CONSTRAINT wf_definition_version_pk PRIMARY KEY (host_id, wf_def_id, version);
 
+ALTER TABLE ONLY public.workflow_action_permit
+    ADD CONSTRAINT workflow_action_permit_pk PRIMARY KEY (host_id, action_id);
+
 ALTER TABLE ONLY public.workflow_budget
     ADD CONSTRAINT workflow_budget_pk PRIMARY KEY (host_id, process_id);
 
@@ -417,6 +472,12 @@ ALTER TABLE ONLY public.workflow_process
 
 ALTER TABLE ONLY public.workflow_publication_operation_t
     ADD CONSTRAINT workflow_publication_operation_pk PRIMARY KEY (host_id, operation_id);
+
+ALTER TABLE ONLY public.workflow_run_credential
+    ADD CONSTRAINT workflow_run_credential_pk PRIMARY KEY (host_id, process_id);
+
+ALTER TABLE ONLY public.workflow_run_spec
+    ADD CONSTRAINT workflow_run_spec_pk PRIMARY KEY (host_id, process_id);
 
 ALTER TABLE ONLY public.workflow_step
     ADD CONSTRAINT workflow_step_pk PRIMARY KEY (host_id, process_id, step_no);
@@ -445,11 +506,15 @@ ALTER TABLE ONLY public.workflow_tool_grant_t
 ALTER TABLE ONLY public.workflow_tool_publication_t
     ADD CONSTRAINT workflow_tool_publication_pk PRIMARY KEY (host_id, tool_id);
 
+CREATE INDEX workflow_action_permit_process_idx ON public.workflow_action_permit USING btree (host_id, process_id);
+
 CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_reservation USING btree (host_id, task_id);
 
 CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
 
 CREATE INDEX workflow_publication_operation_created_idx ON public.workflow_publication_operation_t USING btree (created_at);
+
+CREATE INDEX workflow_run_credential_expiry_idx ON public.workflow_run_credential USING btree (expires_ts);
 
 CREATE INDEX workflow_task_process_idx ON public.workflow_task USING btree (host_id, process_id);
 
@@ -477,7 +542,12 @@ CREATE INDEX workflow_tool_grant_tool_idx ON public.workflow_tool_grant_t USING 
 
 CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public.wf_definition_version_t FOR EACH ROW EXECUTE FUNCTION public.wf_definition_version_guard();
 
+CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
+
 CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
+
+ALTER TABLE ONLY public.workflow_action_permit
+    ADD CONSTRAINT workflow_action_permit_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_budget
     ADD CONSTRAINT workflow_budget_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
@@ -487,6 +557,12 @@ ALTER TABLE ONLY public.workflow_budget_reservation
 
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_run_credential
+    ADD CONSTRAINT workflow_run_credential_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_run_spec
+    ADD CONSTRAINT workflow_run_spec_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_step
     ADD CONSTRAINT workflow_step_task_fk FOREIGN KEY (host_id, task_id) REFERENCES public.workflow_task(host_id, task_id) ON DELETE CASCADE;

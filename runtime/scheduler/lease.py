@@ -29,6 +29,11 @@ class TaskLease:
         self.prior_step = prior_step
 
     @property
+    def database(self) -> Database:
+        """The database this lease writes through (task code's own fenced writes use it)."""
+        return self._db
+
+    @property
     def lease_id(self) -> str:
         """The lease id of this claim."""
         return self.state.lease_id

@@ -1,0 +1,29 @@
+"""Runs a workflow definition durably on the scheduler: checkpoints, effects, budget, calls."""
+
+from __future__ import annotations
+
+from runtime.execution.effects import AFTER_DISPATCH_POINT, CALL_SLOTS, DurableEffects
+from runtime.execution.handler import WORKFLOW_TASK_KIND, WorkflowRuntime
+from runtime.execution.service import (
+    forget_expired_credentials,
+    read_run,
+    start_workflow_run,
+    wait_for_result,
+)
+from runtime.execution.settings import ExecutionSettings
+from runtime.execution.waiter import TERMINAL_STATES, close_waiter
+
+__all__ = [
+    "AFTER_DISPATCH_POINT",
+    "CALL_SLOTS",
+    "TERMINAL_STATES",
+    "WORKFLOW_TASK_KIND",
+    "DurableEffects",
+    "ExecutionSettings",
+    "WorkflowRuntime",
+    "close_waiter",
+    "forget_expired_credentials",
+    "read_run",
+    "start_workflow_run",
+    "wait_for_result",
+]

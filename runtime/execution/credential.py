@@ -1,0 +1,76 @@
+"""The run credential: sealed at admission, opened per outbound call, picked by the selector."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import jwt
+
+from runtime.errors import AuthenticationError
+from runtime.security import Keyring, KeyringError, SealedSecret, SecretToken
+
+# Verifies the token (signature, issuer, audience, time) and returns its claims, or raises
+# AuthenticationError. None means the token's own exp is the only check available.
+TokenCheck = Callable[[str], dict[str, Any]]
+
+
+def associated_data(host_id: str, process_id: str) -> bytes:
+    """The AAD binding a sealed credential to its run: a ciphertext moved to another run fails."""
+    return f"workflow-run-credential:{host_id}:{process_id}".encode()
+
+
+def seal_credential(
+    keyring: Keyring, token: SecretToken, host_id: str, process_id: str
+) -> SealedSecret:
+    """Seal the user's token for one run (refuses when the keyring has no active key)."""
+    keyring.require_usable_key()
+    return keyring.seal(token.reveal().encode("utf-8"), associated_data(host_id, process_id))
+
+
+def open_credential(
+    keyring: Keyring, sealed: SealedSecret, host_id: str, process_id: str
+) -> SecretToken:
+    """Open a run's sealed token; a missing key or tampering is an authentication failure."""
+    try:
+        plain = keyring.open(sealed, associated_data(host_id, process_id))
+    except KeyringError:
+        raise AuthenticationError("the run credential cannot be opened") from None
+    return SecretToken(plain.decode("utf-8"))
+
+
+def token_expiry(token: SecretToken) -> datetime | None:
+    """The token's exp claim, read without verification (only to schedule, never to trust)."""
+    try:
+        claims = jwt.decode(token.reveal(), options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return None
+    exp = claims.get("exp")
+    if isinstance(exp, bool) or not isinstance(exp, int | float):
+        return None
+    return datetime.fromtimestamp(exp, UTC)
+
+
+def select_run_token(
+    token: SecretToken,
+    expires_at: datetime | None,
+    *,
+    margin_seconds: int,
+    check: TokenCheck | None = None,
+    now: datetime | None = None,
+) -> SecretToken:
+    """Seed 000 "Run credential selection" for a run without a LONG registration.
+
+    1. The original token while it verifies and is more than the margin before exp.
+    2. (A LONG exchange: no run of this service has one.)
+    3. Otherwise the original token while it still verifies; an authentication error after.
+    Both remaining branches pick the same token, so the margin cannot change the choice here.
+    """
+    del margin_seconds  # only decides when a LONG run switches tokens; no LONG here
+    current = now or datetime.now(UTC)
+    if check is not None:
+        check(token.reveal())
+    elif expires_at is not None and expires_at <= current:
+        raise AuthenticationError("the run credential has expired")
+    return token

@@ -1,0 +1,277 @@
+"""The durable EffectPort: every outbound call is checked, budgeted, ledgered and bounded.
+
+Order per call: deadline, destination (or live grant), replay from the step ledger, budget
+reservation, permit (MCP), effect ``possible``, dispatch, effect ``confirmed``, reconcile.
+Only writes enter the step ledger: a read is idempotent and is simply sent again on replay.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
+from runtime.errors import WorkflowError
+from runtime.execution import store
+from runtime.execution.outbound import encode_body, send_http, send_mcp
+from runtime.execution.settings import ExecutionSettings
+from runtime.execution.targets import HttpPolicy
+from runtime.publication.bindings.effects import dependency_for
+from runtime.publication.bindings.reach import Dependency, Reach
+from runtime.scheduler import faults
+from runtime.scheduler.errors import LeaseLost, uncertain_effect_error
+from runtime.scheduler.lease import TaskLease
+from runtime.scheduler.models import ClaimedTask
+from runtime.security import SecretToken
+from runtime.store import Database
+
+# Step numbers: top-level task n runs as scheduler step n * CALL_SLOTS; its k-th write call
+# is ledgered at n * CALL_SLOTS + k, so calls never collide with each other or with tasks.
+CALL_SLOTS = 1000
+AFTER_DISPATCH_POINT = "after_effect_dispatch"
+TokenSource = Callable[[], Awaitable[SecretToken]]
+
+
+class RunDeadlineExpired(Exception):
+    """The run's deadline passed before a new dispatch or wait could start."""
+
+
+@dataclass
+class CallContext:
+    """What the effect port of one claimed task knows about its run."""
+
+    db: Database
+    task: ClaimedTask
+    lease: TaskLease
+    settings: ExecutionSettings
+    policy: HttpPolicy
+    client: httpx.AsyncClient
+    user_id: str
+    wf_def_id: str | None
+    reach: Reach | None
+    token: TokenSource
+    prior_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+class DurableEffects:
+    """EffectPort for the interpreter, bound to one claimed scheduler task."""
+
+    def __init__(self, ctx: CallContext) -> None:
+        self._ctx = ctx
+        self._writes = 0
+
+    # deadline -----------------------------------------------------------------------------
+
+    def remaining_s(self) -> float:
+        """Seconds left before the run's deadline."""
+        return (self._ctx.task.deadline_ts - datetime.now(UTC)).total_seconds()
+
+    def _before_dispatch(self) -> float:
+        self._ctx.lease.check()
+        remaining = self.remaining_s()
+        if remaining <= 0 and self._ctx.task.cancellation_policy != "disabled":
+            raise RunDeadlineExpired()
+        return max(remaining, 0.001)
+
+    def _timeout(self, remaining: float, write: bool) -> float:
+        if self._ctx.task.cancellation_policy == "disabled":
+            return max(remaining, self._ctx.settings.write_overrun_s)
+        # A started write is left to finish (before-effects-only); a read ends at the deadline.
+        return remaining + self._ctx.settings.write_overrun_s if write else remaining
+
+    # ledger replay --------------------------------------------------------------------------
+
+    def _next_write_step(self) -> int:
+        self._writes += 1
+        if self._writes >= CALL_SLOTS:
+            raise WorkflowError(
+                "WORKFLOW_BUDGET_EXHAUSTED", "too many write calls in one task", status="failed"
+            )
+        return self._ctx.task.step_no + self._writes
+
+    def _recorded(self, step_no: int) -> Any | None:
+        """A confirmed output to resume from; refuses a write that may already have happened."""
+        prior = self._ctx.prior_calls.get(step_no)
+        if prior is None:
+            return None
+        if prior["effect_state"] == "confirmed" and prior["output"] is not None:
+            return prior["output"]
+        raise uncertain_effect_error(step_no)
+
+    # HTTP -----------------------------------------------------------------------------------
+
+    async def call_http(self, request: HttpRequest) -> HttpResponse:
+        """Send one HTTP request within the run's destinations, budget and deadline."""
+        remaining = self._before_dispatch()
+        self._ctx.policy.check(request.method, request.uri)
+        step_no = self._next_write_step() if request.write else None
+        if step_no is not None and (recorded := self._recorded(step_no)) is not None:
+            return _response_from_record(recorded)
+        body_bytes = len(encode_body(request.body) or b"")
+        reservation = await self._ctx.lease.reserve(attempts=1, request_bytes=body_bytes)
+        try:
+            if step_no is not None:
+                await self._ctx.lease.mark_effect_possible(step_no)
+            response = await send_http(
+                self._ctx.client,
+                request,
+                self._ctx.policy,
+                timeout_s=self._timeout(remaining, request.write),
+                connect_timeout_s=self._ctx.settings.connect_timeout_s,
+                max_bytes=self._ctx.settings.max_response_bytes,
+                max_redirects=self._ctx.settings.max_redirects,
+            )
+            await faults.point(AFTER_DISPATCH_POINT)
+            if step_no is not None:
+                await self._ctx.lease.confirm_effect(_record_response(response), step_no)
+            return response
+        finally:
+            await self._settle(reservation, attempts=1, request_bytes=body_bytes)
+
+    # MCP ------------------------------------------------------------------------------------
+
+    async def call_mcp(self, request: McpRequest) -> dict[str, Any]:
+        """Send one tools/call through the Gateway under a live grant and a recorded permit."""
+        remaining = self._before_dispatch()
+        dependency = self._dependency(request.tool)
+        grant = await self._live_grant(request.tool, dependency)
+        gateway = self._ctx.settings.gateway_mcp_url
+        if gateway is None:
+            raise WorkflowError("WORKFLOW_POLICY_DENIED", "no Gateway MCP URL is configured")
+        step_no = self._next_write_step() if request.write else None
+        if step_no is not None and (recorded := self._recorded(step_no)) is not None:
+            return dict(recorded)
+        token = await self._ctx.token()
+        body_bytes = len(encode_body(request.arguments) or b"")
+        reservation = await self._ctx.lease.reserve(
+            attempts=1, nested_calls=1, request_bytes=body_bytes
+        )
+        try:
+            action_id = await self._record_permit(request.tool, grant, dependency)
+            if step_no is not None:
+                await self._ctx.lease.mark_effect_possible(step_no)
+            result = await send_mcp(
+                self._ctx.client,
+                gateway,
+                request,
+                self._headers(token, action_id),
+                timeout_s=self._timeout(remaining, request.write),
+                connect_timeout_s=self._ctx.settings.connect_timeout_s,
+                max_bytes=self._ctx.settings.max_response_bytes,
+            )
+            await faults.point(AFTER_DISPATCH_POINT)
+            if step_no is not None:
+                await self._ctx.lease.confirm_effect(result, step_no)
+            return result
+        finally:
+            await self._settle(reservation, attempts=1, nested_calls=1, request_bytes=body_bytes)
+
+    def _dependency(self, tool: str) -> Dependency | None:
+        if self._ctx.reach is None:
+            return None
+        dependency = dependency_for(tool, self._ctx.reach)
+        if dependency is None:
+            raise WorkflowError(
+                "WORKFLOW_POLICY_DENIED",
+                f"tool {tool} is not a dependency of the pinned binding revision",
+                status="failed",
+            )
+        return dependency
+
+    async def _live_grant(self, tool: str, dependency: Dependency | None) -> dict[str, Any]:
+        # Read at every dispatch: an acknowledged revocation stops the very next call.
+        grants: list[dict[str, Any]] = []
+        if self._ctx.wf_def_id is not None:
+            async with self._ctx.db.transaction(read_only=True) as conn:
+                grants = await store.select_grants(
+                    conn, self._ctx.task.host_id, self._ctx.wf_def_id
+                )
+        grant = matching_grant(grants, tool, dependency, self._ctx.settings.environment)
+        if grant is None:
+            raise WorkflowError(
+                "WORKFLOW_POLICY_DENIED",
+                f"the definition holds no live grant for tool {tool}",
+                status="failed",
+            )
+        return grant
+
+    async def _record_permit(
+        self, tool: str, grant: dict[str, Any], dependency: Dependency | None
+    ) -> str:
+        action_id = str(uuid.uuid4())
+        digest = dependency.contract_digest if dependency else grant.get("lightapi_digest")
+        async with self._ctx.db.transaction() as conn:
+            recorded = await store.insert_action_permit(
+                conn,
+                self._ctx.lease.state,
+                action_id=action_id,
+                user_id=self._ctx.user_id,
+                grant_id=str(grant["grant_id"]),
+                tool_name=tool,
+                contract_digest=digest,
+            )
+        if not recorded:
+            raise LeaseLost(self._ctx.task.task_id, "record_permit")
+        return action_id
+
+    def _headers(self, token: SecretToken, action_id: str) -> dict[str, str]:
+        headers = {
+            "authorization": f"Bearer {token.reveal()}",
+            "x-workflow-action": action_id,
+        }
+        if self._ctx.settings.app_token:
+            headers["x-scope-token"] = f"Bearer {self._ctx.settings.app_token}"
+        return headers
+
+    async def _settle(self, reservation: str, **actual: int) -> None:
+        # Idempotent and fenced; a lost lease surfaces as LeaseLost from here.
+        await self._ctx.lease.reconcile(reservation, **actual)
+
+
+def matching_grant(
+    grants: list[dict[str, Any]],
+    tool: str,
+    dependency: Dependency | None,
+    environment: str | None,
+) -> dict[str, Any] | None:
+    """The first live grant covering the tool (by name or pinned dependency) here."""
+    names = {tool}
+    if dependency is not None:
+        names |= {
+            dependency.nested_tool_id,
+            dependency.authorization_tool_name,
+            dependency.dispatch_target,
+        }
+    for grant in grants:
+        if grant["tool_id"] not in names:
+            continue
+        version = grant.get("tool_version")
+        if dependency is not None and version not in (None, dependency.nested_tool_version):
+            continue
+        environments = grant.get("allowed_environments") or []
+        if environment is not None and environments and environment not in environments:
+            continue
+        return grant
+    return None
+
+
+def _record_response(response: HttpResponse) -> dict[str, Any]:
+    return {
+        "statusCode": response.status_code,
+        "headers": response.headers,
+        "body": base64.b64encode(response.body).decode("ascii"),
+    }
+
+
+def _response_from_record(record: dict[str, Any]) -> HttpResponse:
+    return HttpResponse(
+        status_code=int(record["statusCode"]),
+        headers=dict(record["headers"]),
+        body=base64.b64decode(record["body"]),
+    )

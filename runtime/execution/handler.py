@@ -1,0 +1,250 @@
+"""The scheduler task handler that runs a workflow one top-level task per scheduler task.
+
+Why one top-level task per scheduler task: the interpreter's checkpoint (RunState JSON) is the
+payload of the NEXT task, and the scheduler inserts that task in the same fenced transaction
+that completes the current one. A checkpoint therefore exists exactly when its task's
+completion committed under a live lease: a stale worker can neither record progress nor lose
+it, and a reclaimed task restarts from the last committed checkpoint with nothing in between.
+Calls inside the re-run task replay from the step ledger (confirmed writes resume from their
+recorded output; possible writes are refused rather than sent twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from runtime.engine import WorkflowDefinition, parse_definition
+from runtime.engine.interpreter import run_workflow
+from runtime.engine.ports import EffectFailure, RealClock, RunLimits
+from runtime.engine.state import RunState
+from runtime.errors import AuthenticationError
+from runtime.execution import store
+from runtime.execution.credential import TokenCheck, open_credential, select_run_token
+from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
+from runtime.execution.settings import ExecutionSettings
+from runtime.execution.targets import policy_for
+from runtime.publication.bindings.reach import Reach
+from runtime.scheduler import faults
+from runtime.scheduler.errors import task_failed, timeout_error
+from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler.models import ClaimedTask, NewTask, TaskOutcome
+from runtime.security import Keyring, SecretToken
+from runtime.store import Database
+
+WORKFLOW_TASK_KIND = "workflow"
+# The ledger is the budget's single authority; the interpreter's own counter must not trip first.
+_UNBOUNDED_NESTED_CALLS = 1 << 30
+
+
+class _TaskDone(Exception):
+    """Raised from on_checkpoint to stop after one top-level task (the interpreter is pure)."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        super().__init__("top-level task done")
+        self.state = state
+
+
+class DeadlineClock(RealClock):
+    """Waits never outlast the run's deadline (unless the policy disables cancelling)."""
+
+    def __init__(self, deadline: datetime, enforced: bool) -> None:
+        self._deadline = deadline
+        self._enforced = enforced
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep, or sleep until the deadline and end the run."""
+        remaining = (self._deadline - datetime.now(UTC)).total_seconds()
+        if self._enforced and seconds >= remaining:
+            await asyncio.sleep(max(remaining, 0))
+            raise RunDeadlineExpired()
+        await asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    spec: store.RunSpec
+    definition: WorkflowDefinition
+    reach: Reach | None
+
+
+@dataclass
+class WorkflowRuntime:
+    """Process-wide configuration and caches of the workflow handler."""
+
+    settings: ExecutionSettings
+    keyring: Keyring
+    token_check: TokenCheck | None = None
+    transport: httpx.AsyncBaseTransport | None = None
+    _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
+    _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
+
+    def handlers(self) -> dict[str, TaskHandler]:
+        """The task handlers to give an Executor."""
+        return {WORKFLOW_TASK_KIND: self.handle}
+
+    def client(self) -> httpx.AsyncClient:
+        """One pooled HTTP client per event loop (pools cannot cross loops)."""
+        key = id(asyncio.get_running_loop())
+        client = self._clients.get(key)
+        if client is None or client.is_closed:
+            client = httpx.AsyncClient(transport=self.transport, follow_redirects=False)
+            self._clients[key] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients."""
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+    async def handle(self, task: ClaimedTask, lease: TaskLease) -> TaskOutcome:
+        """Run the next top-level task of the run; the checkpoint rides on the next task."""
+        db = lease.database
+        loaded = await self._load(db, task)
+        prior = await self._prior_calls(db, task) if task.attempts > 1 else {}
+        effects = DurableEffects(self._call_context(db, task, lease, loaded, prior))
+        resume = RunState.from_json(task.payload["state"]) if "state" in task.payload else None
+        enforced = task.cancellation_policy != "disabled"
+        # Lets a test kill a worker at an exact top-level task (after its claim).
+        await faults.point(f"before_workflow_task_{resume.position if resume else 0}")
+        try:
+            outcome = await run_workflow(
+                loaded.definition,
+                task.payload.get("input"),
+                effects,
+                _limits(loaded),
+                clock=DeadlineClock(task.deadline_ts, enforced),
+                resume=resume,
+                on_checkpoint=_stop_after_task(len(loaded.definition.tasks.tasks)),
+            )
+        except _TaskDone as done:
+            await _check_deadline(db, task)
+            next_task = NewTask(
+                WORKFLOW_TASK_KIND, {"state": done.state}, step_no=task.step_no + CALL_SLOTS
+            )
+            return TaskOutcome.then(next_task, output={"position": done.state["position"]})
+        except RunDeadlineExpired:
+            raise timeout_error(after_effect=await _effect_seen(db, task)) from None
+        await _check_deadline(db, task)
+        if outcome.status == "completed":
+            return TaskOutcome.finish_run(outcome.output, output={"finished": True})
+        raise outcome.error or task_failed()
+
+    async def _load(self, db: Database, task: ClaimedTask) -> _Loaded:
+        async with db.transaction(read_only=True) as conn:
+            spec = await store.select_run_spec(conn, task.host_id, task.process_id)
+            if spec is None:
+                raise task_failed("the run has no execution record")
+            reach = None
+            if spec.binding_id is not None:
+                # The run's own pinned revision, never the Tool's currently active one.
+                reach = await store.select_reach(conn, task.host_id, spec.binding_id)
+            document = spec.definition
+            if document is None and spec.wf_def_id and spec.workflow_version:
+                key = (spec.wf_def_id, spec.workflow_version)
+                if key in self._definitions:
+                    return _Loaded(spec, self._definitions[key], reach)
+                document = await store.select_definition_document(
+                    conn, task.host_id, spec.wf_def_id, spec.workflow_version
+                )
+        if document is None:
+            raise task_failed("the run's pinned definition version does not exist")
+        definition = parse_definition(document)
+        if spec.definition is None and spec.wf_def_id and spec.workflow_version:
+            self._definitions[(spec.wf_def_id, spec.workflow_version)] = definition
+        return _Loaded(spec, definition, reach)
+
+    async def _prior_calls(self, db: Database, task: ClaimedTask) -> dict[int, dict[str, Any]]:
+        async with db.transaction(read_only=True) as conn:
+            return await store.select_call_steps(
+                conn, task.host_id, task.process_id, task.step_no, task.step_no + CALL_SLOTS
+            )
+
+    def _call_context(
+        self,
+        db: Database,
+        task: ClaimedTask,
+        lease: TaskLease,
+        loaded: _Loaded,
+        prior: dict[int, dict[str, Any]],
+    ) -> CallContext:
+        targets = None if loaded.reach is None else loaded.reach.endpoint_targets
+        policy = policy_for(targets, self.settings.http_allowlist, self.settings.environment)
+
+        async def token() -> SecretToken:
+            return await self._run_token(db, task)
+
+        return CallContext(
+            db=db,
+            task=task,
+            lease=lease,
+            settings=self.settings,
+            policy=policy,
+            client=self.client(),
+            user_id=loaded.spec.user_id,
+            wf_def_id=loaded.spec.wf_def_id,
+            reach=loaded.reach,
+            token=token,
+            prior_calls=prior,
+        )
+
+    async def _run_token(self, db: Database, task: ClaimedTask) -> SecretToken:
+        async with db.transaction(read_only=True) as conn:
+            stored = await store.select_credential(conn, task.host_id, task.process_id)
+        try:
+            if stored is None:
+                raise AuthenticationError("the run has no stored credential")
+            token = open_credential(self.keyring, stored.sealed, task.host_id, task.process_id)
+            return select_run_token(
+                token,
+                stored.token_expires_ts,
+                margin_seconds=self.settings.original_token_margin_seconds,
+                check=self.token_check,
+            )
+        except AuthenticationError as exc:
+            # An authentication failure of this call (status 401), never the token's text.
+            raise EffectFailure("communication", exc.message, 401) from None
+
+
+def _stop_after_task(task_count: int) -> Any:
+    async def checkpoint(state: RunState) -> None:
+        if not state.finished and state.position < task_count:
+            raise _TaskDone(state.to_json())
+
+    return checkpoint
+
+
+def _limits(loaded: _Loaded) -> RunLimits:
+    limits: Mapping[str, Any] = loaded.spec.limits
+    read_only = set(limits.get("readOnlyTools", []))
+    if loaded.reach is not None:
+        for dependency in loaded.reach.dependencies:
+            if dependency.annotations is not None and dependency.annotations.read_only:
+                read_only |= {dependency.authorization_tool_name, dependency.dispatch_target}
+    return RunLimits(
+        total_deadline_ms=None,  # the durable deadline is enforced here, not by asyncio.timeout
+        maximum_task_attempts=int(limits.get("maximumTaskAttempts", 8)),
+        maximum_parallelism=int(limits.get("maximumParallelism", 8)),
+        maximum_nested_calls=_UNBOUNDED_NESTED_CALLS,
+        maximum_iterations=int(limits.get("maximumIterations", 100)),
+        read_only_tools=frozenset(read_only),
+    )
+
+
+async def _effect_seen(db: Database, task: ClaimedTask) -> bool:
+    async with db.transaction(read_only=True) as conn:
+        row = await store.select_process_state(conn, task.host_id, task.process_id)
+    return row is not None and row["effect_state"] != "none"
+
+
+async def _check_deadline(db: Database, task: ClaimedTask) -> None:
+    """Past the deadline nothing new starts: the run ends with a stable WORKFLOW_TIMEOUT."""
+    if task.cancellation_policy == "disabled" or datetime.now(UTC) < task.deadline_ts:
+        return
+    raise timeout_error(after_effect=await _effect_seen(db, task))

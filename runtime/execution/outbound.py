@@ -1,0 +1,178 @@
+"""The wire side of outbound calls: bounded HTTP requests and MCP tools/call over HTTP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+
+from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRequest
+from runtime.execution.targets import HttpPolicy
+
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+def _timeout(seconds: float, connect_s: float) -> httpx.Timeout:
+    seconds = max(seconds, 0.001)
+    return httpx.Timeout(seconds, connect=min(seconds, connect_s))
+
+
+async def _read_bounded(response: httpx.Response, max_bytes: int) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        body.extend(chunk)
+        if len(body) > max_bytes:
+            raise EffectFailure("communication", f"response larger than {max_bytes} bytes")
+    return bytes(body)
+
+
+def encode_body(body: Any) -> bytes | None:
+    """The request body as sent: JSON for structured values, UTF-8 for strings."""
+    if body is None:
+        return None
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+async def send_http(
+    client: httpx.AsyncClient,
+    request: HttpRequest,
+    policy: HttpPolicy,
+    *,
+    timeout_s: float,
+    connect_timeout_s: float,
+    max_bytes: int,
+    max_redirects: int,
+) -> HttpResponse:
+    """Send one request; redirects are followed only on the same origin and only when asked."""
+    body = encode_body(request.body)
+    headers = dict(request.headers)
+    if body is not None and not isinstance(request.body, str):
+        headers.setdefault("content-type", "application/json")
+    uri, method = request.uri, request.method.upper()
+    for _ in range(max_redirects + 1):
+        outgoing = client.build_request(
+            method, uri, headers=headers, params=request.query or None, content=body,
+            timeout=_timeout(timeout_s, connect_timeout_s),
+        )  # fmt: skip
+        try:
+            response = await client.send(outgoing, stream=True, follow_redirects=False)
+            try:
+                content = await _read_bounded(response, max_bytes)
+            finally:
+                await response.aclose()
+        except httpx.TimeoutException:
+            raise EffectFailure("communication", "the HTTP call timed out") from None
+        except httpx.HTTPError as exc:
+            raise EffectFailure(
+                "communication", f"HTTP transport error: {type(exc).__name__}"
+            ) from None
+        location = response.headers.get("location")
+        if not (request.redirect and response.status_code in _REDIRECTS and location):
+            return _response(response, content)
+        target = urljoin(uri, location)
+        if not policy.same_origin(uri, target):
+            # Never follow to another host: hand the 3xx back instead.
+            return _response(response, content)
+        policy.check(method, target)
+        uri = target
+    raise EffectFailure("communication", "too many redirects")
+
+
+def _response(response: httpx.Response, content: bytes) -> HttpResponse:
+    headers = {name.lower(): value for name, value in response.headers.items()}
+    return HttpResponse(status_code=response.status_code, headers=headers, body=content)
+
+
+async def send_mcp(
+    client: httpx.AsyncClient,
+    url: str,
+    request: McpRequest,
+    headers: dict[str, str],
+    *,
+    timeout_s: float,
+    connect_timeout_s: float,
+    max_bytes: int,
+) -> dict[str, Any]:
+    """initialize, notifications/initialized, then tools/call; returns the call's result."""
+    base = {
+        **headers,
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": request.protocol_version,
+    }
+    timeout = _timeout(timeout_s, connect_timeout_s)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": request.protocol_version,
+            "capabilities": {},
+            "clientInfo": {"name": "workflow-mcp", "version": "0.1.0"},
+        },
+    }
+    try:
+        first = await _post(client, url, base, init, timeout, max_bytes)
+        session = first[1].get("mcp-session-id")
+        if session:
+            base["mcp-session-id"] = session
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await _post(client, url, base, note, timeout, max_bytes)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": request.tool, "arguments": request.arguments or {}},
+        }
+        message, _ = await _post(client, url, base, call, timeout, max_bytes)
+    except httpx.TimeoutException:
+        raise EffectFailure("communication", "the MCP call timed out") from None
+    except httpx.HTTPError as exc:
+        raise EffectFailure("communication", f"MCP transport error: {type(exc).__name__}") from None
+    if not isinstance(message, dict) or "error" in message:
+        raise EffectFailure("runtime", "the MCP server returned a JSON-RPC error")
+    result = message.get("result")
+    if not isinstance(result, dict):
+        raise EffectFailure("runtime", "the MCP response has no result")
+    return result
+
+
+async def _post(
+    client: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    timeout: httpx.Timeout,
+    max_bytes: int,
+) -> tuple[Any, httpx.Headers]:
+    outgoing = client.build_request("POST", url, headers=headers, json=payload, timeout=timeout)
+    response = await client.send(outgoing, stream=True, follow_redirects=False)
+    try:
+        content = await _read_bounded(response, max_bytes)
+    finally:
+        await response.aclose()
+    if response.status_code in (401, 403):
+        raise EffectFailure("communication", "the Gateway refused the call", response.status_code)
+    if response.status_code >= 400:
+        raise EffectFailure("communication", "the MCP call failed", response.status_code)
+    if "id" not in payload or not content:
+        return None, response.headers
+    return _message(content, response.headers.get("content-type", "")), response.headers
+
+
+def _message(content: bytes, content_type: str) -> Any:
+    try:
+        if content_type.startswith("text/event-stream"):
+            data = [
+                line[5:].strip()
+                for line in content.decode("utf-8").splitlines()
+                if line.startswith("data:")
+            ]
+            return json.loads(data[-1]) if data else None
+        return json.loads(content)
+    except ValueError:
+        raise EffectFailure("runtime", "the MCP response is not JSON") from None

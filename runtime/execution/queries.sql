@@ -1,0 +1,67 @@
+-- Named queries of durable workflow execution (runtime/execution). Writes made for a claimed
+-- task are fenced on its lease like the scheduler's own.
+
+-- insert_run_spec --
+-- Record what a run executes (definition source, caller, interpreter limits).
+INSERT INTO workflow_run_spec (
+    host_id, process_id, wf_def_id, workflow_version, definition, binding_id, user_id, limits
+) VALUES (
+    %(host_id)s, %(process_id)s, %(wf_def_id)s, %(workflow_version)s, %(definition)s,
+    %(binding_id)s, %(user_id)s, %(limits)s
+);
+
+-- select_run_spec --
+-- Read what a run executes.
+SELECT host_id::text AS host_id, process_id::text AS process_id, wf_def_id::text AS wf_def_id,
+       workflow_version, definition, binding_id::text AS binding_id, user_id, limits
+FROM workflow_run_spec
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
+
+-- insert_run_credential --
+-- Store the sealed run credential of a new run.
+INSERT INTO workflow_run_credential (
+    host_id, process_id, key_id, nonce, ciphertext, token_expires_ts, expires_ts
+) VALUES (
+    %(host_id)s, %(process_id)s, %(key_id)s, %(nonce)s, %(ciphertext)s, %(token_expires_ts)s,
+    %(expires_ts)s
+);
+
+-- select_run_credential --
+-- Read a run's sealed credential (absent once the run ended).
+SELECT key_id, nonce, ciphertext, token_expires_ts
+FROM workflow_run_credential
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
+
+-- delete_expired_credentials --
+-- Forget sealed credentials that outlived their run's deadline.
+DELETE FROM workflow_run_credential
+WHERE expires_ts < now()
+RETURNING process_id;
+
+-- select_call_steps --
+-- Read the step ledger rows of the calls made by one top-level task (a step number range).
+SELECT step_no, effect_state, output
+FROM workflow_step
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+  AND step_no > %(first_step)s AND step_no < %(last_step)s
+ORDER BY step_no;
+
+-- insert_action_permit --
+-- Under the task's lease, record the permit of one outbound Tool call; no row = lease lost.
+INSERT INTO workflow_action_permit (
+    host_id, action_id, process_id, task_id, fencing_token, user_id, grant_id, tool_name,
+    contract_digest, depth, max_depth, execution_class, deadline_ts
+)
+SELECT t.host_id, %(action_id)s, t.process_id, t.task_id, t.fencing_token, %(user_id)s,
+       %(grant_id)s, %(tool_name)s, %(contract_digest)s, 0, 0, p.execution_class, p.deadline_ts
+FROM workflow_task t
+JOIN workflow_process p ON p.host_id = t.host_id AND p.process_id = t.process_id
+WHERE t.host_id = %(host_id)s AND t.task_id = %(task_id)s AND t.lease_id = %(lease_id)s
+  AND t.fencing_token = %(fencing_token)s AND t.state = 'running'
+RETURNING action_id;
+
+-- select_process_state --
+-- A run's state, result and error (the waiter's read).
+SELECT state, result, error, effect_state
+FROM workflow_process
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s;

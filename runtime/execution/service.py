@@ -1,0 +1,147 @@
+"""Starting a durable workflow run and waiting for its result (the internal API)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from runtime.engine import DefinitionError, parse_definition
+from runtime.errors import WorkflowError, input_invalid
+from runtime.execution import store
+from runtime.execution.credential import seal_credential, token_expiry
+from runtime.execution.handler import WORKFLOW_TASK_KIND
+from runtime.execution.waiter import TERMINAL_STATES, waiter_for
+from runtime.scheduler import NewTask, enqueue_process
+from runtime.scheduler.models import BudgetAmounts, CancellationPolicy, ExecutionClass
+from runtime.scheduler.service import DEFAULT_BUDGET
+from runtime.security import Keyring, SecretToken
+from runtime.store import Database
+
+
+def _uuid(value: str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise input_invalid(f"{name} must be a UUID") from None
+
+
+def _check_source(
+    definition: Mapping[str, Any] | None, wf_def_id: str | None, version: str | None
+) -> None:
+    if (definition is None) == (wf_def_id is None or version is None):
+        raise input_invalid("give either a definition document or wf_def_id and version")
+    if definition is not None:
+        try:
+            parse_definition(definition)
+        except DefinitionError as exc:
+            raise input_invalid(f"the definition is invalid: {exc}") from None
+
+
+async def start_workflow_run(
+    db: Database,
+    *,
+    host_id: str,
+    user_id: str,
+    input: Any,
+    keyring: Keyring,
+    credential: SecretToken | None,
+    definition: Mapping[str, Any] | None = None,
+    wf_def_id: str | None = None,
+    version: str | None = None,
+    execution_class: ExecutionClass = "interactive",
+    deadline: datetime | None = None,
+    timeout_ms: int = 30_000,
+    cancellation_policy: CancellationPolicy = "before-effects-only",
+    budget: BudgetAmounts = DEFAULT_BUDGET,
+    binding_id: str | None = None,
+    limits: Mapping[str, Any] | None = None,
+) -> str:
+    """Admit a run in one transaction (run, first task, spec, sealed credential); its id."""
+    host = _uuid(host_id, "host_id")
+    assert host is not None
+    _check_source(definition, wf_def_id, version)
+    process_id = str(uuid.uuid4())
+    deadline_ts = deadline or datetime.now(UTC) + timedelta(milliseconds=timeout_ms)
+    sealed = None
+    if credential is not None:
+        # Sealed before the transaction: admission never holds locks while encrypting.
+        sealed = seal_credential(keyring, credential, host, process_id)
+    spec = store.RunSpec(
+        host_id=host,
+        process_id=process_id,
+        wf_def_id=_uuid(wf_def_id, "wf_def_id"),
+        workflow_version=version,
+        definition=None if definition is None else dict(definition),
+        binding_id=_uuid(binding_id, "binding_id"),
+        user_id=user_id,
+        limits=dict(limits or {}),
+    )
+    async with db.transaction() as conn:
+        if spec.wf_def_id is not None and version is not None:
+            await _check_version(conn, host, spec.wf_def_id, version)
+        await enqueue_process(
+            conn,
+            host_id=host,
+            process_id=process_id,
+            first_task=NewTask(WORKFLOW_TASK_KIND, {"input": input}, step_no=0),
+            execution_class=execution_class,
+            deadline_ts=deadline_ts,
+            cancellation_policy=cancellation_policy,
+            budget=budget,
+            binding_id=spec.binding_id,
+        )
+        await store.insert_run_spec(conn, spec)
+        if sealed is not None and credential is not None:
+            await store.insert_credential(
+                conn,
+                host,
+                process_id,
+                sealed,
+                token_expires_ts=token_expiry(credential),
+                expires_ts=deadline_ts,
+            )
+    return process_id
+
+
+async def _check_version(conn: Any, host_id: str, wf_def_id: str, version: str) -> None:
+    document = await store.select_definition_document(conn, host_id, wf_def_id, version)
+    if document is None:
+        raise WorkflowError("WORKFLOW_NOT_FOUND", "the definition version does not exist")
+
+
+async def read_run(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
+    """A run's state, result, error and effect state, scoped to its host."""
+    host, process = _uuid(host_id, "host_id"), _uuid(process_id, "process_id")
+    assert host is not None and process is not None
+    async with db.transaction(read_only=True) as conn:
+        return await store.select_process_state(conn, host, process)
+
+
+async def wait_for_result(
+    db: Database, host_id: str, process_id: str, timeout: float
+) -> dict[str, Any] | None:
+    """The run once terminal, else its current state when timeout seconds pass (None: unknown).
+
+    Wakes on the scheduler's process-state NOTIFY, with a short fallback poll.
+    """
+    waiter = await waiter_for(db)
+    process = _uuid(process_id, "process_id")
+    assert process is not None
+    async with waiter.watch(process) as changed:
+        loop_deadline = datetime.now(UTC) + timedelta(seconds=timeout)
+        while True:
+            run = await read_run(db, host_id, process)
+            remaining = (loop_deadline - datetime.now(UTC)).total_seconds()
+            if run is None or run["state"] in TERMINAL_STATES or remaining <= 0:
+                return run
+            await changed.wait_once(min(remaining, waiter.poll_interval_s))
+
+
+async def forget_expired_credentials(db: Database) -> int:
+    """The credential sweeper: delete sealed credentials past their run's deadline."""
+    async with db.transaction() as conn:
+        return await store.delete_expired_credentials(conn)

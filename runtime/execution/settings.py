@@ -1,0 +1,51 @@
+"""Configuration of durable execution: outbound destinations, the Gateway, size and time bounds."""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+SETTINGS_ENV = "WORKFLOW_EXECUTION_SETTINGS"
+
+
+class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Where outbound calls may go and how big and long they may be."""
+
+    # URI prefixes HTTP calls of runs WITHOUT a binding may reach (a binding's pinned endpoint
+    # targets replace this list for its runs). Empty: no direct HTTP at all.
+    http_allowlist: list[str] = msgspec.field(default_factory=list)
+    # The environment this service runs in; endpoint targets and grants listing environments
+    # are reachable only from one of them.
+    environment: str | None = None
+    gateway_mcp_url: str | None = None
+    # Workflow's own application token for X-Scope-Token on Gateway calls (configured secret).
+    app_token: str | None = msgspec.field(default=None)
+    max_response_bytes: int = 1 << 20
+    max_redirects: int = 5
+    connect_timeout_s: float = 5.0
+    # A dispatched write may run this long past the deadline before its HTTP timeout fires:
+    # before-effects-only lets a started write finish instead of cutting it mid-flight.
+    write_overrun_s: float = 30.0
+    original_token_margin_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        if self.max_response_bytes <= 0 or self.max_redirects < 0:
+            raise ValueError("max_response_bytes must be positive and max_redirects >= 0")
+        if self.original_token_margin_seconds < 0:
+            raise ValueError("original_token_margin_seconds must not be negative")
+
+    def __repr__(self) -> str:
+        # The app token is a secret: never show it.
+        return (
+            f"ExecutionSettings(http_allowlist={self.http_allowlist!r}, "
+            f"environment={self.environment!r}, gateway_mcp_url={self.gateway_mcp_url!r})"
+        )
+
+
+def settings_from_env() -> ExecutionSettings:
+    """Settings from $WORKFLOW_EXECUTION_SETTINGS (JSON), else the defaults."""
+    text = os.environ.get(SETTINGS_ENV)
+    if not text:
+        return ExecutionSettings()
+    return msgspec.json.decode(text.encode("utf-8"), type=ExecutionSettings)

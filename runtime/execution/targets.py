@@ -1,0 +1,86 @@
+"""Which HTTP destinations a run may reach: its pinned endpoint targets, else the allowlist."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from runtime.errors import WorkflowError
+from runtime.publication.bindings.reach import EndpointTarget
+
+_PLACEHOLDER = re.compile(r"\\\{[A-Za-z_][A-Za-z0-9_]*\\\}")
+
+
+@dataclass(frozen=True)
+class HttpPolicy:
+    """The endpoint targets of a pinned revision, or the configured allowlist for unbound runs."""
+
+    targets: tuple[EndpointTarget, ...] | None
+    allowlist: tuple[str, ...]
+    environment: str | None
+
+    def check(self, method: str, uri: str) -> None:
+        """Refuse (before any request leaves) a method or URI this run may not reach."""
+        if not _is_http(uri):
+            raise _refused("only absolute http(s) URIs without credentials may be called")
+        if self.targets is None:
+            if not any(_under_prefix(uri, prefix) for prefix in self.allowlist):
+                raise _refused("the URI is not on the configured HTTP allowlist")
+            return
+        for target in self.targets:
+            if not _in_environment(target, self.environment):
+                continue
+            if _matches_target(uri, target.endpoint_uri):
+                if method.upper() not in target.allowed_methods:
+                    raise _refused(f"method {method.upper()} is not allowed on this endpoint")
+                return
+        raise _refused("the URI is not an endpoint target of the pinned binding revision")
+
+    def same_origin(self, first: str, second: str) -> bool:
+        """Redirects may only stay on the origin of the original request."""
+        return _origin(first) == _origin(second)
+
+
+def _in_environment(target: EndpointTarget, environment: str | None) -> bool:
+    return environment is None or not target.environments or environment in target.environments
+
+
+def _refused(message: str) -> WorkflowError:
+    return WorkflowError("WORKFLOW_POLICY_DENIED", message, status="failed")
+
+
+def _is_http(uri: str) -> bool:
+    parts = urlsplit(uri)
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username
+
+
+def _origin(uri: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(uri)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+def _under_prefix(uri: str, prefix: str) -> bool:
+    if _origin(uri) != _origin(prefix):
+        return False
+    path, base = urlsplit(uri).path or "/", urlsplit(prefix).path or "/"
+    return path == base or path.startswith(base if base.endswith("/") else base + "/")
+
+
+def _matches_target(uri: str, target_uri: str) -> bool:
+    if _origin(uri) != _origin(target_uri):
+        return False
+    path = urlsplit(uri).path or "/"
+    template = urlsplit(target_uri).path or "/"
+    # A {name} placeholder stands for exactly one percent-encoded path segment.
+    pattern = _PLACEHOLDER.sub("[^/]+", re.escape(template))
+    return re.fullmatch(pattern, path) is not None
+
+
+def policy_for(
+    targets: Sequence[EndpointTarget] | None, allowlist: Sequence[str], environment: str | None
+) -> HttpPolicy:
+    """The HTTP policy of one run."""
+    return HttpPolicy(None if targets is None else tuple(targets), tuple(allowlist), environment)
