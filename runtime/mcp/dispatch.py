@@ -127,7 +127,8 @@ class ToolDispatcher:
             details = _validation_details(exc) or None
             raise input_invalid(_validation_message(exc), details) from None
         try:
-            return msgspec.convert(arguments, route.input_model)
+            # Lax: JSON Schema counts 3.0 as an integer, and the schema check above already passed.
+            return msgspec.convert(arguments, route.input_model, strict=False)
         except msgspec.ValidationError as exc:
             raise input_invalid(f"invalid arguments: {exc}") from None
 
