@@ -2,7 +2,7 @@
 # source errors.json sha256:b8ee9052e17fb9ec2dd5109308e7aaf2e7ff43fc9f8c8f2b735869e3fe445e7e
 # source examples.json sha256:7abfaebe30112d631cc5409c27f09b5be5febd7a5034ae4136fd5a34886b3681
 # source schemas.json sha256:a490bbb2ab924bf3870a0c34728f2bf444124143435f7356fbdec214c6a2e44d
-# source workflow-tools-list-full.json sha256:eb4f2295d535f5ff8341b557f091b4702bc3ff7a2d83a8f2aa893c67153fad1b
+# source workflow-tools-list-full.json sha256:e703058ccb846cf36d310701b09c7d84ba7e9eb8f699c2f073277a0af367e388
 
 """The stable error registry (contracts errors.json) as an enum."""
 

@@ -2,7 +2,7 @@
 # source errors.json sha256:b8ee9052e17fb9ec2dd5109308e7aaf2e7ff43fc9f8c8f2b735869e3fe445e7e
 # source examples.json sha256:7abfaebe30112d631cc5409c27f09b5be5febd7a5034ae4136fd5a34886b3681
 # source schemas.json sha256:a490bbb2ab924bf3870a0c34728f2bf444124143435f7356fbdec214c6a2e44d
-# source workflow-tools-list-full.json sha256:eb4f2295d535f5ff8341b557f091b4702bc3ff7a2d83a8f2aa893c67153fad1b
+# source workflow-tools-list-full.json sha256:e703058ccb846cf36d310701b09c7d84ba7e9eb8f699c2f073277a0af367e388
 
 from __future__ import annotations
 
@@ -635,7 +635,10 @@ class WorkflowBindingListInput(Struct):
         ]
         | UnsetType
     ) = UNSET
-    limit: Annotated[int, Meta(description="Page size.", ge=1, le=200)] | UnsetType = 50
+    limit: (
+        Annotated[int, Meta(description="Page size (default 25, at most 100).", ge=1, le=100)]
+        | UnsetType
+    ) = 25
     cursor: (
         Annotated[
             str,
@@ -1132,7 +1135,7 @@ class WorkflowBindingPublishInput(Struct):
 class WorkflowBindingListOutput(Struct):
     items: Annotated[
         list[BindingListItem],
-        Meta(description="Revisions, newest request first.", max_length=200, min_length=0),
+        Meta(description="Revisions, newest request first.", max_length=100, min_length=0),
     ]
     pending_count: Annotated[
         int,

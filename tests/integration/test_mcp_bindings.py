@@ -393,3 +393,22 @@ async def test_thirty_racing_publishes_leave_one_active_and_at_most_one_pending(
     assert counts.get("approved", 0) == 1
     assert counts.get("pendingApproval", 0) <= 1
     assert head is not None and head["aggregate_version"] == 30
+
+
+async def test_list_pages_default_to_25_and_refuse_more_than_100(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    for _ in range(26):
+        ok(await publish(actors.author, publish_args(binding(wf_def_id, new_id(), text), 0)))
+    query = {"hostId": HOST, "role": "owner", "wfDefId": wf_def_id}
+    first = ok(await actors.owner.call_tool("workflow_binding_list", query))
+    assert len(first["items"]) == 25
+    assert first["pendingCount"] == 26
+    second = ok(
+        await actors.owner.call_tool(
+            "workflow_binding_list", {**query, "cursor": first["nextCursor"]}
+        )
+    )
+    assert len(second["items"]) == 1
+    assert "nextCursor" not in second
+    too_many = await actors.owner.call_tool("workflow_binding_list", {**query, "limit": 101})
+    refused(too_many, "WORKFLOW_INPUT_INVALID")

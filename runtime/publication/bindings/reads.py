@@ -23,8 +23,8 @@ from runtime.security import InvocationContext
 from runtime.store import Connection, Database
 
 DECISIONS_LIMIT = 200
-LIST_DEFAULT_LIMIT = 50  # contracts: BindingList limit default 50, maximum 200
-LIST_MAX_LIMIT = 200
+LIST_DEFAULT_LIMIT = 25  # contracts: workflow_binding_list limit default 25, maximum 100
+LIST_MAX_LIMIT = 100
 
 
 def _optional(doc: dict[str, Any], key: str, value: Any) -> None:
