@@ -36,6 +36,7 @@ async def build_services(
     )
 
     async def close() -> None:
-        await store.close(stop_embedded=False)
+        # A cluster this process started stops with it; a reused one keeps running.
+        await store.close(stop_embedded=True)
 
     return services, close
