@@ -12,7 +12,6 @@ from runtime.publication.bindings import (
     decide_binding,
     get_binding,
     list_bindings,
-    on_definition_owner_saved,
     on_definition_version_retire,
     publish_binding,
     retire_binding,
@@ -153,10 +152,10 @@ async def test_retiring_a_definition_version_withdraws_its_pending_revisions(db:
 
 async def test_an_ownership_transfer_moves_pending_revisions_to_the_new_owner(db: Database) -> None:
     wf_def_id, _, pending = await _published(db, by_owner=False)
+    # workflow_definition_save itself moves pending revisions to the new owner.
     await save_owner(db, wf_def_id, owner="owner-2", revision=2)
-    async with db.transaction() as conn:
-        moved = await on_definition_owner_saved(conn, HOST, wf_def_id, "owner-2", None)
-    assert moved == 1
+    moved = await get_binding(db, owner_ctx(), {"hostId": HOST, "toolId": pending["toolId"]})
+    assert moved["revision"]["owner"]["userId"] == "owner-2"
     with pytest.raises(WorkflowError) as old_owner:
         await decide_binding(db, owner_ctx(), _decide(pending, "approve"))
     assert old_owner.value.code == "WORKFLOW_POLICY_DENIED"

@@ -412,3 +412,43 @@ async def test_list_pages_default_to_25_and_refuse_more_than_100(actors: Actors)
     assert "nextCursor" not in second
     too_many = await actors.owner.call_tool("workflow_binding_list", {**query, "limit": 101})
     refused(too_many, "WORKFLOW_INPUT_INVALID")
+
+
+async def test_an_owner_change_by_save_moves_pending_revisions_and_keeps_approvals(
+    actors: Actors, http: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    wf_def_id, text = await definition(actors)
+    active_tool, pending_tool = new_id(), new_id()
+    active = ok(await publish(actors.owner, publish_args(binding(wf_def_id, active_tool, text), 0)))
+    pending = ok(
+        await publish(actors.author, publish_args(binding(wf_def_id, pending_tool, text), 0))
+    )
+    transfer = {
+        "hostId": HOST,
+        "wfDefId": wf_def_id,
+        "sourceRevision": 2,
+        "actor": "steve",
+        "namespace": "claims",
+        "name": "summarize-claim",
+        "version": "1.2.0",
+        "definition": definition_yaml(),
+        "lifecycleStatus": "PUBLISHED",
+        "catalogVisible": False,
+        "owner": {"userId": "owner-2", "positionId": "pos-2"},
+        "active": True,
+    }
+    ok(await actors.owner.call_tool("workflow_definition_save", transfer))
+    new_owner = McpTestClient(
+        http,
+        MODERN,
+        dev_identity.auth_headers(
+            dev_identity.user_token(host_id=HOST, user_id="owner-2", roles=("admin",)),
+            dev_identity.app_token(host_id=HOST),
+        ),
+    )
+    # The pending revision now names the new owner; the approved one keeps its approver.
+    assert (await get(new_owner, pending_tool))["revision"]["owner"]["userId"] == "owner-2"
+    assert (await get(new_owner, active_tool))["revision"]["owner"]["userId"] == OWNER
+    refused(await decide(actors.owner, pending, "approve"), "WORKFLOW_POLICY_DENIED")
+    assert ok(await decide(new_owner, pending, "approve"))["status"] == "active"
+    assert (await get(new_owner, active_tool))["activeBindingId"] == active["bindingId"]
