@@ -19,7 +19,7 @@ from runtime.canonical import (
     schema_digest,
 )
 from runtime.errors import WorkflowError, input_invalid
-from runtime.publication.operations import run_operation
+from runtime.publication.operations import rejections_with_codes, run_operation
 from runtime.publication.requests import (
     PublishDefinitionRequest,
     RetireDefinitionRequest,
@@ -38,8 +38,10 @@ SAVE_TOOL = "workflow_definition_save"
 PUBLISH_TOOL = "workflow_definition_publish"
 RETIRE_TOOL = "workflow_definition_retire"
 # Rejections that depend only on the request and immutable versions, so replay stores them.
-PUBLISH_FINAL_REJECTIONS = frozenset({"WORKFLOW_INPUT_INVALID", "WORKFLOW_DEFINITION_MISMATCH"})
-RETIRE_FINAL_REJECTIONS = frozenset({"WORKFLOW_DEFINITION_MISMATCH"})
+PUBLISH_FINAL_REJECTIONS = rejections_with_codes(
+    frozenset({"WORKFLOW_INPUT_INVALID", "WORKFLOW_DEFINITION_MISMATCH"})
+)
+RETIRE_FINAL_REJECTIONS = rejections_with_codes(frozenset({"WORKFLOW_DEFINITION_MISMATCH"}))
 
 RequestT = TypeVar("RequestT")
 
@@ -324,7 +326,7 @@ async def publish_definition(
         operation_id=request.operation_id,
         arguments=request.arguments,
         perform=perform,
-        final_rejections=PUBLISH_FINAL_REJECTIONS,
+        is_final=PUBLISH_FINAL_REJECTIONS,
     )
 
 
@@ -387,7 +389,7 @@ async def retire_definition(
         operation_id=request.operation_id,
         arguments=request.arguments,
         perform=perform,
-        final_rejections=RETIRE_FINAL_REJECTIONS,
+        is_final=RETIRE_FINAL_REJECTIONS,
     )
 
 

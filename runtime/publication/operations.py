@@ -35,6 +35,8 @@ from runtime.store import Connection, Database
 
 RECEIPT_RETENTION = timedelta(days=30)
 Perform = Callable[[Connection], Awaitable[dict[str, Any]]]
+# Whether a rejection is final for its operation: stored, and replayed to every retry.
+FinalRejection = Callable[[WorkflowError], bool]
 
 
 def canonical_copy(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,16 +84,25 @@ def _replay(record: ledger.OperationRecord, ctx: InvocationContext, tool: str, d
 
 
 async def _perform_once(
-    conn: Connection, perform: Perform, final_rejections: frozenset[str]
+    conn: Connection, perform: Perform, is_final: FinalRejection
 ) -> tuple[dict[str, Any], bool]:
     try:
         # A savepoint, so a stored rejection leaves no partial mutation behind.
         async with conn.transaction():
             return canonical_copy(await perform(conn)), False
     except WorkflowError as error:
-        if error.code not in final_rejections:
+        if not is_final(error):
             raise
         return canonical_copy(error.to_structured()), True
+
+
+def rejections_with_codes(codes: frozenset[str]) -> FinalRejection:
+    """A FinalRejection that stores the rejections with one of these codes."""
+    return lambda error: error.code in codes
+
+
+def _no_stored_rejections(error: WorkflowError) -> bool:
+    return False
 
 
 async def run_operation(
@@ -102,9 +113,13 @@ async def run_operation(
     operation_id: str,
     arguments: Mapping[str, Any],
     perform: Perform,
-    final_rejections: frozenset[str] = frozenset(),
+    is_final: FinalRejection = _no_stored_rejections,
 ) -> dict[str, Any]:
-    """Run perform once per (host, operationId) and return its response, replaying repeats."""
+    """Run perform once per (host, operationId) and return its response, replaying repeats.
+
+    A rejection for which is_final holds is stored and replayed like a receipt; any other
+    error rolls the whole transaction back, ledger row included, so a retry runs afresh.
+    """
     digest = request_digest(arguments)
     async with db.transaction() as conn:
         claimed = await ledger.claim_operation(
@@ -116,7 +131,7 @@ async def run_operation(
             requested_by=ctx.user_id,
         )
         if claimed:
-            response, is_error = await _perform_once(conn, perform, final_rejections)
+            response, is_error = await _perform_once(conn, perform, is_final)
             await ledger.complete_operation(
                 conn,
                 host_id=ctx.host_id,
