@@ -29,6 +29,7 @@ from runtime.publication.requests import (
     parse_retire_definition,
     parse_save_definition,
 )
+from runtime.publication.revisions import judge_revision
 from runtime.publication.store import constraints as _constraints  # noqa: F401 (registers errors)
 from runtime.publication.store import definitions as store
 from runtime.security import InvocationContext, check_host_assertion
@@ -171,19 +172,19 @@ async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[str, store
         return "saved", created
     current = await store.lock_head(conn, row["host_id"], row["wf_def_id"])
     assert current is not None  # the insert conflicted, and heads are never deleted
-    if row["source_revision"] < current.source_revision:
-        return "stale", current
-    if row["source_revision"] == current.source_revision:
-        if row["content_digest"] == current.content_digest:
-            return "unchanged", current
-        raise WorkflowError(
-            "WORKFLOW_IDEMPOTENCY_CONFLICT",
-            "sourceRevision is already applied with different content or visibility",
-            details={
-                "appliedRevision": current.source_revision,
-                "definitionDigest": current.definition_digest,
-            },
-        )
+    verdict = judge_revision(
+        row["source_revision"],
+        row["content_digest"],
+        current.source_revision,
+        current.content_digest,
+        conflict="sourceRevision is already applied with different content or visibility",
+        details={
+            "appliedRevision": current.source_revision,
+            "definitionDigest": current.definition_digest,
+        },
+    )
+    if verdict != "apply":
+        return verdict, current
     updated = await store.update_head(conn, row)
     assert updated is not None  # we hold the row lock and our revision is higher
     await _move_pending_bindings(conn, row)

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.canonical import canonical_digest
-from runtime.errors import WorkflowError
 from runtime.publication.definitions import accept_request
 from runtime.publication.requests import (
     Grant,
@@ -14,6 +13,7 @@ from runtime.publication.requests import (
     normalize_uuid,
     parse_sync_grants,
 )
+from runtime.publication.revisions import judge_revision
 from runtime.publication.store import grants as store
 from runtime.security import InvocationContext
 from runtime.store import Connection, Database
@@ -50,19 +50,19 @@ async def _apply_sync(
     if created is None:
         current = await store.lock_sync(conn, ctx.host_id, request.wf_def_id)
         assert current is not None  # the insert conflicted, and sync rows are never deleted
-        if request.source_revision < current.source_revision:
-            return "stale", current
-        if request.source_revision == current.source_revision:
-            if sync["grants_digest"] == current.grants_digest:
-                return "unchanged", current
-            raise WorkflowError(
-                "WORKFLOW_IDEMPOTENCY_CONFLICT",
-                "sourceRevision is already applied with a different grant set",
-                details={
-                    "appliedRevision": current.source_revision,
-                    "grantsDigest": current.grants_digest,
-                },
-            )
+        verdict = judge_revision(
+            request.source_revision,
+            sync["grants_digest"],
+            current.source_revision,
+            current.grants_digest,
+            conflict="sourceRevision is already applied with a different grant set",
+            details={
+                "appliedRevision": current.source_revision,
+                "grantsDigest": current.grants_digest,
+            },
+        )
+        if verdict != "apply":
+            return verdict, current
         created = await store.update_sync(conn, sync)
         assert created is not None  # we hold the row lock and our revision is higher
     await store.replace_grants(conn, ctx.host_id, request.wf_def_id, _grant_rows(ctx, request))
