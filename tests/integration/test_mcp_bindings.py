@@ -11,6 +11,7 @@ import pytest
 
 from runtime.canonical import definition_digest
 from runtime.security.devtools import DevIdentity
+from runtime.services import Services
 from runtime.store import Database
 from tests.integration.test_binding_support import (
     AUTHOR,
@@ -452,3 +453,26 @@ async def test_an_owner_change_by_save_moves_pending_revisions_and_keeps_approva
     refused(await decide(actors.owner, pending, "approve"), "WORKFLOW_POLICY_DENIED")
     assert ok(await decide(new_owner, pending, "approve"))["status"] == "active"
     assert (await get(new_owner, active_tool))["activeBindingId"] == active["bindingId"]
+
+
+async def test_workflow_refuses_an_endpoint_target_outside_its_destination_policy(
+    actors: Actors, services: Services
+) -> None:
+    services.settings.publication.destinations.allowed_hosts = ["api.example.com"]
+    wf_def_id, text = await definition(actors, write=True)
+    outside = endpoint_target(uri="https://evil.example.net/claims")
+    args = publish_args(write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=[outside])
+    error = refused(await publish(actors.owner, args), "WORKFLOW_POLICY_DENIED")
+    assert "destination policy" in error["message"]
+    inside = publish_args(
+        write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=[endpoint_target()]
+    )
+    assert ok(await publish(actors.owner, inside))["status"] == "active"
+
+
+async def test_reject_requires_a_comment(actors: Actors) -> None:
+    wf_def_id, text = await definition(actors)
+    pending = ok(await publish(actors.author, publish_args(binding(wf_def_id, new_id(), text), 0)))
+    refused(await decide(actors.owner, pending, "reject"), "WORKFLOW_INPUT_INVALID")
+    rejected = ok(await decide(actors.owner, pending, "reject", "too slow for this Tool"))
+    assert rejected["status"] == "rejected"
