@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from runtime.execution.settings import ServiceExecutionSettings
 from runtime.security.settings import SecuritySettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,8 @@ class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     data_dir: str = str(REPO_ROOT / ".data")
     pool_min_size: int = 2
     pool_max_size: int = 16
+    # How long a request waits for a connection before it answers "unavailable" (retryable).
+    pool_timeout_s: float = 5.0
     # The service SETs ROLE to this after connecting; None keeps the login role.
     runtime_role: str | None = "workflow_runtime"
 
@@ -59,6 +62,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     security: SecuritySettings = msgspec.field(default_factory=SecuritySettings)
     publication: PublicationSettings = msgspec.field(default_factory=PublicationSettings)
+    # Durable execution in the service process (an in-process executor, outbound settings).
+    execution: ServiceExecutionSettings = msgspec.field(default_factory=ServiceExecutionSettings)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

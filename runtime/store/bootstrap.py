@@ -50,6 +50,7 @@ async def open_store(
         runtime_role=settings.runtime_role,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
+        timeout_s=settings.pool_timeout_s,
     )
     try:
         if run_migrations:

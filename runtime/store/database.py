@@ -52,6 +52,9 @@ class Database:
             reset=self._reset,
             name=name,
             timeout=timeout_s,
+            # A connection the server dropped (restart, failover, idle kill) is replaced before
+            # use instead of failing the request that happens to draw it.
+            check=AsyncConnectionPool.check_connection,
         )
 
     @property
