@@ -165,3 +165,26 @@ async def test_token_text_never_appears_in_a_refusal(
     signature = user.rsplit(".", 1)[1]
     assert signature not in str(result)
     assert user.split(".")[1] not in str(result)
+
+
+async def test_a_token_that_just_expired_past_the_clock_skew_is_refused(
+    mcp: McpTestClient, db: Database, dev_identity: DevIdentity
+) -> None:
+    skew = dev_identity.settings().clock_skew_seconds
+    just_expired = dev_identity.user_token(expires_at=int(time.time()) - skew - 2)
+    headers = _headers(just_expired, dev_identity.app_token())
+    await _assert_refused_before_storage(mcp, db, headers, "authentication failed")
+
+
+async def test_a_token_expired_within_the_clock_skew_is_still_accepted(
+    mcp: McpTestClient, dev_identity: DevIdentity
+) -> None:
+    skew = dev_identity.settings().clock_skew_seconds
+    user = dev_identity.user_token(
+        roles=("workflow-admin",), expires_at=int(time.time()) - skew // 2
+    )
+    headers = _headers(user, dev_identity.app_token())
+    result = await mcp.call_tool(
+        "workflow_definition_save", save_args(new_id(), 1), headers=headers
+    )
+    assert result["isError"] is False
