@@ -1,4 +1,4 @@
-"""Background jobs of a service process: small named loops with their own intervals."""
+"""Background work of a service process: periodic jobs and the in-process workflow executor."""
 
 from __future__ import annotations
 
@@ -7,11 +7,28 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.publication import sweep_operation_receipts
+from runtime.scheduler import Executor
 from runtime.services import Services
 
 log = logging.getLogger("workflow.jobs")
+
+
+class BackgroundJob(Protocol):
+    """Something the app lifespan starts at start-up and stops at shutdown."""
+
+    name: str
+
+    def start(self) -> None:
+        """Start in the background (returns at once)."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop and wait until stopped."""
+        ...
 
 
 @dataclass
@@ -45,14 +62,64 @@ class PeriodicJob:
             await asyncio.sleep(self.interval_s)
 
 
-def service_jobs(services: Services) -> list[PeriodicJob]:
+@dataclass
+class ExecutorJob:
+    """The in-process workflow executor: claims and runs workflow tasks beside the API."""
+
+    name: str
+    executor: Executor
+    runtime: WorkflowRuntime
+    _starting: asyncio.Task[None] | None = field(default=None, init=False)
+
+    def start(self) -> None:
+        """LISTEN and start claiming in the background."""
+        self._starting = asyncio.create_task(self.executor.start(), name=f"job:{self.name}")
+
+    async def stop(self) -> None:
+        """Stop claiming, let running tasks finish within the grace, release the rest."""
+        if self._starting is None:
+            return
+        started = True
+        try:
+            await self._starting
+        except Exception as exc:
+            started = False
+            log.warning("job %s could not start: %s", self.name, type(exc).__name__)
+        self._starting = None
+        if started:
+            await self.executor.stop()
+        await self.runtime.aclose()
+
+
+def executor_job(services: Services) -> ExecutorJob:
+    """The workflow executor of this process, configured by the `execution` settings."""
+    section = services.settings.execution
+    runtime = WorkflowRuntime.verifying(
+        section.outbound, services.keyring, services.settings.security
+    )
+    executor = Executor(services.database, runtime.handlers(), section.scheduler())
+    return ExecutorJob("workflow-executor", executor, runtime)
+
+
+def service_jobs(services: Services) -> list[BackgroundJob]:
     """The jobs every service process runs."""
-    interval = services.settings.publication.receipt_sweep_interval_s
-    return [
+    settings = services.settings
+    db = services.database
+    jobs: list[BackgroundJob] = [
         # Operation receipts are kept 30 days (seed 000 "Lost receipts"), then swept.
         PeriodicJob(
             "sweep-operation-receipts",
-            interval,
-            lambda: sweep_operation_receipts(services.database),
+            settings.publication.receipt_sweep_interval_s,
+            lambda: sweep_operation_receipts(db),
+        ),
+        # A sealed run credential is deleted when its run ends; this catches runs that ended
+        # by deadline or crash (past their deadline a credential is never needed again).
+        PeriodicJob(
+            "sweep-run-credentials",
+            settings.execution.credential_sweep_interval_s,
+            lambda: forget_expired_credentials(db),
         ),
     ]
+    if settings.execution.workers_enabled:
+        jobs.append(executor_job(services))
+    return jobs

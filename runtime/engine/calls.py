@@ -65,7 +65,8 @@ async def dispatch_http(port: EffectPort, request: HttpRequest, spec: HttpCallSp
     try:
         response = await port.call_http(request)
     except EffectFailure as exc:
-        raise fault("communication", request.task, status=exc.status, detail=exc.message) from None
+        kind = "authentication" if exc.kind == "authentication" else "communication"
+        raise fault(kind, request.task, status=exc.status, detail=exc.message) from None
     accepted = 200 <= response.status_code < 300 or (
         spec.redirect and 300 <= response.status_code < 400
     )
@@ -121,7 +122,9 @@ async def dispatch_mcp(
     try:
         result = await port.call_mcp(request)
     except EffectFailure as exc:
-        kind = "communication" if exc.kind == "communication" else "runtime"
+        # An unusable run credential is the runtime's own authentication error (401).
+        kinds = {"communication": "communication", "authentication": "authentication"}
+        kind = kinds.get(exc.kind, "runtime")
         raise fault(kind, pointer, status=exc.status, detail=exc.message) from None
     if not isinstance(result, Mapping) or result.get("isError") is True:
         raise fault("runtime", pointer, title="MCP tool call failed", detail=f"tool {spec.tool}")

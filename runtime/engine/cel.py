@@ -6,11 +6,13 @@ Two adapters sit on the core: ``evaluate_predicate`` (a CEL bool, no truthiness)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -208,9 +210,31 @@ def build_activation(
     return names
 
 
+class StepTally:
+    """Evaluation steps spent by every CEL evaluation inside ``counting_steps`` (cost units)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+
+_TALLY: ContextVar[StepTally | None] = ContextVar("cel_step_tally", default=None)
+
+
+@contextlib.contextmanager
+def counting_steps() -> Iterator[StepTally]:
+    """Count the steps of every evaluation in this context (fork branches included)."""
+    tally = StepTally()
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
 def _run(compiled: CompiledExpression, variables: Mapping[str, Any], limits: CelLimits) -> Any:
     needed = {name: json_to_cel(variables[name]) for name in compiled.roots if name in variables}
     meter = shim.StepMeter(limits.max_steps)
+    tally = _TALLY.get()
     try:
         return shim.evaluate(compiled.ast, needed, meter)
     except shim.BudgetError as exc:
@@ -218,6 +242,9 @@ def _run(compiled: CompiledExpression, variables: Mapping[str, Any], limits: Cel
     except shim.CelEvaluationError as exc:
         reason = "missing" if exc.missing else "evaluate"
         raise ExpressionError(exc.message, reason=reason, expression=compiled.text) from None
+    finally:
+        if tally is not None:
+            tally.steps += meter.used
 
 
 def evaluate_predicate(

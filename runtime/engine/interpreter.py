@@ -6,12 +6,12 @@ position and context are exposed as a JSON RunState (``on_checkpoint``) and can 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.cel import evaluate_predicate, evaluate_value
+from runtime.engine.deadlines import Deadlines
 from runtime.engine.errors import ExpressionError
 from runtime.engine.expressions import evaluate_tree
 from runtime.engine.faults import WorkflowFault, fault
@@ -56,6 +56,7 @@ class Interpreter:
         self.effects = effects
         self.limits = limits
         self.clock = clock
+        self.deadlines = Deadlines(clock)
 
     # expressions -------------------------------------------------------------------------
 
@@ -125,6 +126,8 @@ class Interpreter:
 
     async def run_task(self, task: Task, raw: Any, scope: Mapping[str, Any]) -> tuple[Any, str]:
         """One task through the data flow of the profile; returns output and next directive."""
+        # A task boundary: any expired task, workflow or run deadline ends the run here.
+        self.deadlines.check()
         descriptor = {"name": task.name, "reference": task.pointer, "input": raw}
         raw_vars = self.variables({"input": raw, "task": descriptor}, raw, scope)
         if task.if_ is not None and not self.predicate(task.if_, raw_vars, task.pointer):
@@ -135,14 +138,8 @@ class Interpreter:
             if task.input_from is None
             else self.transform(task.input_from, raw_vars, task.pointer)
         )
-        body = run_spec(self, task, data, scope)
-        if task.timeout_ms is not None:
-            try:
-                result, then = await asyncio.wait_for(body, task.timeout_ms / 1000)
-            except TimeoutError:
-                raise fault("timeout", task.pointer, title="Task timed out") from None
-        else:
-            result, then = await body
+        with self.deadlines.scope(task.timeout_ms, task.pointer, "Task timed out"):
+            result, then = await run_spec(self, task, data, scope)
         descriptor["output"] = result
         output = result
         if task.output_as is not None:
@@ -183,17 +180,17 @@ async def run_workflow(
     limits = limits or RunLimits()
     state = resume or RunState(position=0, data=None, context={}, workflow_input=raw_input)
     runner = Interpreter(definition, state, effects, limits, clock or RealClock())
+    # The workflow `timeout` counts from the run's start; a resumed run carries it in its
+    # durable deadline instead (the executor caps the run deadline by it at admission).
+    workflow_timeout = definition.timeout_ms if resume is None else None
     try:
-        if limits.total_deadline_ms is None:
+        with (
+            runner.deadlines.scope(limits.total_deadline_ms, "/", "Run deadline expired"),
+            runner.deadlines.scope(workflow_timeout, "/", "Workflow timed out"),
+        ):
             last = await _run_top_level(runner, resume is not None, on_checkpoint)
-        else:
-            async with asyncio.timeout(limits.total_deadline_ms / 1000):
-                last = await _run_top_level(runner, resume is not None, on_checkpoint)
     except WorkflowFault as exc:
         return _faulted(exc.problem, state, definition)
-    except TimeoutError:
-        problem = fault("timeout", "/", title="Run deadline expired").problem
-        return _faulted(problem, state, definition)
     return _public_result(runner, last)
 
 

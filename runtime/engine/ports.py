@@ -48,7 +48,8 @@ class McpRequest:
 
 
 class EffectFailure(Exception):
-    """A dispatch failure: kind ``communication`` (transport) or ``runtime`` (protocol)."""
+    """A dispatch failure: ``communication`` (transport), ``runtime`` (protocol) or
+    ``authentication`` (no usable credential for the call)."""
 
     def __init__(self, kind: str, message: str, status: int | None = None) -> None:
         super().__init__(message)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from runtime.engine.calls import build_http_request, dispatch_http, dispatch_mcp
+from runtime.engine.deadlines import DeadlineExpired
 from runtime.engine.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.model import (
     AssertSpec,
@@ -46,7 +47,7 @@ async def run_spec(runner: Interpreter, task: Task, data: Any, scope: Mapping[st
     if isinstance(spec, RaiseSpec):
         raise raised_error(runner, spec, task, variables)
     if isinstance(spec, WaitSpec):
-        await runner.clock.sleep(spec.duration_ms / 1000)
+        await runner.deadlines.sleep(spec.duration_ms / 1000)
         return data, None
     if isinstance(spec, HttpCallSpec):
         return await run_http(runner, spec, task, data, variables), None
@@ -87,7 +88,7 @@ async def run_http(
     )
     if request.write:
         runner.state.mark_effect("possible")
-    output = await dispatch_http(runner.effects, request, spec)
+    output = await runner.deadlines.bound(dispatch_http(runner.effects, request, spec))
     if request.write:
         runner.state.mark_effect("confirmed")
     return output
@@ -102,7 +103,9 @@ async def run_mcp(runner: Interpreter, spec: McpCallSpec, task: Task, variables:
     runner.state.nested_calls += 1
     if write:
         runner.state.mark_effect("possible")
-    output = await dispatch_mcp(runner.effects, spec, task.pointer, arguments, write)
+    output = await runner.deadlines.bound(
+        dispatch_mcp(runner.effects, spec, task.pointer, arguments, write)
+    )
     if write:
         runner.state.mark_effect("confirmed")
     return output
@@ -175,9 +178,13 @@ async def run_try(
     """try/catch with bounded retries through the injectable clock."""
     catch, retries = spec.catch, 0
     started = runner.clock.now()
+    attempt_ms = catch.retry.attempt_duration_ms if catch.retry is not None else None
     while True:
         try:
-            return (await runner.run_list(spec.body, data, scope)).output
+            # limit.attempt.duration: each attempt times out on its own, and the timeout
+            # (408) is an error this catch may retry like any other.
+            with runner.deadlines.scope(attempt_ms, task.pointer, "Retry attempt timed out"):
+                return (await runner.run_list(spec.body, data, scope)).output
         except WorkflowFault as exc:
             error_scope = {**scope, catch.as_: exc.problem}
             if not catches(runner, catch, exc, data, error_scope, task):
@@ -185,7 +192,7 @@ async def run_try(
             delay = retry_delay(runner, catch, retries, started, data, error_scope, task)
             if delay is not None:
                 retries += 1
-                await runner.clock.sleep(delay / 1000)
+                await runner.deadlines.sleep(delay / 1000)
                 continue
             if catch.body is not None:
                 return (await runner.run_list(catch.body, data, error_scope)).output
@@ -248,8 +255,11 @@ async def _first_success(runs: Sequence[asyncio.Future[Any]]) -> Any:
     while pending:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         for run in done:
-            if run.exception() is None:
+            error = run.exception()
+            if error is None:
                 return run.result()
-            last = run.exception()
+            if isinstance(error, DeadlineExpired):
+                raise error  # an enclosing deadline ends every branch, not just this one
+            last = error
     assert last is not None
     raise last

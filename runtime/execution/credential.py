@@ -9,11 +9,32 @@ from typing import Any
 import jwt
 
 from runtime.errors import AuthenticationError
-from runtime.security import Keyring, KeyringError, SealedSecret, SecretToken
+from runtime.security import (
+    Keyring,
+    KeyringError,
+    KeySet,
+    SealedSecret,
+    SecretToken,
+    SecuritySettings,
+    TokenKind,
+    TokenVerifier,
+)
 
 # Verifies the token (signature, issuer, audience, time) and returns its claims, or raises
 # AuthenticationError. None means the token's own exp is the only check available.
 TokenCheck = Callable[[str], dict[str, Any]]
+
+
+def token_check_for(security: SecuritySettings, keyset: KeySet | None = None) -> TokenCheck:
+    """Verify a run's user token exactly as the service verifies a caller's (fails closed)."""
+    verifier = TokenVerifier(
+        security, keyset if keyset is not None else KeySet.from_settings(security)
+    )
+
+    def check(token: str) -> dict[str, Any]:
+        return verifier.verify(token, TokenKind.USER)
+
+    return check
 
 
 def associated_data(host_id: str, process_id: str) -> bytes:
@@ -70,7 +91,16 @@ def select_run_token(
     del margin_seconds  # only decides when a LONG run switches tokens; no LONG here
     current = now or datetime.now(UTC)
     if check is not None:
-        check(token.reveal())
-    elif expires_at is not None and expires_at <= current:
+        claims = check(token.reveal())
+        expires_at = _claimed_expiry(claims) or expires_at
+    # Verification allows clock skew; a call never goes out with a token past its own exp.
+    if expires_at is not None and expires_at <= current:
         raise AuthenticationError("the run credential has expired")
     return token
+
+
+def _claimed_expiry(claims: dict[str, Any]) -> datetime | None:
+    exp = claims.get("exp")
+    if isinstance(exp, bool) or not isinstance(exp, int | float):
+        return None
+    return datetime.fromtimestamp(exp, UTC)

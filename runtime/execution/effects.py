@@ -35,6 +35,8 @@ from runtime.store import Database
 # is ledgered at n * CALL_SLOTS + k, so calls never collide with each other or with tasks.
 CALL_SLOTS = 1000
 AFTER_DISPATCH_POINT = "after_effect_dispatch"
+# Every outbound dispatch (a call or one of its retries) costs one cost unit and one attempt.
+DISPATCH_COST_UNITS = 1
 TokenSource = Callable[[], Awaitable[SecretToken]]
 
 
@@ -114,7 +116,9 @@ class DurableEffects:
         if step_no is not None and (recorded := self._recorded(step_no)) is not None:
             return _response_from_record(recorded)
         body_bytes = len(encode_body(request.body) or b"")
-        reservation = await self._ctx.lease.reserve(attempts=1, request_bytes=body_bytes)
+        reservation = await self._ctx.lease.reserve(
+            attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
+        )
         try:
             if step_no is not None:
                 await self._ctx.lease.mark_effect_possible(step_no)
@@ -132,7 +136,9 @@ class DurableEffects:
                 await self._ctx.lease.confirm_effect(_record_response(response), step_no)
             return response
         finally:
-            await self._settle(reservation, attempts=1, request_bytes=body_bytes)
+            await self._settle(
+                reservation, attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
+            )
 
     # MCP ------------------------------------------------------------------------------------
 
@@ -150,7 +156,7 @@ class DurableEffects:
         token = await self._ctx.token()
         body_bytes = len(encode_body(request.arguments) or b"")
         reservation = await self._ctx.lease.reserve(
-            attempts=1, nested_calls=1, request_bytes=body_bytes
+            attempts=1, nested_calls=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
         )
         try:
             action_id = await self._record_permit(request.tool, grant, dependency)
@@ -170,7 +176,13 @@ class DurableEffects:
                 await self._ctx.lease.confirm_effect(result, step_no)
             return result
         finally:
-            await self._settle(reservation, attempts=1, nested_calls=1, request_bytes=body_bytes)
+            await self._settle(
+                reservation,
+                attempts=1,
+                nested_calls=1,
+                request_bytes=body_bytes,
+                cost_units=DISPATCH_COST_UNITS,
+            )
 
     def _dependency(self, tool: str) -> Dependency | None:
         if self._ctx.reach is None:

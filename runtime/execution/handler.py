@@ -7,6 +7,18 @@ completion committed under a live lease: a stale worker can neither record progr
 it, and a reclaimed task restarts from the last committed checkpoint with nothing in between.
 Calls inside the re-run task replay from the step ledger (confirmed writes resume from their
 recorded output; possible writes are refused rather than sent twice).
+
+Budget (one ledger row per run, every debit a fenced conditional reservation):
+- task attempts are DISPATCH attempts (seed 001 "Synchronous Tools": attempts are retries of
+  calls): each outbound HTTP or MCP dispatch, retries included, reserves one attempt; claiming
+  a scheduler task costs none (the handler is DispatchBudgeted), so an eight-task run without
+  calls spends no attempt, and a reclaim after a crash is bounded by the run deadline;
+- nested calls: one per MCP tools/call; request bytes: the encoded request body;
+- intermediate bytes: the canonical JSON size of each committed checkpoint (RunState);
+- result bytes: the canonical JSON size of the public result;
+- cost units: one per dispatch, plus, at each top-level task, one for the task and one per
+  started CEL_STEPS_PER_COST_UNIT CEL evaluation steps (the deterministic step meter).
+A failed reservation is WORKFLOW_BUDGET_EXHAUSTED; nothing past it is sent or committed.
 """
 
 from __future__ import annotations
@@ -20,24 +32,31 @@ from typing import Any
 import httpx
 
 from runtime.engine import WorkflowDefinition, parse_definition
+from runtime.engine.cel import StepTally, canonical_size, counting_steps
 from runtime.engine.interpreter import run_workflow
 from runtime.engine.ports import EffectFailure, RealClock, RunLimits
 from runtime.engine.state import RunState
 from runtime.errors import AuthenticationError
 from runtime.execution import store
-from runtime.execution.credential import TokenCheck, open_credential, select_run_token
+from runtime.execution.credential import (
+    TokenCheck,
+    open_credential,
+    select_run_token,
+    token_check_for,
+)
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.publication.bindings.reach import Reach
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
-from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, TaskOutcome
-from runtime.security import Keyring, SecretToken
+from runtime.security import Keyring, SecretToken, SecuritySettings
 from runtime.store import Database
 
 WORKFLOW_TASK_KIND = "workflow"
+CEL_STEPS_PER_COST_UNIT = 100
 # The ledger is the budget's single authority; the interpreter's own counter must not trip first.
 _UNBOUNDED_NESTED_CALLS = 1 << 30
 
@@ -79,14 +98,29 @@ class WorkflowRuntime:
 
     settings: ExecutionSettings
     keyring: Keyring
+    # Real verification of the run's token before every call (None: its stored exp only).
     token_check: TokenCheck | None = None
     transport: httpx.AsyncBaseTransport | None = None
+    # run_credential.original_token_margin_seconds of the security settings, when wired.
+    token_margin_seconds: int | None = None
     _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
 
+    @classmethod
+    def verifying(
+        cls, settings: ExecutionSettings, keyring: Keyring, security: SecuritySettings
+    ) -> WorkflowRuntime:
+        """A runtime that verifies each run's token with the service's security settings."""
+        return cls(
+            settings,
+            keyring,
+            token_check=token_check_for(security),
+            token_margin_seconds=security.run_credential.original_token_margin_seconds,
+        )
+
     def handlers(self) -> dict[str, TaskHandler]:
-        """The task handlers to give an Executor."""
-        return {WORKFLOW_TASK_KIND: self.handle}
+        """The task handlers to give an Executor (each dispatch charges its own attempt)."""
+        return {WORKFLOW_TASK_KIND: DispatchBudgeted(self.handle)}
 
     def client(self) -> httpx.AsyncClient:
         """One pooled HTTP client per event loop (pools cannot cross loops)."""
@@ -113,26 +147,33 @@ class WorkflowRuntime:
         enforced = task.cancellation_policy != "disabled"
         # Lets a test kill a worker at an exact top-level task (after its claim).
         await faults.point(f"before_workflow_task_{resume.position if resume else 0}")
-        try:
-            outcome = await run_workflow(
-                loaded.definition,
-                task.payload.get("input"),
-                effects,
-                _limits(loaded),
-                clock=DeadlineClock(task.deadline_ts, enforced),
-                resume=resume,
-                on_checkpoint=_stop_after_task(len(loaded.definition.tasks.tasks)),
-            )
-        except _TaskDone as done:
-            await _check_deadline(db, task)
-            next_task = NewTask(
-                WORKFLOW_TASK_KIND, {"state": done.state}, step_no=task.step_no + CALL_SLOTS
-            )
-            return TaskOutcome.then(next_task, output={"position": done.state["position"]})
-        except RunDeadlineExpired:
-            raise timeout_error(after_effect=await _effect_seen(db, task)) from None
+        with counting_steps() as tally:
+            try:
+                outcome = await run_workflow(
+                    loaded.definition,
+                    task.payload.get("input"),
+                    effects,
+                    _limits(loaded),
+                    clock=DeadlineClock(task.deadline_ts, enforced),
+                    resume=resume,
+                    on_checkpoint=_stop_after_task(len(loaded.definition.tasks.tasks)),
+                )
+            except _TaskDone as done:
+                await _check_deadline(db, task)
+                await _consume(
+                    lease, intermediate_bytes=canonical_size(done.state), cost_units=_cost(tally)
+                )
+                next_task = NewTask(
+                    WORKFLOW_TASK_KIND, {"state": done.state}, step_no=task.step_no + CALL_SLOTS
+                )
+                return TaskOutcome.then(next_task, output={"position": done.state["position"]})
+            except RunDeadlineExpired:
+                raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         await _check_deadline(db, task)
         if outcome.status == "completed":
+            await _consume(
+                lease, result_bytes=canonical_size(outcome.output), cost_units=_cost(tally)
+            )
             return TaskOutcome.finish_run(outcome.output, output={"finished": True})
         raise outcome.error or task_failed()
 
@@ -204,12 +245,33 @@ class WorkflowRuntime:
             return select_run_token(
                 token,
                 stored.token_expires_ts,
-                margin_seconds=self.settings.original_token_margin_seconds,
+                margin_seconds=self._margin_seconds(),
                 check=self.token_check,
             )
         except AuthenticationError as exc:
-            # An authentication failure of this call (status 401), never the token's text.
-            raise EffectFailure("communication", exc.message, 401) from None
+            # The call fails with the authentication error (401) before anything is sent;
+            # the message names the failed check, never the token's text.
+            raise EffectFailure("authentication", exc.message, 401) from None
+
+    def _margin_seconds(self) -> int:
+        if self.token_margin_seconds is not None:
+            return self.token_margin_seconds
+        return self.settings.original_token_margin_seconds
+
+
+def _cost(tally: StepTally) -> int:
+    """Cost units of one top-level task: one, plus one per started block of CEL steps."""
+    return 1 + -(-tally.steps // CEL_STEPS_PER_COST_UNIT)
+
+
+async def _consume(lease: TaskLease, **amounts: int) -> None:
+    """Spend intermediate/result bytes and cost units through the fenced budget ledger.
+
+    Reserved and settled at once: the amounts are known, and a failed reservation is
+    WORKFLOW_BUDGET_EXHAUSTED before the checkpoint or the result is committed.
+    """
+    reservation = await lease.reserve(**amounts)
+    await lease.reconcile(reservation, **amounts)
 
 
 def _stop_after_task(task_count: int) -> Any:

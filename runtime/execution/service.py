@@ -31,14 +31,23 @@ def _uuid(value: str | None, name: str) -> str | None:
 
 def _check_source(
     definition: Mapping[str, Any] | None, wf_def_id: str | None, version: str | None
-) -> None:
+) -> int | None:
+    """Refuse a bad source; the inline definition's workflow `timeout` in ms, if any."""
     if (definition is None) == (wf_def_id is None or version is None):
         raise input_invalid("give either a definition document or wf_def_id and version")
-    if definition is not None:
-        try:
-            parse_definition(definition)
-        except DefinitionError as exc:
-            raise input_invalid(f"the definition is invalid: {exc}") from None
+    if definition is None:
+        return None
+    try:
+        return parse_definition(definition).timeout_ms
+    except DefinitionError as exc:
+        raise input_invalid(f"the definition is invalid: {exc}") from None
+
+
+def _capped(deadline_ts: datetime, admitted: datetime, workflow_timeout_ms: int | None) -> datetime:
+    # The workflow `timeout` counts from admission and can only shorten the run deadline.
+    if workflow_timeout_ms is None:
+        return deadline_ts
+    return min(deadline_ts, admitted + timedelta(milliseconds=workflow_timeout_ms))
 
 
 async def start_workflow_run(
@@ -63,9 +72,12 @@ async def start_workflow_run(
     """Admit a run in one transaction (run, first task, spec, sealed credential); its id."""
     host = _uuid(host_id, "host_id")
     assert host is not None
-    _check_source(definition, wf_def_id, version)
+    workflow_timeout_ms = _check_source(definition, wf_def_id, version)
     process_id = str(uuid.uuid4())
-    deadline_ts = deadline or datetime.now(UTC) + timedelta(milliseconds=timeout_ms)
+    admitted = datetime.now(UTC)
+    deadline_ts = _capped(
+        deadline or admitted + timedelta(milliseconds=timeout_ms), admitted, workflow_timeout_ms
+    )
     sealed = None
     if credential is not None:
         # Sealed before the transaction: admission never holds locks while encrypting.
@@ -82,7 +94,8 @@ async def start_workflow_run(
     )
     async with db.transaction() as conn:
         if spec.wf_def_id is not None and version is not None:
-            await _check_version(conn, host, spec.wf_def_id, version)
+            published_timeout_ms = await _check_version(conn, host, spec.wf_def_id, version)
+            deadline_ts = _capped(deadline_ts, admitted, published_timeout_ms)
         await enqueue_process(
             conn,
             host_id=host,
@@ -107,10 +120,15 @@ async def start_workflow_run(
     return process_id
 
 
-async def _check_version(conn: Any, host_id: str, wf_def_id: str, version: str) -> None:
+async def _check_version(conn: Any, host_id: str, wf_def_id: str, version: str) -> int | None:
+    """Refuse an unknown version; its workflow `timeout` in ms, if any."""
     document = await store.select_definition_document(conn, host_id, wf_def_id, version)
     if document is None:
         raise WorkflowError("WORKFLOW_NOT_FOUND", "the definition version does not exist")
+    try:
+        return parse_definition(document).timeout_ms
+    except DefinitionError:
+        return None  # published documents were checked at publication; the worker re-parses
 
 
 async def read_run(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:

@@ -6,6 +6,8 @@ import os
 
 import msgspec
 
+from runtime.scheduler.models import SchedulerSettings
+
 SETTINGS_ENV = "WORKFLOW_EXECUTION_SETTINGS"
 
 
@@ -49,3 +51,44 @@ def settings_from_env() -> ExecutionSettings:
     if not text:
         return ExecutionSettings()
     return msgspec.json.decode(text.encode("utf-8"), type=ExecutionSettings)
+
+
+class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The `execution` section of the service configuration.
+
+    With workers_enabled every service process also runs an Executor for workflow tasks, so
+    `make run` executes workflows without a separate worker; several processes (and any
+    `runtime.scheduler.worker` processes) may share the database, claims are fenced.
+    """
+
+    workers_enabled: bool = True
+    interactive_slots: int = 4
+    standard_slots: int = 2
+    batch_slots: int = 2
+    lease_ms: int = 1000
+    renew_interval_ms: int = 250
+    reap_interval_ms: int = 250
+    poll_interval_ms: int = 250
+    credential_sweep_interval_s: float = 60.0
+    outbound: ExecutionSettings = msgspec.field(default_factory=ExecutionSettings)
+
+    def __post_init__(self) -> None:
+        slots = (self.interactive_slots, self.standard_slots, self.batch_slots)
+        if min(slots) < 0 or sum(slots) == 0:
+            raise ValueError("execution slots must be non-negative with at least one slot")
+        if self.renew_interval_ms >= self.lease_ms:
+            raise ValueError("renew_interval_ms must be shorter than lease_ms")
+        if self.credential_sweep_interval_s <= 0:
+            raise ValueError("credential_sweep_interval_s must be positive")
+
+    def scheduler(self) -> SchedulerSettings:
+        """The executor settings of this section."""
+        return SchedulerSettings(
+            interactive_slots=self.interactive_slots,
+            standard_slots=self.standard_slots,
+            batch_slots=self.batch_slots,
+            lease_ms=self.lease_ms,
+            renew_interval_ms=self.renew_interval_ms,
+            reap_interval_ms=self.reap_interval_ms,
+            poll_interval_ms=self.poll_interval_ms,
+        )

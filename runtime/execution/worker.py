@@ -1,29 +1,39 @@
-"""Handlers for the scheduler worker CLI, configured from the environment.
+"""Handlers for the scheduler worker CLI, configured like the service.
 
     python -m runtime.scheduler.worker --handlers runtime.execution.worker:HANDLERS
 
-$WORKFLOW_EXECUTION_SETTINGS holds ExecutionSettings as JSON; the keyring comes from
-$WORKFLOW_LONG_KEYRING_FILE (absent: runs with a credential cannot call MCP tools).
+$WORKFLOW_CONFIG is the service's configuration file: its security section verifies every
+run's user token before each call (with no trusted keys configured, the same development
+identity as `make run`), and its keyring opens sealed run credentials.
+$WORKFLOW_EXECUTION_SETTINGS holds ExecutionSettings as JSON (else the config's `execution`).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from runtime.bootstrap import apply_dev_identity
+from runtime.config import Settings, load_settings
 from runtime.execution.handler import WorkflowRuntime
-from runtime.execution.settings import settings_from_env
+from runtime.execution.settings import SETTINGS_ENV, ExecutionSettings, settings_from_env
 from runtime.scheduler.lease import TaskHandler
-from runtime.security import Keyring
-from runtime.security.keyring import KEYRING_ENV
+from runtime.security import load_configured_keyring
 
 
-def _keyring() -> Keyring:
-    path = os.environ.get(KEYRING_ENV)
-    if path and Path(path).exists():
-        return Keyring.load(path)
-    return Keyring.empty()
+def _execution(settings: Settings) -> ExecutionSettings:
+    if os.environ.get(SETTINGS_ENV):
+        return settings_from_env()
+    return settings.execution.outbound
 
 
-RUNTIME = WorkflowRuntime(settings_from_env(), _keyring())
+def runtime_from_config() -> WorkflowRuntime:
+    """The workflow runtime of a worker process, from $WORKFLOW_CONFIG and the environment."""
+    settings = load_settings()
+    apply_dev_identity(settings)
+    return WorkflowRuntime.verifying(
+        _execution(settings), load_configured_keyring(settings.security), settings.security
+    )
+
+
+RUNTIME = runtime_from_config()
 HANDLERS: dict[str, TaskHandler] = RUNTIME.handlers()

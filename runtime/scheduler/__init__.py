@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime.scheduler.errors import LeaseLost, timeout_error
 from runtime.scheduler.executor import Executor
-from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
     BudgetAmounts,
     ClaimedTask,
@@ -17,6 +17,7 @@ from runtime.scheduler.service import enqueue_process, get_process, start_run
 __all__ = [
     "BudgetAmounts",
     "ClaimedTask",
+    "DispatchBudgeted",
     "Executor",
     "LeaseLost",
     "NewTask",

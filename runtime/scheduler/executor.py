@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from runtime.errors import WorkflowError
 from runtime.scheduler import faults, maintenance, service
 from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
-from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
     BudgetAmounts,
     ClaimedTask,
@@ -203,8 +203,10 @@ class Executor:
         if prior is not None and prior.effect_state == "possible" and not task.idempotent:
             # The earlier attempt may have written; repeating it blindly could duplicate it.
             raise uncertain_effect_error(task.step_no)
-        # Every dispatch, retries included, spends one attempt of the run's shared budget.
-        await service.reserve(self._db, lease, BudgetAmounts(attempts=1))
+        if not isinstance(handler, DispatchBudgeted):
+            # Every claim of a plain task, retries included, spends one attempt of the run's
+            # shared budget; a DispatchBudgeted handler charges its own dispatches instead.
+            await service.reserve(self._db, lease, BudgetAmounts(attempts=1))
         outcome = await handler(task, TaskLease(self._db, lease, prior))
         await faults.point("before_complete")
         await service.complete(self._db, lease, outcome)

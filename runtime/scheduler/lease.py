@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -86,3 +87,19 @@ class TaskLease:
 
 
 TaskHandler = Callable[[ClaimedTask, TaskLease], Awaitable[TaskOutcome]]
+
+
+@dataclass(frozen=True)
+class DispatchBudgeted:
+    """A handler that reserves one attempt per outbound dispatch itself.
+
+    "Task attempts" then count dispatch attempts (a call and each of its retries), so the
+    executor charges nothing for the claim: an eight-task run without calls spends no attempt,
+    and a reclaim after a crash is bounded by the run deadline, not by the attempt budget.
+    """
+
+    handler: TaskHandler
+
+    async def __call__(self, task: ClaimedTask, lease: TaskLease) -> TaskOutcome:
+        """Run the wrapped handler."""
+        return await self.handler(task, lease)

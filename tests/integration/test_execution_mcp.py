@@ -116,7 +116,9 @@ async def test_a_revoked_grant_stops_the_next_mcp_call_of_a_running_workflow(
 async def test_mcp_calls_beyond_the_nested_call_budget_fail_with_budget_exhausted(
     db: Database, published: str
 ) -> None:
-    budget = BudgetAmounts(attempts=10, nested_calls=1, request_bytes=1000)
+    budget = BudgetAmounts(
+        attempts=10, nested_calls=1, request_bytes=1000, intermediate_bytes=1 << 20, cost_units=99
+    )
     async with serving(LocalServer()) as server:
         run = await run_published(db, server, published, budget=budget)
     assert run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"

@@ -129,8 +129,8 @@ async def test_retries_spend_the_shared_attempt_budget_until_it_is_exhausted(
             )  # fmt: skip
             run = await finished(db, host, pid)
     assert run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
-    # One attempt went to claiming the task, three to the calls; the fourth call never left.
-    assert len(server.requests) == 3
+    # Attempts are dispatch attempts: four calls went out, the fifth never left.
+    assert len(server.requests) == 4
 
 
 async def test_http_outside_the_allowed_destinations_is_refused_before_any_request_leaves(
