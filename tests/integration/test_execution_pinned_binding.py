@@ -1,0 +1,185 @@
+"""A run reaches only its pinned binding revision's endpoint targets, whatever happens later."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from runtime.canonical import definition_digest
+from runtime.execution import (
+    ExecutionSettings,
+    WorkflowRuntime,
+    close_waiter,
+    start_workflow_run,
+    wait_for_result,
+)
+from runtime.publication import publish_definition
+from runtime.publication.bindings import DestinationPolicy, publish_binding, revoke_binding
+from runtime.security import Keyring, SecretToken
+from runtime.security.keyring import new_keyring_document
+from runtime.store import Database
+from tests.integration.test_binding_support import (
+    HOST,
+    OWNER,
+    OWNER_POSITION,
+    endpoint_target,
+    owner_ctx,
+    publish_args,
+    save_owner,
+    write_binding,
+)
+from tests.integration.test_execution_support import LocalServer, executor, serving
+from tests.integration.test_publication_support import context
+
+pytestmark = pytest.mark.requirement("000:Binding revisions")
+
+EVIDENCE = "sha256:" + "e" * 64
+TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.c2ln"
+LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}))
+
+
+def posting_definition(base: str, second_path: str, pause_s: int) -> str:
+    """POST to /claims, pause, then POST to second_path: both write tasks with evidence."""
+
+    def post(name: str, path: str) -> str:
+        return (
+            f"  - {name}:\n      call: http\n      with:\n        method: POST\n"
+            f"        endpoint: {base}{path}\n"
+            f"      metadata:\n        approvalEvidenceDigest: {EVIDENCE}\n"
+        )
+
+    pause = f"  - pause:\n      wait:\n        seconds: {pause_s}\n"
+    return (
+        'document:\n  dsl: "1.0.3"\n  namespace: claims\n  name: summarize-claim\n'
+        '  version: "1.2.0"\n'
+        "input:\n  schema:\n    format: json\n    document:\n      type: object\n"
+        "do:\n" + post("first", "/claims") + pause + post("second", second_path)
+    )
+
+
+@pytest.fixture
+async def keyring(db: Database) -> AsyncIterator[Keyring]:
+    yield Keyring.from_document(new_keyring_document("k1"))
+    await close_waiter(db)
+
+
+async def _publish(db: Database, wf_def_id: str, text: str) -> None:
+    await publish_definition(
+        db,
+        context(),
+        {
+            "hostId": HOST,
+            "wfDefId": wf_def_id,
+            "namespace": "claims",
+            "name": "summarize-claim",
+            "version": "1.2.0",
+            "definition": text,
+            "expectedDefinitionDigest": definition_digest(text),
+            "bindingApproval": "carryOver",
+            "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
+            "operationId": str(uuid.uuid4()),
+        },
+    )
+
+
+async def _bind(
+    db: Database,
+    wf_def_id: str,
+    tool_id: str,
+    text: str,
+    targets: list[dict[str, Any]],
+    expected: int,
+) -> dict[str, Any]:
+    value = write_binding(wf_def_id, tool_id, text)
+    args = publish_args(value, expected, endpoint_targets=targets)
+    return await publish_binding(db, owner_ctx(), args, policy=LOCAL)
+
+
+async def _run(db: Database, keyring: Keyring, wf_def_id: str, binding_id: str) -> str:
+    return await start_workflow_run(
+        db,
+        host_id=HOST,
+        user_id=OWNER,
+        input={},
+        keyring=keyring,
+        credential=SecretToken(TOKEN),
+        wf_def_id=wf_def_id,
+        version="1.2.0",
+        binding_id=binding_id,
+    )
+
+
+async def test_a_republish_and_a_revocation_during_a_run_do_not_change_what_it_reaches(
+    db: Database, keyring: Keyring
+) -> None:
+    server = LocalServer()
+    async with serving(server):
+        wf_def_id = str(uuid.uuid4())
+        await save_owner(db, wf_def_id)
+        text = posting_definition(server.base, "/claims", pause_s=1)
+        await _publish(db, wf_def_id, text)
+        tool_id = str(uuid.uuid4())
+        pinned = await _bind(
+            db, wf_def_id, tool_id, text, [endpoint_target("claims", f"{server.base}/claims")], 0
+        )
+        assert pinned["status"] == "active"
+        runtime = WorkflowRuntime(ExecutionSettings(), keyring)
+        async with executor(db, runtime):
+            process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
+            async with asyncio.timeout(10):
+                while not server.requests:
+                    await asyncio.sleep(0.02)
+            # While the run pauses: the Tool is republished with another target, then revoked.
+            moved = await _bind(
+                db,
+                wf_def_id,
+                tool_id,
+                text,
+                [endpoint_target("elsewhere", f"{server.base}/elsewhere")],
+                pinned["aggregateVersion"],
+            )
+            assert moved["status"] == "active"
+            await revoke_binding(
+                db,
+                owner_ctx(),
+                {
+                    "hostId": HOST,
+                    "bindingId": moved["bindingId"],
+                    "expectedBindingDigest": moved["bindingDigest"],
+                    "comment": "revoked mid-run",
+                    "operationId": str(uuid.uuid4()),
+                },
+            )
+            run = await wait_for_result(db, HOST, process_id, timeout=20)
+    assert run is not None and run["state"] == "COMPLETED", run
+    assert [request["path"] for request in server.requests] == ["/claims", "/claims"]
+
+
+async def test_a_uri_outside_the_pinned_targets_is_refused_before_any_request_leaves(
+    db: Database, keyring: Keyring
+) -> None:
+    server = LocalServer()
+    async with serving(server):
+        wf_def_id = str(uuid.uuid4())
+        await save_owner(db, wf_def_id)
+        text = posting_definition(server.base, "/not-a-target", pause_s=0)
+        await _publish(db, wf_def_id, text)
+        pinned = await _bind(
+            db,
+            wf_def_id,
+            str(uuid.uuid4()),
+            text,
+            [endpoint_target("claims", f"{server.base}/claims")],
+            0,
+        )
+        runtime = WorkflowRuntime(ExecutionSettings(), keyring)
+        async with executor(db, runtime):
+            process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
+            run = await wait_for_result(db, HOST, process_id, timeout=20)
+    assert run is not None and run["state"] == "FAILED", run
+    assert [request["path"] for request in server.requests] == ["/claims"]
+    assert "endpoint target" in str(run["error"])
