@@ -1,0 +1,29 @@
+"""The documented example configuration loads and means what it says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.config import Settings, load_settings
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
+
+
+def test_the_example_configuration_loads_with_every_section() -> None:
+    settings = load_settings(EXAMPLE)
+    assert settings.store.database_url == "postgresql://workflow@db.internal/workflow"
+    assert settings.security.jwks_file == "/run/secrets/issuer-jwks.json"
+    assert settings.security.user_token.issuers == ["https://login.example.com"]
+    assert settings.publication.destinations.allowed_hosts == [
+        "api.example.com",
+        "*.internal.example.com",
+    ]
+    assert settings.execution.outbound.gateway_mcp_url == "https://gateway.example.com/mcp"
+
+
+def test_the_example_shows_the_defaults_where_it_marks_none(tmp_path: Path) -> None:
+    defaults = Settings()
+    example = load_settings(EXAMPLE)
+    assert example.server == defaults.server
+    assert example.execution.scheduler() == defaults.execution.scheduler()
+    assert example.security.clock_skew_seconds == defaults.security.clock_skew_seconds
