@@ -49,7 +49,7 @@ schema-snapshot: venv
 	$(PY) -m runtime.store.migrations snapshot
 
 bench: venv
-	$(PY) bench/engine.py
+	$(PY) -m bench.engine $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
