@@ -32,6 +32,76 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_claim_idempotency_v2(p_host_id uuid, p_scope_digest text, p_operation text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone) RETURNS TABLE(outcome text, process_id uuid)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    current_row workflow_idempotency_t%ROWTYPE;
+    run_state text;
+    same_call boolean;
+BEGIN
+    INSERT INTO workflow_idempotency_t AS i (
+        host_id, scope_digest, operation, key_kind, process_id, principal_subject,
+        input_digest, definition_digest, result_replay_ms, in_flight_until, result_replay_until
+    ) VALUES (
+        p_host_id, p_scope_digest, p_operation, p_key_kind, p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts, p_deadline_ts
+    )
+    ON CONFLICT ON CONSTRAINT workflow_idempotency_pk DO NOTHING;
+    IF FOUND THEN
+        RETURN QUERY SELECT 'accepted'::text, p_process_id;
+        RETURN;
+    END IF;
+
+    SELECT * INTO current_row FROM workflow_idempotency_t i
+    WHERE i.host_id = p_host_id AND i.scope_digest = p_scope_digest
+    FOR UPDATE;
+    SELECT p.state INTO run_state FROM workflow_process p
+    WHERE p.host_id = p_host_id AND p.process_id = current_row.process_id;
+    same_call := current_row.principal_subject = p_principal_subject
+        AND current_row.input_digest = p_input_digest
+        AND current_row.definition_digest = p_definition_digest;
+
+    IF run_state IN ('ACCEPTED', 'RUNNING', 'WAITING') THEN
+        RETURN QUERY SELECT CASE WHEN same_call THEN 'attach' ELSE 'conflict' END,
+                            current_row.process_id;
+        RETURN;
+    END IF;
+    IF current_row.result_replay_until > clock_timestamp() THEN
+        RETURN QUERY SELECT CASE WHEN same_call THEN 'replay' ELSE 'conflict' END,
+                            current_row.process_id;
+        RETURN;
+    END IF;
+
+    UPDATE workflow_idempotency_t i
+    SET generation = i.generation + 1, process_id = p_process_id, key_kind = p_key_kind,
+        principal_subject = p_principal_subject, input_digest = p_input_digest,
+        definition_digest = p_definition_digest, result_replay_ms = p_result_replay_ms,
+        in_flight_until = p_deadline_ts, result_replay_until = p_deadline_ts,
+        updated_ts = now()
+    WHERE i.host_id = p_host_id AND i.scope_digest = p_scope_digest;
+    RETURN QUERY SELECT 'accepted'::text, p_process_id;
+END
+$$;
+
+CREATE FUNCTION public.workflow_idempotency_window_end() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE workflow_idempotency_t i
+    SET in_flight_until = NEW.finished_ts,
+        result_replay_until = CASE
+            WHEN i.result_replay_ms IS NULL THEN 'infinity'::timestamptz
+            WHEN NEW.state IN ('FAILED', 'CANCELLED') AND NEW.effect_state = 'none'
+                THEN NEW.finished_ts
+            ELSE NEW.finished_ts + i.result_replay_ms * interval '1 millisecond'
+        END,
+        updated_ts = now()
+    WHERE i.host_id = NEW.host_id AND i.process_id = NEW.process_id;
+    RETURN NEW;
+END
+$$;
+
 CREATE FUNCTION public.workflow_run_credential_forget() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -227,6 +297,43 @@ CREATE SEQUENCE public.workflow_fencing_token_seq
     NO MINVALUE
     NO MAXVALUE
     CACHE 1;
+
+CREATE TABLE public.workflow_idempotency_t (
+    host_id uuid NOT NULL,
+    scope_digest text NOT NULL,
+    operation text NOT NULL,
+    key_kind text NOT NULL,
+    generation integer DEFAULT 1 NOT NULL,
+    process_id uuid NOT NULL,
+    principal_subject character varying(256) NOT NULL,
+    input_digest text NOT NULL,
+    definition_digest text NOT NULL,
+    result_replay_ms bigint,
+    in_flight_until timestamp with time zone NOT NULL,
+    result_replay_until timestamp with time zone NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_idempotency_kind_check CHECK ((key_kind = ANY (ARRAY['derived'::text, 'explicit'::text, 'business'::text, 'start'::text]))),
+    CONSTRAINT workflow_idempotency_operation_check CHECK ((operation = ANY (ARRAY['invoke'::text, 'start'::text]))),
+    CONSTRAINT workflow_idempotency_replay_check CHECK (((result_replay_ms IS NULL) OR (result_replay_ms >= 0)))
+);
+
+CREATE TABLE public.workflow_invocation_t (
+    host_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    operation text NOT NULL,
+    user_id character varying(126) NOT NULL,
+    end_user_subject character varying(256) NOT NULL,
+    principal_subject character varying(256) NOT NULL,
+    tool_id uuid,
+    binding_id uuid,
+    wf_def_id uuid NOT NULL,
+    workflow_version character varying(64),
+    definition_digest text NOT NULL,
+    created_ts timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT workflow_invocation_operation_check CHECK ((operation = ANY (ARRAY['invoke'::text, 'start'::text]))),
+    CONSTRAINT workflow_invocation_tool_check CHECK (((operation = 'invoke'::text) = (tool_id IS NOT NULL)))
+);
 
 CREATE TABLE public.workflow_process (
     host_id uuid NOT NULL,
@@ -467,6 +574,12 @@ ALTER TABLE ONLY public.workflow_definition_grant_sync_t
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_pk PRIMARY KEY (host_id, binding_id, endpoint_ref);
 
+ALTER TABLE ONLY public.workflow_idempotency_t
+    ADD CONSTRAINT workflow_idempotency_pk PRIMARY KEY (host_id, scope_digest);
+
+ALTER TABLE ONLY public.workflow_invocation_t
+    ADD CONSTRAINT workflow_invocation_pk PRIMARY KEY (host_id, process_id);
+
 ALTER TABLE ONLY public.workflow_process
     ADD CONSTRAINT workflow_process_pk PRIMARY KEY (host_id, process_id);
 
@@ -510,6 +623,10 @@ CREATE INDEX workflow_action_permit_process_idx ON public.workflow_action_permit
 
 CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_reservation USING btree (host_id, task_id);
 
+CREATE INDEX workflow_idempotency_process_idx ON public.workflow_idempotency_t USING btree (host_id, process_id);
+
+CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING btree (host_id, tool_id, created_ts) WHERE (tool_id IS NOT NULL);
+
 CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
 
 CREATE INDEX workflow_publication_operation_created_idx ON public.workflow_publication_operation_t USING btree (created_at);
@@ -542,6 +659,8 @@ CREATE INDEX workflow_tool_grant_tool_idx ON public.workflow_tool_grant_t USING 
 
 CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public.wf_definition_version_t FOR EACH ROW EXECUTE FUNCTION public.wf_definition_version_guard();
 
+CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_idempotency_window_end();
+
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
 
 CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
@@ -557,6 +676,9 @@ ALTER TABLE ONLY public.workflow_budget_reservation
 
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_invocation_t
+    ADD CONSTRAINT workflow_invocation_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_run_credential
     ADD CONSTRAINT workflow_run_credential_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;

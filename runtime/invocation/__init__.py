@@ -1,0 +1,18 @@
+"""Admission of workflow_invoke and workflow_start, idempotency, limits, waiting and results."""
+
+from __future__ import annotations
+
+from runtime.invocation.invoke import invoke_tool
+from runtime.invocation.lifecycle import cancel, get_result, get_status, wait_result
+from runtime.invocation.start import start_workflow
+from runtime.invocation.waiting import MAX_WAIT_MS
+
+__all__ = [
+    "MAX_WAIT_MS",
+    "cancel",
+    "get_result",
+    "get_status",
+    "invoke_tool",
+    "start_workflow",
+    "wait_result",
+]

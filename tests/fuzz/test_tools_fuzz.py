@@ -193,7 +193,9 @@ def assert_authentication_refused(tool: str, response: Any, secrets: dict[str, s
     else:
         assert response.status_code == 401, payload
         assert payload["error"]["code"] == UNAUTHENTICATED, payload
-        assert response.headers.get("WWW-Authenticate", "").startswith("Bearer")
+        # schemathesis gives headers lower-cased, each as a list of values.
+        challenge = response.headers.get("www-authenticate") or [""]
+        assert challenge[0].startswith("Bearer"), response.headers
     for value in secrets.values():
         token = value.removeprefix("Bearer").strip()
         if len(token) > 16:

@@ -1,0 +1,170 @@
+"""workflow_invoke: admit a call against the Tool's active revision, then wait for its result."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from runtime.errors import WorkflowError, policy_denied
+from runtime.invocation import rules, store
+from runtime.invocation.launch import RunPlan, refresh_credential, seal_for, write_run
+from runtime.invocation.waiting import finish_invoke
+from runtime.security import InvocationContext, Keyring, SealedSecret
+from runtime.store import Connection, Database
+
+NESTED_REFUSAL = "nested workflow-backed Tool calls require the workflow action dispatch"
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """The run a call ended up with, and whether it was started by this call."""
+
+    process_id: str
+    outcome: str  # accepted | attach | replay
+    definition_digest: str
+    sync_wait_ms: int
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """The caller's token sealed for the run this call would start."""
+
+    process_id: str
+    secret: SealedSecret
+
+
+def _unknown_tool() -> WorkflowError:
+    # The lookup is host-scoped: a Tool of another host reads exactly like an unknown one.
+    return WorkflowError(
+        "WORKFLOW_NOT_FOUND", "no workflow-backed Tool with this stableToolRef on the caller's host"
+    )
+
+
+async def _active_revision(conn: Connection, host_id: str, tool_id: str) -> dict[str, Any]:
+    row = await store.lock_active_revision(conn, host_id, tool_id)
+    if row is not None and row["binding_id"] is not None:
+        return row
+    closed = await store.select_last_closed_status(conn, host_id, tool_id)
+    if row is None and closed is None:
+        raise _unknown_tool()
+    if closed == "revoked":
+        raise policy_denied("binding revoked by workflow owner")
+    raise policy_denied("the Tool has no active owner-approved binding revision")
+
+
+def _check_digests(revision: Mapping[str, Any], args: Mapping[str, Any]) -> None:
+    expected_binding = args.get("expectedBindingDigest")
+    if expected_binding is None:
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED", "the Gateway entry has no bindingDigest: republish this Tool"
+        )
+    if expected_binding != revision["binding_digest"]:
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH", "expectedBindingDigest is not the active revision's"
+        )
+    if args.get("expectedDefinitionDigest") != revision["definition_digest"]:
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH", "expectedDefinitionDigest is not the pinned version's"
+        )
+
+
+async def _pinned_document(conn: Connection, host_id: str, revision: Mapping[str, Any]) -> Any:
+    version = await store.lock_version_for_share(
+        conn, host_id, revision["wf_def_id"], revision["workflow_version"]
+    )
+    if version is None or version["status"] == "retired":
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_RETIRED", "the Tool's pinned definition version is retired"
+        )
+    return version["document"]
+
+
+def _plan(revision: Mapping[str, Any], args: Mapping[str, Any], process_id: str) -> RunPlan:
+    bounds = revision["runtime_bounds"]
+    now = datetime.now(UTC)
+    return RunPlan(
+        process_id=process_id,
+        operation="invoke",
+        input=args["input"],
+        wf_def_id=revision["wf_def_id"],
+        workflow_version=revision["workflow_version"],
+        definition_digest=revision["definition_digest"],
+        deadline_ts=now + timedelta(milliseconds=int(revision["total_deadline_ms"])),
+        execution_class=revision["execution_class"],
+        cancellation_policy=revision["cancellation_policy"],
+        budget=rules.budget_from(bounds),
+        limits=rules.run_limits_from(bounds),
+        tool_id=revision["tool_id"],
+        binding_id=revision["binding_id"],
+    )
+
+
+async def _admit(
+    conn: Connection,
+    ctx: InvocationContext,
+    args: Mapping[str, Any],
+    keyring: Keyring,
+    sealed: Sealed,
+) -> Admitted:
+    tool_id = str(uuid.UUID(str(args["stableToolRef"])))
+    revision = await _active_revision(conn, ctx.host_id, tool_id)
+    _check_digests(revision, args)
+    document = await _pinned_document(conn, ctx.host_id, revision)
+    rules.check_caller_policy(ctx, revision["caller_policy"])
+    input_digest = rules.check_input(args["input"], revision["input_schema"], document)
+    policy = revision["idempotency_policy"]
+    key = rules.idempotency_key(policy, args.get("idempotencyKey"), input_digest)
+    plan = _plan(revision, args, sealed.process_id)
+    principal = rules.principal_of(ctx)
+    claim = await store.claim_idempotency(
+        conn,
+        {
+            "host_id": ctx.host_id,
+            "scope_digest": rules.scope_digest(
+                policy["kind"], ctx.host_id, tool_id, ctx.subject, key
+            ),
+            "operation": "invoke",
+            "key_kind": policy["kind"],
+            "process_id": plan.process_id,
+            "principal_subject": principal,
+            "input_digest": input_digest,
+            "definition_digest": revision["definition_digest"],
+            "result_replay_ms": int(policy["resultReplayMs"]),
+            "deadline_ts": plan.deadline_ts,
+        },
+    )
+    sync_wait_ms = int(revision["sync_wait_ms"])
+    if claim.outcome == "conflict":
+        raise WorkflowError(
+            "WORKFLOW_IDEMPOTENCY_CONFLICT",
+            "this idempotency key is in use with another input, definition or client",
+            workflow_instance_id=claim.process_id,
+        )
+    if claim.outcome == "accepted":
+        # Re-attach and replay return above this point: they never count as starts.
+        await store.lock_tool_admission(conn, ctx.host_id, tool_id)
+        counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
+        rules.check_admission_limits(revision["admission_limits"], counts)
+        await write_run(conn, ctx, plan, sealed.secret, principal)
+    elif claim.outcome == "attach":
+        await refresh_credential(conn, keyring, ctx, claim.process_id)
+    return Admitted(claim.process_id, claim.outcome, revision["definition_digest"], sync_wait_ms)
+
+
+async def invoke_tool(
+    db: Database, ctx: InvocationContext, args: Mapping[str, Any], keyring: Keyring
+) -> dict[str, Any]:
+    """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error."""
+    if args.get("parentActionId") is not None:
+        raise policy_denied(NESTED_REFUSAL)
+    # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
+    process_id = str(uuid.uuid4())
+    sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
+    async with db.transaction() as conn:
+        admitted = await _admit(conn, ctx, args, keyring, sealed)
+    return await finish_invoke(
+        db, ctx.host_id, admitted.process_id, admitted.definition_digest, admitted.sync_wait_ms
+    )

@@ -1,0 +1,76 @@
+"""The lifecycle tools: status, result, bounded wait and cancel of the caller's own runs."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from runtime.errors import WorkflowError
+from runtime.invocation import store
+from runtime.invocation.results import (
+    LIVE_STATES,
+    not_visible,
+    result_document,
+    status_document,
+)
+from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
+from runtime.security import InvocationContext
+from runtime.store import Database
+
+
+async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+    """The run if it belongs to the caller (same host and user); one refusal otherwise."""
+    try:
+        process_id = str(uuid.UUID(instance_id))
+    except ValueError:
+        raise not_visible() from None
+    async with db.transaction(read_only=True) as conn:
+        run = await store.select_owned_run(conn, ctx.host_id, process_id)
+    if run is None or run["user_id"] != ctx.user_id:
+        raise not_visible()
+    return run
+
+
+async def get_status(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+    """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
+    return status_document(await _own_run(db, ctx, instance_id))
+
+
+async def get_result(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+    """workflow_get_result: the output, the live state, or the stored error."""
+    return result_document(await _own_run(db, ctx, instance_id))
+
+
+async def wait_result(
+    db: Database, ctx: InvocationContext, instance_id: str, wait_ms: int = MAX_WAIT_MS
+) -> dict[str, Any]:
+    """workflow_wait_result: a bounded long poll (<= 20 s and the run's deadline)."""
+    run = await _own_run(db, ctx, instance_id)
+    if run["state"] in LIVE_STATES:
+        remaining = int((run["deadline_ts"] - datetime.now(UTC)).total_seconds() * 1000)
+        if run["cancellation_policy"] != "disabled":
+            wait_ms = min(wait_ms, max(remaining, 0))
+        await wait_run(db, ctx.host_id, run["process_id"], wait_ms)
+        run = await _own_run(db, ctx, instance_id)
+    return result_document(run)
+
+
+async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+    """workflow_cancel: cancel per the run's cancellation policy."""
+    run = await _own_run(db, ctx, instance_id)
+    outcome = await cancel_run(db, ctx.host_id, run["process_id"], cancelled_by_caller())
+    if outcome == "disabled":
+        raise WorkflowError(
+            "WORKFLOW_POLICY_DENIED",
+            "the run's cancellation policy is disabled: it cannot be cancelled",
+        )
+    if outcome == "effect":
+        raise WorkflowError(
+            "WORKFLOW_STATE_CONFLICT",
+            "the run has dispatched an effect; its before-effects-only policy lets it finish",
+            after_effect=True,
+            workflow_instance_id=run["process_id"],
+        )
+    run = await _own_run(db, ctx, instance_id)
+    return {"workflowInstanceId": run["process_id"], "result": outcome, "state": run["state"]}

@@ -1,0 +1,107 @@
+-- Named queries of invocation admission and the lifecycle tools (runtime/invocation).
+
+-- lock_active_revision --
+-- The Tool's publication head (FOR SHARE: a revocation waits for admissions) and its active revision.
+SELECT h.active_binding_id::text AS active_binding_id,
+       r.binding_id::text AS binding_id, r.tool_id::text AS tool_id, r.wf_def_id::text AS wf_def_id,
+       r.workflow_version, r.definition_digest, r.binding_digest, r.sync_wait_ms,
+       r.total_deadline_ms, r.execution_class, r.cancellation_policy, r.idempotency_policy,
+       r.runtime_bounds, r.admission_limits, r.caller_policy, r.input_schema
+FROM workflow_tool_publication_t h
+LEFT JOIN workflow_tool_binding_t r
+       ON r.host_id = h.host_id AND r.binding_id = h.active_binding_id
+WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s
+FOR SHARE OF h;
+
+-- select_last_closed_status --
+-- The status of the Tool's most recently closed revision (revoked, retired, ...), if any.
+SELECT revision_status
+FROM workflow_tool_binding_t
+WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s
+  AND revision_status NOT IN ('pendingApproval', 'approved')
+ORDER BY decided_ts DESC NULLS LAST, requested_ts DESC
+LIMIT 1;
+
+-- lock_version_for_share --
+-- A published definition version (FOR SHARE: a retire waits for admissions) with its document.
+SELECT status, definition_digest, document
+FROM wf_definition_version_t
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(version)s
+FOR SHARE;
+
+-- select_head --
+-- A saved definition head (what workflow_start runs).
+SELECT wf_def_id::text AS wf_def_id, definition, definition_digest, active
+FROM wf_definition_t
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s;
+
+-- claim_idempotency --
+-- Reserve an idempotency scope, or judge the existing reservation (one atomic path).
+SELECT outcome, process_id::text AS process_id
+FROM workflow_claim_idempotency_v2(
+    %(host_id)s, %(scope_digest)s, %(operation)s, %(key_kind)s, %(process_id)s,
+    %(principal_subject)s, %(input_digest)s, %(definition_digest)s, %(result_replay_ms)s,
+    %(deadline_ts)s
+);
+
+-- lock_tool_admission --
+-- Serialize admissions of one Tool (all revisions) for the rest of the transaction.
+SELECT pg_advisory_xact_lock(hashtextextended('workflow-tool-admission:' || %(host_id)s || ':' || %(tool_id)s, 0));
+
+-- count_tool_admissions --
+-- Live runs and starts in the last minute of a Tool, overall and for one end user.
+SELECT
+    count(*) FILTER (WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')) AS live,
+    count(*) FILTER (WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+                       AND i.end_user_subject = %(subject)s) AS live_for_user,
+    count(*) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute') AS recent,
+    count(*) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute'
+                       AND i.end_user_subject = %(subject)s) AS recent_for_user,
+    min(i.created_ts) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute')
+        AS oldest_recent,
+    min(i.created_ts) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute'
+                                AND i.end_user_subject = %(subject)s) AS oldest_recent_for_user,
+    min(p.deadline_ts) FILTER (WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING'))
+        AS next_live_deadline,
+    clock_timestamp() AS counted_at
+FROM workflow_invocation_t i
+JOIN workflow_process p ON p.host_id = i.host_id AND p.process_id = i.process_id
+WHERE i.host_id = %(host_id)s AND i.tool_id = %(tool_id)s
+  AND (p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+       OR i.created_ts > clock_timestamp() - interval '1 minute');
+
+-- insert_invocation --
+-- Record who admitted a run and through what.
+INSERT INTO workflow_invocation_t (
+    host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
+    binding_id, wf_def_id, workflow_version, definition_digest
+) VALUES (
+    %(host_id)s, %(process_id)s, %(operation)s, %(user_id)s, %(end_user_subject)s,
+    %(principal_subject)s, %(tool_id)s, %(binding_id)s, %(wf_def_id)s, %(workflow_version)s,
+    %(definition_digest)s
+);
+
+-- replace_credential --
+-- On a re-attach: keep the later-expiring sealed token of a live run (never add one).
+UPDATE workflow_run_credential
+SET key_id = %(key_id)s, nonce = %(nonce)s, ciphertext = %(ciphertext)s,
+    token_expires_ts = %(token_expires_ts)s
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+  AND token_expires_ts IS NOT NULL AND token_expires_ts < %(token_expires_ts)s;
+
+-- select_owned_run --
+-- A run with who admitted it (the lifecycle tools check the owner).
+SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.tool_id::text AS tool_id,
+       i.wf_def_id::text AS wf_def_id, i.definition_digest, p.state, p.effect_state,
+       p.cancellation_policy, p.cancel_requested, p.result, p.error, p.deadline_ts,
+       p.created_ts, p.updated_ts, p.finished_ts
+FROM workflow_invocation_t i
+JOIN workflow_process p ON p.host_id = i.host_id AND p.process_id = i.process_id
+WHERE i.host_id = %(host_id)s AND i.process_id = %(process_id)s;
+
+-- lock_run --
+-- Lock a run's row before deciding how to cancel it.
+SELECT state, effect_state, cancellation_policy, cancel_requested, deadline_ts
+FROM workflow_process
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+FOR UPDATE;

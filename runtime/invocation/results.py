@@ -1,0 +1,124 @@
+"""Run rows to public answers: outputs, the stored normalized error, status documents."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from runtime.errors import ErrorStatus, WorkflowError, error_registry
+
+TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+LIVE_STATES = frozenset({"ACCEPTED", "RUNNING", "WAITING"})
+
+
+def timestamp(value: datetime) -> str:
+    """RFC 3339 UTC with a Z suffix (microseconds when present)."""
+    text = value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return text
+
+
+def not_visible() -> WorkflowError:
+    """The one refusal for a run that is unknown, of another host or of another user."""
+    return WorkflowError(
+        "WORKFLOW_NOT_FOUND", "no workflow instance with this id is visible to the caller"
+    )
+
+
+def stored_error(run: Mapping[str, Any], instance_id: str) -> WorkflowError:
+    """The run's stored normalized error as a typed error (afterEffect from effect_state)."""
+    stored = run.get("error") if isinstance(run.get("error"), dict) else {}
+    assert isinstance(stored, dict)
+    code = stored.get("code")
+    if code not in error_registry():
+        code = "WORKFLOW_CANCELLED" if run["state"] == "CANCELLED" else "WORKFLOW_TASK_FAILED"
+    message = stored.get("message") or "the workflow run did not complete"
+    status: ErrorStatus = "cancelled" if run["state"] == "CANCELLED" else "failed"
+    if code == "WORKFLOW_TIMEOUT":
+        status = "timeout"
+    retryable = stored.get("retryable")
+    details = stored.get("details")
+    return WorkflowError(
+        str(code),
+        str(message),
+        status=status,
+        retryable=retryable if isinstance(retryable, bool) else None,
+        after_effect=run.get("effect_state", "none") != "none",
+        retry_after_ms=stored.get("retryAfterMs"),
+        details=details if isinstance(details, dict) else None,
+        workflow_instance_id=instance_id,
+    )
+
+
+def still_running(instance_id: str, *, retryable: bool, after_effect: bool) -> WorkflowError:
+    """WORKFLOW_TIMEOUT naming the instance: the wait ended without a result."""
+    message = (
+        "the run did not finish within the wait; retry to re-attach to it"
+        if retryable
+        else "the run's deadline passed before it finished"
+    )
+    return WorkflowError(
+        "WORKFLOW_TIMEOUT",
+        message,
+        status="timeout",
+        retryable=retryable,
+        after_effect=after_effect,
+        workflow_instance_id=instance_id,
+    )
+
+
+def invoke_output(
+    run: Mapping[str, Any], instance_id: str, definition_digest: str
+) -> dict[str, Any]:
+    """workflow_invoke's success, or the stored error of a failed or cancelled run."""
+    if run["state"] != "COMPLETED":
+        raise stored_error(run, instance_id)
+    output = run.get("result")
+    return {
+        "status": "completed",
+        "workflowInstanceId": instance_id,
+        "definitionDigest": definition_digest,
+        "output": output if isinstance(output, dict) else {"value": output},
+    }
+
+
+def result_document(run: Mapping[str, Any]) -> dict[str, Any]:
+    """workflow_get_result / workflow_wait_result: output when COMPLETED, state when live."""
+    instance_id = str(run["process_id"])
+    if run["state"] in ("FAILED", "CANCELLED"):
+        raise stored_error(run, instance_id)
+    body: dict[str, Any] = {
+        "workflowInstanceId": instance_id,
+        "state": run["state"],
+        "definitionDigest": run["definition_digest"],
+    }
+    if run["state"] == "COMPLETED":
+        output = run.get("result")
+        body["output"] = output if isinstance(output, dict) else {"value": output}
+    return body
+
+
+def status_document(run: Mapping[str, Any]) -> dict[str, Any]:
+    """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
+    instance_id = str(run["process_id"])
+    state = run["state"]
+    clean_failure = state in ("FAILED", "CANCELLED") and run["effect_state"] == "none"
+    body: dict[str, Any] = {
+        "workflowInstanceId": instance_id,
+        "state": state,
+        "wfDefId": run["wf_def_id"],
+        "definitionDigest": run["definition_digest"],
+        "submittedAt": timestamp(run["created_ts"]),
+        "updatedAt": timestamp(run["updated_ts"]),
+        "deadlineAt": timestamp(run["deadline_ts"]),
+        "retryable": clean_failure,
+        "effectState": run["effect_state"],
+    }
+    if run.get("finished_ts") is not None:
+        body["finishedAt"] = timestamp(run["finished_ts"])
+    if state == "COMPLETED":
+        output = run.get("result")
+        body["result"] = output if isinstance(output, dict) else {"value": output}
+    elif state in ("FAILED", "CANCELLED"):
+        body["error"] = stored_error(run, instance_id).to_structured()["error"]
+    return body

@@ -1,0 +1,152 @@
+"""Pure admission rules: caller policy, input checks, idempotency scope, budgets and limits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+
+from runtime.canonical import CanonicalError, canonical_digest, input_schema_of
+from runtime.errors import WorkflowError, input_invalid, policy_denied
+from runtime.invocation.store import AdmissionCounts
+from runtime.scheduler import BudgetAmounts
+from runtime.security import InvocationContext
+
+SCOPE_VERSION = 1
+MAX_KEY_LENGTH = 256
+MINUTE_MS = 60_000
+
+
+def check_caller_policy(ctx: InvocationContext, policy: Mapping[str, Any] | None) -> None:
+    """Refuse unless the verified user satisfies one requireAnyOf clause ({} accepts all)."""
+    clauses = (policy or {}).get("requireAnyOf")
+    if not clauses:
+        return
+    for clause in clauses:
+        held = ctx.roles if clause.get("claim") == "role" else ctx.positions
+        if clause.get("value") in held:
+            return
+    raise policy_denied("the caller does not satisfy the Tool's caller policy")
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator
+
+
+def _check_against(schema: Any, value: Any, what: str) -> None:
+    if not isinstance(schema, dict) or not schema:
+        return
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+    except jsonschema.SchemaError:
+        raise input_invalid(f"the {what} input schema cannot be used") from None
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is not None:
+        # Path and rule only: messages would echo (possibly sensitive) input values.
+        details = {"validation": {"path": error.json_path, "rule": str(error.validator)}}
+        raise input_invalid(
+            f"the input does not match the {what} input schema at {error.json_path}", details
+        )
+
+
+def check_input(value: Any, binding_schema: Any, document: Mapping[str, Any] | None) -> str:
+    """Validate the input against the Tool's and the definition's schemas; its digest."""
+    try:
+        digest = canonical_digest(value)
+    except CanonicalError as exc:
+        raise input_invalid(f"the input is not canonical JSON: {exc}") from None
+    _check_against(binding_schema, value, "Tool")
+    if document is not None:
+        _check_against(input_schema_of(dict(document)), value, "workflow")
+    return digest
+
+
+def idempotency_key(policy: Mapping[str, Any], supplied: str | None, input_digest: str) -> str:
+    """The key within the scope: the input digest (derived) or the caller's key."""
+    kind = policy.get("kind", "derived")
+    if kind == "derived":
+        return input_digest
+    if supplied is None or not 1 <= len(supplied) <= MAX_KEY_LENGTH:
+        raise input_invalid(f"this Tool needs an idempotencyKey of 1-{MAX_KEY_LENGTH} characters")
+    return supplied
+
+
+def scope_digest(kind: str, host_id: str, target_id: str, subject: str, key: str) -> str:
+    """canonical_sha256({v, kind, hostId, toolId, endUserSubject, key})."""
+    return canonical_digest(
+        {
+            "v": SCOPE_VERSION,
+            "kind": kind,
+            "hostId": host_id,
+            "toolId": target_id,
+            "endUserSubject": subject,
+            "key": key,
+        }
+    )
+
+
+def principal_of(ctx: InvocationContext) -> str:
+    """The client principal stored beside a key: the client the user came through."""
+    return ctx.user_client_id or ctx.client_id
+
+
+def budget_from(bounds: Mapping[str, Any]) -> BudgetAmounts:
+    """The run's budget ledger ceilings from the revision's runtimeBounds."""
+    return BudgetAmounts(
+        attempts=int(bounds["maximumTaskAttempts"]),
+        nested_calls=int(bounds["maximumNestedCalls"]),
+        request_bytes=int(bounds["maximumRequestBytes"]),
+        intermediate_bytes=int(bounds["maximumIntermediateBytes"]),
+        result_bytes=int(bounds["maximumResultBytes"]),
+        cost_units=int(bounds["maximumCostUnits"]),
+    )
+
+
+def run_limits_from(bounds: Mapping[str, Any]) -> dict[str, Any]:
+    """The interpreter limits of the run spec from runtimeBounds."""
+    return {
+        "maximumTaskAttempts": int(bounds["maximumTaskAttempts"]),
+        "maximumParallelism": int(bounds["maximumParallelism"]),
+    }
+
+
+def _ms_until(later: datetime | None, now: datetime) -> int:
+    if later is None:
+        return 1000
+    return max(1, int((later - now).total_seconds() * 1000))
+
+
+def check_admission_limits(limits: Mapping[str, Any], counts: AdmissionCounts) -> None:
+    """WORKFLOW_CAPACITY_EXHAUSTED with retryAfterMs when any admission limit is reached."""
+    now = counts.counted_at
+    retry_after: int | None = None
+    reason = ""
+    if counts.live >= int(limits["maximumConcurrentRuns"]):
+        reason, retry_after = "concurrent runs", _ms_until(counts.next_live_deadline, now)
+    elif counts.live_for_user >= int(limits["maximumConcurrentRunsPerUser"]):
+        reason, retry_after = "concurrent runs per user", _ms_until(counts.next_live_deadline, now)
+    elif counts.recent >= int(limits["startsPerMinute"]):
+        reason, retry_after = "starts per minute", _window_left(counts.oldest_recent, now)
+    elif counts.recent_for_user >= int(limits["startsPerMinutePerUser"]):
+        reason = "starts per minute per user"
+        retry_after = _window_left(counts.oldest_recent_for_user, now)
+    if retry_after is not None:
+        raise WorkflowError(
+            "WORKFLOW_CAPACITY_EXHAUSTED",
+            f"the Tool's admission limit ({reason}) is reached",
+            retry_after_ms=retry_after,
+        )
+
+
+def _window_left(oldest: datetime | None, now: datetime) -> int:
+    if oldest is None:
+        return MINUTE_MS
+    return max(1, MINUTE_MS - int((now - oldest).total_seconds() * 1000))

@@ -1,0 +1,135 @@
+"""workflow_start: run the saved head of a definition asynchronously and return its receipt."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from runtime.canonical import CanonicalError, load_definition_yaml
+from runtime.engine import DefinitionError, parse_definition
+from runtime.errors import WorkflowError, input_invalid
+from runtime.invocation import rules, store
+from runtime.invocation.launch import RunPlan, seal_for, write_run
+from runtime.invocation.results import timestamp
+from runtime.scheduler.service import DEFAULT_BUDGET
+from runtime.security import InvocationContext, Keyring, SealedSecret
+from runtime.store import Connection, Database
+
+# workflow_start runs are root starts of editors and schedulers: the standard class, the
+# default budget, and a day unless the definition's own `timeout` is shorter.
+START_DEADLINE = timedelta(hours=24)
+START_KEY_KIND = "start"
+
+
+def _head_document(head: Mapping[str, Any] | None, expected: str | None) -> dict[str, Any]:
+    if head is None:
+        raise WorkflowError("WORKFLOW_NOT_FOUND", "no saved definition with this wfDefId")
+    if expected is not None and expected != head["definition_digest"]:
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH",
+            "expectedDefinitionDigest is not the saved head's digest",
+            details={"definitionDigest": head["definition_digest"]},
+        )
+    if not head["active"]:
+        raise WorkflowError("WORKFLOW_START_REJECTED", "the saved definition is not active")
+    try:
+        return load_definition_yaml(head["definition"])
+    except CanonicalError:
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED", "the saved definition cannot be read"
+        ) from None
+
+
+def _deadline(document: dict[str, Any], admitted: datetime) -> datetime:
+    try:
+        timeout_ms = parse_definition(document).timeout_ms
+    except DefinitionError:
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED", "the saved definition is not a valid workflow"
+        ) from None
+    deadline = admitted + START_DEADLINE
+    if timeout_ms is not None:
+        deadline = min(deadline, admitted + timedelta(milliseconds=timeout_ms))
+    return deadline
+
+
+async def _receipt(
+    conn: Connection, host_id: str, process_id: str, wf_def_id: str
+) -> dict[str, Any]:
+    run = await store.select_owned_run(conn, host_id, process_id)
+    assert run is not None  # written or claimed in this transaction
+    return {
+        "workflowInstanceId": process_id,
+        "state": run["state"],
+        "wfDefId": wf_def_id,
+        "definitionDigest": run["definition_digest"],
+        "submittedAt": timestamp(run["created_ts"]),
+    }
+
+
+def _sealed_or_none(
+    keyring: Keyring, ctx: InvocationContext, process_id: str
+) -> SealedSecret | None:
+    # Without a sealing key the run still starts; its outbound calls then fail closed.
+    if not keyring.has_usable_key:
+        return None
+    return seal_for(keyring, ctx, process_id)
+
+
+async def start_workflow(
+    db: Database, ctx: InvocationContext, args: Mapping[str, Any], keyring: Keyring
+) -> dict[str, Any]:
+    """workflow_start: idempotent (body key, else a fresh one) async start of the saved head."""
+    if "stableToolRef" in args:
+        raise input_invalid("workflow_start does not accept stableToolRef; call the Tool instead")
+    wf_def_id = str(uuid.UUID(str(args["wfDefId"])))
+    key = args.get("idempotencyKey") or str(uuid.uuid4())
+    process_id = str(uuid.uuid4())
+    sealed = _sealed_or_none(keyring, ctx, process_id)
+    async with db.transaction() as conn:
+        head = await store.select_head(conn, ctx.host_id, wf_def_id)
+        document = _head_document(head, args.get("expectedDefinitionDigest"))
+        assert head is not None
+        input_digest = rules.check_input(args["input"], None, document)
+        admitted = datetime.now(UTC)
+        plan = RunPlan(
+            process_id=process_id,
+            operation="start",
+            input=args["input"],
+            wf_def_id=wf_def_id,
+            definition=document,
+            definition_digest=head["definition_digest"],
+            deadline_ts=_deadline(document, admitted),
+            execution_class="standard",
+            cancellation_policy="before-effects-only",
+            budget=DEFAULT_BUDGET,
+        )
+        principal = rules.principal_of(ctx)
+        claim = await store.claim_idempotency(
+            conn,
+            {
+                "host_id": ctx.host_id,
+                "scope_digest": rules.scope_digest(
+                    START_KEY_KIND, ctx.host_id, wf_def_id, ctx.subject, key
+                ),
+                "operation": "start",
+                "key_kind": START_KEY_KIND,
+                "process_id": process_id,
+                "principal_subject": principal,
+                "input_digest": input_digest,
+                "definition_digest": head["definition_digest"],
+                "result_replay_ms": None,
+                "deadline_ts": plan.deadline_ts,
+            },
+        )
+        if claim.outcome == "conflict":
+            raise WorkflowError(
+                "WORKFLOW_IDEMPOTENCY_CONFLICT",
+                "this idempotencyKey was used with another input, definition or client",
+            )
+        if claim.outcome == "accepted":
+            await write_run(conn, ctx, plan, sealed, principal)
+        receipt = await _receipt(conn, ctx.host_id, claim.process_id, wf_def_id)
+    return receipt

@@ -1,0 +1,199 @@
+"""Shared builders for the invocation tests (no tests here): Tools, callers, an executor."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from runtime.canonical import definition_digest
+from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter
+from runtime.scheduler import Executor
+from runtime.security.devtools import DevIdentity
+from runtime.services import Services
+from tests.integration.test_binding_support import (
+    HOST,
+    OWNER,
+    OWNER_POSITION,
+    binding,
+    definition_yaml,
+    new_id,
+    publish_args,
+)
+from tests.integration.test_execution_support import FAST
+from tests.support.mcp import MODERN, McpTestClient
+
+CALLER = "caller-1"
+
+FAILING_TASK = (
+    "  - boom:\n      raise:\n        error:\n          type: https://errors.example.com/boom\n"
+    "          status: 500\n          title: claim lookup failed\n"
+    "          detail: the claim service said no\n"
+)
+SLOW_TASK = "  - pause:\n      wait: PT3S\n"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A published, owner-approved workflow-backed Tool."""
+
+    tool_id: str
+    wf_def_id: str
+    binding_id: str
+    binding_digest: str
+    definition_digest: str
+    aggregate_version: int
+    text: str
+
+
+def ok(result: dict[str, Any]) -> dict[str, Any]:
+    """The structured output of a successful call."""
+    assert result["isError"] is False, result
+    return dict(result["structuredContent"])
+
+
+def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
+    """The structuredContent of an isError result whose error has that code."""
+    assert result["isError"] is True, result
+    body = dict(result["structuredContent"])
+    assert body["error"]["code"] == code, body
+    return body
+
+
+def client(
+    http: httpx.AsyncClient,
+    identity: DevIdentity,
+    user_id: str = CALLER,
+    *,
+    roles: tuple[str, ...] = ("admin", "workflow-admin"),
+    positions: tuple[str, ...] = (),
+    host_id: str = HOST,
+    user_client_id: str = "portal",
+) -> McpTestClient:
+    """An MCP client for one user of a host, through the Gateway's app token."""
+    user = identity.user_token(
+        host_id=host_id,
+        user_id=user_id,
+        roles=roles,
+        positions=positions,
+        client_id=user_client_id,
+    )
+    app = identity.app_token(host_id=host_id)
+    return McpTestClient(http, MODERN, identity.auth_headers(user, app))
+
+
+async def save_head(owner: McpTestClient, wf_def_id: str, text: str, revision: int = 1) -> str:
+    """Save the definition head with text; returns its digest."""
+    args = {
+        "hostId": HOST,
+        "wfDefId": wf_def_id,
+        "sourceRevision": revision,
+        "actor": "steve",
+        "namespace": "claims",
+        "name": "summarize-claim",
+        "version": "1.2.0",
+        "definition": text,
+        "lifecycleStatus": "PUBLISHED",
+        "catalogVisible": False,
+        "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
+        "active": True,
+    }
+    ok(await owner.call_tool("workflow_definition_save", args))
+    return definition_digest(text)
+
+
+async def publish_version(owner: McpTestClient, wf_def_id: str, text: str, version: str) -> None:
+    """Publish one definition version."""
+    args = {
+        "hostId": HOST,
+        "wfDefId": wf_def_id,
+        "namespace": "claims",
+        "name": "summarize-claim",
+        "version": version,
+        "definition": text,
+        "expectedDefinitionDigest": definition_digest(text),
+        "bindingApproval": "carryOver",
+        "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
+        "operationId": new_id(),
+    }
+    ok(await owner.call_tool("workflow_definition_publish", args))
+
+
+async def publish_tool(
+    owner: McpTestClient,
+    *,
+    text: str | None = None,
+    tool_id: str | None = None,
+    wf_def_id: str | None = None,
+    version: str = "1.2.0",
+    expected_version: int = 0,
+    **changes: Any,
+) -> Tool:
+    """Save (first time), publish a version and self-approve a binding revision as the owner."""
+    text = text if text is not None else definition_yaml()
+    if wf_def_id is None:
+        wf_def_id = new_id()
+        await save_head(owner, wf_def_id, definition_yaml())
+    await publish_version(owner, wf_def_id, text, version)
+    tool_id = tool_id or new_id()
+    value = binding(wf_def_id, tool_id, text, version=version, **changes)
+    receipt = ok(
+        await owner.call_tool("workflow_binding_publish", publish_args(value, expected_version))
+    )
+    assert receipt["status"] == "active", receipt
+    return Tool(
+        tool_id=tool_id,
+        wf_def_id=wf_def_id,
+        binding_id=receipt["bindingId"],
+        binding_digest=receipt["bindingDigest"],
+        definition_digest=definition_digest(text),
+        aggregate_version=receipt["aggregateVersion"],
+        text=text,
+    )
+
+
+def invoke_args(tool: Tool, data: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """workflow_invoke arguments as the Gateway sends them."""
+    args: dict[str, Any] = {
+        "stableToolRef": tool.tool_id,
+        "expectedBindingDigest": tool.binding_digest,
+        "expectedDefinitionDigest": tool.definition_digest,
+        "input": data if data is not None else {"claimId": "C-1001"},
+    }
+    args.update(extra)
+    return args
+
+
+@asynccontextmanager
+async def running_executor(services: Services) -> AsyncIterator[Executor]:
+    """An in-process executor running workflow tasks on the test database."""
+    runtime = WorkflowRuntime(ExecutionSettings(), services.keyring)
+    async with Executor(services.database, runtime.handlers(), FAST) as executor:
+        yield executor
+    await runtime.aclose()
+
+
+@pytest.fixture
+def owner(http: httpx.AsyncClient, dev_identity: DevIdentity) -> McpTestClient:
+    """The definition owner (publishes and approves Tools)."""
+    return client(http, dev_identity, OWNER)
+
+
+@pytest.fixture
+async def caller(
+    http: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> AsyncIterator[McpTestClient]:
+    """A Tool user; the test's result waiter is closed afterwards."""
+    yield client(http, dev_identity)
+    await close_waiter(services.database)
+
+
+@pytest.fixture
+async def workers(services: Services) -> AsyncIterator[Executor]:
+    """An executor running for the whole test."""
+    async with running_executor(services) as executor:
+        yield executor
