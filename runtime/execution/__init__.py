@@ -5,12 +5,14 @@ from __future__ import annotations
 from runtime.execution.effects import AFTER_DISPATCH_POINT, CALL_SLOTS, DurableEffects
 from runtime.execution.handler import WORKFLOW_TASK_KIND, WorkflowRuntime
 from runtime.execution.service import (
+    admit_run,
     forget_expired_credentials,
     read_run,
     start_workflow_run,
     wait_for_result,
 )
 from runtime.execution.settings import ExecutionSettings
+from runtime.execution.store import RunSpec
 from runtime.execution.waiter import TERMINAL_STATES, close_waiter
 
 __all__ = [
@@ -20,7 +22,9 @@ __all__ = [
     "WORKFLOW_TASK_KIND",
     "DurableEffects",
     "ExecutionSettings",
+    "RunSpec",
     "WorkflowRuntime",
+    "admit_run",
     "close_waiter",
     "forget_expired_credentials",
     "read_run",

@@ -16,7 +16,7 @@ from runtime.execution.waiter import TERMINAL_STATES, waiter_for
 from runtime.scheduler import NewTask, enqueue_process
 from runtime.scheduler.models import BudgetAmounts, CancellationPolicy, ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
-from runtime.security import Keyring, SecretToken
+from runtime.security import Keyring, SealedSecret, SecretToken
 from runtime.store import Database
 
 
@@ -96,28 +96,58 @@ async def start_workflow_run(
         if spec.wf_def_id is not None and version is not None:
             published_timeout_ms = await _check_version(conn, host, spec.wf_def_id, version)
             deadline_ts = _capped(deadline_ts, admitted, published_timeout_ms)
-        await enqueue_process(
+        await admit_run(
             conn,
-            host_id=host,
-            process_id=process_id,
-            first_task=NewTask(WORKFLOW_TASK_KIND, {"input": input}, step_no=0),
+            spec,
+            input=input,
             execution_class=execution_class,
             deadline_ts=deadline_ts,
             cancellation_policy=cancellation_policy,
             budget=budget,
-            binding_id=spec.binding_id,
+            sealed=sealed,
+            token_expires_ts=None if credential is None else token_expiry(credential),
         )
-        await store.insert_run_spec(conn, spec)
-        if sealed is not None and credential is not None:
-            await store.insert_credential(
-                conn,
-                host,
-                process_id,
-                sealed,
-                token_expires_ts=token_expiry(credential),
-                expires_ts=deadline_ts,
-            )
     return process_id
+
+
+async def admit_run(
+    conn: Any,
+    spec: store.RunSpec,
+    *,
+    input: Any,
+    execution_class: ExecutionClass,
+    deadline_ts: datetime,
+    cancellation_policy: CancellationPolicy,
+    budget: BudgetAmounts,
+    sealed: SealedSecret | None,
+    token_expires_ts: datetime | None,
+) -> None:
+    """Write a run inside the caller's transaction: process, first task, spec, sealed credential.
+
+    For admissions that must commit the run together with their own rows (idempotency
+    reservations, admission-limit counts); start_workflow_run wraps it in its own transaction.
+    """
+    await enqueue_process(
+        conn,
+        host_id=spec.host_id,
+        process_id=spec.process_id,
+        first_task=NewTask(WORKFLOW_TASK_KIND, {"input": input}, step_no=0),
+        execution_class=execution_class,
+        deadline_ts=deadline_ts,
+        cancellation_policy=cancellation_policy,
+        budget=budget,
+        binding_id=spec.binding_id,
+    )
+    await store.insert_run_spec(conn, spec)
+    if sealed is not None:
+        await store.insert_credential(
+            conn,
+            spec.host_id,
+            spec.process_id,
+            sealed,
+            token_expires_ts=token_expires_ts,
+            expires_ts=deadline_ts,
+        )
 
 
 async def _check_version(conn: Any, host_id: str, wf_def_id: str, version: str) -> int | None:

@@ -1,7 +1,7 @@
-"""Writing an admitted run inside the admission transaction: process, spec, credential, owner.
+"""Writing an admitted run inside the admission transaction: the run and its owner record.
 
-Why not runtime.execution.start_workflow_run: it owns its transaction, while admission must
-write the idempotency reservation, the admission-limit counts and the run in one.
+Admission writes the idempotency reservation, the admission-limit counts and the run in one
+transaction, so it uses runtime.execution.admit_run rather than start_workflow_run.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from runtime.execution import WORKFLOW_TASK_KIND
-from runtime.execution import store as execution_store
+from runtime.execution import RunSpec, admit_run
 from runtime.execution.credential import seal_credential, token_expiry
 from runtime.invocation import store
-from runtime.scheduler import BudgetAmounts, NewTask, enqueue_process
+from runtime.scheduler import BudgetAmounts
 from runtime.scheduler.models import CancellationPolicy, ExecutionClass
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection
@@ -53,18 +52,7 @@ async def write_run(
     principal: str,
 ) -> None:
     """Insert the run, its first task, spec, sealed credential and owner record."""
-    await enqueue_process(
-        conn,
-        host_id=ctx.host_id,
-        process_id=plan.process_id,
-        first_task=NewTask(WORKFLOW_TASK_KIND, {"input": plan.input}, step_no=0),
-        execution_class=plan.execution_class,
-        deadline_ts=plan.deadline_ts,
-        cancellation_policy=plan.cancellation_policy,
-        budget=plan.budget,
-        binding_id=plan.binding_id,
-    )
-    spec = execution_store.RunSpec(
+    spec = RunSpec(
         host_id=ctx.host_id,
         process_id=plan.process_id,
         wf_def_id=plan.wf_def_id,
@@ -74,16 +62,17 @@ async def write_run(
         user_id=ctx.user_id,
         limits=plan.limits,
     )
-    await execution_store.insert_run_spec(conn, spec)
-    if sealed is not None:
-        await execution_store.insert_credential(
-            conn,
-            ctx.host_id,
-            plan.process_id,
-            sealed,
-            token_expires_ts=token_expiry(ctx.user_token) or ctx.user_token_expires_at,
-            expires_ts=plan.deadline_ts,
-        )
+    await admit_run(
+        conn,
+        spec,
+        input=plan.input,
+        execution_class=plan.execution_class,
+        deadline_ts=plan.deadline_ts,
+        cancellation_policy=plan.cancellation_policy,
+        budget=plan.budget,
+        sealed=sealed,
+        token_expires_ts=token_expiry(ctx.user_token) or ctx.user_token_expires_at,
+    )
     await store.insert_invocation(
         conn,
         {
