@@ -312,11 +312,16 @@ WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND step_no = %(step
 
 -- mark_effect_possible --
 -- Under the lease, record that the step's effect may happen (run effect state at least possible).
+-- The run row is locked first and must still be live: a cancel that locked it before us wins
+-- (we see it ended and dispatch nothing); one that comes after sees the effect and refuses.
 WITH owner AS (
-    SELECT host_id, process_id, task_id, fencing_token
-    FROM workflow_task
-    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
-      AND fencing_token = %(fencing_token)s AND state = 'running'
+    SELECT t.host_id, t.process_id, t.task_id, t.fencing_token
+    FROM workflow_task t
+    JOIN workflow_process p ON p.host_id = t.host_id AND p.process_id = t.process_id
+    WHERE t.host_id = %(host_id)s AND t.task_id = %(task_id)s AND t.lease_id = %(lease_id)s
+      AND t.fencing_token = %(fencing_token)s AND t.state = 'running'
+      AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+    FOR UPDATE OF p
 ),
 step AS (
     INSERT INTO workflow_step (host_id, process_id, step_no, task_id, effect_state, fencing_token)
