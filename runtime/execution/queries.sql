@@ -58,6 +58,7 @@ FROM workflow_task t
 JOIN workflow_process p ON p.host_id = t.host_id AND p.process_id = t.process_id
 WHERE t.host_id = %(host_id)s AND t.task_id = %(task_id)s AND t.lease_id = %(lease_id)s
   AND t.fencing_token = %(fencing_token)s AND t.state = 'running'
+FOR UPDATE OF t
 RETURNING action_id;
 
 -- select_process_state --

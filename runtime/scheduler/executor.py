@@ -207,7 +207,8 @@ class Executor:
             # Every claim of a plain task, retries included, spends one attempt of the run's
             # shared budget; a DispatchBudgeted handler charges its own dispatches instead.
             await service.reserve(self._db, lease, BudgetAmounts(attempts=1))
-        outcome = await handler(task, TaskLease(self._db, lease, prior))
+        lease_handle = TaskLease(self._db, lease, prior, idempotent=task.idempotent)
+        outcome = await handler(task, lease_handle)
         await faults.point("before_complete")
         await service.complete(self._db, lease, outcome)
 

@@ -23,9 +23,18 @@ from runtime.store import Database
 class TaskLease:
     """A fenced lease on one claimed task; every write raises LeaseLost once it is stale."""
 
-    def __init__(self, db: Database, state: LeaseState, prior_step: StepRecord | None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        state: LeaseState,
+        prior_step: StepRecord | None,
+        *,
+        idempotent: bool = False,
+    ) -> None:
         self._db = db
         self.state = state
+        # An idempotent task may take over a step an earlier attempt left "possible".
+        self._idempotent = idempotent
         # The step ledger row left by an earlier attempt, if any: resume from it.
         self.prior_step = prior_step
 
@@ -66,7 +75,9 @@ class TaskLease:
 
     async def mark_effect_possible(self, step_no: int | None = None) -> None:
         """Record the step's effect as possible; call right before dispatching it."""
-        await service.mark_effect_possible(self._db, self.state, self._step(step_no))
+        await service.mark_effect_possible(
+            self._db, self.state, self._step(step_no), takeover=self._idempotent
+        )
 
     async def confirm_effect(self, output: Any = None, step_no: int | None = None) -> bool:
         """Record the step's effect as confirmed with its output; call right after success."""

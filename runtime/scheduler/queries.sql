@@ -269,7 +269,8 @@ WITH expired AS (
     WHERE t.state = 'running' AND t.lease_expires_ts < now()
     ORDER BY t.lease_expires_ts
     LIMIT %(limit)s
-    FOR UPDATE OF t SKIP LOCKED
+    -- The run row too: its effect state decides, and a task mid-mark is skipped, not raced.
+    FOR UPDATE OF t, p SKIP LOCKED
 ),
 reclaimed AS (
     UPDATE workflow_task t
@@ -310,18 +311,24 @@ SELECT effect_state, output, fencing_token
 FROM workflow_step
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND step_no = %(step_no)s;
 
+-- lock_live_process --
+-- Lock a run row while it is live: effect marks take it before the task row (the order cancels use).
+SELECT process_id
+FROM workflow_process
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+  AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+FOR UPDATE;
+
 -- mark_effect_possible --
 -- Under the lease, record that the step's effect may happen (run effect state at least possible).
--- The run row is locked first and must still be live: a cancel that locked it before us wins
--- (we see it ended and dispatch nothing); one that comes after sees the effect and refuses.
+-- The caller holds the live run row (lock_live_process); the task row is locked and its fence
+-- re-checked after any wait, so a lease reclaimed meanwhile marks nothing.
 WITH owner AS (
-    SELECT t.host_id, t.process_id, t.task_id, t.fencing_token
-    FROM workflow_task t
-    JOIN workflow_process p ON p.host_id = t.host_id AND p.process_id = t.process_id
-    WHERE t.host_id = %(host_id)s AND t.task_id = %(task_id)s AND t.lease_id = %(lease_id)s
-      AND t.fencing_token = %(fencing_token)s AND t.state = 'running'
-      AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-    FOR UPDATE OF p
+    SELECT host_id, process_id, task_id, fencing_token
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+    FOR UPDATE
 ),
 step AS (
     INSERT INTO workflow_step (host_id, process_id, step_no, task_id, effect_state, fencing_token)
@@ -331,6 +338,7 @@ step AS (
         SET fencing_token = excluded.fencing_token, task_id = excluded.task_id,
             possible_ts = now()
         WHERE workflow_step.effect_state = 'possible'
+          AND (workflow_step.fencing_token = excluded.fencing_token OR %(takeover)s)
     RETURNING effect_state
 ),
 run AS (
@@ -348,6 +356,7 @@ WITH owner AS (
     FROM workflow_task
     WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
       AND fencing_token = %(fencing_token)s AND state = 'running'
+    FOR UPDATE
 ),
 step AS (
     UPDATE workflow_step s
@@ -374,6 +383,7 @@ WITH owner AS (
     FROM workflow_task
     WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
       AND fencing_token = %(fencing_token)s AND state = 'running'
+    FOR UPDATE
 ),
 debit AS (
     UPDATE workflow_budget b
@@ -415,6 +425,7 @@ WITH owner AS (
     FROM workflow_task
     WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
       AND fencing_token = %(fencing_token)s AND state = 'running'
+    FOR UPDATE
 ),
 settled AS (
     UPDATE workflow_budget_reservation r

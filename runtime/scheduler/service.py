@@ -124,10 +124,16 @@ async def release(db: Database, lease: LeaseState) -> bool:
         return await runs.release_task(conn, lease)
 
 
-async def mark_effect_possible(db: Database, lease: LeaseState, step_no: int) -> None:
-    """Before dispatching an external effect: record it as possible (fenced)."""
+async def mark_effect_possible(
+    db: Database, lease: LeaseState, step_no: int, *, takeover: bool = False
+) -> None:
+    """Before dispatching an external effect: record it as possible (fenced).
+
+    takeover lets an idempotent task re-mark a step an earlier claim left possible; otherwise
+    a possible step of another claim refuses, so one write is never dispatched twice.
+    """
     async with db.transaction() as conn:
-        await ledgers.mark_effect_possible(conn, lease, step_no)
+        await ledgers.mark_effect_possible(conn, lease, step_no, takeover=takeover)
     lease.effect_dispatched = True
 
 

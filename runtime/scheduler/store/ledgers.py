@@ -24,19 +24,34 @@ async def get_step(
     return StepRecord(row["effect_state"], row["output"], row["fencing_token"])
 
 
-async def mark_effect_possible(conn: Connection, lease: LeaseState, step_no: int) -> None:
-    """Record the step's effect as possible before dispatch. Raises LeaseLost."""
+async def mark_effect_possible(
+    conn: Connection, lease: LeaseState, step_no: int, *, takeover: bool = False
+) -> None:
+    """Record the step's effect as possible before dispatch. Raises LeaseLost.
+
+    Locks the live run row first, then the task row (the order a cancel takes them in), so a
+    cancel and a first effect never both win, and a lease reclaimed while we waited marks
+    nothing: the task row's fence is re-checked after the lock.
+    """
+    live = await conn.execute(
+        QUERIES["lock_live_process"],
+        {"host_id": lease.host_id, "process_id": lease.process_id},
+    )
+    if await live.fetchone() is None:
+        raise LeaseLost(lease.task_id, "mark_effect_possible: the run has ended")
     cursor = await conn.execute(
-        QUERIES["mark_effect_possible"], lease.fence() | {"step_no": step_no}
+        QUERIES["mark_effect_possible"],
+        lease.fence() | {"step_no": step_no, "takeover": takeover},
     )
     row = await _one(cursor)
     if not row["owned"]:
         raise LeaseLost(lease.task_id, "mark_effect_possible")
     if not row["marked"]:
-        # The row exists and is confirmed: dispatching again would repeat a done effect.
+        # The row is confirmed, or another claim left it possible: dispatching again could
+        # repeat an effect that already happened.
         raise WorkflowError(
             "WORKFLOW_TASK_FAILED",
-            f"step {step_no} already took effect; resume from its confirmed output",
+            f"step {step_no} may already have taken effect; it is not dispatched again",
             status="failed",
             after_effect=True,
         )
