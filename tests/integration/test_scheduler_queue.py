@@ -182,7 +182,7 @@ async def test_an_effect_moves_from_possible_to_confirmed_under_the_lease(db: Da
     assert step is not None and (step.effect_state, step.output) == ("confirmed", {"id": 7})
     run = await service.get_process(db, host_id, process_id)
     assert run is not None and run["effect_state"] == "confirmed"
-    with pytest.raises(WorkflowError, match="already took effect"):
+    with pytest.raises(WorkflowError, match="may already have taken effect"):
         await service.mark_effect_possible(db, lease, task.step_no)
 
 
