@@ -15,6 +15,7 @@ CanonicalErrorKind = Literal[
     "alias-refused",
     "too-large",
     "too-deep",
+    "nul-character",
 ]
 
 

@@ -6,7 +6,9 @@ be integers within +/-(2^53 - 1), so large identifiers have to travel as strings
 spelled with a fraction or exponent is accepted only when its value is such an integer (``1.0``
 and ``1e0`` canonicalize to ``1``, exactly as RFC 8785 writes them), anything else (``1.25``,
 ``NaN``) is `unsupported-number` in v1; absent members stay absent (never null); strings keep
-their code points (no Unicode normalization).
+their code points (no Unicode normalization), except U+0000, which is refused
+(`nul-character`): PostgreSQL cannot store it in text or jsonb, so accepting it would only move
+the failure after admission.
 """
 
 from __future__ import annotations
@@ -87,11 +89,19 @@ def parse_json_strict(text: str | bytes) -> Any:
         raise CanonicalError("invalid-json", "text is not valid JSON") from error
 
 
+def _no_nul(text: str) -> str:
+    if "\x00" in text:
+        raise CanonicalError("nul-character", "strings and keys must not contain U+0000")
+    return text
+
+
 def normalize_value(value: Any, depth: int = 0) -> Any:
     """Check a decoded value against the profile and return its JSON form (tuples become lists)."""
     if depth > MAX_DEPTH:
         raise CanonicalError("too-deep", f"nesting deeper than {MAX_DEPTH}")
-    if value is None or isinstance(value, bool | str):
+    if isinstance(value, str):
+        return _no_nul(value)
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
         return _safe_integer(value)
@@ -104,7 +114,7 @@ def normalize_value(value: Any, depth: int = 0) -> Any:
         for key, member in value.items():
             if not isinstance(key, str):
                 raise CanonicalError("non-string-key", "object keys must be strings")
-            normalized[key] = normalize_value(member, depth + 1)
+            normalized[_no_nul(key)] = normalize_value(member, depth + 1)
         return normalized
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         return [normalize_value(item, depth + 1) for item in value]

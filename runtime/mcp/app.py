@@ -15,7 +15,7 @@ from generated.routes import ROUTES
 from runtime.jobs import service_jobs
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
-from runtime.mcp.server import HttpReply, McpServer
+from runtime.mcp.server import HttpReply, McpServer, decode_json
 from runtime.mcp.tools import ToolRegistry, ToolRoute
 from runtime.services import Services
 
@@ -74,10 +74,9 @@ async def tool_post(name: str, request: Request[Any, Any, Any], state: State) ->
         return _reply(_forbidden_origin())
     dispatcher: ToolDispatcher = state.dispatcher
     try:
-        arguments = msgspec.json.decode(await request.body())
-    except msgspec.DecodeError:
-        fault = JsonRpcFault(-32700, "parse error: invalid JSON")
-        return _reply(HttpReply(400, fault.to_response(None)))
+        arguments = decode_json(await request.body())
+    except JsonRpcFault as fault:
+        return _reply(HttpReply(fault.http_status, fault.to_response(None)))
     try:
         outcome = await dispatcher.call(name, arguments, headers)
     except JsonRpcFault as fault:

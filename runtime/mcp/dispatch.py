@@ -12,7 +12,7 @@ import msgspec
 
 from runtime.errors import AuthenticationError, WorkflowError, input_invalid
 from runtime.mcp.call import ToolCall
-from runtime.mcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, UNAUTHENTICATED, JsonRpcFault
+from runtime.mcp.jsonrpc import INVALID_PARAMS, UNAUTHENTICATED, JsonRpcFault
 from runtime.mcp.tools import ServedTool, ToolRegistry
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
 from runtime.services import Services
@@ -111,10 +111,7 @@ class ToolDispatcher:
         except (WorkflowError, JsonRpcFault, StoreUnavailable):
             raise
         except Exception as exc:
-            incident = str(uuid.uuid4())
-            # Only the exception type: messages may quote SQL or data.
-            log.error("tool %s failed: %s (incident %s)", route.name, type(exc).__name__, incident)
-            raise JsonRpcFault(INTERNAL_ERROR, f"internal error (incident {incident})") from None
+            raise _unexpected(route.name, "failed", exc) from None
         output = result if isinstance(result, dict) else msgspec.to_builtins(result)
         self._validate_output(tool, output)
         return ToolOutcome(output, False, _compact_json(output))
@@ -136,8 +133,22 @@ class ToolDispatcher:
         try:
             tool.route.validate_output(output)
         except Exception as exc:
-            log.error("tool %s produced output outside its schema: %s", tool.route.name, exc)
-            raise JsonRpcFault(INTERNAL_ERROR, "internal error: invalid tool output") from None
+            raise _unexpected(tool.route.name, "produced output outside its schema", exc) from None
+
+
+def _unexpected(tool_name: str, what: str, exc: Exception) -> WorkflowError:
+    """A defect of ours, answered as a retryable isError result with an incident id.
+
+    Seed 000 "Error envelopes": everything but authentication failure is an MCP result. Only
+    the exception type is logged: messages may quote SQL, stored data or output values.
+    """
+    incident = str(uuid.uuid4())
+    log.error("tool %s %s: %s (incident %s)", tool_name, what, type(exc).__name__, incident)
+    return WorkflowError(
+        "WORKFLOW_INVOCATION_UNAVAILABLE",
+        f"the workflow service could not complete the call (incident {incident})",
+        status="failed",
+    )
 
 
 def _validation_message(exc: Exception) -> str:

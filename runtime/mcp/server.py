@@ -64,17 +64,19 @@ class McpServer:
     async def handle_post(self, body: bytes, headers: Mapping[str, str]) -> HttpReply:
         """Answer one POST body; headers are keyed by lower-case name."""
         try:
-            message = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            return _fault_reply(JsonRpcFault(PARSE_ERROR, "parse error: invalid JSON"), None)
+            message = decode_json(body)
+        except JsonRpcFault as parse_failure:
+            return _fault_reply(parse_failure, None)
         if not isinstance(message, dict):
             fault = JsonRpcFault(INVALID_REQUEST, "invalid request: expected one JSON-RPC object")
             return _fault_reply(fault, None)
         if message.get("jsonrpc") != "2.0":
             return _fault_reply(JsonRpcFault(INVALID_REQUEST, "invalid request: jsonrpc"), None)
         if "method" not in message:
-            # A response or an unsolicited result from the client: nothing to answer.
-            return HttpReply(202)
+            if "result" in message or "error" in message:
+                # A response from the client: this server sends no requests, nothing to answer.
+                return HttpReply(202)
+            return _fault_reply(JsonRpcFault(INVALID_REQUEST, "invalid request: method"), None)
         is_notification = "id" not in message
         raw_id = message.get("id")
         if not is_notification and not is_request_id(raw_id):
@@ -153,6 +155,14 @@ class McpServer:
             )
             return {"resultType": "complete", **outcome.to_call_result(), "_meta": meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+
+
+def decode_json(body: bytes) -> Any:
+    """Decode a request body; malformed or absurdly nested JSON is a -32700 parse error."""
+    try:
+        return msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        raise JsonRpcFault(PARSE_ERROR, "parse error: invalid JSON") from None
 
 
 def _with_cursor(body: dict[str, Any], next_cursor: str | None) -> dict[str, Any]:

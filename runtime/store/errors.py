@@ -67,7 +67,19 @@ def translate_error(exc: psycopg.Error) -> BaseException:
         return factory(exc)
     if is_connection_error(exc):
         return StoreUnavailable()
+    if isinstance(exc, _UNSTORABLE_TEXT):
+        # Input validation refuses these first; this is the backstop for any path it missed.
+        return WorkflowError(
+            "WORKFLOW_INPUT_INVALID",
+            "text contains a character the store cannot hold (U+0000 or an invalid code point)",
+        )
     return exc
+
+
+_UNSTORABLE_TEXT = (
+    psycopg.errors.UntranslatableCharacter,
+    psycopg.errors.CharacterNotInRepertoire,
+)
 
 
 @contextmanager

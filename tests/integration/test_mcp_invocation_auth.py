@@ -97,3 +97,25 @@ async def test_valid_tokens_reach_the_handler_with_the_verified_host(
     result = await echo_client.call_tool("workflow_invoke", {})
     assert result["isError"] is False
     assert result["structuredContent"]["hostId"] == "7d1a6c2e-3b4f-4e8a-9c1d-2f5e6a7b8c9d"
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+async def test_a_defect_in_a_handler_is_a_retryable_is_error_result_without_internals(
+    services: Services, auth_headers: dict[str, str], era: str
+) -> None:
+    route = dataclasses.replace(
+        _echo_route("workflow_get_status"), handler_module="tests.support.failing_handler"
+    )
+    app = create_app()
+    attach_services(app, services, {"workflow_get_status": route})
+    async with asgi_client(app) as http:
+        client = McpTestClient(http, era, auth_headers)
+        reply = await client.request("tools/call", {"name": "workflow_get_status", "arguments": {}})
+    assert reply.status == 200
+    result = reply.result
+    assert result["isError"] is True
+    error = result["structuredContent"]["error"]
+    assert error["code"] == "WORKFLOW_INVOCATION_UNAVAILABLE"
+    assert error["retryable"] is True
+    assert "incident" in error["message"]
+    assert "SELECT" not in str(result) and "hidden_table" not in str(result)

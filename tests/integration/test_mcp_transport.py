@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from runtime.mcp.app import attach_services, create_app
+from runtime.services import Services
+from tests.integration.conftest import asgi_client
 from tests.support.mcp import LEGACY, MODERN, McpTestClient, assert_valid_mcp
 
 pytestmark = pytest.mark.requirement("issue-2:mcp-endpoint")
@@ -105,24 +109,32 @@ async def test_served_tools_have_bundled_schemas_without_refs(mcp: McpTestClient
 
 
 async def test_a_tool_without_a_handler_is_neither_listed_nor_callable(
-    mcp: McpTestClient,
+    services: Services, auth_headers: dict[str, str]
 ) -> None:
-    listed: list[str] = []
-    cursor = None
-    while True:
-        result = (await mcp.request("tools/list", {"cursor": cursor} if cursor else {})).result
-        listed += [tool["name"] for tool in result["tools"]]
-        cursor = result.get("nextCursor")
-        if cursor is None:
-            break
     from generated.routes import ROUTES
-    from runtime.mcp.tools import ToolRegistry
 
-    unbuilt = [name for name in ROUTES if name not in ToolRegistry(ROUTES).names]
-    for name in unbuilt:
-        assert name not in listed
-        reply = await mcp.request("tools/call", {"name": name, "arguments": {}})
-        assert reply.error["code"] == -32602
+    routes = dict(ROUTES)
+    routes["workflow_cancel"] = dataclasses.replace(
+        ROUTES["workflow_cancel"], handler_module="handlers.not_built_yet"
+    )
+    app = create_app()
+    attach_services(app, services, routes)
+    async with asgi_client(app) as http:
+        for era in (MODERN, LEGACY):
+            client = McpTestClient(http, era, auth_headers)
+            listed: list[str] = []
+            cursor = None
+            while True:
+                params = {"cursor": cursor} if cursor else {}
+                result = (await client.request("tools/list", params)).result
+                listed += [tool["name"] for tool in result["tools"]]
+                cursor = result.get("nextCursor")
+                if cursor is None:
+                    break
+            assert "workflow_cancel" not in listed
+            assert "workflow_get_status" in listed
+            reply = await client.request("tools/call", {"name": "workflow_cancel", "arguments": {}})
+            assert reply.error["code"] == -32602
 
 
 async def test_an_invalid_cursor_is_invalid_params(mcp: McpTestClient) -> None:
@@ -251,3 +263,30 @@ async def test_health_and_readiness(mcp: McpTestClient) -> None:
     ready = await mcp.http.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["checks"] == {"database": True, "migrations": True, "keyring": True}
+
+
+async def test_absurdly_nested_json_is_a_parse_error_not_a_crash(mcp: McpTestClient) -> None:
+    body = "[" * 100_000 + "]" * 100_000
+    reply = await mcp.post_raw(body, mcp.envelope_headers("tools/list"))
+    assert reply.status == 400
+    assert reply.error["code"] == -32700
+    tool_reply = await mcp.post_raw(
+        body, {"Content-Type": "application/json"}, path="/tools/workflow_definition_save"
+    )
+    assert tool_reply.status == 400
+
+
+async def test_an_object_with_an_id_but_no_method_is_an_invalid_request(mcp: McpTestClient) -> None:
+    reply = await mcp.post_raw(
+        json.dumps({"jsonrpc": "2.0", "id": 1}), mcp.envelope_headers("tools/list")
+    )
+    assert reply.status == 400
+    assert reply.error["code"] == -32600
+
+
+async def test_a_client_response_is_accepted_without_an_answer(mcp: McpTestClient) -> None:
+    reply = await mcp.post_raw(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}), mcp.envelope_headers("x")
+    )
+    assert reply.status == 202
+    assert reply.body is None
