@@ -113,3 +113,52 @@ def test_both_validators_agree_on_generated_and_mutated_inputs(
     validate = generated[f"validate_{tool_name}_input"]
     assert _example_inputs(tool), "every tool has an input example to mutate"
     _run(tool, validate, schema_strategy=True)
+
+
+def _examples_of_kind(tool: ToolSpec, kind: str) -> list[Any]:
+    entry = CONTRACTS.examples.get(tool.name, {})
+    return [value for _, example_kind, value in iter_examples(entry) if example_kind == kind]
+
+
+def _schema_mutations(schema: dict[str, Any], instance: Any) -> st.SearchStrategy[Any]:
+    """An instance unchanged, or with a required key dropped, a key added, or a type changed."""
+    if not isinstance(instance, dict):
+        return st.just(instance)
+    options: list[Any] = [instance, {**instance, "unexpectedKey": "x"}]
+    options += [
+        {k: v for k, v in instance.items() if k != key} for key in schema.get("required", [])
+    ]
+    options += [{**instance, k: OTHER_TYPE.get(type(v), "changed")} for k, v in instance.items()]
+    return st.sampled_from(options)
+
+
+def _agree_on(schema: dict[str, Any], validate: Callable[[Any], Any], examples: list[Any]) -> None:
+    reference = ReferenceValidator(schema)
+    bases = st.one_of(st.sampled_from(examples), from_schema(schema))
+
+    @SETTINGS
+    @given(bases.flatmap(lambda base: _schema_mutations(schema, base)))
+    def agree(instance: Any) -> None:
+        assert _generated_accepts(validate, instance) is bool(reference.is_valid(instance))
+
+    agree()
+
+
+@pytest.mark.parametrize("tool_name", sorted(TOOLS))
+def test_both_validators_agree_on_generated_and_mutated_outputs(
+    tool_name: str, generated: dict[str, Callable[[Any], Any]]
+) -> None:
+    tool = TOOLS[tool_name]
+    examples = _examples_of_kind(tool, "output")
+    assert examples, "every tool has an output example to mutate"
+    _agree_on(tool.output_schema, generated[f"validate_{tool_name}_output"], examples)
+
+
+def test_both_validators_agree_on_error_results(
+    generated: dict[str, Callable[[Any], Any]],
+) -> None:
+    examples = [
+        value for tool in TOOLS.values() for value in _examples_of_kind(tool, "errorResult")
+    ]
+    schema = bundle_catalog(CONTRACTS).error_result_schema
+    _agree_on(schema, generated["validate_workflow_error_result"], examples)
