@@ -290,3 +290,32 @@ async def test_a_client_response_is_accepted_without_an_answer(mcp: McpTestClien
     )
     assert reply.status == 202
     assert reply.body is None
+
+
+async def test_readiness_fails_without_a_usable_sealing_key(
+    services: Services,
+) -> None:
+    from runtime.security import Keyring
+
+    services.keyring = Keyring.empty()
+    app = create_app()
+    attach_services(app, services)
+    async with asgi_client(app) as http:
+        ready = await http.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["keyring"] is False
+
+
+async def test_readiness_fails_when_a_migration_is_not_applied(
+    mcp: McpTestClient, database_url: str
+) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as owner:
+        await owner.execute(
+            "DELETE FROM schema_migrations"
+            " WHERE version = (SELECT max(version) FROM schema_migrations)"
+        )
+    ready = await mcp.http.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["migrations"] is False
