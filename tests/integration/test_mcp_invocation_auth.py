@@ -19,6 +19,16 @@ from tests.support.mcp import LEGACY, MODERN, McpTestClient, assert_valid_mcp
 pytestmark = pytest.mark.requirement("000:Error envelopes")
 
 
+INVOCATION_TOOLS = (
+    "workflow_invoke",
+    "workflow_start",
+    "workflow_wait_result",
+    "workflow_get_status",
+    "workflow_get_result",
+    "workflow_cancel",
+)
+
+
 class EchoInput(msgspec.Struct):
     """Any object."""
 
@@ -43,7 +53,7 @@ def _echo_route(name: str) -> Any:
 async def echo_client(
     services: Services, request: pytest.FixtureRequest, auth_headers: dict[str, str]
 ) -> AsyncIterator[McpTestClient]:
-    routes = {name: _echo_route(name) for name in ("workflow_get_status", "workflow_invoke")}
+    routes = {name: _echo_route(name) for name in INVOCATION_TOOLS}
 
     app = create_app()
     attach_services(app, services, routes)
@@ -52,7 +62,7 @@ async def echo_client(
 
 
 @pytest.mark.parametrize("echo_client", [MODERN, LEGACY], indirect=True)
-@pytest.mark.parametrize("tool", ["workflow_get_status", "workflow_invoke"])
+@pytest.mark.parametrize("tool", INVOCATION_TOOLS)
 async def test_an_expired_user_token_is_a_json_rpc_401(
     echo_client: McpTestClient, dev_identity: DevIdentity, tool: str
 ) -> None:
