@@ -34,6 +34,7 @@ codegen: venv
 
 codegen-check: codegen
 	git diff --exit-code -- generated/
+	@test -z "$$(git status --porcelain -- generated/)" || (git status --porcelain -- generated/; echo "generated/ has files git does not track"; exit 1)
 
 validate-contracts: venv
 	$(PY) -m codegen.validate
