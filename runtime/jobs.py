@@ -69,22 +69,48 @@ class ExecutorJob:
     name: str
     executor: Executor
     runtime: WorkflowRuntime
-    _starting: asyncio.Task[None] | None = field(default=None, init=False)
+    # A failed start (LISTEN refused, database down) is retried with doubling pauses.
+    start_attempts: int = 8
+    first_backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+    _starting: asyncio.Task[bool] | None = field(default=None, init=False)
 
     def start(self) -> None:
-        """LISTEN and start claiming in the background."""
-        self._starting = asyncio.create_task(self.executor.start(), name=f"job:{self.name}")
+        """LISTEN and start claiming in the background, retrying a failed start."""
+        self._starting = asyncio.create_task(self._start_with_retry(), name=f"job:{self.name}")
+
+    def alive(self) -> bool:
+        """Whether the executor runs (readiness reports it)."""
+        return self.executor.alive
+
+    async def _start_with_retry(self) -> bool:
+        backoff = self.first_backoff_s
+        for attempt in range(1, self.start_attempts + 1):
+            try:
+                await self.executor.start()
+                return True
+            except Exception as exc:
+                # Only the type: messages can carry connection details.
+                log.warning(
+                    "job %s could not start (attempt %d of %d): %s",
+                    self.name, attempt, self.start_attempts, type(exc).__name__,
+                )  # fmt: skip
+            if attempt < self.start_attempts:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.max_backoff_s)
+        log.error("job %s gave up starting; the service reports not ready", self.name)
+        return False
 
     async def stop(self) -> None:
         """Stop claiming, let running tasks finish within the grace, release the rest."""
         if self._starting is None:
             return
-        started = True
+        if not self._starting.done():
+            self._starting.cancel()
         try:
-            await self._starting
-        except Exception as exc:
+            started = await self._starting
+        except asyncio.CancelledError:
             started = False
-            log.warning("job %s could not start: %s", self.name, type(exc).__name__)
         self._starting = None
         if started:
             await self.executor.stop()
@@ -98,7 +124,9 @@ def executor_job(services: Services) -> ExecutorJob:
         section.outbound, services.keyring, services.settings.security
     )
     executor = Executor(services.database, runtime.handlers(), section.scheduler())
-    return ExecutorJob("workflow-executor", executor, runtime)
+    job = ExecutorJob("workflow-executor", executor, runtime)
+    services.executor_alive = job.alive
+    return job
 
 
 def service_jobs(services: Services) -> list[BackgroundJob]:

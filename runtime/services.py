@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,8 @@ class Services:
     database: Database
     authenticator: Authenticator
     keyring: Keyring
+    # Set by the in-process executor job: readiness then also reports whether it runs.
+    executor_alive: Callable[[], bool] | None = None
 
     async def readiness(self) -> dict[str, bool]:
         """Database reachable, every migration applied, a usable sealing key loaded."""
@@ -35,8 +38,11 @@ class Services:
         except Exception:
             # Readiness reports, it does not raise: a broken store is "not ready".
             pass
-        return {
+        checks = {
             "database": database_ok,
             "migrations": migrations_ok,
             "keyring": self.keyring.has_usable_key,
         }
+        if self.executor_alive is not None:
+            checks["executor"] = self.executor_alive()
+        return checks

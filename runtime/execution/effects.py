@@ -74,8 +74,11 @@ class DurableEffects:
         """Seconds left before the run's deadline."""
         return (self._ctx.task.deadline_ts - datetime.now(UTC)).total_seconds()
 
-    def _before_dispatch(self) -> float:
+    async def _before_dispatch(self) -> float:
         self._ctx.lease.check()
+        if self._ctx.task.cancellation_policy == "cooperative":
+            # A cancelled run sends nothing more: the task and the run end as cancelled.
+            await self._ctx.lease.check_cancelled()
         remaining = self.remaining_s()
         if remaining <= 0 and self._ctx.task.cancellation_policy != "disabled":
             raise RunDeadlineExpired()
@@ -110,7 +113,7 @@ class DurableEffects:
 
     async def call_http(self, request: HttpRequest) -> HttpResponse:
         """Send one HTTP request within the run's destinations, budget and deadline."""
-        remaining = self._before_dispatch()
+        remaining = await self._before_dispatch()
         self._ctx.policy.check(request.method, request.uri)
         step_no = self._next_write_step() if request.write else None
         if step_no is not None and (recorded := self._recorded(step_no)) is not None:
@@ -144,7 +147,7 @@ class DurableEffects:
 
     async def call_mcp(self, request: McpRequest) -> dict[str, Any]:
         """Send one tools/call through the Gateway under a live grant and a recorded permit."""
-        remaining = self._before_dispatch()
+        remaining = await self._before_dispatch()
         dependency = self._dependency(request.tool)
         grant = await self._live_grant(request.tool, dependency)
         gateway = self._ctx.settings.gateway_mcp_url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 from urllib.parse import urljoin
@@ -12,6 +13,9 @@ from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRe
 from runtime.execution.targets import HttpPolicy
 
 _REDIRECTS = (301, 302, 303, 307, 308)
+# Only these keep method and body on a redirect; 301/302/303 turn a write into a plain GET.
+_METHOD_PRESERVING = (307, 308)
+_SAFE_METHODS = ("GET", "HEAD")
 
 
 def _timeout(seconds: float, connect_s: float) -> httpx.Timeout:
@@ -47,7 +51,29 @@ async def send_http(
     max_bytes: int,
     max_redirects: int,
 ) -> HttpResponse:
-    """Send one request; redirects are followed only on the same origin and only when asked."""
+    """Send one request; redirects are followed only on the same origin and only when asked.
+
+    The whole call, redirects and body included, ends within timeout_s: httpx bounds each
+    phase only, so a server dripping bytes could otherwise hold it far longer.
+    """
+    try:
+        async with asyncio.timeout(max(timeout_s, 0.001)):
+            return await _send_following(
+                client, request, policy, timeout_s, connect_timeout_s, max_bytes, max_redirects
+            )
+    except TimeoutError:
+        raise EffectFailure("communication", "the HTTP call timed out") from None
+
+
+async def _send_following(
+    client: httpx.AsyncClient,
+    request: HttpRequest,
+    policy: HttpPolicy,
+    timeout_s: float,
+    connect_timeout_s: float,
+    max_bytes: int,
+    max_redirects: int,
+) -> HttpResponse:
     body = encode_body(request.body)
     headers = dict(request.headers)
     if body is not None and not isinstance(request.body, str):
@@ -75,11 +101,23 @@ async def send_http(
             return _response(response, content)
         target = urljoin(uri, location)
         if not policy.same_origin(uri, target):
-            # Never follow to another host: hand the 3xx back instead.
+            # Never follow to another host (a write above all): hand the 3xx back instead.
             return _response(response, content)
+        if response.status_code not in _METHOD_PRESERVING and (
+            response.status_code == 303 or method not in _SAFE_METHODS
+        ):
+            # Re-sending the write here would repeat it: the redirect asks for a read.
+            method = "HEAD" if method == "HEAD" else "GET"
+            body = None
+            headers = _without_body_headers(headers)
         policy.check(method, target)
         uri = target
     raise EffectFailure("communication", "too many redirects")
+
+
+def _without_body_headers(headers: dict[str, str]) -> dict[str, str]:
+    dropped = {"content-type", "content-length", "content-encoding", "transfer-encoding"}
+    return {name: value for name, value in headers.items() if name.lower() not in dropped}
 
 
 def _response(response: httpx.Response, content: bytes) -> HttpResponse:
@@ -116,23 +154,36 @@ async def send_mcp(
         },
     }
     try:
-        first = await _post(client, url, base, init, timeout, max_bytes)
-        session = first[1].get("mcp-session-id")
-        if session:
-            base["mcp-session-id"] = session
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        await _post(client, url, base, note, timeout, max_bytes)
-        call = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": request.tool, "arguments": request.arguments or {}},
-        }
-        message, _ = await _post(client, url, base, call, timeout, max_bytes)
-    except httpx.TimeoutException:
+        async with asyncio.timeout(max(timeout_s, 0.001)):
+            return await _call_tool(client, url, request, base, init, timeout, max_bytes)
+    except (httpx.TimeoutException, TimeoutError):
         raise EffectFailure("communication", "the MCP call timed out") from None
     except httpx.HTTPError as exc:
         raise EffectFailure("communication", f"MCP transport error: {type(exc).__name__}") from None
+
+
+async def _call_tool(
+    client: httpx.AsyncClient,
+    url: str,
+    request: McpRequest,
+    base: dict[str, str],
+    init: dict[str, Any],
+    timeout: httpx.Timeout,
+    max_bytes: int,
+) -> dict[str, Any]:
+    first = await _post(client, url, base, init, timeout, max_bytes)
+    session = first[1].get("mcp-session-id")
+    if session:
+        base["mcp-session-id"] = session
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await _post(client, url, base, note, timeout, max_bytes)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": request.tool, "arguments": request.arguments or {}},
+    }
+    message, _ = await _post(client, url, base, call, timeout, max_bytes)
     if not isinstance(message, dict) or "error" in message:
         raise EffectFailure("runtime", "the MCP server returned a JSON-RPC error")
     result = message.get("result")

@@ -33,10 +33,19 @@ FROM workflow_run_credential
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 
 -- delete_expired_credentials --
--- Forget sealed credentials that outlived their run's deadline.
-DELETE FROM workflow_run_credential
-WHERE expires_ts < now()
-RETURNING process_id;
+-- Forget sealed credentials that outlived their run's deadline; a live run whose policy is
+-- disabled runs past its deadline, so its credential stays until it ends or the token expires.
+DELETE FROM workflow_run_credential c
+WHERE c.expires_ts < now()
+  AND NOT EXISTS (
+      SELECT 1
+      FROM workflow_process p
+      WHERE p.host_id = c.host_id AND p.process_id = c.process_id
+        AND p.cancellation_policy = 'disabled'
+        AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+        AND (c.token_expires_ts IS NULL OR c.token_expires_ts > now())
+  )
+RETURNING c.process_id;
 
 -- select_call_steps --
 -- Read the step ledger rows of the calls made by one top-level task (a step number range).

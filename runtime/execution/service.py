@@ -190,6 +190,6 @@ async def wait_for_result(
 
 
 async def forget_expired_credentials(db: Database) -> int:
-    """The credential sweeper: delete sealed credentials past their run's deadline."""
+    """The credential sweeper: delete credentials past their deadline (disabled: run end)."""
     async with db.transaction() as conn:
         return await store.delete_expired_credentials(conn)

@@ -31,6 +31,17 @@ def timeout_error(*, after_effect: bool) -> WorkflowError:
     )
 
 
+def cancelled_error(*, after_effect: bool) -> WorkflowError:
+    """WORKFLOW_CANCELLED: a cooperative run stopped at its cancellation signal."""
+    return WorkflowError(
+        "WORKFLOW_CANCELLED",
+        "the run was cancelled before its next step",
+        status="cancelled",
+        retryable=False,
+        after_effect=after_effect,
+    )
+
+
 def budget_exhausted(counters: list[str] | None = None) -> WorkflowError:
     """WORKFLOW_BUDGET_EXHAUSTED: a reservation found a remaining counter insufficient."""
     details = {"counters": counters} if counters else None

@@ -80,11 +80,27 @@ class Executor:
 
     async def start(self) -> None:
         """LISTEN first, then start claiming (so nothing inserted meanwhile is missed)."""
-        self._listener = NotificationListener(self._conninfo, [TASK_READY_CHANNEL], self._notified)
-        await self._listener.start()
-        await faults.point("after_listen")
+        listener = NotificationListener(self._conninfo, [TASK_READY_CHANNEL], self._notified)
+        try:
+            await listener.start()
+            await faults.point("after_listen")
+        except BaseException:
+            # A failed start leaves nothing open, so the caller may simply try again.
+            with contextlib.suppress(Exception):
+                await listener.close()
+            raise
+        self._listener = listener
         self._loop_task = asyncio.create_task(self._claim_loop(), name="claim-loop")
         self._monitor_task = asyncio.create_task(self._monitor_side_tasks(), name="monitor")
+
+    @property
+    def alive(self) -> bool:
+        """Started, claiming, and not stopped (by stop() or a crashed side task)."""
+        return (
+            self._loop_task is not None
+            and not self._loop_task.done()
+            and not self._stopping.is_set()
+        )
 
     async def stop(self) -> None:
         """Stop claiming, let running tasks finish within the grace, release the rest."""
@@ -161,8 +177,8 @@ class Executor:
             # One statement is its own transaction: autocommit saves BEGIN and COMMIT trips.
             async with self._db.connection() as conn:
                 return await queue.claim_tasks(conn, request, self.settings)
-        except Exception:
-            log.exception("claim failed; retrying after the poll interval")
+        except Exception as exc:
+            _log_incident("claim failed; retrying after the poll interval", exc)
             return []
 
     def _dispatch(self, task: ClaimedTask, lease: LeaseState) -> None:
@@ -188,8 +204,8 @@ class Executor:
             if self._stopping.is_set() and not lease.lost.is_set():
                 await self._release_quietly(lease)
             raise
-        except Exception:
-            log.exception("task %s of kind %s raised", task.task_id, task.kind)
+        except Exception as exc:
+            _log_incident(f"task {task.task_id} of kind {task.kind} raised", exc)
             await self._fail_quietly(lease, task_failed())
         finally:
             self._running.pop(task.task_id, None)
@@ -221,14 +237,14 @@ class Executor:
             await service.fail(self._db, lease, error)
         except LeaseLost:
             log.info("task %s: lease lost before recording its failure", lease.task_id)
-        except Exception:
-            log.exception("could not record the failure of task %s", lease.task_id)
+        except Exception as exc:
+            _log_incident(f"could not record the failure of task {lease.task_id}", exc)
 
     async def _release_quietly(self, lease: LeaseState) -> None:
         try:
             await service.release(self._db, lease)
-        except Exception:
-            log.exception("could not release task %s; its lease will expire", lease.task_id)
+        except Exception as exc:
+            _log_incident(f"could not release task {lease.task_id}; its lease will expire", exc)
 
     async def _monitor_side_tasks(self) -> None:
         side_tasks = [
@@ -239,7 +255,9 @@ class Executor:
         try:
             done, _ = await asyncio.wait(side_tasks, return_when=asyncio.FIRST_COMPLETED)
             for side_task in done:
-                log.error("side task %s ended: %r", side_task.get_name(), side_task.exception())
+                ended = side_task.exception()
+                kind = type(ended).__name__ if ended is not None else "no exception"
+                log.error("side task %s ended: %s", side_task.get_name(), kind)
             # Without its side tasks the worker cannot keep its leases honest: stop.
             self._stopping.set()
             self._wake.set()
@@ -254,8 +272,8 @@ class Executor:
             await asyncio.sleep(interval_ms / 1000 * random.uniform(0.8, 1.2))
             try:
                 await action()
-            except Exception:
-                log.exception("side task step failed; retrying next interval")
+            except Exception as exc:
+                _log_incident("side task step failed; retrying next interval", exc)
 
     async def _renew_leases(self) -> None:
         await self._every(self.settings.renew_interval_ms, self._renew_once)
@@ -294,6 +312,13 @@ class Executor:
         # Work that has not dispatched an effect is pointless now; a dispatched write finishes.
         if not running.lease.effect_dispatched and running.job is not None:
             running.job.cancel()
+
+
+def _log_incident(what: str, exc: BaseException) -> str:
+    """Log the exception type and an incident id only: messages can carry stored data."""
+    incident = str(uuid.uuid4())
+    log.error("%s: %s (incident %s)", what, type(exc).__name__, incident)
+    return incident
 
 
 def _pool_conninfo(db: Database) -> str:

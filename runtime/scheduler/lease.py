@@ -68,6 +68,12 @@ class TaskLease:
         """Whether the run asks for cooperative cancellation."""
         return self.state.cancel_requested.is_set()
 
+    async def check_cancelled(self) -> None:
+        """Raise WORKFLOW_CANCELLED when the run asks for cooperative cancellation."""
+        error = await service.cancel_signal(self._db, self.state)
+        if error is not None:
+            raise error
+
     def check(self) -> None:
         """Raise LeaseLost now if renewal already found the lease gone."""
         if self.lost:

@@ -188,9 +188,9 @@ RETURNING p.deadline_ts <= now() AS past_deadline, p.cancellation_policy, p.effe
           p.cancel_requested;
 
 -- fail_task --
--- Mark a task failed under its lease.
+-- Mark a task failed (or cancelled) under its lease.
 UPDATE workflow_task
-SET state = 'failed', error = %(error)s, lease_id = NULL, lease_expires_ts = NULL,
+SET state = %(state)s, error = %(error)s, lease_id = NULL, lease_expires_ts = NULL,
     updated_ts = now()
 WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
   AND fencing_token = %(fencing_token)s AND state = 'running'
@@ -242,6 +242,12 @@ cancelled AS (
 SELECT pg_notify('workflow_process_state',
                  json_build_object('type', 'process', 'id', f.process_id)::text)
 FROM failed f;
+
+-- select_cancel_signal --
+-- Whether a run asks for cooperative cancellation, and whether it already dispatched an effect.
+SELECT cancel_requested, effect_state
+FROM workflow_process
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 
 -- request_cancel --
 -- Raise the cooperative cancellation signal of a live run.

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, input_invalid
-from runtime.scheduler.errors import timeout_error
+from runtime.scheduler.errors import cancelled_error, timeout_error
 from runtime.scheduler.models import (
     CANCELLATION_POLICIES,
     EXECUTION_CLASSES,
@@ -99,6 +99,11 @@ async def complete(db: Database, lease: LeaseState, outcome: TaskOutcome) -> Non
         if outcome.finish:
             await runs.finish_process(conn, lease.host_id, lease.process_id, outcome.run_result)
             return
+        if run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
+            # The signal is honoured between steps: nothing new is scheduled.
+            error = cancelled_error(after_effect=run["effect_state"] != "none")
+            await runs.fail_process(conn, lease.host_id, lease.process_id, error, state="CANCELLED")
+            return
         if run["past_deadline"] and run["cancellation_policy"] != "disabled":
             # The dispatched step was allowed to finish; nothing new starts after the deadline.
             error = timeout_error(after_effect=run["effect_state"] != "none")
@@ -112,10 +117,34 @@ async def complete(db: Database, lease: LeaseState, outcome: TaskOutcome) -> Non
 
 
 async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
-    """Fail the leased task and its run with error (fenced). Raises LeaseLost."""
+    """Fail the leased task and its run with error (fenced). Raises LeaseLost.
+
+    WORKFLOW_CANCELLED ends both as cancelled rather than failed.
+    """
+    cancelled = error.code == "WORKFLOW_CANCELLED"
     async with db.transaction() as conn:
-        await runs.fail_task(conn, lease, error)
-        await runs.fail_process(conn, lease.host_id, lease.process_id, error)
+        await runs.fail_task(conn, lease, error, state="cancelled" if cancelled else "failed")
+        await runs.fail_process(
+            conn,
+            lease.host_id,
+            lease.process_id,
+            error,
+            state="CANCELLED" if cancelled else "FAILED",
+        )
+
+
+async def cancel_signal(db: Database, lease: LeaseState) -> WorkflowError | None:
+    """The WORKFLOW_CANCELLED error to stop with when the run asks to be cancelled, else None.
+
+    Read from the run row at every call: renewal only copies the signal onto the lease now
+    and then, and a dispatch must not wait for it.
+    """
+    async with db.transaction(read_only=True) as conn:
+        row = await runs.select_cancel_signal(conn, lease.host_id, lease.process_id)
+    if row is None or not row["cancel_requested"]:
+        return None
+    lease.cancel_requested.set()
+    return cancelled_error(after_effect=row["effect_state"] != "none")
 
 
 async def release(db: Database, lease: LeaseState) -> bool:

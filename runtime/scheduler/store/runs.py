@@ -83,10 +83,13 @@ async def complete_task(conn: Connection, lease: LeaseState, output: Any) -> dic
     return dict(row)
 
 
-async def fail_task(conn: Connection, lease: LeaseState, error: WorkflowError) -> None:
-    """Mark the leased task failed. Raises LeaseLost."""
+async def fail_task(
+    conn: Connection, lease: LeaseState, error: WorkflowError, *, state: str = "failed"
+) -> None:
+    """Mark the leased task failed (or cancelled). Raises LeaseLost."""
     cursor = await conn.execute(
-        QUERIES["fail_task"], lease.fence() | {"error": jsonb(error_document(error))}
+        QUERIES["fail_task"],
+        lease.fence() | {"error": jsonb(error_document(error)), "state": state},
     )
     if await cursor.fetchone() is None:
         raise LeaseLost(lease.task_id, "fail")
@@ -126,6 +129,17 @@ async def fail_process(
         },
     )
     return await cursor.fetchone() is not None
+
+
+async def select_cancel_signal(
+    conn: Connection, host_id: str, process_id: str
+) -> dict[str, Any] | None:
+    """The run's cooperative cancellation flag and effect state, or None."""
+    cursor = await conn.execute(
+        QUERIES["select_cancel_signal"], {"host_id": host_id, "process_id": process_id}
+    )
+    row = await cursor.fetchone()
+    return None if row is None else dict(row)
 
 
 async def request_cancel(conn: Connection, host_id: str, process_id: str) -> bool:
