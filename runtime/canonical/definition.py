@@ -52,6 +52,18 @@ def _scalar_text(node: Node) -> str:
     return str(node.value)
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _checked_text(text: str) -> str:
+    # Escapes ("\0", "\ud800") can produce what neither jsonb nor UTF-8 can store.
+    if "\x00" in text:
+        raise CanonicalError("nul-character", "definition text contains a NUL character (U+0000)")
+    if _SURROGATE_RE.search(text):
+        raise CanonicalError("lone-surrogate", "definition text contains a lone UTF-16 surrogate")
+    return text
+
+
 class _CoreLoader(yaml.BaseLoader):
     """PyYAML loader with YAML 1.2 core typing that builds JSON values only, without aliases."""
 
@@ -103,7 +115,7 @@ class _CoreLoader(yaml.BaseLoader):
         return value
 
     def construct_core_str(self, node: Node) -> str:
-        return _scalar_text(node)
+        return _checked_text(_scalar_text(node))
 
     def construct_core_seq(self, node: Node) -> list[Any]:
         if not isinstance(node, SequenceNode):
@@ -144,11 +156,13 @@ _CoreLoader.add_constructor(None, _CoreLoader.construct_unknown)
 
 def load_yaml_core(text: str | bytes) -> Any:
     """Parse one YAML document to a JSON value under YAML 1.2 core rules (bounded, no aliases)."""
+    if isinstance(text, str):
+        _checked_text(text)
     raw = text.encode("utf-8") if isinstance(text, str) else text
     if len(raw) > MAX_DEFINITION_BYTES:
         raise CanonicalError("too-large", f"definition exceeds {MAX_DEFINITION_BYTES} bytes")
     try:
-        source = raw.decode("utf-8") if isinstance(text, bytes) else text
+        source = _checked_text(raw.decode("utf-8")) if isinstance(text, bytes) else text
         loader = _CoreLoader(source)
         try:
             return loader.get_single_data()
@@ -206,6 +220,8 @@ def document_canonical_bytes(document: Any) -> bytes:
         _dump(document, sink)
     except rfc8785.CanonicalizationError as error:
         raise CanonicalError("unsupported-value", str(error)) from error
+    except UnicodeEncodeError as error:
+        raise CanonicalError("lone-surrogate", "a text holds a lone UTF-16 surrogate") from error
     return sink.getvalue()
 
 

@@ -16,6 +16,7 @@ CanonicalErrorKind = Literal[
     "too-large",
     "too-deep",
     "nul-character",
+    "lone-surrogate",
 ]
 
 

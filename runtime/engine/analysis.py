@@ -12,6 +12,7 @@ from runtime.engine.model import (
     ForSpec,
     HttpCallSpec,
     McpCallSpec,
+    RetryPolicy,
     Task,
     TaskList,
     TrySpec,
@@ -50,10 +51,13 @@ class StaticRequirements:
 
     max_fork_width: int
     nested_calls: int
+    # Worst-case dispatches of one run: maximumTaskAttempts is a per-run budget of dispatch
+    # attempts (every HTTP/MCP dispatch, retries included, reserves one).
     max_task_attempts: int
     worst_retry_delay_ms: int
     total_wait_ms: int
     max_timeout_ms: int
+    worst_case_time_ms: int | None  # None when some dispatch has no declared timeout
     write_tasks: tuple[WriteTask, ...]
     violations: tuple[str, ...]
 
@@ -142,6 +146,111 @@ def _count_calls(definition: WorkflowDefinition, tasks: TaskList, cap: int) -> i
     return total
 
 
+def _attempts(retry: RetryPolicy | None) -> int:
+    return 1 if retry is None else (retry.attempt_count or 0) + 1
+
+
+def worst_case_dispatches(
+    definition: WorkflowDefinition, iteration_cap: int = DEFAULT_ITERATION_CAP
+) -> int:
+    """Worst-case HTTP and MCP dispatches of one run: every call times the attempts of each
+    enclosing retrying try, times loop bounds; every fork branch counts."""
+    return _count_dispatches(definition, definition.tasks, iteration_cap)
+
+
+def _count_dispatches(definition: WorkflowDefinition, tasks: TaskList, cap: int) -> int:
+    total = 0
+    for task in tasks.tasks:
+        spec = task.spec
+        if isinstance(spec, HttpCallSpec | McpCallSpec):
+            total += 1
+        elif isinstance(spec, ForSpec):
+            total += loop_bound(definition, spec, cap) * _count_dispatches(
+                definition, spec.body, cap
+            )
+        elif isinstance(spec, TrySpec):
+            total += _attempts(spec.catch.retry) * _count_dispatches(definition, spec.body, cap)
+            if spec.catch.body is not None:
+                total += _count_dispatches(definition, spec.catch.body, cap)
+        else:
+            total += sum(_count_dispatches(definition, child, cap) for child in task.children())
+    return total
+
+
+def worst_case_time_ms(
+    definition: WorkflowDefinition, iteration_cap: int = DEFAULT_ITERATION_CAP
+) -> int | None:
+    """Worst-case run time from declared timeouts, waits and retry delays along the worst path
+    (fork branches run side by side); None when a dispatch has no declared timeout."""
+    total = _list_time(definition, definition.tasks, iteration_cap)
+    if definition.timeout_ms is not None:
+        return definition.timeout_ms if total is None else min(total, definition.timeout_ms)
+    return total
+
+
+def _list_time(definition: WorkflowDefinition, tasks: TaskList, cap: int) -> int | None:
+    total = 0
+    for task in tasks.tasks:
+        own = _task_time(definition, task, cap)
+        if task.timeout_ms is not None:
+            own = task.timeout_ms if own is None else min(own, task.timeout_ms)
+        if own is None:
+            return None
+        total += own
+    return total
+
+
+def _task_time(definition: WorkflowDefinition, task: Task, cap: int) -> int | None:
+    spec = task.spec
+    if isinstance(spec, HttpCallSpec | McpCallSpec):
+        return None  # bounded only by a declared timeout on it or around it
+    if isinstance(spec, WaitSpec):
+        return spec.duration_ms
+    if isinstance(spec, ForSpec):
+        body = _list_time(definition, spec.body, cap)
+        return None if body is None else loop_bound(definition, spec, cap) * body
+    if isinstance(spec, ForkSpec):
+        branches = [_task_time_bounded(definition, branch, cap) for branch in spec.branches.tasks]
+        return None if None in branches else max((b or 0 for b in branches), default=0)
+    if isinstance(spec, TrySpec):
+        return _try_time(definition, spec, cap)
+    times = [_list_time(definition, child, cap) for child in task.children()]
+    return None if None in times else sum(t or 0 for t in times)
+
+
+def _task_time_bounded(definition: WorkflowDefinition, task: Task, cap: int) -> int | None:
+    own = _task_time(definition, task, cap)
+    if task.timeout_ms is not None:
+        return task.timeout_ms if own is None else min(own, task.timeout_ms)
+    return own
+
+
+def _try_time(definition: WorkflowDefinition, spec: TrySpec, cap: int) -> int | None:
+    attempt = _list_time(definition, spec.body, cap)
+    retry = spec.catch.retry
+    if retry is not None and retry.attempt_duration_ms is not None:
+        attempt = (
+            retry.attempt_duration_ms
+            if attempt is None
+            else min(attempt, retry.attempt_duration_ms)
+        )
+    catch = 0 if spec.catch.body is None else _list_time(definition, spec.catch.body, cap)
+    if attempt is None or catch is None:
+        return None
+    if retry is None:
+        return attempt + catch
+    if retry.attempt_count is None:
+        return None
+    delays = sum(
+        retry.delay_before_retry_ms(n) + retry.jitter_to_ms
+        for n in range(1, retry.attempt_count + 1)
+    )
+    retrying = (retry.attempt_count + 1) * attempt + delays
+    if retry.limit_duration_ms is not None:
+        retrying = min(retrying, retry.limit_duration_ms + attempt)
+    return retrying + catch
+
+
 def retry_envelope(definition: WorkflowDefinition) -> dict[str, RetryEnvelope]:
     """Worst-case attempts and retry delay of every try task that retries, by pointer."""
     envelopes: dict[str, RetryEnvelope] = {}
@@ -211,10 +320,11 @@ def static_requirements(
     return StaticRequirements(
         max_fork_width=max(fork_widths(definition).values(), default=0),
         nested_calls=declared_nested_calls(definition, iteration_cap),
-        max_task_attempts=max((e.attempts or 0 for e in envelopes), default=1),
+        max_task_attempts=worst_case_dispatches(definition, iteration_cap),
         worst_retry_delay_ms=sum(e.worst_delay_ms for e in envelopes),
         total_wait_ms=total_wait_ms(definition),
         max_timeout_ms=max(timeouts, default=0),
+        worst_case_time_ms=worst_case_time_ms(definition, iteration_cap),
         write_tasks=tuple(write_tasks(definition, read_only_tools)),
         violations=tuple(interactive_violations(definition, total_deadline_ms)),
     )

@@ -27,6 +27,9 @@ def parse_call(
     from runtime.engine.parse_tasks import _REJECTED_CALLS
 
     call = node["call"]
+    # Checked before any lookup: a list or map here is unhashable and would crash the parser.
+    if not isinstance(call, str):
+        raise DefinitionError("`call` must be a function name (http or mcp)", task=pointer)
     if call in _REJECTED_CALLS:
         raise DefinitionError(f"call: {call} is rejected: {_REJECTED_CALLS[call]}", task=pointer)
     if call == "http":

@@ -7,9 +7,8 @@ Receipts are returned as dicts with the catalog's camelCase members.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from runtime.canonical import (
     CanonicalError,
@@ -18,6 +17,7 @@ from runtime.canonical import (
     load_definition_yaml,
     schema_digest,
 )
+from runtime.engine import DefinitionError, ExpressionError, parse_definition
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.operations import rejections_with_codes, run_operation
 from runtime.publication.requests import (
@@ -72,47 +72,15 @@ def _load(text: str) -> dict[str, Any]:
         ) from error
 
 
-def _engine_parse_definition() -> Callable[[Any], Any] | None:
-    # Imported lazily: the engine is a sibling package built in parallel, and publication must
-    # stay importable without it. runtime.engine may re-export it; runtime.engine.parser has it.
-    for module_name in ("runtime.engine", "runtime.engine.parser"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        parse = getattr(module, "parse_definition", None)
-        if callable(parse):
-            return cast(Callable[[Any], Any], parse)
-    return None
-
-
-def _is_definition_error(error: Exception) -> bool:
-    try:
-        errors = importlib.import_module("runtime.engine.errors")
-    except ImportError:
-        return False
-    kinds = tuple(
-        kind
-        for name in ("DefinitionError", "ExpressionError")
-        if isinstance(kind := getattr(errors, name, None), type)
-    )
-    return isinstance(error, kinds)
-
-
 def validate_definition(document: dict[str, Any]) -> None:
-    """Run the engine's definition model validation (runtime definition and CEL checks)."""
-    parse_definition = _engine_parse_definition()
-    if parse_definition is None:
-        # TODO(engine): no runtime.engine parse_definition is importable; until one is,
-        # publish checks only YAML 1.2 / canonical JSON shape. Tell the lead if this remains.
-        return
+    """Run the engine's definition model validation (runtime definition and CEL checks).
+
+    The document is user input, so any exception the parser raises means "invalid definition":
+    a parser gap must refuse the definition, never surface as a server fault.
+    """
     try:
         parse_definition(document)
-    except Exception as error:
-        # Only the engine's definition errors mean "invalid definition"; anything else is a
-        # fault and must not be stored in the ledger as a final rejection.
-        if not _is_definition_error(error):
-            raise
+    except (DefinitionError, ExpressionError) as error:
         details = {
             key: value
             for key in ("task", "expression", "reason")
@@ -120,6 +88,8 @@ def validate_definition(document: dict[str, Any]) -> None:
         }
         message = getattr(error, "message", None) or str(error)
         raise input_invalid(f"definition is invalid: {message}", details=details or None) from error
+    except Exception as error:  # any parser failure on user input is a refusal, never a 500
+        raise input_invalid("definition is invalid: it does not match the DSL profile") from error
 
 
 # --- save -------------------------------------------------------------------------------------

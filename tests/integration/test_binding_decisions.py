@@ -154,7 +154,8 @@ async def test_an_ownership_transfer_moves_pending_revisions_to_the_new_owner(db
     wf_def_id, _, pending = await _published(db, by_owner=False)
     # workflow_definition_save itself moves pending revisions to the new owner.
     await save_owner(db, wf_def_id, owner="owner-2", revision=2)
-    moved = await get_binding(db, owner_ctx(), {"hostId": HOST, "toolId": pending["toolId"]})
+    new_owner = author_ctx("owner-2")
+    moved = await get_binding(db, new_owner, {"hostId": HOST, "toolId": pending["toolId"]})
     assert moved["revision"]["owner"]["userId"] == "owner-2"
     with pytest.raises(WorkflowError) as old_owner:
         await decide_binding(db, owner_ctx(), _decide(pending, "approve"))

@@ -31,7 +31,8 @@ async def _publish_until_accepted(
     value = binding(wf_def_id, tool_id, text, syncWaitMs=1000 + index)
     while True:
         try:
-            head = await get_binding(db, ctx, {"hostId": HOST, "toolId": tool_id})
+            # The owner reads the head: an author unrelated to the Tool yet may not see it.
+            head = await get_binding(db, owner_ctx(), {"hostId": HOST, "toolId": tool_id})
         except WorkflowError as error:
             assert error.code == "WORKFLOW_NOT_FOUND"  # nothing published yet
             head = {"aggregateVersion": 0}

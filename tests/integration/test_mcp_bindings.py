@@ -262,7 +262,9 @@ async def test_a_write_tool_with_a_short_replay_window_is_rejected(actors: Actor
 async def test_a_read_only_tool_reaching_a_write_is_rejected(actors: Actors) -> None:
     wf_def_id, text = await definition(actors, write=True)
     args = publish_args(binding(wf_def_id, new_id(), text), 0, endpoint_targets=[endpoint_target()])
-    refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert "read-only Tool claims.summarize reaches the write task" in error["message"]
+    assert "save" in error["message"]
 
 
 async def test_a_write_tool_with_evidence_is_admitted(actors: Actors) -> None:
@@ -476,3 +478,136 @@ async def test_reject_requires_a_comment(actors: Actors) -> None:
     refused(await decide(actors.owner, pending, "reject"), "WORKFLOW_INPUT_INVALID")
     rejected = ok(await decide(actors.owner, pending, "reject", "too slow for this Tool"))
     assert rejected["status"] == "rejected"
+
+
+def third_party(http: httpx.AsyncClient, dev_identity: DevIdentity, user_id: str) -> McpTestClient:
+    """An MCP client for another reviewer of the same host."""
+    user = dev_identity.user_token(host_id=HOST, user_id=user_id, roles=("admin",))
+    app = dev_identity.app_token(host_id=HOST)
+    return McpTestClient(http, MODERN, dev_identity.auth_headers(user, app))
+
+
+async def test_a_publisher_naming_themselves_owner_without_a_saved_head_cannot_self_approve(
+    actors: Actors, db: Database
+) -> None:
+    wf_def_id, text = new_id(), definition_yaml()
+    version = {
+        "hostId": HOST,
+        "wfDefId": wf_def_id,
+        "namespace": "claims",
+        "name": "summarize-claim",
+        "version": "1.2.0",
+        "definition": text,
+        "expectedDefinitionDigest": definition_digest(text),
+        "bindingApproval": "carryOver",
+        "owner": {"userId": AUTHOR},
+        "operationId": new_id(),
+    }
+    ok(await actors.author.call_tool("workflow_definition_publish", version))
+    args = publish_args(binding(wf_def_id, new_id(), text), 0)
+    error = refused(await publish(actors.author, args), "WORKFLOW_STATE_CONFLICT")
+    assert "saved head" in error["message"]
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT count(*) AS n FROM workflow_tool_binding_t WHERE wf_def_id = %s", (wf_def_id,)
+        )
+        row = await cursor.fetchone()
+    assert row is not None and row["n"] == 0
+    # The refusal is not stored: a retry after the owner saves the head runs afresh.
+    listed = ok(
+        await actors.author.call_tool(
+            "workflow_binding_list", {"hostId": HOST, "role": "owner", "wfDefId": wf_def_id}
+        )
+    )
+    assert listed["items"] == []
+
+
+async def test_binding_get_serves_the_owner_and_requesters_and_hides_the_tool_from_others(
+    actors: Actors, http: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    ok(await publish(actors.author, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    assert (await get(actors.owner, tool_id))["toolId"] == tool_id
+    assert (await get(actors.author, tool_id))["toolId"] == tool_id
+    stranger = third_party(http, dev_identity, "stranger-1")
+    hidden = await stranger.call_tool("workflow_binding_get", {"hostId": HOST, "toolId": tool_id})
+    unknown = await stranger.call_tool("workflow_binding_get", {"hostId": HOST, "toolId": new_id()})
+    assert refused(hidden, "WORKFLOW_NOT_FOUND") == refused(unknown, "WORKFLOW_NOT_FOUND")
+
+
+async def test_retiring_a_tool_retires_the_active_and_withdraws_the_pending_revision(
+    actors: Actors,
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    active = ok(await publish(actors.owner, publish_args(binding(wf_def_id, tool_id, text), 0)))
+    slower = binding(wf_def_id, tool_id, text, totalDeadlineMs=25000)
+    pending = ok(await publish(actors.author, publish_args(slower, active["aggregateVersion"])))
+    assert pending["status"] == "pendingApproval"
+    retire = {
+        "hostId": HOST,
+        "toolId": tool_id,
+        "expectedAggregateVersion": pending["aggregateVersion"],
+        "comment": "the Tool is gone",
+        "operationId": new_id(),
+    }
+    retired = ok(await actors.author.call_tool("workflow_binding_retire", retire))
+    assert retired["result"] == "retired"
+    assert retired["retiredBindingId"] == active["bindingId"]
+    assert retired["withdrawnBindingId"] == pending["bindingId"]
+    state = await get(actors.owner, tool_id)
+    assert "activeBindingId" not in state and "pendingBindingId" not in state
+    by_binding = {(d["bindingId"], d["action"]) for d in state["decisions"]}
+    assert (active["bindingId"], "retire") in by_binding
+    assert (pending["bindingId"], "withdraw") in by_binding
+    shown = await actors.owner.call_tool(
+        "workflow_binding_get",
+        {"hostId": HOST, "toolId": tool_id, "bindingId": active["bindingId"]},
+    )
+    assert ok(shown)["revision"]["status"] == "retired"
+
+
+async def test_approve_revalidates_endpoint_targets_against_the_current_destination_policy(
+    actors: Actors, services: Services
+) -> None:
+    wf_def_id, text = await definition(actors, write=True)
+    args = publish_args(
+        write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=[endpoint_target()]
+    )
+    pending = ok(await publish(actors.author, args))
+    assert pending["status"] == "pendingApproval"
+    services.settings.publication.destinations.allowed_hosts = ["other.example.org"]
+    error = refused(await decide(actors.owner, pending, "approve"), "WORKFLOW_POLICY_DENIED")
+    assert "destination policy" in error["message"]
+    state = await get(actors.owner, pending["toolId"])
+    assert state["revision"]["status"] == "pendingApproval"
+
+
+async def test_activating_a_write_tool_stores_one_evidence_row_per_write_task(
+    actors: Actors, db: Database
+) -> None:
+    second_write = (
+        "  - archive:\n      call: http\n      with:\n        method: PUT\n"
+        "        endpoint: https://api.example.com/archive\n"
+        "      metadata:\n        approvalEvidenceDigest: sha256:" + "d" * 64 + "\n"
+    )
+    wf_def_id, text = await definition(actors, write=True, extra_task=second_write)
+    archive = endpoint_target(ref="archive-api", uri="https://api.example.com/archive")
+    archive["allowedMethods"] = ["PUT"]
+    targets = [endpoint_target(), archive]
+    args = publish_args(write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=targets)
+    receipt = ok(await publish(actors.owner, args))
+    assert receipt["status"] == "active"
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT task_name, evidence_digest, approved_by"
+            " FROM workflow_tool_approval_evidence_t WHERE binding_id = %s ORDER BY task_name",
+            (receipt["bindingId"],),
+        )
+        rows = await cursor.fetchall()
+    assert [(row["task_name"], row["approved_by"]) for row in rows] == [
+        ("archive", OWNER),
+        ("save", OWNER),
+    ]
+    assert rows[0]["evidence_digest"] == "sha256:" + "d" * 64

@@ -366,3 +366,34 @@ async def test_an_unknown_argument_is_input_invalid_before_storage(
     )
     assert error["retryable"] is False
     assert await scalar(db, "SELECT count(*) FROM workflow_publication_operation_t") == 0
+
+
+@pytest.mark.requirement("000:Definition publish")
+@pytest.mark.parametrize("call", ["[http]", "{}", "{http: 1}"])
+async def test_a_call_that_is_not_a_function_name_is_input_invalid_not_a_server_fault(
+    mcp: McpTestClient, db: Database, call: str
+) -> None:
+    text = definition_text(1) + f"  - fetch:\n      call: {call}\n"
+    args = publish_args(new_id(), definition=text)
+    result = await mcp.call_tool("workflow_definition_publish", args)
+    error = refused(result, "WORKFLOW_INPUT_INVALID")
+    assert "call" in error["message"]
+    assert await scalar(db, "SELECT count(*) FROM wf_definition_version_t") == 0
+
+
+@pytest.mark.requirement("000:Definition publish")
+@pytest.mark.parametrize(
+    ("escaped", "discriminator"), [("a\\0b", "nul-character"), ("\\ud800", "lone-surrogate")]
+)
+async def test_a_nul_or_lone_surrogate_in_a_definition_is_input_invalid(
+    mcp: McpTestClient, db: Database, escaped: str, discriminator: str
+) -> None:
+    text = definition_text(1) + f'  - note:\n      set:\n        text: "{escaped}"\n'
+    args = {**publish_args(new_id()), "definition": text}
+    args["expectedDefinitionDigest"] = "sha256:" + "0" * 64
+    result = await mcp.call_tool("workflow_definition_publish", args)
+    error = refused(result, "WORKFLOW_INPUT_INVALID")
+    assert error["details"]["discriminator"] == discriminator
+    assert await scalar(db, "SELECT count(*) FROM wf_definition_version_t") == 0
+    saved = await mcp.call_tool("workflow_definition_save", save_args(new_id(), 1, definition=text))
+    assert refused(saved, "WORKFLOW_INPUT_INVALID")["details"]["discriminator"] == discriminator

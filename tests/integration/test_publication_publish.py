@@ -103,10 +103,6 @@ async def test_definition_text_outside_yaml_1_2_rules_is_input_invalid(db: Datab
 
 
 async def test_invalid_definition_model_is_rejected(db: Database) -> None:
-    from runtime.publication.definitions import _engine_parse_definition
-
-    if _engine_parse_definition() is None:
-        pytest.skip("runtime.engine parse_definition has not landed yet")
     text = "document:\n  dsl: '1.0.3'\n  namespace: claims\n  name: broken\n  version: '1.0.0'\n"
     args = publish_args(new_id(), definition=text, expectedDefinitionDigest=definition_digest(text))
     with pytest.raises(WorkflowError) as caught:

@@ -123,3 +123,27 @@ def test_multiple_documents_are_refused() -> None:
     with pytest.raises(CanonicalError) as caught:
         load_definition_yaml("a: 1\n---\nb: 2\n")
     assert caught.value.discriminator == "invalid-yaml"
+
+
+@pytest.mark.parametrize(
+    ("text", "discriminator"),
+    [
+        ('a: "x\\0y"\n', "nul-character"),
+        ('"k\\x00": 1\n', "nul-character"),
+        ("a: b\x00\n", "nul-character"),
+        ('a: "\\ud800"\n', "lone-surrogate"),
+        ("a: \udc00\n", "lone-surrogate"),
+    ],
+)
+def test_nul_characters_and_lone_surrogates_are_refused_by_the_loader(
+    text: str, discriminator: str
+) -> None:
+    with pytest.raises(CanonicalError) as caught:
+        load_definition_yaml(text)
+    assert caught.value.discriminator == discriminator
+
+
+def test_canonical_bytes_of_a_lone_surrogate_key_are_a_canonical_error() -> None:
+    with pytest.raises(CanonicalError) as caught:
+        document_canonical_bytes({"\ud800": 1})
+    assert caught.value.discriminator == "lone-surrogate"

@@ -237,3 +237,25 @@ def test_interactive_violations_report_schedules_unbounded_retries_and_long_wait
     )
     violations = interactive_violations(parsed, total_deadline_ms=30_000)
     assert len(violations) == 3
+
+
+@pytest.mark.parametrize("call", [["http"], {}, {"http": 1}, 7, None])
+def test_a_call_that_is_not_a_function_name_is_a_definition_error(call: Any) -> None:
+    error = rejection(definition([{"fetch": {"call": call}}]))
+    assert "call" in error.message
+
+
+def test_any_parser_failure_on_a_definition_is_input_invalid_at_publication(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from runtime.errors import WorkflowError
+    from runtime.publication import definitions
+
+    def broken(document: Any) -> None:
+        raise TypeError("unhashable type: 'list'")
+
+    monkeypatch.setattr(definitions, "parse_definition", broken)
+    with pytest.raises(WorkflowError) as caught:
+        definitions.validate_definition(definition([]))
+    assert caught.value.code == "WORKFLOW_INPUT_INVALID"
+    assert "unhashable" not in caught.value.message

@@ -89,13 +89,19 @@ def require_owner(ctx: InvocationContext, owner: Owner) -> None:
         raise policy_denied("only the workflow definition owner may do this")
 
 
-async def current_owner(
-    conn: Connection, host_id: str, wf_def_id: str, version_row: Mapping[str, Any]
-) -> Owner:
-    """The definition's current owner: the saved head's, else the published version's."""
+NO_SAVED_HEAD = "the definition has no saved head; save it first"
+
+
+async def current_owner(conn: Connection, host_id: str, wf_def_id: str) -> Owner:
+    """The owner Workflow stored with the saved head; refused when no head was saved.
+
+    A published version's owner comes from the publisher's own payload, so it never decides
+    who may approve: only save changes ownership (seed 000 "Ownership").
+    """
     head = await lock_definition_owner(conn, host_id, wf_def_id)
-    source = head if head is not None else version_row
-    return Owner(source["owner_user_id"], source["owner_position_id"])
+    if head is None:
+        raise WorkflowError("WORKFLOW_STATE_CONFLICT", NO_SAVED_HEAD)
+    return Owner(head["owner_user_id"], head["owner_position_id"])
 
 
 def not_found(what: str) -> WorkflowError:

@@ -54,7 +54,7 @@ async def _lock_reviewed_revision(
         conn, ctx.host_id, found["wf_def_id"], found["workflow_version"]
     )
     assert version_row is not None  # revisions reference their version, and versions stay
-    owner = await current_owner(conn, ctx.host_id, found["wf_def_id"], version_row)
+    owner = await current_owner(conn, ctx.host_id, found["wf_def_id"])
     require_owner(ctx, owner)
     head = await store.lock_head(conn, ctx.host_id, found["tool_id"])
     revision = await store.select_revision(conn, ctx.host_id, binding_id)

@@ -127,8 +127,14 @@ def static_fit_problems(
         )
     if needs.max_task_attempts > bounds["maximumTaskAttempts"]:
         problems.append(
-            f"{needs.max_task_attempts} worst-case task attempts exceed "
-            f"runtimeBounds.maximumTaskAttempts {bounds['maximumTaskAttempts']}"
+            f"{needs.max_task_attempts} worst-case dispatch attempts per run (calls times retry "
+            f"attempts) exceed runtimeBounds.maximumTaskAttempts {bounds['maximumTaskAttempts']}"
+        )
+    worst_time = needs.worst_case_time_ms
+    if worst_time is not None and worst_time > total_deadline_ms:
+        problems.append(
+            f"worst-case run time {worst_time} ms (declared timeouts, waits and retry delays) "
+            f"exceeds totalDeadlineMs {total_deadline_ms}"
         )
     envelope_ms = needs.worst_retry_delay_ms + needs.total_wait_ms
     if envelope_ms > total_deadline_ms:

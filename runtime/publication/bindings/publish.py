@@ -316,7 +316,7 @@ async def _publish(
     request = validate_publish_request(args, operation_id, expected)
     doc = request.binding.document
     version_row = await lock_pinned_version(conn, ctx.host_id, doc)
-    owner = await current_owner(conn, ctx.host_id, doc["wfDefId"], version_row)
+    owner = await current_owner(conn, ctx.host_id, doc["wfDefId"])
     try:
         fit = check_pinned_version(version_row["document"], request.binding, request.reach)
         check_destinations(request.reach.endpoint_targets, policy)

@@ -213,15 +213,10 @@ SELECT r.binding_id::text AS binding_id, r.tool_id::text AS tool_id, r.tool_name
        r.definition_digest, r.binding_digest, r.requested_by, r.requested_ts, r.decided_by,
        r.decided_ts
 FROM workflow_tool_binding_t r
-JOIN wf_definition_version_t v
-  ON v.host_id = r.host_id AND v.wf_def_id = r.wf_def_id AND v.version = r.workflow_version
 LEFT JOIN wf_definition_t d ON d.host_id = r.host_id AND d.wf_def_id = r.wf_def_id
 WHERE r.host_id = %(host_id)s
   AND (CASE WHEN %(role)s = 'owner'
-            THEN (CASE WHEN d.wf_def_id IS NULL THEN v.owner_user_id ELSE d.owner_user_id END)
-                   = %(user_id)s
-                 OR (CASE WHEN d.wf_def_id IS NULL THEN v.owner_position_id
-                      ELSE d.owner_position_id END) = ANY(%(positions)s)
+            THEN d.owner_user_id = %(user_id)s OR d.owner_position_id = ANY(%(positions)s)
             ELSE r.requested_by = %(user_id)s END)
   AND (%(wf_def_id)s::uuid IS NULL OR r.wf_def_id = %(wf_def_id)s::uuid)
   AND (%(tool_id)s::uuid IS NULL OR r.tool_id = %(tool_id)s::uuid)
@@ -235,18 +230,25 @@ LIMIT %(limit)s;
 -- Pending revisions per definition for the caller as owner or requester (list badges).
 SELECT r.wf_def_id::text AS wf_def_id, count(*) AS pending_count
 FROM workflow_tool_binding_t r
-JOIN wf_definition_version_t v
-  ON v.host_id = r.host_id AND v.wf_def_id = r.wf_def_id AND v.version = r.workflow_version
 LEFT JOIN wf_definition_t d ON d.host_id = r.host_id AND d.wf_def_id = r.wf_def_id
 WHERE r.host_id = %(host_id)s AND r.revision_status = 'pendingApproval'
   AND (CASE WHEN %(role)s = 'owner'
-            THEN (CASE WHEN d.wf_def_id IS NULL THEN v.owner_user_id ELSE d.owner_user_id END)
-                   = %(user_id)s
-                 OR (CASE WHEN d.wf_def_id IS NULL THEN v.owner_position_id
-                      ELSE d.owner_position_id END) = ANY(%(positions)s)
+            THEN d.owner_user_id = %(user_id)s OR d.owner_position_id = ANY(%(positions)s)
             ELSE r.requested_by = %(user_id)s END)
   AND (%(wf_def_id)s::uuid IS NULL OR r.wf_def_id = %(wf_def_id)s::uuid)
   AND (%(tool_id)s::uuid IS NULL OR r.tool_id = %(tool_id)s::uuid)
 GROUP BY r.wf_def_id
 ORDER BY r.wf_def_id
 LIMIT 1000;
+
+-- tool_related_to_caller --
+-- Whether the caller owns (saved head, by user or position) or requested a revision of a Tool.
+SELECT EXISTS (
+    SELECT 1
+    FROM workflow_tool_binding_t r
+    LEFT JOIN wf_definition_t d ON d.host_id = r.host_id AND d.wf_def_id = r.wf_def_id
+    WHERE r.host_id = %(host_id)s AND r.tool_id = %(tool_id)s
+      AND (r.requested_by = %(user_id)s
+           OR d.owner_user_id = %(user_id)s
+           OR d.owner_position_id = ANY(%(positions)s))
+) AS related;

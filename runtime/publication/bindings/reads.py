@@ -82,7 +82,11 @@ async def get_binding(
     binding_id = uuid_argument(args, "bindingId") if args.get("bindingId") is not None else None
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
         head = await store.read_head(conn, ctx.host_id, tool_id)
-        if head is None:
+        # A caller with no relationship to the Tool learns nothing, not even that it exists.
+        related = head is not None and await store.tool_related_to_caller(
+            conn, ctx.host_id, tool_id, ctx.user_id, sorted(ctx.positions)
+        )
+        if head is None or not related:
             raise not_found("binding publication for that toolId")
         wanted = binding_id or head.pending_binding_id or head.active_binding_id
         wanted = wanted or await store.select_latest_revision_id(conn, ctx.host_id, tool_id)

@@ -305,6 +305,15 @@ async def select_latest_revision_id(conn: Connection, host_id: str, tool_id: str
     return None if row is None else str(row["binding_id"])
 
 
+async def tool_related_to_caller(
+    conn: Connection, host_id: str, tool_id: str, user_id: str, positions: list[str]
+) -> bool:
+    """True when the caller owns the stored definition of, or requested, a revision of the Tool."""
+    params = {"host_id": host_id, "tool_id": tool_id, "user_id": user_id, "positions": positions}
+    row = await _one(conn, QUERIES["tool_related_to_caller"], params)
+    return row is not None and bool(row["related"])
+
+
 async def count_active_pinning(conn: Connection, host_id: str, wf_def_id: str, version: str) -> int:
     """Active revisions pinning a definition version."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
