@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,22 @@ def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
     body = dict(result["structuredContent"])
     assert body["error"]["code"] == code, body
     return body
+
+
+async def until_settled(
+    call: Callable[[], Awaitable[dict[str, Any]]], *, within_s: float = 15.0
+) -> dict[str, Any]:
+    """Repeat a call while it answers a retryable WORKFLOW_TIMEOUT, as a Gateway retry re-attaches.
+
+    A short syncWaitMs can end before a busy machine finishes the run; the retry attaches to the
+    same instance, so repeating it is exactly the client behaviour the contract promises.
+    """
+    async with asyncio.timeout(within_s):
+        while True:
+            result = await call()
+            error = result["structuredContent"].get("error") if result["isError"] else None
+            if error is None or error["code"] != "WORKFLOW_TIMEOUT" or not error["retryable"]:
+                return result
 
 
 def client(

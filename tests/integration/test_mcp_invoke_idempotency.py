@@ -22,6 +22,7 @@ from tests.integration.test_invocation_support import (
     publish_tool,
     refused,
     running_executor,
+    until_settled,
     workers,
 )
 from tests.support.mcp import McpTestClient
@@ -71,7 +72,7 @@ async def test_a_retry_after_a_timeout_re_attaches_to_the_same_instance(
     again = refused(await _invoke(caller, tool), "WORKFLOW_TIMEOUT")
     assert again["workflowInstanceId"] == first["workflowInstanceId"]
     async with running_executor(services):
-        done = ok(await _invoke(caller, tool))
+        done = ok(await until_settled(lambda: _invoke(caller, tool)))
     assert done["workflowInstanceId"] == first["workflowInstanceId"]
     assert await _count_runs(services) == 1
 
@@ -103,7 +104,7 @@ async def test_a_failure_after_an_effect_replays_for_the_window(
     # Stands in for a dispatched write of the first task (the run's effect ledger says so).
     await _sql(services, "UPDATE workflow_process SET effect_state = 'confirmed'", instance)
     async with running_executor(services):
-        failed = refused(await _invoke(caller, tool), "WORKFLOW_TASK_FAILED")
+        failed = refused(await until_settled(lambda: _invoke(caller, tool)), "WORKFLOW_TASK_FAILED")
         replayed = refused(await _invoke(caller, tool), "WORKFLOW_TASK_FAILED")
     assert failed["workflowInstanceId"] == instance
     assert failed["error"]["afterEffect"] is True
