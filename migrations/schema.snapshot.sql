@@ -404,6 +404,7 @@ CREATE TABLE public.workflow_step (
     output jsonb,
     possible_ts timestamp with time zone DEFAULT now() NOT NULL,
     confirmed_ts timestamp with time zone,
+    request_digest text,
     CONSTRAINT workflow_step_confirmed_check CHECK (((effect_state = 'confirmed'::text) = (confirmed_ts IS NOT NULL))),
     CONSTRAINT workflow_step_effect_check CHECK ((effect_state = ANY (ARRAY['possible'::text, 'confirmed'::text])))
 );

@@ -8,7 +8,9 @@ Only writes enter the step ledger: a read is idempotent and is simply sent again
 from __future__ import annotations
 
 import base64
+import json
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from runtime.canonical import CanonicalError, canonical_digest, sha256_digest
 from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
@@ -67,6 +70,8 @@ class DurableEffects:
     def __init__(self, ctx: CallContext) -> None:
         self._ctx = ctx
         self._writes = 0
+        # Fingerprints of recorded steps this replay resumed from, to spot a moved write.
+        self._resumed: Counter[str] = Counter()
 
     # deadline -----------------------------------------------------------------------------
 
@@ -100,14 +105,36 @@ class DurableEffects:
             )
         return self._ctx.task.step_no + self._writes
 
-    def _recorded(self, step_no: int) -> Any | None:
-        """A confirmed output to resume from; refuses a write that may already have happened."""
+    def _recorded(self, step_no: int, fingerprint: str | None = None) -> Any | None:
+        """A confirmed output to resume from; refuses a write that may already have happened.
+
+        Fork branches run concurrently, so a write's ordinal can differ on replay: a recorded
+        step is this call's only when its fingerprint matches (rows without one match by
+        ordinal alone, as before). Must run right after _next_write_step, with no await between,
+        so every lower ordinal has already been checked.
+        """
         prior = self._ctx.prior_calls.get(step_no)
         if prior is None:
+            if fingerprint is not None and self._unresumed(fingerprint):
+                # This call was recorded at another ordinal that a different call has taken.
+                raise uncertain_effect_error(step_no)
             return None
+        recorded_digest = prior.get("request_digest")
+        if fingerprint is not None and recorded_digest not in (None, fingerprint):
+            raise uncertain_effect_error(step_no)
         if prior["effect_state"] == "confirmed" and prior["output"] is not None:
+            if recorded_digest is not None:
+                self._resumed[recorded_digest] += 1
             return prior["output"]
         raise uncertain_effect_error(step_no)
+
+    def _unresumed(self, fingerprint: str) -> bool:
+        recorded = sum(
+            1
+            for prior in self._ctx.prior_calls.values()
+            if prior.get("request_digest") == fingerprint
+        )
+        return recorded > self._resumed[fingerprint]
 
     # HTTP -----------------------------------------------------------------------------------
 
@@ -115,8 +142,9 @@ class DurableEffects:
         """Send one HTTP request within the run's destinations, budget and deadline."""
         remaining = await self._before_dispatch()
         self._ctx.policy.check(request.method, request.uri)
+        fingerprint = http_fingerprint(request)
         step_no = self._next_write_step() if request.write else None
-        if step_no is not None and (recorded := self._recorded(step_no)) is not None:
+        if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return _response_from_record(recorded)
         body_bytes = len(encode_body(request.body) or b"")
         reservation = await self._ctx.lease.reserve(
@@ -124,7 +152,7 @@ class DurableEffects:
         )
         try:
             if step_no is not None:
-                await self._ctx.lease.mark_effect_possible(step_no)
+                await self._ctx.lease.mark_effect_possible(step_no, request_digest=fingerprint)
             response = await send_http(
                 self._ctx.client,
                 request,
@@ -153,8 +181,9 @@ class DurableEffects:
         gateway = self._ctx.settings.gateway_mcp_url
         if gateway is None:
             raise WorkflowError("WORKFLOW_POLICY_DENIED", "no Gateway MCP URL is configured")
+        fingerprint = mcp_fingerprint(request)
         step_no = self._next_write_step() if request.write else None
-        if step_no is not None and (recorded := self._recorded(step_no)) is not None:
+        if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return dict(recorded)
         token = await self._ctx.token()
         body_bytes = len(encode_body(request.arguments) or b"")
@@ -164,7 +193,7 @@ class DurableEffects:
         try:
             action_id = await self._record_permit(request.tool, grant, dependency)
             if step_no is not None:
-                await self._ctx.lease.mark_effect_possible(step_no)
+                await self._ctx.lease.mark_effect_possible(step_no, request_digest=fingerprint)
             result = await send_mcp(
                 self._ctx.client,
                 gateway,
@@ -274,6 +303,36 @@ def matching_grant(
             continue
         return grant
     return None
+
+
+def http_fingerprint(request: HttpRequest) -> str:
+    """The identity of an HTTP call: method, URI, query and a digest of its body."""
+    return _identity_digest(
+        {
+            "kind": "http",
+            "method": request.method.upper(),
+            "uri": request.uri,
+            "query": request.query,
+            "body": _identity_digest(request.body),
+        }
+    )
+
+
+def mcp_fingerprint(request: McpRequest) -> str:
+    """The identity of an MCP tools/call: tool name and a digest of its arguments."""
+    return _identity_digest(
+        {"kind": "mcp", "tool": request.tool, "arguments": _identity_digest(request.arguments)}
+    )
+
+
+def _identity_digest(value: Any) -> str:
+    try:
+        return canonical_digest(value)
+    except CanonicalError:
+        # Outside the canonical profile (fractions, lone surrogates): still a stable digest,
+        # since a replay rebuilds the very same value from the same definition and inputs.
+        encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+        return sha256_digest(encoded.encode("utf-8"))
 
 
 def _record_response(response: HttpResponse) -> dict[str, Any]:

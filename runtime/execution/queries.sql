@@ -49,7 +49,7 @@ RETURNING c.process_id;
 
 -- select_call_steps --
 -- Read the step ledger rows of the calls made by one top-level task (a step number range).
-SELECT step_no, effect_state, output
+SELECT step_no, effect_state, output, request_digest
 FROM workflow_step
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s
   AND step_no > %(first_step)s AND step_no < %(last_step)s

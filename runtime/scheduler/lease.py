@@ -79,10 +79,16 @@ class TaskLease:
         if self.lost:
             raise LeaseLost(self.state.task_id, "check")
 
-    async def mark_effect_possible(self, step_no: int | None = None) -> None:
+    async def mark_effect_possible(
+        self, step_no: int | None = None, *, request_digest: str | None = None
+    ) -> None:
         """Record the step's effect as possible; call right before dispatching it."""
         await service.mark_effect_possible(
-            self._db, self.state, self._step(step_no), takeover=self._idempotent
+            self._db,
+            self.state,
+            self._step(step_no),
+            takeover=self._idempotent,
+            request_digest=request_digest,
         )
 
     async def confirm_effect(self, output: Any = None, step_no: int | None = None) -> bool:

@@ -76,6 +76,8 @@ class StepRecord:
     effect_state: EffectState
     output: Any
     fencing_token: int
+    # The fingerprint of the call marked possible at this step (None: none was given).
+    request_digest: str | None = None
 
 
 @dataclass(frozen=True)

@@ -313,7 +313,7 @@ FOR UPDATE OF p SKIP LOCKED;
 
 -- get_step --
 -- Read the step ledger row of one step of a run.
-SELECT effect_state, output, fencing_token
+SELECT effect_state, output, fencing_token, request_digest
 FROM workflow_step
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND step_no = %(step_no)s;
 
@@ -337,12 +337,17 @@ WITH owner AS (
     FOR UPDATE
 ),
 step AS (
-    INSERT INTO workflow_step (host_id, process_id, step_no, task_id, effect_state, fencing_token)
-    SELECT o.host_id, o.process_id, %(step_no)s, o.task_id, 'possible', o.fencing_token
+    INSERT INTO workflow_step (
+        host_id, process_id, step_no, task_id, effect_state, fencing_token, request_digest
+    )
+    SELECT o.host_id, o.process_id, %(step_no)s, o.task_id, 'possible', o.fencing_token,
+           %(request_digest)s
     FROM owner o
     ON CONFLICT (host_id, process_id, step_no) DO UPDATE
         SET fencing_token = excluded.fencing_token, task_id = excluded.task_id,
-            possible_ts = now()
+            possible_ts = now(),
+            -- A re-mark describes the call about to be sent; without one, keep the old.
+            request_digest = COALESCE(excluded.request_digest, workflow_step.request_digest)
         WHERE workflow_step.effect_state = 'possible'
           AND (workflow_step.fencing_token = excluded.fencing_token OR %(takeover)s)
     RETURNING effect_state

@@ -154,7 +154,12 @@ async def release(db: Database, lease: LeaseState) -> bool:
 
 
 async def mark_effect_possible(
-    db: Database, lease: LeaseState, step_no: int, *, takeover: bool = False
+    db: Database,
+    lease: LeaseState,
+    step_no: int,
+    *,
+    takeover: bool = False,
+    request_digest: str | None = None,
 ) -> None:
     """Before dispatching an external effect: record it as possible (fenced).
 
@@ -162,7 +167,9 @@ async def mark_effect_possible(
     a possible step of another claim refuses, so one write is never dispatched twice.
     """
     async with db.transaction() as conn:
-        await ledgers.mark_effect_possible(conn, lease, step_no, takeover=takeover)
+        await ledgers.mark_effect_possible(
+            conn, lease, step_no, takeover=takeover, request_digest=request_digest
+        )
     lease.effect_dispatched = True
 
 

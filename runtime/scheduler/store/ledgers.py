@@ -21,13 +21,23 @@ async def get_step(
     row = await cursor.fetchone()
     if row is None:
         return None
-    return StepRecord(row["effect_state"], row["output"], row["fencing_token"])
+    return StepRecord(
+        row["effect_state"], row["output"], row["fencing_token"], row["request_digest"]
+    )
 
 
 async def mark_effect_possible(
-    conn: Connection, lease: LeaseState, step_no: int, *, takeover: bool = False
+    conn: Connection,
+    lease: LeaseState,
+    step_no: int,
+    *,
+    takeover: bool = False,
+    request_digest: str | None = None,
 ) -> None:
     """Record the step's effect as possible before dispatch. Raises LeaseLost.
+
+    request_digest fingerprints the call about to be sent, so a replay can tell whether the
+    step it finds recorded is its own call.
 
     Locks the live run row first, then the task row (the order a cancel takes them in), so a
     cancel and a first effect never both win, and a lease reclaimed while we waited marks
@@ -41,7 +51,8 @@ async def mark_effect_possible(
         raise LeaseLost(lease.task_id, "mark_effect_possible: the run has ended")
     cursor = await conn.execute(
         QUERIES["mark_effect_possible"],
-        lease.fence() | {"step_no": step_no, "takeover": takeover},
+        lease.fence()
+        | {"step_no": step_no, "takeover": takeover, "request_digest": request_digest},
     )
     row = await _one(cursor)
     if not row["owned"]:
