@@ -31,8 +31,9 @@ from schemathesis.specs.openapi.checks import (
 
 from codegen.reference import is_valid
 from generated.routes import ROUTES
+from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.mcp.tools import ToolRegistry
-from runtime.security.devtools import DEV_HOST_ID, DevIdentity
+from runtime.security.devtools import DEV_HOST_ID, DEV_USER_ID, DevIdentity
 from tests.support.server import LiveServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +73,61 @@ def session() -> Iterator[requests.Session]:
     """One keep-alive HTTP session for all cases."""
     with requests.Session() as http:
         yield http
+
+
+SEED_DEFINITION = (
+    'document:\n  dsl: "1.0.3"\n  namespace: claims\n  name: summarize-claim\n'
+    '  version: "1.2.0"\n'
+    "input:\n  schema:\n    format: json\n    document:\n      type: object\n"
+    "do:\n  - first:\n      set:\n        summary: seeded\n"
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def seeded_state(live_server: LiveServer, session: requests.Session) -> None:
+    """The contract examples' definition, version and Tool exist (owned by the dev user).
+
+    Grafted example members then name real rows, so cases reach replays, conflicts, digest
+    checks, status rules and lifecycle reads instead of stopping at "not found".
+    """
+    save = dict(EXAMPLE_INPUTS["workflow_definition_save"])
+    save |= {"hostId": DEV_HOST_ID, "definition": SEED_DEFINITION, "active": True}
+    save["owner"] = {"userId": DEV_USER_ID, "positionId": "pos-1"}
+    publish = dict(EXAMPLE_INPUTS["workflow_definition_publish"])
+    publish |= {
+        "hostId": DEV_HOST_ID,
+        "definition": SEED_DEFINITION,
+        "expectedDefinitionDigest": definition_digest(SEED_DEFINITION),
+    }
+    binding = dict(EXAMPLE_INPUTS["workflow_binding_publish"]["binding"])
+    binding |= {
+        "wfDefId": publish["wfDefId"],
+        "workflowVersion": publish["version"],
+        "definitionDigest": definition_digest(SEED_DEFINITION),
+        "schemaDigest": schema_digest(load_definition_yaml(SEED_DEFINITION)),
+    }
+    bind = {
+        **EXAMPLE_INPUTS["workflow_binding_publish"],
+        "hostId": DEV_HOST_ID,
+        "binding": binding,
+        "dependencies": [],
+        "endpointTargets": [],
+        "expectedAggregateVersion": 0,
+    }
+    start = dict(EXAMPLE_INPUTS["workflow_start"])
+    start.pop("expectedDefinitionDigest", None)
+    headers = valid_headers(live_server)
+    for tool, body in [
+        ("workflow_definition_save", save),
+        ("workflow_definition_publish", publish),
+        ("workflow_binding_publish", bind),
+        ("workflow_start", start),
+    ]:
+        if tool not in SERVED:
+            continue
+        reply = session.post(f"{live_server.base_url}/tools/{tool}", json=body, headers=headers)
+        payload = reply.json()
+        assert reply.status_code == 200 and payload["isError"] is False, (tool, payload)
 
 
 @pytest.fixture(scope="module")
