@@ -29,6 +29,8 @@ from runtime.mcp.protocol import (
 )
 from runtime.mcp.tools import ToolRegistry
 
+_LEGACY_STATUS_200 = frozenset({400, 404})
+
 SERVER_INFO = {"name": "workflow-mcp", "version": "0.1.0"}
 INSTRUCTIONS = (
     "Durable workflows as MCP tools: publish definitions and bindings, invoke bindings, "
@@ -91,8 +93,15 @@ class McpServer:
             return HttpReply(202)
         try:
             era = resolve_era(message, headers)
+        except JsonRpcFault as fault:
+            return _fault_reply(fault, request_id)
+        try:
             result = await self._dispatch(era, method, params, headers)
         except JsonRpcFault as fault:
+            if era.era is Era.LEGACY and fault.http_status in _LEGACY_STATUS_200:
+                # 2025-11-25 clients read 404 as "session expired" and re-initialize; method
+                # and parameter errors travel in the JSON-RPC body with 200 there.
+                fault.http_status = 200
             return _fault_reply(fault, request_id)
         return HttpReply(200, result_response(request_id, result))
 

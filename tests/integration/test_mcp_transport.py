@@ -153,9 +153,19 @@ async def test_modern_unknown_method_is_404_method_not_found(modern: McpTestClie
     assert reply.error["code"] == -32601
 
 
-async def test_legacy_unknown_method_is_method_not_found(legacy: McpTestClient) -> None:
+async def test_legacy_unknown_method_is_method_not_found_with_http_200(
+    legacy: McpTestClient,
+) -> None:
+    # A 2025-11-25 client reads HTTP 404 as "session expired"; the error travels in the body.
     reply = await legacy.request("prompts/list")
+    assert reply.status == 200
     assert reply.error["code"] == -32601
+
+
+async def test_legacy_unknown_tool_is_invalid_params_with_http_200(legacy: McpTestClient) -> None:
+    reply = await legacy.request("tools/call", {"name": "no_such_tool", "arguments": {}})
+    assert reply.status == 200
+    assert reply.error["code"] == -32602
 
 
 @pytest.mark.parametrize(
