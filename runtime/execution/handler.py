@@ -52,7 +52,7 @@ from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, TaskOutcome
-from runtime.security import Keyring, SecretToken, SecuritySettings
+from runtime.security import Keyring, RunCredentialSettings, SecretToken, SecuritySettings
 from runtime.store import Database
 
 WORKFLOW_TASK_KIND = "workflow"
@@ -101,8 +101,8 @@ class WorkflowRuntime:
     # Real verification of the run's token before every call (None: its stored exp only).
     token_check: TokenCheck | None = None
     transport: httpx.AsyncBaseTransport | None = None
-    # run_credential.original_token_margin_seconds of the security settings, when wired.
-    token_margin_seconds: int | None = None
+    # run_credential.original_token_margin_seconds of the security settings (one place only).
+    token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
     _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
 
@@ -245,18 +245,13 @@ class WorkflowRuntime:
             return select_run_token(
                 token,
                 stored.token_expires_ts,
-                margin_seconds=self._margin_seconds(),
+                margin_seconds=self.token_margin_seconds,
                 check=self.token_check,
             )
         except AuthenticationError as exc:
             # The call fails with the authentication error (401) before anything is sent;
             # the message names the failed check, never the token's text.
             raise EffectFailure("authentication", exc.message, 401) from None
-
-    def _margin_seconds(self) -> int:
-        if self.token_margin_seconds is not None:
-            return self.token_margin_seconds
-        return self.settings.original_token_margin_seconds
 
 
 def _cost(tally: StepTally) -> int:

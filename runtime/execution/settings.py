@@ -29,13 +29,10 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # A dispatched write may run this long past the deadline before its HTTP timeout fires:
     # before-effects-only lets a started write finish instead of cutting it mid-flight.
     write_overrun_s: float = 30.0
-    original_token_margin_seconds: int = 300
 
     def __post_init__(self) -> None:
         if self.max_response_bytes <= 0 or self.max_redirects < 0:
             raise ValueError("max_response_bytes must be positive and max_redirects >= 0")
-        if self.original_token_margin_seconds < 0:
-            raise ValueError("original_token_margin_seconds must not be negative")
 
     def __repr__(self) -> str:
         # The app token is a secret: never show it.
