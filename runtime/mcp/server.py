@@ -89,12 +89,12 @@ class McpServer:
         if not isinstance(method, str) or not isinstance(params, dict):
             fault = JsonRpcFault(INVALID_REQUEST, "invalid request: method and params")
             return _fault_reply(fault, None if is_notification else request_id)
-        if is_notification:
-            return HttpReply(202)
         try:
             era = resolve_era(message, headers)
         except JsonRpcFault as fault:
-            return _fault_reply(fault, request_id)
+            return _fault_reply(fault, None if is_notification else request_id)
+        if is_notification:
+            return HttpReply(202)
         try:
             result = await self._dispatch(era, method, params, headers)
         except JsonRpcFault as fault:

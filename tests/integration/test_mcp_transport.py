@@ -329,3 +329,26 @@ async def test_readiness_fails_when_a_migration_is_not_applied(
     ready = await mcp.http.get("/readyz")
     assert ready.status_code == 503
     assert ready.json()["checks"]["migrations"] is False
+
+
+async def test_a_modern_notification_naming_an_unsupported_version_is_refused(
+    modern: McpTestClient,
+) -> None:
+    message = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2099-01-01",
+        "Mcp-Method": "notifications/cancelled",
+    }
+    reply = await modern.post_raw(json.dumps(message), headers)
+    assert reply.status == 400
+    assert reply.error["code"] == -32022
