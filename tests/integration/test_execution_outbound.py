@@ -13,7 +13,7 @@ import pytest
 from runtime.engine.ports import EffectFailure, HttpRequest
 from runtime.execution.outbound import send_http
 from runtime.execution.targets import HttpPolicy
-from tests.integration.test_execution_support import Receive, Send, serving
+from tests.integration.test_execution_support import Receive, Send, read_body, serving
 
 
 @dataclass
@@ -33,12 +33,7 @@ class RedirectingServer:
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         self.requests.append((scope["method"], scope["path"], body))
         if scope["path"] == "/write":
             headers = [(b"location", b"/next"), (b"content-length", b"0")]

@@ -55,12 +55,7 @@ class LocalServer:
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         entry = {"method": scope["method"], "path": scope["path"], "headers": headers}
         if scope["path"] == "/mcp":
@@ -85,6 +80,16 @@ class LocalServer:
             await self.on_tool_call()
         result = {"content": [], "structuredContent": {"n": len(self.tool_calls)}}
         await _reply(send, 200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The whole request body of an ASGI HTTP request."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
 
 
 async def _reply(send: Send, status: int, payload: Any) -> None:
