@@ -29,10 +29,10 @@ import psycopg
 
 from runtime.execution import ExecutionSettings, WorkflowRuntime, start_workflow_run
 from runtime.scheduler import Executor, service
-from runtime.scheduler.demo import HANDLERS
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings
 from runtime.security import Keyring
 from runtime.store import Database, EmbeddedPostgres, migrate
+from tests.support.demo import HANDLERS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -191,7 +191,8 @@ async def crash_recovery(db: Database, url: str, samples: int) -> list[float]:
     async with Completions(url) as done:
         for _ in range(samples):
             doomed = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "runtime.scheduler.worker", "--database-url", url,
+                sys.executable, "-m", "runtime.cli", "worker", "--database-url", url,
+                "--handlers", "tests.support.demo:HANDLERS",
                 cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE,
             )  # fmt: skip
             assert doomed.stdout is not None

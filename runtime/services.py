@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from runtime.store.migrations import DEFAULT_DIRECTORY, applied_migrations, discover_migrations
 
 if TYPE_CHECKING:
-    from runtime.config import Settings
     from runtime.security import Authenticator, Keyring
+    from runtime.service.config import Settings
     from runtime.store import Database
 
 

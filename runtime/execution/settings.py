@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import msgspec
 
 from runtime.scheduler.models import SchedulerSettings
-
-SETTINGS_ENV = "WORKFLOW_EXECUTION_SETTINGS"
 
 
 class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -42,20 +38,12 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
         )
 
 
-def settings_from_env() -> ExecutionSettings:
-    """Settings from $WORKFLOW_EXECUTION_SETTINGS (JSON), else the defaults."""
-    text = os.environ.get(SETTINGS_ENV)
-    if not text:
-        return ExecutionSettings()
-    return msgspec.json.decode(text.encode("utf-8"), type=ExecutionSettings)
-
-
 class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The `execution` section of the service configuration.
 
     With workers_enabled every service process also runs an Executor for workflow tasks, so
     `make run` executes workflows without a separate worker; several processes (and any
-    `runtime.scheduler.worker` processes) may share the database, claims are fenced.
+    `workflow-mcp worker` processes) may share the database, claims are fenced.
     """
 
     workers_enabled: bool = True

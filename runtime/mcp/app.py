@@ -12,7 +12,6 @@ from litestar import Litestar, Request, Response, get, post, route
 from litestar.datastructures import State
 
 from generated.routes import ROUTES
-from runtime.jobs import service_jobs
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
 from runtime.mcp.server import HttpReply, McpServer, decode_json
@@ -121,6 +120,9 @@ def create_app(
 ) -> Litestar:
     """Build the ASGI app; with a factory, services are created at start-up, closed at shutdown.
 
+    Background work (jobs, an in-process executor) belongs to the factory: the composition
+    package starts it with the services and stops it in their close.
+
     Without one the caller attaches services itself (attach_services), as tests do.
     """
 
@@ -129,14 +131,9 @@ def create_app(
         assert services_factory is not None
         services, close = await services_factory()
         attach_services(app, services, routes)
-        jobs = service_jobs(services)
-        for job in jobs:
-            job.start()
         try:
             yield
         finally:
-            for job in jobs:
-                await job.stop()
             await close()
 
     return Litestar(

@@ -7,10 +7,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.config import StoreSettings
 from runtime.store.database import Database
 from runtime.store.embedded import EmbeddedPostgres
 from runtime.store.migrations import DEFAULT_DIRECTORY, migrate
+from runtime.store.settings import StoreSettings
 
 
 @dataclass

@@ -26,6 +26,8 @@ from urllib.parse import quote
 import psycopg
 from psycopg import sql
 
+from runtime.store.settings import StoreSettings
+
 DEFAULT_DATABASE = "workflow"
 DEFAULT_SUPERUSER = "postgres"
 DEFAULT_PORT = 5432
@@ -347,10 +349,8 @@ def _check_traversable(directory: Path, account: pwd.struct_passwd) -> None:
 
 
 def default_data_dir() -> Path:
-    """The embedded data dir from the store settings: <store.data_dir>/pg."""
-    from runtime.config import load_settings
-
-    return Path(load_settings().store.data_dir) / "pg"
+    """The embedded data dir of the default store settings: <store.data_dir>/pg."""
+    return Path(StoreSettings().data_dir) / "pg"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

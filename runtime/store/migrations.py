@@ -38,6 +38,7 @@ from psycopg.rows import dict_row
 
 from runtime.store.admin import create_database, drop_database, with_database
 from runtime.store.embedded import EmbeddedPostgres
+from runtime.store.settings import StoreSettings
 from runtime.store.snapshot import SNAPSHOT_FILE, dump_schema
 from runtime.store.sqlsplit import split_statements
 
@@ -200,12 +201,12 @@ def _resolve_url(explicit: str | None) -> tuple[str, EmbeddedPostgres | None]:
     """The URL to migrate and the embedded cluster started for it (to stop afterwards)."""
     if explicit:
         return explicit, None
-    from runtime.config import load_settings
-
-    settings = load_settings()
-    if settings.store.database_url:
-        return settings.store.database_url, None
-    cluster = EmbeddedPostgres(Path(settings.store.data_dir) / "pg")
+    # The configured store is the business of `workflow-mcp migrate`; this low-level entry point
+    # knows only $DATABASE_URL and the default data dir.
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        return url, None
+    cluster = EmbeddedPostgres(Path(StoreSettings().data_dir) / "pg")
     url = cluster.start()
     return url, (cluster if not cluster.reused else None)
 

@@ -9,10 +9,10 @@ import httpx
 import pytest
 from litestar import Litestar
 
-from runtime.config import Settings
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
+from runtime.service.config import Settings
 from runtime.services import Services
 from runtime.store import Database
 from tests.support.mcp import LEGACY, MODERN, McpTestClient

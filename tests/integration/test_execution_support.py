@@ -146,10 +146,12 @@ async def worker_process(
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """A real worker process running the workflow handler, yielded once ready."""
     env = dict(os.environ, WORKFLOW_FAULTS=faults)
-    env["WORKFLOW_EXECUTION_SETTINGS"] = json.dumps(settings or {})
+    for key, value in (settings or {}).items():
+        name = f"WORKFLOW_EXECUTION_OUTBOUND_{key.upper()}"
+        env[name] = value if isinstance(value, str) else json.dumps(value)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runtime.scheduler.worker", "--database-url", database_url,
-        "--handlers", "runtime.execution.worker:HANDLERS", "--worker-id", name,
+        sys.executable, "-m", "runtime.cli", "worker", "--database-url", database_url,
+        "--worker-id", name,
         "--lease-ms", "600", "--renew-interval-ms", "150", "--reap-interval-ms", "150",
         "--poll-interval-ms", "200",
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runtime.jobs import PeriodicJob, service_jobs
+from runtime.service.jobs import PeriodicJob, service_jobs
 from runtime.services import Services
 from runtime.store import Database
 

@@ -14,10 +14,10 @@ from litestar import Litestar
 
 from runtime.execution import close_waiter, start_workflow_run, wait_for_result
 from runtime.execution.settings import ServiceExecutionSettings
-from runtime.jobs import ExecutorJob, service_jobs
 from runtime.mcp.app import create_app
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
+from runtime.service.jobs import ExecutorJob, service_jobs, with_service_jobs
 from runtime.services import Services
 from runtime.store import Database
 from tests.integration.test_execution_support import document, set_tasks
@@ -98,7 +98,7 @@ async def test_an_app_started_with_a_services_factory_runs_a_workflow_it_admits(
     services: Services, db: Database, dev_identity: DevIdentity
 ) -> None:
     services.settings.execution = ServiceExecutionSettings(**FAST)
-    app = create_app(_factory(services))
+    app = create_app(with_service_jobs(_factory(services)))
     deadline = datetime.now(UTC) + timedelta(seconds=30)
     async with lifespan(app):
         process_id = await _admit(services, dev_identity.user_token(), deadline)

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from runtime.execution import ExecutionSettings, WorkflowRuntime
-from runtime.jobs import ExecutorJob
 from runtime.scheduler import Executor, faults
+from runtime.service.jobs import ExecutorJob
 from runtime.services import Services
 from runtime.store import Database
 

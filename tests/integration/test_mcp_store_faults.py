@@ -13,10 +13,10 @@ import httpx
 import psycopg
 import pytest
 
-from runtime.config import Settings
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
+from runtime.service.config import Settings
 from runtime.services import Services
 from runtime.store import Database, EmbeddedPostgres, migrate
 from tests.support.mcp import MODERN, McpTestClient

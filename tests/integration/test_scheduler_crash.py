@@ -32,7 +32,8 @@ async def worker(
     """A worker process, yielded once it has printed ready; terminated on exit."""
     env = dict(os.environ, WORKFLOW_FAULTS=faults)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runtime.scheduler.worker", "--database-url", database_url,
+        sys.executable, "-m", "runtime.cli", "worker", "--handlers", "tests.support.demo:HANDLERS",
+        "--database-url", database_url,
         "--worker-id", name, "--poll-interval-ms", "60000",
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip

@@ -14,11 +14,11 @@ import pytest
 from psycopg.rows import dict_row
 
 from runtime.scheduler import Executor, faults, maintenance, service
-from runtime.scheduler.demo import HANDLERS
 from runtime.scheduler.lease import TaskHandler, TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import queue
 from runtime.store import Database
+from tests.support.demo import HANDLERS
 
 # A fallback poll of a minute: anything claimed within the test's bound was woken by NOTIFY.
 NO_POLL = SchedulerSettings(poll_interval_ms=60_000)

@@ -7,7 +7,6 @@ import asyncio
 import psycopg
 import pytest
 
-from runtime.config import StoreSettings
 from runtime.errors import WorkflowError
 from runtime.store import (
     Database,
@@ -18,6 +17,7 @@ from runtime.store import (
 )
 from runtime.store.bootstrap import open_store
 from runtime.store.errors import unregister_constraint_error
+from runtime.store.settings import StoreSettings
 
 
 async def admin_execute(url: str, *statements: str) -> None:

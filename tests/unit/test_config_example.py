@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.config import Settings, load_settings
+from runtime.service.config import Settings, load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
 

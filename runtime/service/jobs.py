@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
+from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts
 from runtime.scheduler import Executor
 from runtime.services import Services
@@ -151,3 +152,24 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
     if settings.execution.workers_enabled:
         jobs.append(executor_job(services))
     return jobs
+
+
+def with_service_jobs(factory: ServicesFactory) -> ServicesFactory:
+    """factory, with the service jobs started once services exist and stopped before close."""
+
+    async def build() -> tuple[Services, Callable[[], Awaitable[None]]]:
+        services, close = await factory()
+        jobs = service_jobs(services)
+        for job in jobs:
+            job.start()
+
+        async def stop_then_close() -> None:
+            try:
+                for job in jobs:
+                    await job.stop()
+            finally:
+                await close()
+
+        return services, stop_then_close
+
+    return build

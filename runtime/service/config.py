@@ -1,8 +1,12 @@
-"""Service configuration: one YAML file (WORKFLOW_CONFIG) plus environment overrides."""
+"""Service configuration: one YAML file (WORKFLOW_CONFIG) plus environment overrides.
+
+Each domain owns the settings of its section; this module assembles them into one document.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +15,8 @@ import yaml
 
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.security.settings import SecuritySettings
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from runtime.service.environment import apply_environment
+from runtime.store.settings import StoreSettings
 
 
 class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -25,19 +29,6 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     )
     tools_list_page_size: int = 50
     tools_list_ttl_ms: int = 300_000
-
-
-class StoreSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """How to reach PostgreSQL; with no URL an embedded cluster is started under data_dir."""
-
-    database_url: str | None = None
-    data_dir: str = str(REPO_ROOT / ".data")
-    pool_min_size: int = 2
-    pool_max_size: int = 16
-    # How long a request waits for a connection before it answers "unavailable" (retryable).
-    pool_timeout_s: float = 5.0
-    # The service SETs ROLE to this after connecting; None keeps the login role.
-    runtime_role: str | None = "workflow_runtime"
 
 
 class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -66,15 +57,18 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     execution: ServiceExecutionSettings = msgspec.field(default_factory=ServiceExecutionSettings)
 
 
-def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+def load_settings(
+    path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Settings:
     """Load settings from the YAML file at path (or $WORKFLOW_CONFIG) and the environment."""
-    source = path if path is not None else os.environ.get("WORKFLOW_CONFIG")
+    environ = os.environ if environ is None else environ
+    source = path if path is not None else environ.get("WORKFLOW_CONFIG")
     raw: dict[str, Any] = {}
     if source:
         loaded = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
         raw = loaded if isinstance(loaded, dict) else {}
-    settings = msgspec.convert(raw, Settings)
-    database_url = os.environ.get("DATABASE_URL")
+    database_url = environ.get("DATABASE_URL")
     if database_url:
-        settings.store.database_url = database_url
-    return settings
+        # The conventional variable, kept for tooling; WORKFLOW_STORE_DATABASE_URL wins over it.
+        apply_environment(raw, Settings, {"WORKFLOW_STORE_DATABASE_URL": database_url})
+    return msgspec.convert(apply_environment(raw, Settings, environ), Settings)

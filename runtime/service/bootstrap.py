@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from runtime.config import Settings
 from runtime.security import Authenticator, KeySet, load_configured_keyring
 from runtime.security.devtools import DevIdentity
+from runtime.service.config import Settings
 from runtime.services import Services
 from runtime.store.bootstrap import open_store
 

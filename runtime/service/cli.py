@@ -1,0 +1,203 @@
+"""The `workflow-mcp` command line: serve, worker, migrate, token, check.
+
+Every command reads the same settings: a YAML file (--config or $WORKFLOW_CONFIG) with
+WORKFLOW_<SECTION>_<KEY> environment variables over it (see config.example.yaml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import uvicorn
+
+from runtime.canonical import CanonicalError, load_definition_yaml
+from runtime.errors import WorkflowError
+from runtime.mcp.app import create_app
+from runtime.publication import validate_definition
+from runtime.security.devtools import DEV_HOST_ID
+from runtime.security.devtools import main as devtools_main
+from runtime.service.bootstrap import apply_dev_identity, build_services
+from runtime.service.config import Settings, load_settings
+from runtime.service.jobs import with_service_jobs
+from runtime.service.worker import run_worker
+from runtime.store.bootstrap import resolve_conninfo
+from runtime.store.migrations import migrate
+
+PROG = "workflow-mcp"
+
+
+def _usage_banner(host: str, port: int, data_dir: str, dev: bool) -> str:
+    url = f"http://{host}:{port}/mcp"
+    lines = [f"workflow-mcp serving MCP on {url}"]
+    if dev:
+        dev_dir = shlex.quote(f"{data_dir}/dev")
+        lines += [
+            f"a development host id: {DEV_HOST_ID}",
+            "development identity (no trusted keys configured):",
+            f"  USER=$(make -s token ARGS='--dir {dev_dir} --kind user --roles workflow-admin')",
+            f"  APP=$(make -s token ARGS='--dir {dev_dir} --kind app')",
+            "call a tool:",
+            f"  curl -s {url} -H 'Content-Type: application/json' \\",
+            '    -H "Authorization: Bearer $USER" -H "X-Scope-Token: Bearer $APP" \\',
+            "    -H 'MCP-Protocol-Version: 2025-11-25' \\",
+            """    -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'""",
+        ]
+    return "\n".join(lines)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = load_settings(args.config)
+    if getattr(args, "database_url", None):
+        settings.store.database_url = args.database_url
+    return settings
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the HTTP server until interrupted."""
+    settings = _settings(args)
+    if args.no_workers:
+        # Execution is left to `workflow-mcp worker` processes on the same database.
+        settings.execution.workers_enabled = False
+    dev = apply_dev_identity(settings) is not None
+    app = create_app(with_service_jobs(lambda: build_services(settings)))
+    server = settings.server
+    print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
+    uvicorn.run(app, host=server.host, port=server.port, log_level="info")
+    return 0
+
+
+_SLOT_FLAGS = ("interactive_slots", "standard_slots", "batch_slots")
+_TIMING_FLAGS = ("lease_ms", "renew_interval_ms", "reap_interval_ms", "poll_interval_ms")
+
+
+def _worker_settings(args: argparse.Namespace) -> Settings:
+    settings = _settings(args)
+    overrides: dict[str, int] = {}
+    if args.slots is not None:
+        overrides |= dict.fromkeys(_SLOT_FLAGS, args.slots)
+    for name in (*_SLOT_FLAGS, *_TIMING_FLAGS):
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
+    section = msgspec.to_builtins(settings.execution) | overrides
+    # convert, not replace: the section's own checks run on the overridden values.
+    settings.execution = msgspec.convert(section, type(settings.execution))
+    return settings
+
+
+def worker(args: argparse.Namespace) -> int:
+    """Run a worker process until SIGTERM/SIGINT."""
+    settings = _worker_settings(args)
+    apply_dev_identity(settings)
+    asyncio.run(run_worker(settings, worker_id=args.worker_id, handlers=args.handlers))
+    return 0
+
+
+async def _migrate(settings: Settings) -> int:
+    conninfo, embedded = await resolve_conninfo(settings.store)
+    try:
+        applied = await migrate(conninfo)
+    finally:
+        if embedded is not None and not embedded.reused:
+            await asyncio.to_thread(embedded.stop)
+    return len(applied)
+
+
+def migrate_command(args: argparse.Namespace) -> int:
+    """Apply pending migrations to the configured database."""
+    count = asyncio.run(_migrate(_settings(args)))
+    print(f"applied {count} migration(s)")
+    return 0
+
+
+def check(args: argparse.Namespace) -> int:
+    """Validate a definition file offline, as publication would; print what is wrong."""
+    path = Path(args.file)
+    try:
+        document = load_definition_yaml(path.read_text(encoding="utf-8"))
+        validate_definition(document)
+    except OSError as error:
+        print(f"{path}: cannot read: {error.strerror}", file=sys.stderr)
+        return 2
+    except CanonicalError as error:
+        print(f"{path}: not accepted: {error.message} ({error.discriminator})")
+        return 1
+    except WorkflowError as error:
+        print(f"{path}: {error.message}")
+        for key, value in sorted((error.details or {}).items()):
+            print(f"  {key}: {value}")
+        return 1
+    print(f"{path}: ok")
+    return 0
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, help="YAML settings file ($WORKFLOW_CONFIG)")
+
+
+def _worker_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "worker",
+        help="claim and run workflow tasks (no API)",
+        description="Run workflow tasks from the shared database; pair with `serve --no-workers`.",
+    )
+    _config_option(run)
+    run.add_argument("--database-url", default=None, help="overrides store.database_url")
+    run.add_argument("--worker-id", default=None, help="the id this worker claims under")
+    run.add_argument(
+        "--slots", type=int, default=None, help="tasks run at once in each execution class"
+    )
+    for name in (*_SLOT_FLAGS, *_TIMING_FLAGS):
+        flag = "--" + name.replace("_", "-")
+        run.add_argument(flag, type=int, default=None, help=f"overrides execution.{name}")
+    # Tests and benchmarks run other task kinds ("module:attribute"); production never needs it.
+    run.add_argument("--handlers", default=None, help=argparse.SUPPRESS)
+    run.set_defaults(run=worker)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("serve", help="serve MCP over HTTP")
+    _config_option(run)
+    run.add_argument(
+        "--no-workers",
+        action="store_true",
+        help="run no in-process executor: `workflow-mcp worker` processes execute the runs",
+    )
+    run.set_defaults(run=serve)
+    _worker_parser(commands)
+    run = commands.add_parser("migrate", help="apply pending database migrations")
+    _config_option(run)
+    run.add_argument("--database-url", default=None, help="overrides store.database_url")
+    run.set_defaults(run=migrate_command)
+    commands.add_parser(
+        "token", help="mint a development token (`workflow-mcp token --help` for its options)"
+    )
+    run = commands.add_parser("check", help="validate a workflow definition file offline")
+    run.add_argument("file", help="the definition, YAML or JSON")
+    run.set_defaults(run=check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `workflow-mcp` (and `python -m runtime.cli`)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "token":
+        # The development token minter keeps its own options (and --help).
+        return devtools_main(["mint", *args[1:]])
+    parsed = build_parser().parse_args(args)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s")
+    code: int = parsed.run(parsed)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

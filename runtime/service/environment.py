@@ -1,0 +1,86 @@
+"""Settings from the environment: WORKFLOW_<SECTION>_<KEY> overrides the configuration file."""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import msgspec
+import yaml
+
+PREFIX = "WORKFLOW_"
+
+
+class EnvironmentSettingError(ValueError):
+    """An environment variable names a setting but its value does not parse."""
+
+
+def _struct_type(annotation: Any) -> type[msgspec.Struct] | None:
+    """The Struct class of an annotation (also inside `X | None`), else None."""
+    candidates = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, msgspec.Struct):
+            return candidate
+    return None
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _is_text(annotation: Any) -> bool:
+    """Whether the setting is a string (the variable's text is taken as it is)."""
+    members = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    return str in members and all(member in (str, type(None)) for member in members)
+
+
+def setting_paths(
+    struct: type[msgspec.Struct], prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every leaf setting of struct as (path of field names, annotation)."""
+    hints = typing.get_type_hints(struct)
+    for name in struct.__struct_fields__:
+        annotation = hints[name]
+        nested = _struct_type(annotation)
+        if nested is not None:
+            yield from setting_paths(nested, (*prefix, name))
+        else:
+            yield (*prefix, name), annotation
+
+
+def variable_name(path: tuple[str, ...]) -> str:
+    """The environment variable of a setting path: WORKFLOW_<SECTION>_<KEY>."""
+    return PREFIX + "_".join(path).upper()
+
+
+def _parse(name: str, text: str, annotation: Any) -> Any:
+    if _is_text(annotation):
+        return text
+    try:
+        # YAML reads numbers, booleans, null and JSON-style lists and maps alike.
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise EnvironmentSettingError(f"{name}: not a YAML/JSON value") from exc
+
+
+def _set(raw: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    section = raw
+    for name in path[:-1]:
+        child = section.get(name)
+        if not isinstance(child, dict):
+            child = section[name] = {}
+        section = child
+    section[path[-1]] = value
+
+
+def apply_environment(
+    raw: dict[str, Any], struct: type[msgspec.Struct], environ: Mapping[str, str]
+) -> dict[str, Any]:
+    """raw (the decoded configuration file) with every WORKFLOW_<SECTION>_<KEY> applied."""
+    for path, annotation in setting_paths(struct):
+        name = variable_name(path)
+        if name in environ:
+            _set(raw, path, _parse(name, environ[name], annotation))
+    return raw
