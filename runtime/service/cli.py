@@ -25,6 +25,7 @@ from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import apply_dev_identity, build_services
 from runtime.service.config import Settings, load_settings
+from runtime.service.environment import EnvironmentSettingError
 from runtime.service.jobs import with_service_jobs
 from runtime.service.worker import run_worker
 from runtime.store.bootstrap import resolve_conninfo
@@ -195,7 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return devtools_main(["mint", *args[1:]])
     parsed = build_parser().parse_args(args)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s")
-    code: int = parsed.run(parsed)
+    try:
+        code: int = parsed.run(parsed)
+    except (msgspec.ValidationError, EnvironmentSettingError) as error:
+        # A configuration mistake is the operator's to fix: one line, no traceback.
+        print(f"{PROG}: configuration error: {error}", file=sys.stderr)
+        return 2
     return code
 
 

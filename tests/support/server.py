@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,8 +118,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def run_server(database_url: str, directory: Path, identity: DevIdentity) -> Iterator[LiveServer]:
-    """Run `runtime.cli serve` on database_url until the block exits (also on failure)."""
+def run_server(
+    database_url: str, directory: Path, identity: DevIdentity, args: Sequence[str] = ()
+) -> Iterator[LiveServer]:
+    """Run `runtime.cli serve [args]` on database_url until the block exits (also on failure)."""
     port = free_port()
     config = write_config(directory, identity, port)
     env = dict(os.environ, DATABASE_URL=database_url, WORKFLOW_CONFIG=str(config))
@@ -127,7 +129,7 @@ def run_server(database_url: str, directory: Path, identity: DevIdentity) -> Ite
     server = LiveServer(f"http://127.0.0.1:{port}", identity, directory / "server.log")
     with server.log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "runtime.cli", "serve", "--config", str(config)],
+            [sys.executable, "-m", "runtime.cli", "serve", "--config", str(config), *args],
             cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -1,0 +1,141 @@
+"""The `workflow-mcp` commands against real databases and real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from runtime.security.devtools import DevIdentity
+from runtime.service.cli import main
+from runtime.store import Database
+from runtime.store.migrations import DEFAULT_DIRECTORY, discover_migrations
+from tests.conftest import PgCluster
+from tests.integration.test_binding_support import definition_yaml, new_id
+from tests.integration.test_invocation_support import client as invocation_client
+from tests.integration.test_invocation_support import ok, save_head
+from tests.support.mcp import McpTestClient
+from tests.support.publication import definition_text
+from tests.support.server import run_server
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = (sys.executable, "-m", "runtime.cli")
+WORKER_ID = "cli-worker"
+
+
+async def _run(*args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *CLI, *args, cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()
+
+
+def test_check_accepts_a_valid_definition(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "good.yaml"
+    path.write_text(definition_text(3), encoding="utf-8")
+    assert main(["check", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{path}: ok"
+
+
+def test_check_prints_what_publication_would_refuse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(definition_text(3).replace("marker: 3", "marker: ${ .a + }"), "utf-8")
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "CEL syntax error" in out
+    assert "task: /do/0/first" in out
+
+
+def test_check_refuses_text_that_is_not_a_definition(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("document: [\n", encoding="utf-8")
+    assert main(["check", str(path)]) == 1
+    assert "invalid-yaml" in capsys.readouterr().out
+
+
+async def test_migrate_brings_an_empty_database_to_the_latest_schema_once(
+    pg_cluster: PgCluster,
+) -> None:
+    name = pg_cluster.new_name("cli-migrate")
+    url = await pg_cluster.create_database(name)
+    try:
+        expected = len(discover_migrations(DEFAULT_DIRECTORY))
+        assert await _run("migrate", "--database-url", url) == (
+            0,
+            f"applied {expected} migration(s)\n",
+        )
+        assert await _run("migrate", "--database-url", url) == (0, "applied 0 migration(s)\n")
+    finally:
+        await pg_cluster.drop_database(name)
+
+
+@asynccontextmanager
+async def _worker(config: Path, database_url: str) -> AsyncIterator[None]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = await asyncio.create_subprocess_exec(
+        *CLI, "worker", "--config", str(config), "--database-url", database_url,
+        "--slots", "1", "--poll-interval-ms", "200", "--worker-id", WORKER_ID,
+        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        async with asyncio.timeout(90):
+            line = await proc.stdout.readline()
+        assert line.decode().startswith("ready"), line
+        yield
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(30):
+                await proc.wait()
+
+
+async def _wait_completed(client: McpTestClient, instance: dict[str, str]) -> dict[str, object]:
+    while True:
+        done = ok(await client.call_tool("workflow_wait_result", {**instance, "waitMs": 2000}))
+        if done["state"] != "RUNNING" and done["state"] != "ACCEPTED":
+            return done
+
+
+async def test_a_run_started_through_serve_without_workers_completes_in_a_worker_process(
+    database_url: str, db: Database, tmp_path: Path, dev_identity: DevIdentity
+) -> None:
+    with run_server(database_url, tmp_path, dev_identity, ["--no-workers"]) as server:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=60) as http:
+            client = invocation_client(http, dev_identity)
+            wf_def_id = new_id()
+            digest = await save_head(client, wf_def_id, definition_yaml(marker=5))
+            args = {"wfDefId": wf_def_id, "input": {"claimId": "C-1"}}
+            receipt = ok(
+                await client.call_tool(
+                    "workflow_start", {**args, "expectedDefinitionDigest": digest}
+                )
+            )
+            instance = {"workflowInstanceId": receipt["workflowInstanceId"]}
+            async with _worker(tmp_path / "workflow.yaml", database_url):
+                async with asyncio.timeout(120):
+                    done = await _wait_completed(client, instance)
+    assert done["state"] == "COMPLETED", done
+    assert done["output"]["marker"] == 5  # type: ignore[index]
+    # Every task of the run was claimed by the worker process, none by the API process.
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT DISTINCT worker_id FROM workflow_task WHERE process_id = %s",
+            (instance["workflowInstanceId"],),
+        )
+        assert [row["worker_id"] for row in await cursor.fetchall()] == [WORKER_ID]

@@ -1,0 +1,68 @@
+"""The `workflow-mcp` command line: commands, their options and their help."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from runtime.service.cli import _worker_settings, build_parser, main
+
+COMMANDS = ["serve", "worker", "migrate", "token", "check"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_answers_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+def test_the_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(command in out for command in COMMANDS)
+
+
+def test_serve_runs_workers_unless_told_not_to() -> None:
+    assert build_parser().parse_args(["serve"]).no_workers is False
+    parsed = build_parser().parse_args(["serve", "--no-workers", "--config", "w.yaml"])
+    assert (parsed.no_workers, parsed.config) == (True, "w.yaml")
+
+
+def test_worker_slots_apply_to_every_class_and_a_class_flag_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("WORKFLOW_CONFIG", raising=False)
+    args = build_parser().parse_args(["worker", "--slots", "3", "--batch-slots", "1"])
+    section = _worker_settings(args).execution
+    assert (section.interactive_slots, section.standard_slots, section.batch_slots) == (3, 3, 1)
+
+
+def test_worker_runs_workflow_handlers_by_default() -> None:
+    assert build_parser().parse_args(["worker"]).handlers is None
+
+
+def test_worker_overrides_are_checked_like_the_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("WORKFLOW_CONFIG", raising=False)
+    args = build_parser().parse_args(["worker", "--slots", "0"])
+    with pytest.raises(msgspec.ValidationError, match="slot"):
+        _worker_settings(args)
+
+
+def test_an_unknown_command_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["frobnicate"])
+    assert exit_info.value.code == 2
+
+
+def test_a_configuration_error_is_one_line_and_exit_code_two(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("WORKFLOW_SERVER_PORT", "eighty")
+    assert main(["worker"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error" in err and "server.port" in err
