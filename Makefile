@@ -4,7 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench clean
+# The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
+CLI := $(VENV)/bin/workflow-mcp
+
+.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +18,14 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: venv
-	$(PY) -m runtime.cli serve
+	$(CLI) serve $(ARGS)
+
+# A worker process beside `make run ARGS=--no-workers` (same configuration and database).
+worker: venv
+	$(CLI) worker $(ARGS)
+
+migrate: venv
+	$(CLI) migrate $(ARGS)
 
 test: venv lint typecheck test-only
 
@@ -44,7 +54,7 @@ fuzz: venv
 
 # make token ARGS="--kind user --roles workflow-admin"
 token: venv
-	$(PY) -m runtime.cli token $(ARGS)
+	@$(CLI) token $(ARGS)
 
 schema-snapshot: venv
 	$(PY) -m runtime.store.migrations snapshot

@@ -27,3 +27,17 @@ def test_the_example_shows_the_defaults_where_it_marks_none(tmp_path: Path) -> N
     assert example.server == defaults.server
     assert example.execution.scheduler() == defaults.execution.scheduler()
     assert example.security.clock_skew_seconds == defaults.security.clock_skew_seconds
+
+
+def test_the_environment_variables_the_example_shows_load_over_it() -> None:
+    shown = {}
+    for line in EXAMPLE.read_text(encoding="utf-8").splitlines():
+        text = line.lstrip("# ").split("  (")[0].strip()
+        if text.startswith("WORKFLOW_") and "=" in text:
+            name, _, value = text.partition("=")
+            shown[name] = value.strip("'")
+    assert len(shown) >= 5
+    settings = load_settings(EXAMPLE, shown)
+    assert settings.server.port == int(shown["WORKFLOW_SERVER_PORT"])
+    assert settings.execution.workers_enabled is False
+    assert settings.publication.destinations.allowed_hosts is None
