@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from runtime.binding_reach import Dependency, Reach, dependency_for
 from runtime.canonical import CanonicalError, canonical_digest, sha256_digest
 from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
@@ -25,8 +26,6 @@ from runtime.execution import store
 from runtime.execution.outbound import encode_body, send_http, send_mcp
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import HttpPolicy
-from runtime.publication.bindings.effects import dependency_for
-from runtime.publication.bindings.reach import Dependency, Reach
 from runtime.scheduler import faults
 from runtime.scheduler.errors import LeaseLost, uncertain_effect_error
 from runtime.scheduler.lease import TaskLease

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import StepTally, canonical_size, counting_steps
 from runtime.engine.interpreter import run_workflow
@@ -47,7 +48,6 @@ from runtime.execution.credential import (
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
-from runtime.publication.bindings.reach import Reach
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease

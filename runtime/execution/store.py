@@ -9,10 +9,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from runtime.publication.bindings import store as binding_store
-from runtime.publication.bindings.reach import Reach
-from runtime.publication.store import definitions as definition_store
-from runtime.publication.store import grants as grant_store
+from runtime.binding_reach import Reach
+from runtime.publication import pinned
 from runtime.scheduler.models import LeaseState
 from runtime.security import SealedSecret
 from runtime.store import Connection, load_queries
@@ -186,18 +184,14 @@ async def select_definition_document(
     conn: Connection, host_id: str, wf_def_id: str, version: str
 ) -> dict[str, Any] | None:
     """The document of a published definition version, or None."""
-    row = await definition_store.select_version(conn, host_id, wf_def_id, version)
-    if row is None:
-        return None
-    document: dict[str, Any] = row["document"]
-    return document
+    return await pinned.definition_document(conn, host_id, wf_def_id, version)
 
 
 async def select_grants(conn: Connection, host_id: str, wf_def_id: str) -> list[dict[str, Any]]:
     """The live grant set of a definition."""
-    return await grant_store.select_grants(conn, host_id, wf_def_id)
+    return await pinned.live_grants(conn, host_id, wf_def_id)
 
 
 async def select_reach(conn: Connection, host_id: str, binding_id: str) -> Reach:
     """The reach (dependencies, endpoint targets) of one pinned binding revision."""
-    return await binding_store.read_reach(conn, host_id, binding_id)
+    return await pinned.revision_reach(conn, host_id, binding_id)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from runtime.binding_reach import EndpointTarget
 from runtime.errors import WorkflowError
-from runtime.publication.bindings.reach import EndpointTarget
 
 _PLACEHOLDER = re.compile(r"\\\{[A-Za-z_][A-Za-z0-9_]*\\\}")
 

@@ -10,13 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.binding_reach import dependency_for as dependency_for
 from runtime.engine.analysis import WriteTask, static_requirements, write_tasks
 from runtime.engine.errors import DefinitionError, ExpressionError
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.engine.parser import parse_definition
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.fields import DIGEST_PATTERN, UNANNOTATED, Annotations, Binding
-from runtime.publication.bindings.reach import Dependency, Reach
+from runtime.publication.bindings.reach import Reach
 
 # Task kinds a bounded, headless sync run may contain; the parser already refuses human,
 # agent and runner tasks, and this list keeps the matrix closed if the profile grows.
@@ -40,14 +41,6 @@ def parse_pinned_definition(document: Any) -> WorkflowDefinition:
         raise BindingRuleViolation(
             f"the pinned definition cannot run as a sync Tool: {error.message}"
         ) from error
-
-
-def dependency_for(tool: str, reach: Reach) -> Dependency | None:
-    """The pinned dependency an MCP task reaches, by authorization tool name or dispatch key."""
-    for dependency in reach.dependencies:
-        if tool in (dependency.authorization_tool_name, dependency.dispatch_target):
-            return dependency
-    return None
 
 
 def _reached_annotations(definition: WorkflowDefinition, reach: Reach) -> dict[str, Annotations]:

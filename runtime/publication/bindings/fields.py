@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from runtime.binding_reach import UNANNOTATED as UNANNOTATED
+from runtime.binding_reach import Annotations as Annotations
 from runtime.publication.bindings.errors import InvalidBindingRequest
 
 UUID_PATTERN = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -69,24 +71,6 @@ ADMISSION_LIMITS = (
     "startsPerMinute",
     "startsPerMinutePerUser",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Annotations:
-    """Effect annotations of a Tool (the outer Tool or a nested dependency)."""
-
-    read_only: bool
-    destructive: bool
-    human_approval_required: bool
-
-    @property
-    def is_write(self) -> bool:
-        """A Tool that is not read-only may change data."""
-        return not self.read_only
-
-
-# MCP's own defaults for a Tool that states nothing: not read-only, destructive.
-UNANNOTATED = Annotations(read_only=False, destructive=True, human_approval_required=False)
 
 
 @dataclass(frozen=True, slots=True)

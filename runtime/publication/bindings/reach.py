@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
+from runtime.binding_reach import Dependency as Dependency
+from runtime.binding_reach import EndpointTarget as EndpointTarget
+from runtime.binding_reach import Reach as Reach
 from runtime.publication.bindings.errors import InvalidBindingRequest
 from runtime.publication.bindings.fields import (
     DIGEST_PATTERN,
     UUID_PATTERN,
     VERSION_PATTERN,
-    Annotations,
     parse_annotations,
 )
 
@@ -39,88 +40,6 @@ _TARGET_FIELDS = {
     "environments",
     "authorizationPolicyDigest",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Dependency:
-    """A nested Tool the workflow may call."""
-
-    nested_tool_id: str
-    nested_tool_version: str
-    contract_digest: str
-    authorization_tool_name: str
-    dispatch_target: str
-    annotations: Annotations | None
-    annotations_document: dict[str, Any] | None
-
-    @property
-    def sort_key(self) -> tuple[str, str, str]:
-        """Digest order and uniqueness key: (authorizationToolName, nestedToolId, version)."""
-        return (self.authorization_tool_name, self.nested_tool_id, self.nested_tool_version)
-
-    @property
-    def carry_over_key(self) -> tuple[str, str, str, str]:
-        """Carry-over compares dependencies by (nestedToolId, version, contract, authName)."""
-        return (
-            self.nested_tool_id,
-            self.nested_tool_version,
-            self.contract_digest,
-            self.authorization_tool_name,
-        )
-
-    def document(self) -> dict[str, Any]:
-        """The dependency as it enters bindingDigest and workflow_binding_get."""
-        doc: dict[str, Any] = {
-            "nestedToolId": self.nested_tool_id,
-            "nestedToolVersion": self.nested_tool_version,
-            "contractDigest": self.contract_digest,
-            "authorizationToolName": self.authorization_tool_name,
-            "dispatchTarget": self.dispatch_target,
-        }
-        if self.annotations_document is not None:
-            doc["toolAnnotations"] = self.annotations_document
-        return doc
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointTarget:
-    """A resolved HTTP endpoint; methods uppercased, de-duplicated and sorted."""
-
-    endpoint_ref: str
-    endpoint_uri: str
-    allowed_methods: tuple[str, ...]
-    environments: tuple[str, ...]
-    authorization_policy_digest: str
-
-    @property
-    def carry_over_key(self) -> tuple[str, str, tuple[str, ...]]:
-        """Carry-over compares targets by (endpointRef, endpointUri, sorted allowedMethods)."""
-        return (self.endpoint_ref, self.endpoint_uri, self.allowed_methods)
-
-    def document(self) -> dict[str, Any]:
-        """The target as it enters bindingDigest and workflow_binding_get."""
-        return {
-            "endpointRef": self.endpoint_ref,
-            "endpointUri": self.endpoint_uri,
-            "allowedMethods": list(self.allowed_methods),
-            "environments": list(self.environments),
-            "authorizationPolicyDigest": self.authorization_policy_digest,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Reach:
-    """What a revision may reach, in digest order."""
-
-    dependencies: tuple[Dependency, ...]
-    endpoint_targets: tuple[EndpointTarget, ...]
-
-    def document(self) -> dict[str, Any]:
-        """BindingReach as returned by workflow_binding_get."""
-        return {
-            "dependencies": [item.document() for item in self.dependencies],
-            "endpointTargets": [item.document() for item in self.endpoint_targets],
-        }
 
 
 def _reject(message: str) -> NoReturn:

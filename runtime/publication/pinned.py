@@ -1,0 +1,36 @@
+"""What execution may read of publication: pinned versions, live grants, a revision's reach.
+
+A narrow read API, so that execution depends on these three questions and not on how
+publication stores definitions, grants and bindings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.binding_reach import Reach
+from runtime.publication.bindings import store as binding_store
+from runtime.publication.store import definitions as definition_store
+from runtime.publication.store import grants as grant_store
+from runtime.store import Connection
+
+
+async def definition_document(
+    conn: Connection, host_id: str, wf_def_id: str, version: str
+) -> dict[str, Any] | None:
+    """The normalized document of a published definition version, or None."""
+    row = await definition_store.select_version(conn, host_id, wf_def_id, version)
+    if row is None:
+        return None
+    document: dict[str, Any] = row["document"]
+    return document
+
+
+async def live_grants(conn: Connection, host_id: str, wf_def_id: str) -> list[dict[str, Any]]:
+    """The live grant set of a definition, ordered by grant id."""
+    return await grant_store.select_grants(conn, host_id, wf_def_id)
+
+
+async def revision_reach(conn: Connection, host_id: str, binding_id: str) -> Reach:
+    """The reach (dependencies, endpoint targets) of one binding revision."""
+    return await binding_store.read_reach(conn, host_id, binding_id)
