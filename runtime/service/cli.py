@@ -1,4 +1,4 @@
-"""The `workflow-mcp` command line: serve, worker, migrate, token, check.
+"""The `workflow-mcp` command line: serve, worker, migrate, token, check, runs.
 
 Every command reads the same settings: a YAML file (--config or $WORKFLOW_CONFIG) with
 WORKFLOW_<SECTION>_<KEY> environment variables over it (see config.example.yaml).
@@ -27,6 +27,7 @@ from runtime.service.bootstrap import apply_dev_identity, build_services
 from runtime.service.config import Settings, load_settings
 from runtime.service.environment import EnvironmentSettingError
 from runtime.service.jobs import with_service_jobs
+from runtime.service.runs import add_runs_parser, runs_command
 from runtime.service.worker import run_worker
 from runtime.store.bootstrap import resolve_conninfo
 from runtime.store.migrations import migrate
@@ -138,6 +139,11 @@ def check(args: argparse.Namespace) -> int:
     return 0
 
 
+def runs(args: argparse.Namespace) -> int:
+    """List, show or cancel runs of one host."""
+    return runs_command(_settings(args), args)
+
+
 def _config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML settings file ($WORKFLOW_CONFIG)")
 
@@ -185,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("check", help="validate a workflow definition file offline")
     run.add_argument("file", help="the definition, YAML or JSON")
     run.set_defaults(run=check)
+    add_runs_parser(commands)
+    commands.choices["runs"].set_defaults(run=runs)
     return parser
 
 

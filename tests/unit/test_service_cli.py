@@ -7,7 +7,7 @@ import pytest
 
 from runtime.service.cli import _worker_settings, build_parser, main
 
-COMMANDS = ["serve", "worker", "migrate", "token", "check"]
+COMMANDS = ["serve", "worker", "migrate", "token", "check", "runs"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
