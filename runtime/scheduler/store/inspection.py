@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from runtime.store import Connection, load_queries
-
-QUERIES = load_queries(Path(__file__).resolve().with_name("inspection.sql"))
+from runtime.scheduler.store.sql import QUERIES
+from runtime.store import Connection
 
 
 async def select_runs(
