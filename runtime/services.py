@@ -10,7 +10,7 @@ from runtime.store.migrations import DEFAULT_DIRECTORY, applied_migrations, disc
 
 if TYPE_CHECKING:
     from runtime.security import Authenticator, Keyring
-    from runtime.service.config import Settings
+    from runtime.settings import Settings
     from runtime.store import Database
 
 

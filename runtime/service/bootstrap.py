@@ -7,8 +7,8 @@ from pathlib import Path
 
 from runtime.security import Authenticator, KeySet, load_configured_keyring
 from runtime.security.devtools import DevIdentity
-from runtime.service.config import Settings
 from runtime.services import Services
+from runtime.settings import Settings
 from runtime.store.bootstrap import open_store
 
 

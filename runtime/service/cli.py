@@ -24,11 +24,12 @@ from runtime.publication import validate_definition
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import apply_dev_identity, build_services
-from runtime.service.config import Settings, load_settings
+from runtime.service.config import load_settings
 from runtime.service.environment import EnvironmentSettingError
 from runtime.service.jobs import with_service_jobs
 from runtime.service.runs import add_runs_parser, runs_command
 from runtime.service.worker import run_worker
+from runtime.settings import Settings
 from runtime.store.bootstrap import resolve_conninfo
 from runtime.store.migrations import migrate
 

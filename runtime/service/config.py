@@ -1,6 +1,7 @@
-"""Service configuration: one YAML file (WORKFLOW_CONFIG) plus environment overrides.
+"""Loading the service configuration: one YAML file (WORKFLOW_CONFIG) plus the environment.
 
-Each domain owns the settings of its section; this module assembles them into one document.
+The document's structure is runtime/settings.py (each domain owns its section); this module
+reads it and applies WORKFLOW_<SECTION>_<KEY> variables over it.
 """
 
 from __future__ import annotations
@@ -13,48 +14,10 @@ from typing import Any
 import msgspec
 import yaml
 
-from runtime.execution.settings import ServiceExecutionSettings
-from runtime.security.settings import SecuritySettings
 from runtime.service.environment import apply_environment
-from runtime.store.settings import StoreSettings
+from runtime.settings import Settings
 
-
-class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Where the HTTP server listens and which browser origins it accepts."""
-
-    host: str = "127.0.0.1"
-    port: int = 8787
-    allowed_origins: list[str] = msgspec.field(
-        default_factory=lambda: ["http://localhost", "http://127.0.0.1"]
-    )
-    tools_list_page_size: int = 50
-    tools_list_ttl_ms: int = 300_000
-
-
-class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Workflow's own policy for endpoint targets a binding may reach (None: any)."""
-
-    allowed_schemes: list[str] = msgspec.field(default_factory=lambda: ["https"])
-    allowed_hosts: list[str] | None = None
-    allowed_ports: list[int] | None = None
-
-
-class PublicationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Binding publication: the destination policy and the receipt retention sweep."""
-
-    destinations: DestinationSettings = msgspec.field(default_factory=DestinationSettings)
-    receipt_sweep_interval_s: float = 3600.0
-
-
-class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The whole service configuration."""
-
-    server: ServerSettings = msgspec.field(default_factory=ServerSettings)
-    store: StoreSettings = msgspec.field(default_factory=StoreSettings)
-    security: SecuritySettings = msgspec.field(default_factory=SecuritySettings)
-    publication: PublicationSettings = msgspec.field(default_factory=PublicationSettings)
-    # Durable execution in the service process (an in-process executor, outbound settings).
-    execution: ServiceExecutionSettings = msgspec.field(default_factory=ServiceExecutionSettings)
+__all__ = ["Settings", "load_settings"]
 
 
 def load_settings(

@@ -14,7 +14,7 @@ import msgspec
 from runtime.errors import WorkflowError
 from runtime.invocation.waiting import cancel_run
 from runtime.scheduler.inspection import RUN_STATES, list_runs, show_run
-from runtime.service.config import Settings
+from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.bootstrap import open_store
 

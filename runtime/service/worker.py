@@ -20,7 +20,7 @@ from runtime.execution import WorkflowRuntime
 from runtime.scheduler.executor import Executor
 from runtime.scheduler.lease import TaskHandler
 from runtime.security import load_configured_keyring
-from runtime.service.config import Settings
+from runtime.settings import Settings
 from runtime.store.bootstrap import open_store
 
 # Connections beyond one per slot: LISTEN, the reaper, lease renewals.

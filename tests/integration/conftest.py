@@ -12,8 +12,8 @@ from litestar import Litestar
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
-from runtime.service.config import Settings
 from runtime.services import Services
+from runtime.settings import Settings
 from runtime.store import Database
 from tests.support.mcp import LEGACY, MODERN, McpTestClient
 

@@ -16,8 +16,8 @@ import pytest
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
-from runtime.service.config import Settings
 from runtime.services import Services
+from runtime.settings import Settings
 from runtime.store import Database, EmbeddedPostgres, migrate
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import new_id, save_args

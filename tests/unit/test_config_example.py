@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.service.config import Settings, load_settings
+from runtime.service.config import load_settings
+from runtime.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runtime.service.config import Settings, load_settings
+from runtime.service.config import load_settings
 from runtime.service.environment import setting_paths, variable_name
+from runtime.settings import Settings
 
 
 def test_environment_variables_override_settings_of_every_type(tmp_path: Path) -> None:

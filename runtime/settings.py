@@ -1,0 +1,38 @@
+"""The configuration document: each domain's settings under its section.
+
+Each domain owns the struct of its section; the HTTP server's section lives here. Loading it
+(the YAML file and WORKFLOW_<SECTION>_<KEY> variables) is the composition's business
+(runtime/service/config.py); request-time code reads the loaded document through Services.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from runtime.execution.settings import ServiceExecutionSettings
+from runtime.publication.settings import PublicationSettings
+from runtime.security.settings import SecuritySettings
+from runtime.store.settings import StoreSettings
+
+
+class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Where the HTTP server listens and which browser origins it accepts."""
+
+    host: str = "127.0.0.1"
+    port: int = 8787
+    allowed_origins: list[str] = msgspec.field(
+        default_factory=lambda: ["http://localhost", "http://127.0.0.1"]
+    )
+    tools_list_page_size: int = 50
+    tools_list_ttl_ms: int = 300_000
+
+
+class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The whole service configuration."""
+
+    server: ServerSettings = msgspec.field(default_factory=ServerSettings)
+    store: StoreSettings = msgspec.field(default_factory=StoreSettings)
+    security: SecuritySettings = msgspec.field(default_factory=SecuritySettings)
+    publication: PublicationSettings = msgspec.field(default_factory=PublicationSettings)
+    # Durable execution in the service process (an in-process executor, outbound settings).
+    execution: ServiceExecutionSettings = msgspec.field(default_factory=ServiceExecutionSettings)
