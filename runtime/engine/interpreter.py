@@ -14,9 +14,10 @@ from runtime.engine.cel import evaluate_predicate, evaluate_value
 from runtime.engine.deadlines import Deadlines
 from runtime.engine.errors import ExpressionError
 from runtime.engine.expressions import evaluate_tree
-from runtime.engine.faults import WorkflowFault, fault
+from runtime.engine.meter import charge_steps
 from runtime.engine.model import Schema, Task, TaskList, Transform, WorkflowDefinition, thaw
 from runtime.engine.ports import Clock, EffectPort, RealClock, RunLimits
+from runtime.engine.problems import WorkflowFault, fault
 from runtime.engine.run_kinds import run_spec
 from runtime.engine.run_result import map_fault, output_error
 from runtime.engine.state import RunOutcome, RunState
@@ -126,7 +127,9 @@ class Interpreter:
 
     async def run_task(self, task: Task, raw: Any, scope: Mapping[str, Any]) -> tuple[Any, str]:
         """One task through the data flow of the profile; returns output and next directive."""
-        # A task boundary: any expired task, workflow or run deadline ends the run here.
+        # A task boundary: one step of the task's budget (the cooperative checkpoint of a run
+        # off the loop), and any expired task, workflow or run deadline ends the run here.
+        charge_steps(1)
         self.deadlines.check()
         descriptor = {"name": task.name, "reference": task.pointer, "input": raw}
         raw_vars = self.variables({"input": raw, "task": descriptor}, raw, scope)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.engine.calls import build_http_request, dispatch_http, dispatch_mcp
 from runtime.engine.deadlines import DeadlineExpired
-from runtime.engine.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.model import (
     AssertSpec,
     DoSpec,
@@ -24,6 +23,7 @@ from runtime.engine.model import (
     WaitSpec,
     thaw,
 )
+from runtime.engine.problems import WorkflowFault, fault, matches_filter
 
 if TYPE_CHECKING:
     from runtime.engine.interpreter import Interpreter

@@ -14,8 +14,8 @@ import os
 
 from runtime.bootstrap import apply_dev_identity
 from runtime.config import Settings, load_settings
-from runtime.execution.handler import WorkflowRuntime
 from runtime.execution.settings import SETTINGS_ENV, ExecutionSettings, settings_from_env
+from runtime.execution.task_runner import WorkflowRuntime
 from runtime.scheduler.lease import TaskHandler
 from runtime.security import load_configured_keyring
 

@@ -68,8 +68,9 @@ async def test_each_http_dispatch_spends_one_attempt_and_one_cost_unit(
     counters = await get_process(db, host, pid)
     assert run["state"] == "COMPLETED" and counters is not None
     assert counters["remaining_attempts"] == ROOMY.attempts - 2
-    # Two dispatches, and one unit per top-level task (no CEL evaluated).
-    assert counters["remaining_cost_units"] == ROOMY.cost_units - 2 - 2
+    # Two dispatches, and per top-level task one unit plus one started block of steps (the
+    # task's own step; no CEL evaluated).
+    assert counters["remaining_cost_units"] == ROOMY.cost_units - 2 - 2 * 2
 
 
 async def test_checkpoints_consume_intermediate_bytes_and_the_result_consumes_result_bytes(
@@ -106,7 +107,7 @@ async def test_cel_evaluation_steps_are_charged_as_cost_units(
     light = {"l": {"set": {"n": 1}}}
     _, with_cel = await run_with(db, keyring, document([heavy]), {}, ROOMY)
     _, without = await run_with(db, keyring, document([light]), {}, ROOMY)
-    assert without["remaining_cost_units"] == ROOMY.cost_units - 1
+    assert without["remaining_cost_units"] == ROOMY.cost_units - 2
     assert with_cel["remaining_cost_units"] < without["remaining_cost_units"]
 
 

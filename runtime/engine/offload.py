@@ -1,0 +1,139 @@
+"""Interpretation off the serving loop: engine threads, each with its own event loop.
+
+Why: interpreting a definition is pure CPU between effects. On the serving loop a definition
+with three nested loops over 60 items held it for seconds: `/healthz` stalled for every
+tenant, lease renewal stopped, the 1 s lease lapsed and the task was claimed again and again.
+Here the interpreter runs on a pool thread's own event loop; the serving loop keeps
+answering requests and renewing leases while it computes.
+
+Why threads, not processes (measured with `python bench/offload.py` on the 2-core machine,
+nested loops over 20 items, a 10 ms ticker on the serving loop):
+- event-loop lag while the heavy task runs: on the loop itself max ~7,000 ms (the whole
+  computation); in an engine thread max ~10-15 ms (the GIL is handed to the waiting loop
+  every switch interval, 5 ms); in a worker process max ~1-3 ms;
+- overhead per small one-task run: ~0.1-0.2 ms in a thread (two cross-thread wake-ups) vs
+  ~1-2 ms in a process (pickling the definition, input and result, plus the pipe), and
+  every effect (HTTP, MCP, step ledger, budget) would have to cross a process boundary as
+  well, with the lease, fencing and psycopg connections staying in the parent.
+The thread keeps the loop's lag an order below the 100 ms target at a tenth of the per-task
+cost, and effects need no serialization. Total CPU is bounded anyway: every task attempt
+runs under a deterministic step budget (``runtime.engine.meter``). Heavy batch work that
+must not share the API's cores belongs in `worker` processes, which run the same code.
+
+The boundary: everything with a side effect stays on the serving loop. The interpreter
+calls its EffectPort through ``LoopBoundEffects``, which runs each call on the serving loop
+(fencing, effect ledger, budget reservations, lease checks, psycopg); the engine thread
+never touches a database connection. Cancelling the awaiting task asks the interpreter to
+stop at its next step (a cooperative checkpoint in the step meter) and cancels whatever the
+engine loop awaits; the caller returns only after the engine thread has let go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from runtime.engine.meter import StepMeter, metering
+from runtime.engine.ports import EffectPort, HttpRequest, HttpResponse, McpRequest
+
+T = TypeVar("T")
+Work = Callable[[], Coroutine[Any, Any, T]]
+
+
+class _Running:
+    """The engine-side task of one submission, so the serving side can cancel it."""
+
+    def __init__(self, meter: StepMeter) -> None:
+        self.meter = meter
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
+
+    def attach(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        with self._lock:
+            self._loop, self._task = loop, task
+            if self._cancelled:
+                task.cancel()
+
+    def cancel(self) -> None:
+        self.meter.request_stop()
+        with self._lock:
+            self._cancelled = True
+            if self._loop is not None and self._task is not None:
+                self._loop.call_soon_threadsafe(self._task.cancel)
+
+
+class EngineThreads:
+    """A pool of engine threads; each runs one task attempt at a time on its own loop."""
+
+    def __init__(self, size: int = 8) -> None:
+        if size < 1:
+            raise ValueError("an engine pool needs at least one thread")
+        self._size = size
+        self._pool: ThreadPoolExecutor | None = None
+        self._local = threading.local()
+
+    async def run(self, work: Work[T], meter: StepMeter) -> T:
+        """Run ``work()`` on an engine thread, metered by ``meter``; returns its result."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._size, thread_name_prefix="workflow-engine")
+        running = _Running(meter)
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._pool, self._run_here, work, running)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            running.cancel()
+            # Nothing of the attempt may outlive its handler: wait until the thread lets go.
+            await asyncio.wait([future])
+            raise
+
+    def close(self) -> None:
+        """Stop the threads once they finish what they run (no new work is accepted)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def _run_here(self, work: Work[T], running: _Running) -> T:
+        loop = self._thread_loop()
+        # The meter is bound in this thread's context; the task (and its fork branches)
+        # copy that context when created.
+        with metering(running.meter):
+            task = loop.create_task(work())
+        running.attach(loop, task)
+        return loop.run_until_complete(task)
+
+    def _thread_loop(self) -> asyncio.AbstractEventLoop:
+        loop: asyncio.AbstractEventLoop | None = getattr(self._local, "loop", None)
+        if loop is None or loop.is_closed():
+            loop = asyncio.new_event_loop()
+            self._local.loop = loop
+        return loop
+
+
+async def on_loop(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on ``loop`` (the serving loop) and await it from this thread's loop.
+
+    Cancelling the awaiting side cancels the coroutine on ``loop`` as well.
+    """
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, loop))
+
+
+class LoopBoundEffects:
+    """An EffectPort whose calls run on the serving loop, whatever loop the interpreter is on."""
+
+    def __init__(self, inner: EffectPort, loop: asyncio.AbstractEventLoop) -> None:
+        self._inner = inner
+        self._loop = loop
+
+    async def call_http(self, request: HttpRequest) -> HttpResponse:
+        """Send one HTTP request through the serving loop's effect port."""
+        return await on_loop(self._loop, self._inner.call_http(request))
+
+    async def call_mcp(self, request: McpRequest) -> dict[str, Any]:
+        """Send one MCP tools/call through the serving loop's effect port."""
+        return await on_loop(self._loop, self._inner.call_mcp(request))
