@@ -81,6 +81,7 @@ class EngineThreads:
         """Run ``work()`` on an engine thread, metered by ``meter``; returns its result."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._size, thread_name_prefix="workflow-engine")
+        meter.yields_gil = True
         running = _Running(meter)
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, self._run_here, work, running)
