@@ -7,7 +7,6 @@ position and context are exposed as a JSON RunState (``on_checkpoint``) and can 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.cel import evaluate_predicate, evaluate_value
@@ -20,6 +19,7 @@ from runtime.engine.ports import Clock, EffectPort, RealClock, RunLimits
 from runtime.engine.problems import WorkflowFault, fault
 from runtime.engine.run_kinds import run_spec
 from runtime.engine.run_result import map_fault, output_error
+from runtime.engine.runner import ListResult
 from runtime.engine.state import RunOutcome, RunState
 
 Checkpoint = Callable[[RunState], Awaitable[None]]
@@ -31,14 +31,6 @@ class EndWorkflow(Exception):
     def __init__(self, output: Any) -> None:
         super().__init__("end")
         self.output = output
-
-
-@dataclass
-class ListResult:
-    """The output of a task list and whether it stopped on `exit`."""
-
-    output: Any
-    exited: bool = False
 
 
 class Interpreter:
