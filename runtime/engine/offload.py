@@ -6,19 +6,27 @@ tenant, lease renewal stopped, the 1 s lease lapsed and the task was claimed aga
 Here the interpreter runs on a pool thread's own event loop; the serving loop keeps
 answering requests and renewing leases while it computes.
 
-Why threads, not processes (measured with `python bench/offload.py` on the 2-core machine,
-nested loops over 20 items, a 10 ms ticker on the serving loop):
-- event-loop lag while the heavy task runs: on the loop itself max ~7,000 ms (the whole
-  computation); in an engine thread max ~10-15 ms (the GIL is handed to the waiting loop
-  every switch interval, 5 ms); in a worker process max ~1-3 ms;
-- overhead per small one-task run: ~0.1-0.2 ms in a thread (two cross-thread wake-ups) vs
-  ~1-2 ms in a process (pickling the definition, input and result, plus the pipe), and
-  every effect (HTTP, MCP, step ledger, budget) would have to cross a process boundary as
-  well, with the lease, fencing and psycopg connections staying in the parent.
-The thread keeps the loop's lag an order below the 100 ms target at a tenth of the per-task
-cost, and effects need no serialization. Total CPU is bounded anyway: every task attempt
-runs under a deterministic step budget (``runtime.engine.meter``). Heavy batch work that
-must not share the API's cores belongs in `worker` processes, which run the same code.
+Why threads, not processes: measured with `python bench/offload.py --items 10 --small 300`
+on the shared 2-core machine (load average ~7), a 10 ms ticker on the serving loop while
+nested loops over 10 items run, then 300 one-task `set` runs one after another:
+
+    placement   heavy run   loop lag max / p99    per small run
+    loop        2.2 s       2,146 ms (all of it)  0.72 ms
+    thread      2.6 s       15 ms / 12 ms         1.24 ms
+    process     2.9 s       27 ms / 16 ms         3.68 ms
+
+Under this load a process does not lag the loop less than a thread that hands over the GIL
+(see below), but it costs ~3 ms more per task (pickling the definition, input and result
+through a pipe) and every effect (HTTP, MCP, step ledger, budget) would have to cross the
+process boundary as well, with the lease, fencing and psycopg connections in the parent.
+Total CPU is bounded either way: every task attempt runs under a deterministic step budget
+(``runtime.engine.meter``). Heavy work that must not share the API's cores belongs in
+`worker` processes, which run this same code.
+
+The GIL: a CPU-bound thread gives the GIL to a waiting loop only every switch interval
+(5 ms), on every wake-up of the loop; measured, that let the loop lag 58-160 ms. So the step
+meter of an off-loop task releases the GIL every YIELD_EVERY_STEPS steps (about 1 ms of
+interpreter work), which brought the lag to the numbers above.
 
 The boundary: everything with a side effect stays on the serving loop. The interpreter
 calls its EffectPort through ``LoopBoundEffects``, which runs each call on the serving loop
