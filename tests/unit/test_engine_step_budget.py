@@ -20,12 +20,11 @@ UNBOUNDED = RunLimits(total_deadline_ms=None)
 
 
 def nested_loops(depth: int = 3) -> Any:
-    """`depth` nested for loops over input.items around one CEL-evaluating set task."""
+    """`depth` nested for loops over the input's items around one CEL-evaluating set task."""
     body: list[Any] = [{"add": {"set": {"total": "${ a * 2 + 1 }"}}}]
     for level in reversed(range(depth)):
-        loop = {
-            "for": {"each": "a" if level == depth - 1 else f"x{level}", "in": "${ workflow.input.items }"}
-        }
+        each = "a" if level == depth - 1 else f"x{level}"
+        loop = {"for": {"each": each, "in": "${ workflow.input.items }"}}
         body = [{f"loop{level}": {**loop, "do": body}}]
     return parse_definition({"document": dict(HEADER), "do": body})
 
