@@ -78,12 +78,16 @@ class _Running:
 class EngineThreads:
     """A pool of engine threads; each runs one task attempt at a time on its own loop."""
 
-    def __init__(self, size: int = 8) -> None:
+    def __init__(self, size: int = 16) -> None:
+        # Threads start on demand, so the size only caps concurrent task attempts (the
+        # executor's slots, 8 by default, bound them first).
         if size < 1:
             raise ValueError("an engine pool needs at least one thread")
         self._size = size
         self._pool: ThreadPoolExecutor | None = None
         self._local = threading.local()
+        self._loops: list[asyncio.AbstractEventLoop] = []
+        self._loops_lock = threading.Lock()
 
     async def run(self, work: Work[T], meter: StepMeter) -> T:
         """Run ``work()`` on an engine thread, metered by ``meter``; returns its result."""
@@ -102,10 +106,14 @@ class EngineThreads:
             raise
 
     def close(self) -> None:
-        """Stop the threads once they finish what they run (no new work is accepted)."""
+        """Stop the threads and close their loops (call once no task attempt runs)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False)
+            self._pool.shutdown(wait=True)
             self._pool = None
+        with self._loops_lock:
+            loops, self._loops = self._loops, []
+        for loop in loops:
+            loop.close()
 
     def _run_here(self, work: Work[T], running: _Running) -> T:
         loop = self._thread_loop()
@@ -121,6 +129,8 @@ class EngineThreads:
         if loop is None or loop.is_closed():
             loop = asyncio.new_event_loop()
             self._local.loop = loop
+            with self._loops_lock:
+                self._loops.append(loop)
         return loop
 
 
