@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from runtime.engine.faults import fault
 from runtime.engine.model import HttpCallSpec, McpCallSpec
 from runtime.engine.ports import EffectFailure, EffectPort, HttpRequest, HttpResponse, McpRequest
+from runtime.engine.problems import fault
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Evaluate = Callable[[Any], Any]

@@ -6,19 +6,18 @@ Two adapters sit on the core: ``evaluate_predicate`` (a CEL bool, no truthiness)
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from runtime.engine import cel_shim as shim
 from runtime.engine.celjson import CEL_VALUE_CONTRACT_VERSION, MISSING, cel_to_json, json_to_cel
 from runtime.engine.errors import ExpressionError
+from runtime.engine.meter import StepMeter, StopRequested, current_meter
 
 # Part of every compiled-program key so a profile change never reuses an old program.
 PROFILE_VERSION: Final = f"cel-workflow-profile-1/cel-value-v{CEL_VALUE_CONTRACT_VERSION}"
@@ -210,41 +209,31 @@ def build_activation(
     return names
 
 
-class StepTally:
-    """Evaluation steps spent by every CEL evaluation inside ``counting_steps`` (cost units)."""
-
-    def __init__(self) -> None:
-        self.steps = 0
-
-
-_TALLY: ContextVar[StepTally | None] = ContextVar("cel_step_tally", default=None)
-
-
-@contextlib.contextmanager
-def counting_steps() -> Iterator[StepTally]:
-    """Count the steps of every evaluation in this context (fork branches included)."""
-    tally = StepTally()
-    token = _TALLY.set(tally)
-    try:
-        yield tally
-    finally:
-        _TALLY.reset(token)
-
-
 def _run(compiled: CompiledExpression, variables: Mapping[str, Any], limits: CelLimits) -> Any:
     needed = {name: json_to_cel(variables[name]) for name in compiled.roots if name in variables}
-    meter = shim.StepMeter(limits.max_steps)
-    tally = _TALLY.get()
+    task = current_meter()
+    remaining = None if task is None else task.remaining()
+    # One evaluation never runs past the task's budget: the task meter stops it at that step.
+    budget = limits.max_steps if remaining is None else min(limits.max_steps, remaining)
+    meter = shim.StepMeter(budget, None if task is None else task.stop_event)
     try:
-        return shim.evaluate(compiled.ast, needed, meter)
+        value = shim.evaluate(compiled.ast, needed, meter)
     except shim.BudgetError as exc:
+        _charge(task, meter.used)  # raises StepBudgetExhausted when the task's budget bound it
         raise ExpressionError(str(exc), reason="cost", expression=compiled.text) from None
+    except shim.EvaluationStopped:
+        raise StopRequested() from None
     except shim.CelEvaluationError as exc:
+        _charge(task, meter.used)
         reason = "missing" if exc.missing else "evaluate"
         raise ExpressionError(exc.message, reason=reason, expression=compiled.text) from None
-    finally:
-        if tally is not None:
-            tally.steps += meter.used
+    _charge(task, meter.used)
+    return value
+
+
+def _charge(task: StepMeter | None, steps: int) -> None:
+    if task is not None:
+        task.charge(steps)
 
 
 def evaluate_predicate(

@@ -6,6 +6,7 @@ needs lives here and the rest of the engine sees plain ``Any``-free signatures.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, TypeAlias
 
 import celpy
@@ -47,16 +48,22 @@ class CelEvaluationError(Exception):
 class StepMeter:
     """Counts evaluator node visits so the cost verdict depends only on expression and data."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, stop: threading.Event | None = None) -> None:
         self.budget = budget
         self.used = 0
         self.exhausted = False
+        # Set from another thread to end a long evaluation at its next node.
+        self._stop = stop
+        self.stopped = False
 
     def charge(self) -> None:
-        """Spend one step; raise once the budget is gone (and keep raising)."""
+        """Spend one step; raise once the budget is gone or a stop was asked (and keep raising)."""
         self.used += 1
         if self.used > self.budget:
             self.exhausted = True
+            raise _BudgetExhausted
+        if self._stop is not None and self._stop.is_set():
+            self.stopped = True
             raise _BudgetExhausted
 
 
@@ -94,6 +101,8 @@ def evaluate(ast: CelTree, variables: dict[str, Any], meter: StepMeter) -> Any:
     try:
         value = evaluator.evaluate(variables)
     except _BudgetExhausted:
+        if meter.stopped:
+            raise EvaluationStopped() from None
         raise BudgetError(meter.budget) from None
     except CELEvalError as exc:
         raise _evaluation_error(exc) from None
@@ -107,6 +116,10 @@ def evaluate(ast: CelTree, variables: dict[str, Any], meter: StepMeter) -> Any:
     if isinstance(value, CELEvalError):
         raise _evaluation_error(value)
     return value
+
+
+class EvaluationStopped(Exception):
+    """The evaluation was asked to stop (its task is being cancelled)."""
 
 
 class BudgetError(Exception):

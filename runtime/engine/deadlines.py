@@ -18,8 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
-from runtime.engine.faults import fault
 from runtime.engine.ports import Clock
+from runtime.engine.problems import fault
 
 T = TypeVar("T")
 

@@ -7,18 +7,19 @@ position and context are exposed as a JSON RunState (``on_checkpoint``) and can 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.cel import evaluate_predicate, evaluate_value
 from runtime.engine.deadlines import Deadlines
 from runtime.engine.errors import ExpressionError
 from runtime.engine.expressions import evaluate_tree
-from runtime.engine.faults import WorkflowFault, fault
+from runtime.engine.meter import charge_steps
 from runtime.engine.model import Schema, Task, TaskList, Transform, WorkflowDefinition, thaw
 from runtime.engine.ports import Clock, EffectPort, RealClock, RunLimits
+from runtime.engine.problems import WorkflowFault, fault
 from runtime.engine.run_kinds import run_spec
 from runtime.engine.run_result import map_fault, output_error
+from runtime.engine.runner import ListResult
 from runtime.engine.state import RunOutcome, RunState
 
 Checkpoint = Callable[[RunState], Awaitable[None]]
@@ -30,14 +31,6 @@ class EndWorkflow(Exception):
     def __init__(self, output: Any) -> None:
         super().__init__("end")
         self.output = output
-
-
-@dataclass
-class ListResult:
-    """The output of a task list and whether it stopped on `exit`."""
-
-    output: Any
-    exited: bool = False
 
 
 class Interpreter:
@@ -126,7 +119,9 @@ class Interpreter:
 
     async def run_task(self, task: Task, raw: Any, scope: Mapping[str, Any]) -> tuple[Any, str]:
         """One task through the data flow of the profile; returns output and next directive."""
-        # A task boundary: any expired task, workflow or run deadline ends the run here.
+        # A task boundary: one step of the task's budget (the cooperative checkpoint of a run
+        # off the loop), and any expired task, workflow or run deadline ends the run here.
+        charge_steps(1)
         self.deadlines.check()
         descriptor = {"name": task.name, "reference": task.pointer, "input": raw}
         raw_vars = self.variables({"input": raw, "task": descriptor}, raw, scope)

@@ -17,6 +17,12 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ABSOLUTE = re.compile(r"^(?P<scheme>https?)://(?P<authority>[^/?#{}\s]+)(?P<rest>[/?#][^\s]*)?$")
 _HTTP_FIELDS = {"method", "endpoint", "headers", "query", "body", "output", "redirect"}
 _MCP_FIELDS = {"method", "parameters", "transport", "protocolVersion", "timeout", "client"}
+_REJECTED_CALLS = {
+    "a2a": "call: a2a has unknown duration",
+    "grpc": "call: grpc is not implemented in v1",
+    "openapi": "call: openapi is not implemented in v1",
+    "asyncapi": "call: asyncapi waits for messages",
+}
 _MCP_SHORTHAND = {"endpoint", "tool", "arguments"}
 
 
@@ -24,8 +30,6 @@ def parse_call(
     node: Mapping[str, Any], pointer: str, ctx: ParseContext
 ) -> tuple[TaskKind, TaskSpec]:
     """Parse a call task: http or mcp; every other call kind is rejected."""
-    from runtime.engine.parse_tasks import _REJECTED_CALLS
-
     call = node["call"]
     # Checked before any lookup: a list or map here is unhashable and would crash the parser.
     if not isinstance(call, str):

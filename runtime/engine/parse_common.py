@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +11,11 @@ import jsonschema
 from runtime.engine.durations import DurationError, parse_duration_ms
 from runtime.engine.errors import DefinitionError
 from runtime.engine.expressions import expression_text, rewrite_leading_dot_leaves
-from runtime.engine.model import Schema, Transform, freeze
+from runtime.engine.model import Schema, TaskList, Transform, freeze
+
+# parse_task_list(value, pointer, qualifier, ctx), handed in by the parser: composite kinds
+# parse their bodies through it, so the per-kind parsers need not import the task parser.
+ListParser = Callable[[Any, str, str, "ParseContext"], TaskList]
 
 
 @dataclass
@@ -19,7 +23,12 @@ class ParseContext:
     """State shared while parsing one definition."""
 
     use: dict[str, Mapping[str, Any]]
+    parse_list: ListParser
     warnings: list[str] = field(default_factory=list)
+
+    def task_list(self, value: Any, pointer: str, qualifier: str) -> TaskList:
+        """Parse a nested task list (the body of a composite task)."""
+        return self.parse_list(value, pointer, qualifier, self)
 
     def timeout_ms(self, value: Any) -> int:
         """A `timeout` value: {after: duration} or a use.timeouts name."""

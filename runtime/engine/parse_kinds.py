@@ -29,7 +29,6 @@ from runtime.engine.model import (
 )
 from runtime.engine.parse_calls import parse_call
 from runtime.engine.parse_common import ParseContext, reject_unknown, require_mapping
-from runtime.engine.parse_tasks import parse_task_list
 
 
 def parse_spec(
@@ -49,7 +48,7 @@ def parse_spec(
     if key == "wait":
         return "wait", WaitSpec(_duration(node["wait"], pointer))
     if key == "do":
-        return "do", DoSpec(parse_task_list(node["do"], f"{pointer}/do", qualified, ctx))
+        return "do", DoSpec(ctx.task_list(node["do"], f"{pointer}/do", qualified))
     if key == "fork":
         return "fork", _parse_fork(node["fork"], pointer, qualified, ctx)
     if key == "for":
@@ -134,7 +133,7 @@ def _parse_fork(value: Any, pointer: str, qualified: str, ctx: ParseContext) -> 
     compete = node.get("compete", False)
     if not isinstance(compete, bool):
         raise DefinitionError("fork.compete must be a boolean", task=pointer)
-    branches = parse_task_list(node.get("branches"), f"{pointer}/fork/branches", qualified, ctx)
+    branches = ctx.task_list(node.get("branches"), f"{pointer}/fork/branches", qualified)
     for task in walk_tasks(branches):
         if task.export_as is not None or task.export_schema is not None:
             message = "export inside a fork branch is rejected; export from the fork task"
@@ -161,7 +160,7 @@ def _parse_for(node: Mapping[str, Any], pointer: str, qualified: str, ctx: Parse
         raise DefinitionError("`while` must be an expression string", task=pointer)
     if "do" not in node:
         raise DefinitionError("a for task needs `do`", task=pointer)
-    body = parse_task_list(node["do"], f"{pointer}/do", qualified, ctx)
+    body = ctx.task_list(node["do"], f"{pointer}/do", qualified)
     return ForSpec(
         each=each,
         at=at,
@@ -173,7 +172,7 @@ def _parse_for(node: Mapping[str, Any], pointer: str, qualified: str, ctx: Parse
 
 
 def _parse_try(node: Mapping[str, Any], pointer: str, qualified: str, ctx: ParseContext) -> TrySpec:
-    body = parse_task_list(node["try"], f"{pointer}/try", qualified, ctx)
+    body = ctx.task_list(node["try"], f"{pointer}/try", qualified)
     catch = require_mapping(node.get("catch", {}), "`catch`", pointer)
     if "then" in catch:
         raise DefinitionError("catch.then is not part of DSL 1.0.x", task=pointer)
@@ -191,7 +190,7 @@ def _parse_try(node: Mapping[str, Any], pointer: str, qualified: str, ctx: Parse
     retry = _parse_retry(catch["retry"], pointer, ctx) if "retry" in catch else None
     catch_body = None
     if "do" in catch:
-        catch_body = parse_task_list(catch["do"], f"{pointer}/catch/do", qualified, ctx)
+        catch_body = ctx.task_list(catch["do"], f"{pointer}/catch/do", qualified)
     return TrySpec(
         body=body,
         catch=CatchSpec(

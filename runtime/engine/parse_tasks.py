@@ -17,6 +17,7 @@ from runtime.engine.parse_common import (
     reject_unknown,
     require_mapping,
 )
+from runtime.engine.parse_kinds import parse_spec
 
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _COMMON = {"if", "input", "output", "export", "timeout", "then", "metadata"}
@@ -37,12 +38,6 @@ _REJECTED_KINDS = {
     "listen": "listen waits for outside events for an unbounded time",
     "emit": "emit is a fire-and-forget side effect outside effect tracking",
     "run": "run (container, script, shell, workflow) executes arbitrary code",
-}
-_REJECTED_CALLS = {
-    "a2a": "call: a2a has unknown duration",
-    "grpc": "call: grpc is not implemented in v1",
-    "openapi": "call: openapi is not implemented in v1",
-    "asyncapi": "call: asyncapi waits for messages",
 }
 
 
@@ -102,8 +97,6 @@ def _detect_kind(body: Mapping[str, Any], pointer: str) -> tuple[str, set[str]]:
 
 
 def _parse_task(name: str, body: Any, pointer: str, qualified: str, ctx: ParseContext) -> Task:
-    from runtime.engine.parse_kinds import parse_spec
-
     node = require_mapping(body, "a task", pointer)
     key, fields = _detect_kind(node, pointer)
     reject_unknown(node, fields | _COMMON, f"a {key} task", pointer)

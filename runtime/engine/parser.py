@@ -39,7 +39,7 @@ def parse_definition(document: Any) -> WorkflowDefinition:
         raise DefinitionError(f"unknown top-level fields: {', '.join(sorted(unknown))}")
     header = _parse_document(raw.get("document"))
     _parse_evaluate(raw.get("evaluate"))
-    ctx = ParseContext(use=_parse_use(raw.get("use")))
+    ctx = ParseContext(use=_parse_use(raw.get("use")), parse_list=parse_task_list)
     input_schema, input_from = _parse_io(raw, "input", "from", ctx)
     output_schema, output_as = _parse_io(raw, "output", "as", ctx)
     if "do" not in raw:

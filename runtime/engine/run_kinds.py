@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime.engine.calls import build_http_request, dispatch_http, dispatch_mcp
 from runtime.engine.deadlines import DeadlineExpired
-from runtime.engine.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.model import (
     AssertSpec,
     DoSpec,
@@ -24,14 +23,13 @@ from runtime.engine.model import (
     WaitSpec,
     thaw,
 )
-
-if TYPE_CHECKING:
-    from runtime.engine.interpreter import Interpreter
+from runtime.engine.problems import WorkflowFault, fault, matches_filter
+from runtime.engine.runner import Runner
 
 Outcome = tuple[Any, str | None]
 
 
-async def run_spec(runner: Interpreter, task: Task, data: Any, scope: Mapping[str, Any]) -> Outcome:
+async def run_spec(runner: Runner, task: Task, data: Any, scope: Mapping[str, Any]) -> Outcome:
     """Run the kind-specific body on the transformed input; returns raw output, then."""
     spec = task.spec
     variables = runner.variables({"input": data, "task": {"name": task.name}}, data, scope)
@@ -62,7 +60,7 @@ async def run_spec(runner: Interpreter, task: Task, data: Any, scope: Mapping[st
     return await run_try(runner, spec, task, data, scope), None
 
 
-def run_assert(runner: Interpreter, spec: AssertSpec, task: Task, variables: Any) -> Any:
+def run_assert(runner: Runner, spec: AssertSpec, task: Task, variables: Any) -> Any:
     """The assert extension: value must equal equals, else validation/400."""
     actual = runner.value(spec.value, variables, task.pointer)
     if actual != thaw(spec.equals):
@@ -70,7 +68,7 @@ def run_assert(runner: Interpreter, spec: AssertSpec, task: Task, variables: Any
     return {"passed": True}
 
 
-def raised_error(runner: Interpreter, spec: RaiseSpec, task: Task, variables: Any) -> WorkflowFault:
+def raised_error(runner: Runner, spec: RaiseSpec, task: Task, variables: Any) -> WorkflowFault:
     """Evaluate a raise task's error; the instance defaults to the task pointer."""
     problem = runner.value(spec.error, variables, task.pointer)
     if not isinstance(problem.get("status"), int) or not isinstance(problem.get("type"), str):
@@ -80,7 +78,7 @@ def raised_error(runner: Interpreter, spec: RaiseSpec, task: Task, variables: An
 
 
 async def run_http(
-    runner: Interpreter, spec: HttpCallSpec, task: Task, data: Any, variables: Any
+    runner: Runner, spec: HttpCallSpec, task: Task, data: Any, variables: Any
 ) -> Any:
     """Dispatch an HTTP call, marking the effect possible before and confirmed after."""
     request = build_http_request(
@@ -94,7 +92,7 @@ async def run_http(
     return output
 
 
-async def run_mcp(runner: Interpreter, spec: McpCallSpec, task: Task, variables: Any) -> Any:
+async def run_mcp(runner: Runner, spec: McpCallSpec, task: Task, variables: Any) -> Any:
     """Dispatch an MCP tools/call within the nested-call budget."""
     if runner.state.nested_calls >= runner.limits.maximum_nested_calls:
         raise fault("runtime", task.pointer, title="Nested call budget exhausted")
@@ -112,7 +110,7 @@ async def run_mcp(runner: Interpreter, spec: McpCallSpec, task: Task, variables:
 
 
 async def run_fork(
-    runner: Interpreter, spec: ForkSpec, task: Task, data: Any, scope: Mapping[str, Any]
+    runner: Runner, spec: ForkSpec, task: Task, data: Any, scope: Mapping[str, Any]
 ) -> Any:
     """All branches (ordered outputs, first fault cancels) or compete (first success)."""
     branches = spec.branches.tasks
@@ -129,14 +127,14 @@ async def run_fork(
         await asyncio.gather(*runs, return_exceptions=True)
 
 
-async def run_branch(runner: Interpreter, branch: Task, data: Any, scope: Mapping[str, Any]) -> Any:
+async def run_branch(runner: Runner, branch: Task, data: Any, scope: Mapping[str, Any]) -> Any:
     """One fork branch; its `then` does not leave the branch."""
     output, _ = await runner.run_task(branch, data, scope)
     return output
 
 
 async def run_for(
-    runner: Interpreter,
+    runner: Runner,
     spec: ForSpec,
     task: Task,
     data: Any,
@@ -165,7 +163,7 @@ async def run_for(
     return data
 
 
-def transform_text(runner: Interpreter, text: str, variables: Any, pointer: str) -> Any:
+def transform_text(runner: Runner, text: str, variables: Any, pointer: str) -> Any:
     """Evaluate one always-expression value site."""
     from runtime.engine.model import Transform
 
@@ -173,7 +171,7 @@ def transform_text(runner: Interpreter, text: str, variables: Any, pointer: str)
 
 
 async def run_try(
-    runner: Interpreter, spec: TrySpec, task: Task, data: Any, scope: Mapping[str, Any]
+    runner: Runner, spec: TrySpec, task: Task, data: Any, scope: Mapping[str, Any]
 ) -> Any:
     """try/catch with bounded retries through the injectable clock."""
     catch, retries = spec.catch, 0
@@ -202,7 +200,7 @@ async def run_try(
 
 
 def catches(
-    runner: Interpreter, catch: Any, exc: WorkflowFault, data: Any, scope: Any, task: Task
+    runner: Runner, catch: Any, exc: WorkflowFault, data: Any, scope: Any, task: Task
 ) -> bool:
     """errors.with filter, then when / exceptWhen predicates."""
     if not matches_filter(exc.problem, catch.errors_with):
@@ -217,7 +215,7 @@ def catches(
 
 
 def retry_delay(
-    runner: Interpreter,
+    runner: Runner,
     catch: Any,
     retries: int,
     started: float,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.engine.faults import standard_kind
+from runtime.engine.problems import standard_kind
 from runtime.engine.state import EffectState
 from runtime.errors import WorkflowError
 

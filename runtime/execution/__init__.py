@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from runtime.execution.effects import AFTER_DISPATCH_POINT, CALL_SLOTS, DurableEffects
-from runtime.execution.handler import WORKFLOW_TASK_KIND, WorkflowRuntime
 from runtime.execution.service import (
     admit_run,
     forget_expired_credentials,
@@ -13,6 +12,7 @@ from runtime.execution.service import (
 )
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.store import RunSpec
+from runtime.execution.task_runner import WORKFLOW_TASK_KIND, WorkflowRuntime
 from runtime.execution.waiter import TERMINAL_STATES, close_waiter
 
 __all__ = [

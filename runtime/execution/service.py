@@ -11,7 +11,7 @@ from runtime.engine import DefinitionError, parse_definition
 from runtime.errors import WorkflowError, input_invalid
 from runtime.execution import store
 from runtime.execution.credential import seal_credential, token_expiry
-from runtime.execution.handler import WORKFLOW_TASK_KIND
+from runtime.execution.task_runner import WORKFLOW_TASK_KIND
 from runtime.execution.waiter import TERMINAL_STATES, waiter_for
 from runtime.scheduler import NewTask, enqueue_process
 from runtime.scheduler.models import BudgetAmounts, CancellationPolicy, ExecutionClass

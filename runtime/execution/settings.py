@@ -25,10 +25,17 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # A dispatched write may run this long past the deadline before its HTTP timeout fires:
     # before-effects-only lets a started write finish instead of cutting it mid-flight.
     write_overrun_s: float = 30.0
+    # Evaluation steps (CEL steps plus one per task run) one task attempt may spend; a run's
+    # maximumCostUnits caps it further. Deterministic, unlike a wall-clock limit: the same
+    # input always stops at the same step, WORKFLOW_BUDGET_EXHAUSTED on the first attempt.
+    # 50,000 steps are roughly one to two seconds of interpreter CPU on a small machine.
+    task_step_budget: int = 50_000
 
     def __post_init__(self) -> None:
         if self.max_response_bytes <= 0 or self.max_redirects < 0:
             raise ValueError("max_response_bytes must be positive and max_redirects >= 0")
+        if self.task_step_budget <= 0:
+            raise ValueError("task_step_budget must be positive")
 
     def __repr__(self) -> str:
         # The app token is a secret: never show it.

@@ -115,6 +115,8 @@ def run_limits_from(bounds: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "maximumTaskAttempts": int(bounds["maximumTaskAttempts"]),
         "maximumParallelism": int(bounds["maximumParallelism"]),
+        # Caps the step budget of each task attempt (runtime.execution.task_runner).
+        "maximumCostUnits": int(bounds["maximumCostUnits"]),
     }
 
 

@@ -68,8 +68,9 @@ async def test_each_http_dispatch_spends_one_attempt_and_one_cost_unit(
     counters = await get_process(db, host, pid)
     assert run["state"] == "COMPLETED" and counters is not None
     assert counters["remaining_attempts"] == ROOMY.attempts - 2
-    # Two dispatches, and one unit per top-level task (no CEL evaluated).
-    assert counters["remaining_cost_units"] == ROOMY.cost_units - 2 - 2
+    # Two dispatches, and per top-level task one unit plus one started block of steps (the
+    # task's own step; no CEL evaluated).
+    assert counters["remaining_cost_units"] == ROOMY.cost_units - 2 - 2 * 2
 
 
 async def test_checkpoints_consume_intermediate_bytes_and_the_result_consumes_result_bytes(
@@ -106,7 +107,7 @@ async def test_cel_evaluation_steps_are_charged_as_cost_units(
     light = {"l": {"set": {"n": 1}}}
     _, with_cel = await run_with(db, keyring, document([heavy]), {}, ROOMY)
     _, without = await run_with(db, keyring, document([light]), {}, ROOMY)
-    assert without["remaining_cost_units"] == ROOMY.cost_units - 1
+    assert without["remaining_cost_units"] == ROOMY.cost_units - 2
     assert with_cel["remaining_cost_units"] < without["remaining_cost_units"]
 
 
@@ -116,3 +117,50 @@ async def test_a_run_without_cost_units_left_fails_with_budget_exhausted(
     budget = BudgetAmounts(**{**ROOMY.as_params(), "cost_units": 1})
     run, _ = await run_with(db, keyring, document(set_tasks(3)), {"seen": 0}, budget)
     assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+
+
+def nested_loops(items: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Three nested loops over the input's items around a CEL-evaluating set: CPU-heavy."""
+    body: list[Any] = [{"add": {"set": {"total": "${ a * 2 + 1 }"}}}]
+    for each in ("a", "b", "c"):
+        loop = {"for": {"each": each, "in": "${ workflow.input.items }"}, "do": body}
+        body = [{f"loop_{each}": loop}]
+    return document(body), {"items": list(range(items))}
+
+
+async def attempts_of(db: Database, host: str, pid: str) -> list[int]:
+    async with db.transaction(read_only=True) as conn:
+        cursor = await conn.execute(
+            "SELECT attempts FROM workflow_task WHERE host_id = %s AND process_id = %s",
+            (host, pid),
+        )
+        return [row["attempts"] for row in await cursor.fetchall()]
+
+
+async def test_a_task_over_its_step_budget_fails_budget_exhausted_on_its_first_attempt(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    doc, data = nested_loops(30)
+    runtime = WorkflowRuntime(ExecutionSettings(task_step_budget=300), keyring)
+    async with executor(db, runtime):
+        pid = await start(db, keyring, doc, data, host_id=host, budget=ROOMY)
+        run = await finished(db, host, pid)
+    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    assert "300 evaluation steps" in run["error"]["message"]
+    assert await attempts_of(db, host, pid) == [1]
+
+
+async def test_the_runs_cost_units_cap_the_step_budget_of_each_task(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    doc, data = nested_loops(30)
+    async with executor(db, WorkflowRuntime(ExecutionSettings(), keyring)):
+        pid = await start(
+            db, keyring, doc, data, host_id=host, budget=ROOMY, limits={"maximumCostUnits": 3}
+        )
+        run = await finished(db, host, pid)
+    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    # The task's own unit first, then 100 steps per unit: (3 - 1) * 100.
+    assert "200 evaluation steps" in run["error"]["message"]

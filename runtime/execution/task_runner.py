@@ -1,4 +1,4 @@
-"""The scheduler task handler that runs a workflow one top-level task per scheduler task.
+"""The task runner: runs a workflow one top-level task per scheduler task.
 
 Why one top-level task per scheduler task: the interpreter's checkpoint (RunState JSON) is the
 payload of the NEXT task, and the scheduler inserts that task in the same fenced transaction
@@ -19,6 +19,14 @@ Budget (one ledger row per run, every debit a fenced conditional reservation):
 - cost units: one per dispatch, plus, at each top-level task, one for the task and one per
   started CEL_STEPS_PER_COST_UNIT CEL evaluation steps (the deterministic step meter).
 A failed reservation is WORKFLOW_BUDGET_EXHAUSTED; nothing past it is sent or committed.
+
+CPU (issue 9): the interpreter runs on an engine thread, off the serving loop
+(``runtime.engine.offload`` explains the choice), so lease renewal and every request go on
+while a task computes; its effects still run on the serving loop with the fencing above.
+Each task attempt runs under a deterministic step budget (``runtime.engine.meter``): the
+smaller of the ``task_step_budget`` setting and the run's maximumCostUnits in steps. A task
+that exceeds it ends the run WORKFLOW_BUDGET_EXHAUSTED on that attempt, at the same step
+every time, never by a lapsed lease and a reclaim.
 """
 
 from __future__ import annotations
@@ -33,11 +41,13 @@ import httpx
 
 from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
-from runtime.engine.cel import StepTally, canonical_size, counting_steps
+from runtime.engine.cel import canonical_size
 from runtime.engine.interpreter import run_workflow
+from runtime.engine.meter import StepBudgetExhausted, StepMeter
+from runtime.engine.offload import EngineThreads, LoopBoundEffects
 from runtime.engine.ports import EffectFailure, RealClock, RunLimits
-from runtime.engine.state import RunState
-from runtime.errors import AuthenticationError
+from runtime.engine.state import RunOutcome, RunState
+from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution import store
 from runtime.execution.credential import (
     TokenCheck,
@@ -103,6 +113,8 @@ class WorkflowRuntime:
     transport: httpx.AsyncBaseTransport | None = None
     # run_credential.original_token_margin_seconds of the security settings (one place only).
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
+    # Where interpretation runs: off the serving loop (runtime.engine.offload).
+    engine: EngineThreads = field(default_factory=EngineThreads)
     _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
 
@@ -136,6 +148,7 @@ class WorkflowRuntime:
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
+        self.engine.close()
 
     async def handle(self, task: ClaimedTask, lease: TaskLease) -> TaskOutcome:
         """Run the next top-level task of the run; the checkpoint rides on the next task."""
@@ -147,35 +160,54 @@ class WorkflowRuntime:
         enforced = task.cancellation_policy != "disabled"
         # Lets a test kill a worker at an exact top-level task (after its claim).
         await faults.point(f"before_workflow_task_{resume.position if resume else 0}")
-        with counting_steps() as tally:
-            try:
-                outcome = await run_workflow(
-                    loaded.definition,
-                    task.payload.get("input"),
-                    effects,
-                    _limits(loaded),
-                    clock=DeadlineClock(task.deadline_ts, enforced),
-                    resume=resume,
-                    on_checkpoint=_stop_after_task(len(loaded.definition.tasks.tasks)),
-                )
-            except _TaskDone as done:
-                await _check_deadline(db, task)
-                await _consume(
-                    lease, intermediate_bytes=canonical_size(done.state), cost_units=_cost(tally)
-                )
-                next_task = NewTask(
-                    WORKFLOW_TASK_KIND, {"state": done.state}, step_no=task.step_no + CALL_SLOTS
-                )
-                return TaskOutcome.then(next_task, output={"position": done.state["position"]})
-            except RunDeadlineExpired:
-                raise timeout_error(after_effect=await _effect_seen(db, task)) from None
+        meter = StepMeter(self._step_budget(loaded))
+        bound_effects = LoopBoundEffects(effects, asyncio.get_running_loop())
+        clock = DeadlineClock(task.deadline_ts, enforced)
+        stop_after_task = _stop_after_task(len(loaded.definition.tasks.tasks))
+
+        async def interpret() -> RunOutcome:
+            return await run_workflow(
+                loaded.definition,
+                task.payload.get("input"),
+                bound_effects,
+                _limits(loaded),
+                clock=clock,
+                resume=resume,
+                on_checkpoint=stop_after_task,
+            )
+
+        try:
+            outcome = await self.engine.run(interpret, meter)
+        except _TaskDone as done:
+            await _check_deadline(db, task)
+            await _consume(
+                lease, intermediate_bytes=canonical_size(done.state), cost_units=_cost(meter)
+            )
+            next_task = NewTask(
+                WORKFLOW_TASK_KIND, {"state": done.state}, step_no=task.step_no + CALL_SLOTS
+            )
+            return TaskOutcome.then(next_task, output={"position": done.state["position"]})
+        except RunDeadlineExpired:
+            raise timeout_error(after_effect=await _effect_seen(db, task)) from None
+        except StepBudgetExhausted as exhausted:
+            await _check_deadline(db, task)
+            raise _steps_exhausted(exhausted.limit) from None
         await _check_deadline(db, task)
         if outcome.status == "completed":
             await _consume(
-                lease, result_bytes=canonical_size(outcome.output), cost_units=_cost(tally)
+                lease, result_bytes=canonical_size(outcome.output), cost_units=_cost(meter)
             )
             return TaskOutcome.finish_run(outcome.output, output={"finished": True})
         raise outcome.error or task_failed()
+
+    def _step_budget(self, loaded: _Loaded) -> int:
+        """Steps one task attempt may spend: the setting, capped by the run's cost units."""
+        budget = self.settings.task_step_budget
+        cost_units = loaded.spec.limits.get("maximumCostUnits")
+        if isinstance(cost_units, int) and not isinstance(cost_units, bool):
+            # A task's own unit is spent first; the rest buys CEL_STEPS_PER_COST_UNIT each.
+            budget = min(budget, max(cost_units - 1, 0) * CEL_STEPS_PER_COST_UNIT)
+        return budget
 
     async def _load(self, db: Database, task: ClaimedTask) -> _Loaded:
         async with db.transaction(read_only=True) as conn:
@@ -254,9 +286,19 @@ class WorkflowRuntime:
             raise EffectFailure("authentication", exc.message, 401) from None
 
 
-def _cost(tally: StepTally) -> int:
-    """Cost units of one top-level task: one, plus one per started block of CEL steps."""
-    return 1 + -(-tally.steps // CEL_STEPS_PER_COST_UNIT)
+def _cost(meter: StepMeter) -> int:
+    """Cost units of one top-level task: one, plus one per started block of steps."""
+    return 1 + -(-meter.steps // CEL_STEPS_PER_COST_UNIT)
+
+
+def _steps_exhausted(limit: int) -> WorkflowError:
+    """WORKFLOW_BUDGET_EXHAUSTED for a task that spent its whole step budget."""
+    return WorkflowError(
+        "WORKFLOW_BUDGET_EXHAUSTED",
+        f"a workflow task spent its budget of {limit} evaluation steps",
+        status="failed",
+        details={"counters": ["cost_units"], "stepBudget": limit},
+    )
 
 
 async def _consume(lease: TaskLease, **amounts: int) -> None:

@@ -1,0 +1,60 @@
+"""What the task kinds need from the interpreter: the Runner protocol and a list's result.
+
+The task kinds (``run_kinds``) are called by the interpreter and call back into it for nested
+task lists and expressions; typing them against this protocol instead of the Interpreter class
+keeps the import graph of the engine acyclic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runtime.engine.deadlines import Deadlines
+from runtime.engine.model import Task, TaskList, Transform, WorkflowDefinition
+from runtime.engine.ports import Clock, EffectPort, RunLimits
+from runtime.engine.state import RunState
+
+
+@dataclass
+class ListResult:
+    """The output of a task list and whether it stopped on `exit`."""
+
+    output: Any
+    exited: bool = False
+
+
+class Runner(Protocol):
+    """The interpreter as the task kinds see it."""
+
+    definition: WorkflowDefinition
+    state: RunState
+    effects: EffectPort
+    limits: RunLimits
+    clock: Clock
+    deadlines: Deadlines
+
+    def variables(self, roots: Mapping[str, Any], subject: Any, scope: Mapping[str, Any]) -> Any:
+        """The activation of one expression site."""
+        ...
+
+    def predicate(self, text: str, variables: Any, pointer: str) -> bool:
+        """Evaluate a predicate site."""
+        ...
+
+    def value(self, tree: Any, variables: Any, pointer: str) -> Any:
+        """Evaluate a value tree."""
+        ...
+
+    def transform(self, transform: Transform, variables: Any, pointer: str) -> Any:
+        """Evaluate a transform."""
+        ...
+
+    async def run_list(self, tasks: TaskList, data: Any, scope: Mapping[str, Any]) -> ListResult:
+        """Run a nested task list."""
+        ...
+
+    async def run_task(self, task: Task, raw: Any, scope: Mapping[str, Any]) -> tuple[Any, str]:
+        """Run one task; its output and next directive."""
+        ...
