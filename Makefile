@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench clean
+.PHONY: venv run test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,9 @@ schema-snapshot: venv
 
 bench: venv
 	$(PY) -m bench.engine $(ARGS)
+
+bench-invoke: venv
+	$(PY) -m bench.invoke $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
