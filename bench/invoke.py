@@ -41,7 +41,7 @@ from bench.workload import KINDS, BatchBacklog, Tenants, publish_tenants
 SCENARIOS = ("sequential", "closed", "open", "start", "floors")
 HOSTS = 8
 CALL_TIMEOUT_S = 30.0
-DRAIN_LIMIT_S = 60.0
+DRAIN_LIMIT_S = CALL_TIMEOUT_S + 5
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Profile:
     backlog_depth: int
 
 
-FULL = Profile(300, 12.0, (10, 50, 200), (50, 100, 150, 300), 50, 300, 40)
+FULL = Profile(300, 10.0, (10, 50, 200), (50, 100, 150, 300), 50, 300, 40)
 QUICK = Profile(20, 2.0, (10, 50), (50, 150), 10, 30, 10)
 
 
@@ -206,10 +206,15 @@ async def timed(call: Call, n: int, origin: float) -> Sample:
     return Sample(began - origin, ended - began, outcome, retry_after)
 
 
-async def sequential(call: Call, count: int) -> list[Sample]:
-    """count calls one after another."""
+async def sequential(call: Call, count: int, seconds: float = 3600.0) -> list[Sample]:
+    """count calls one after another (fewer if `seconds` run out first)."""
     origin = time.perf_counter()
-    return [await timed(call, n, origin) for n in range(count)]
+    samples = []
+    for n in range(count):
+        if time.perf_counter() - origin > seconds:
+            break
+        samples.append(await timed(call, n, origin))
+    return samples
 
 
 async def closed_loop(calls: list[Call], callers: int, seconds: float) -> list[Sample]:
@@ -271,7 +276,7 @@ def starter(tenants: Tenants, host_id: str) -> Call:
     return call
 
 
-async def wait_quiet(service: Service, limit_s: float = 60.0) -> None:
+async def wait_quiet(service: Service, limit_s: float = 30.0) -> None:
     """Until no interactive or standard task is ready or running (bounded)."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
