@@ -338,9 +338,10 @@ async def run_sequential(bench: Bench) -> None:
     """One caller, one host, each kind of workflow."""
     for kind in KINDS:
         call = bench.calls(kind)[0]
-        count = bench.profile.sequential_calls
+        count, seconds = bench.profile.sequential_calls, bench.profile.seconds
         await bench.run(
-            f"sequential {kind}", lambda call=call, count=count: sequential(call, count)
+            f"sequential {kind}",
+            lambda call=call, count=count, seconds=seconds: sequential(call, count, seconds),
         )
 
 
