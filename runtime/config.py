@@ -10,6 +10,7 @@ import msgspec
 import yaml
 
 from runtime.execution.settings import ServiceExecutionSettings
+from runtime.scheduler.capacity import CapacitySettings
 from runtime.security.settings import SecuritySettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +65,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     publication: PublicationSettings = msgspec.field(default_factory=PublicationSettings)
     # Durable execution in the service process (an in-process executor, outbound settings).
     execution: ServiceExecutionSettings = msgspec.field(default_factory=ServiceExecutionSettings)
+    # Deadline-aware admission (load shedding) from measured executor capacity.
+    capacity: CapacitySettings = msgspec.field(default_factory=CapacitySettings)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

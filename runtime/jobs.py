@@ -11,7 +11,8 @@ from typing import Protocol
 
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.publication import sweep_operation_receipts
-from runtime.scheduler import Executor
+from runtime.scheduler import Executor, capacity
+from runtime.scheduler.capacity_sampler import sample_once
 from runtime.services import Services
 
 log = logging.getLogger("workflow.jobs")
@@ -129,6 +130,23 @@ def executor_job(services: Services) -> ExecutorJob:
     return job
 
 
+def capacity_job(services: Services) -> PeriodicJob:
+    """Samples the shared queue for deadline-aware admission; configures this process's slots."""
+    settings = services.settings
+    execution = settings.execution
+    slots = {
+        "interactive": execution.interactive_slots,
+        "standard": execution.standard_slots,
+        "batch": execution.batch_slots,
+    }
+    capacity.ESTIMATOR.configure(settings.capacity, slots if execution.workers_enabled else {})
+    return PeriodicJob(
+        "sample-capacity",
+        settings.capacity.sample_interval_ms / 1000,
+        lambda: sample_once(services.database),
+    )
+
+
 def service_jobs(services: Services) -> list[BackgroundJob]:
     """The jobs every service process runs."""
     settings = services.settings
@@ -150,4 +168,6 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
     ]
     if settings.execution.workers_enabled:
         jobs.append(executor_job(services))
+    if settings.capacity.enabled:
+        jobs.append(capacity_job(services))
     return jobs

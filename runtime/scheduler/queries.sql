@@ -475,3 +475,14 @@ SELECT (SELECT count(*) FROM owner) AS owned,
                      OR s.intermediate_bytes < %(intermediate_bytes)s
                      OR s.result_bytes < %(result_bytes)s OR s.cost_units < %(cost_units)s
                  FROM settled s), false) AS overrun;
+
+-- sample_class_load --
+-- Ready (runnable now) and running tasks per execution class across all hosts: the shared
+-- queue's load, read by each process's sampler (never on a request path). Both states have
+-- partial indexes, so this reads only live tasks.
+SELECT execution_class,
+       count(*) FILTER (WHERE state = 'ready' AND available_at <= now()) AS ready,
+       count(*) FILTER (WHERE state = 'running') AS running
+FROM workflow_task
+WHERE state IN ('ready', 'running')
+GROUP BY execution_class;
