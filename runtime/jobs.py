@@ -12,7 +12,7 @@ from typing import Protocol
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.publication import sweep_operation_receipts
 from runtime.scheduler import Executor, capacity
-from runtime.scheduler.capacity_sampler import sample_once
+from runtime.scheduler.capacity_sampler import CapacitySampler
 from runtime.services import Services
 
 log = logging.getLogger("workflow.jobs")
@@ -130,7 +130,7 @@ def executor_job(services: Services) -> ExecutorJob:
     return job
 
 
-def capacity_job(services: Services) -> PeriodicJob:
+def capacity_job(services: Services) -> CapacitySampler:
     """Samples the shared queue for deadline-aware admission; configures this process's slots."""
     settings = services.settings
     execution = settings.execution
@@ -140,10 +140,11 @@ def capacity_job(services: Services) -> PeriodicJob:
         "batch": execution.batch_slots,
     }
     capacity.ESTIMATOR.configure(settings.capacity, slots if execution.workers_enabled else {})
-    return PeriodicJob(
-        "sample-capacity",
-        settings.capacity.sample_interval_ms / 1000,
-        lambda: sample_once(services.database),
+    conninfo = services.database.pool.conninfo
+    if not isinstance(conninfo, str):
+        raise ValueError("the pool's conninfo is computed: the capacity sampler needs a string")
+    return CapacitySampler(
+        conninfo, services.database.runtime_role, settings.capacity.sample_interval_ms / 1000
     )
 
 

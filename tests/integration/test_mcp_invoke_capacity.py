@@ -8,6 +8,7 @@ taking them) and really sampled; the service time is recorded as the executor re
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from runtime.canonical import load_definition_yaml
 from runtime.execution import start_workflow_run
+from runtime.jobs import capacity_job
 from runtime.scheduler import Executor, capacity
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.capacity_sampler import sample_once
@@ -155,3 +157,20 @@ async def test_a_batch_backlog_does_not_make_interactive_calls_be_refused(
     result = ok(await caller.call_tool("workflow_invoke", invoke_args(tool)))
 
     assert result is not None
+
+
+async def test_the_sampler_job_reads_the_queue_on_its_own_connection(
+    services: Services, estimator: capacity.CapacityEstimator
+) -> None:
+    await _enqueue(services, "interactive", 3)
+    job = capacity_job(services)
+    assert capacity.ESTIMATOR.slots["interactive"] == services.settings.execution.interactive_slots
+    fresh = capacity.ESTIMATOR
+    job.start()
+    try:
+        async with asyncio.timeout(30):
+            while "interactive" not in fresh.load:
+                await asyncio.sleep(0.02)
+    finally:
+        await job.stop()
+    assert fresh.load["interactive"].ready == 3
