@@ -178,12 +178,12 @@ class Tenants:
 
 
 async def publish_tenants(
-    service: Service, http: httpx.AsyncClient, host_count: int, kinds: tuple[str, ...]
+    service: Service, clients: list[httpx.AsyncClient], kinds: tuple[str, ...]
 ) -> Tenants:
-    """host_count hosts, each with every kind of Tool published and a caller."""
-    hosts = [new_id() for _ in range(host_count)]
+    """One host per client, each with every kind of Tool published and a caller."""
+    hosts = [new_id() for _ in clients]
     callers, tools = {}, {}
-    for host_id in hosts:
+    for host_id, http in zip(hosts, clients, strict=True):
         owner = gateway_for(service, http, host_id, OWNER, CALLER_ROLES)
         tools[host_id] = {kind: await publish_tool(owner, service, host_id, kind) for kind in kinds}
         callers[host_id] = gateway_for(service, http, host_id, "bench-caller", CALLER_ROLES)
