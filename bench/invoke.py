@@ -83,6 +83,7 @@ class Meter:
     xid: int
     server_cpu: float
     postgres_cpu: float
+    client_cpu: float
     at: float
 
 
@@ -99,7 +100,14 @@ async def read_meter(service: Service) -> Meter:
     await asyncio.sleep(1.1)
     commits = await asyncio.to_thread(xact_commits, service.database_url)
     xid = await asyncio.to_thread(_xid, service.database_url)
-    return Meter(commits, xid, service.server_cpu(), service.postgres_cpu(), time.monotonic())
+    return Meter(
+        commits,
+        xid,
+        service.server_cpu(),
+        service.postgres_cpu(),
+        time.process_time(),
+        time.monotonic(),
+    )
 
 
 def quantile(ordered: list[float], q: float) -> float:
@@ -159,6 +167,7 @@ class Result:
             "postgresCpuMsPerCall": _per_call(
                 self.after.postgres_cpu - self.before.postgres_cpu, calls
             ),
+            "clientCpuMsPerCall": _per_call(self.after.client_cpu - self.before.client_cpu, calls),
             **self.extra,
         }
 
@@ -188,7 +197,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     print(f"  outcomes {summary['outcomes']}")
     print(f"  commits/call {summary['commitsPerCall']}  write xacts/call "
           f"{summary['writeXactsPerCall']}  service CPU {summary['serverCpuMsPerCall']} ms/call"
-          f"  PostgreSQL CPU {summary['postgresCpuMsPerCall']} ms/call")  # fmt: skip
+          f"  PostgreSQL CPU {summary['postgresCpuMsPerCall']} ms/call"
+          f"  load generator CPU {summary['clientCpuMsPerCall']} ms/call")  # fmt: skip
     sys.stdout.flush()
 
 

@@ -88,6 +88,8 @@ class ClassLoad:
 
     ready: int = 0
     running: int = 0
+    # How long the oldest runnable task has waited: the queue delay actually observed.
+    oldest_ready_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -109,12 +111,14 @@ def estimate(
     """Predicted queue wait and completion of a run enqueued now (pure).
 
     The queue drains at `busy slots / service time`; busy slots are the cluster's running
-    tasks of the class, at least this process's own slots and at least one.
+    tasks of the class, at least this process's own slots and at least one. When the queue
+    drains slower than that (executors starved of CPU or connections), the oldest runnable
+    task's age shows it: the wait is the larger of the two.
     """
     servers = max(load.running, local_slots, 1)
     queued = load.ready + admitted_since_sample
     drain = service_ms / servers
-    wait = queued * drain
+    wait = max(queued * drain, load.oldest_ready_ms)
     return Estimate(wait, claim_ms + wait + service_ms, drain)
 
 

@@ -25,7 +25,11 @@ async def read_class_load(db: Database) -> dict[str, ClassLoad]:
         cursor = await conn.execute(QUERIES["sample_class_load"])
         rows = await cursor.fetchall()
     return {
-        row["execution_class"]: ClassLoad(ready=int(row["ready"]), running=int(row["running"]))
+        row["execution_class"]: ClassLoad(
+            ready=int(row["ready"]),
+            running=int(row["running"]),
+            oldest_ready_ms=float(row["oldest_ready_ms"]),
+        )
         for row in rows
     }
 

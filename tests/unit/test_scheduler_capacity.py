@@ -112,3 +112,10 @@ def test_settings_are_in_the_service_configuration_with_checked_values() -> None
         CapacitySettings(retry_after_min_ms=10, retry_after_max_ms=5)
     with pytest.raises(ValueError):
         CapacitySettings(sample_interval_ms=2000, stale_after_ms=1000)
+
+
+def test_an_observed_queue_delay_longer_than_the_model_wins() -> None:
+    slow = estimate(ClassLoad(ready=2, oldest_ready_ms=900), 0, 4, service_ms=10, claim_ms=0)
+    assert slow.queue_wait_ms == pytest.approx(900)
+    fast = estimate(ClassLoad(ready=80, oldest_ready_ms=5), 0, 4, service_ms=10, claim_ms=0)
+    assert fast.queue_wait_ms == pytest.approx(200)
