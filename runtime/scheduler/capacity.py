@@ -57,6 +57,9 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     default_service_ms: float = 20.0
     # Weight of the newest measurement in the moving averages.
     ewma_alpha: float = 0.1
+    # Event-loop turns a call waits through (round trips, wake-ups); each is delayed by the
+    # loop lag the sampler measures, so a CPU-starved process predicts (and sheds) sooner.
+    loop_lag_turns: int = 10
 
     def __post_init__(self) -> None:
         if self.safety_factor <= 0 or not 0 < self.ewma_alpha <= 1:
@@ -107,18 +110,20 @@ def estimate(
     local_slots: int,
     service_ms: float,
     claim_ms: float,
+    loop_delay_ms: float = 0.0,
 ) -> Estimate:
     """Predicted queue wait and completion of a run enqueued now (pure).
 
     The queue drains at `busy slots / service time`; busy slots are the cluster's running
     tasks of the class, at least this process's own slots and at least one. When the queue
     drains slower than that (executors starved of CPU or connections), the oldest runnable
-    task's age shows it: the wait is the larger of the two.
+    task's age shows it: the wait is the larger of the two. loop_delay_ms is what this
+    process's own event loop adds (its lag times the turns a call waits through).
     """
     servers = max(load.running, local_slots, 1)
     queued = load.ready + admitted_since_sample
     drain = service_ms / servers
-    wait = max(queued * drain, load.oldest_ready_ms)
+    wait = max(queued * drain, load.oldest_ready_ms) + loop_delay_ms
     return Estimate(wait, claim_ms + wait + service_ms, drain)
 
 
@@ -159,6 +164,7 @@ class CapacityEstimator:
     slots: dict[str, int] = field(default_factory=dict)
     service: dict[str, Ewma] = field(default_factory=dict)
     claim: Ewma | None = None
+    loop_lag: Ewma | None = None
     load: dict[str, ClassLoad] = field(default_factory=dict)
     sampled_at: float | None = None
     admitted_since_sample: dict[str, int] = field(default_factory=dict)
@@ -180,6 +186,12 @@ class CapacityEstimator:
         average = self.service.setdefault(execution_class, Ewma(self.settings.ewma_alpha))
         average.add(seconds * 1000)
 
+    def record_loop_lag(self, seconds: float) -> None:
+        """How late this process's event loop woke the sampler (its CPU saturation)."""
+        if self.loop_lag is None:
+            self.loop_lag = Ewma(self.settings.ewma_alpha)
+        self.loop_lag.add(max(0.0, seconds) * 1000)
+
     def record_sample(self, load: dict[str, ClassLoad], at: float | None = None) -> None:
         """A fresh reading of the shared queue (resets this process's own admission counts)."""
         self.load = dict(load)
@@ -194,12 +206,14 @@ class CapacityEstimator:
         service = self.service.get(execution_class)
         service_ms = service.value if service is not None and service.value is not None else None
         claim_ms = self.claim.value if self.claim is not None and self.claim.value else 0.0
+        lag_ms = self.loop_lag.value if self.loop_lag is not None and self.loop_lag.value else 0.0
         return estimate(
             self.load.get(execution_class, ClassLoad()),
             self.admitted_since_sample.get(execution_class, 0),
             self.slots.get(execution_class, 0),
             service_ms if service_ms is not None else self.settings.default_service_ms,
             claim_ms,
+            lag_ms * self.settings.loop_lag_turns,
         )
 
     def admit(self, execution_class: str, budget_ms: float | None = None) -> None:

@@ -72,6 +72,7 @@ class CapacitySampler:
             timeout_s=max(1.0, self.interval_s * 10),
         )
         healthy = True
+        loop = asyncio.get_running_loop()
         try:
             await db.open(wait=False)
             while True:
@@ -83,6 +84,8 @@ class CapacitySampler:
                     if healthy:
                         log.warning("capacity sampling failed: %s", type(exc).__name__)
                     healthy = False
+                asleep = loop.time()
                 await asyncio.sleep(self.interval_s)
+                capacity.ESTIMATOR.record_loop_lag(loop.time() - asleep - self.interval_s)
         finally:
             await db.close()

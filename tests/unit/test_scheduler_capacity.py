@@ -119,3 +119,14 @@ def test_an_observed_queue_delay_longer_than_the_model_wins() -> None:
     assert slow.queue_wait_ms == pytest.approx(900)
     fast = estimate(ClassLoad(ready=80, oldest_ready_ms=5), 0, 4, service_ms=10, claim_ms=0)
     assert fast.queue_wait_ms == pytest.approx(200)
+
+
+def test_a_lagging_event_loop_adds_its_delay_to_the_wait() -> None:
+    predicted = estimate(ClassLoad(), 0, 4, service_ms=10, claim_ms=0, loop_delay_ms=300)
+    assert predicted.queue_wait_ms == pytest.approx(300)
+    settings = CapacitySettings(interactive_queue_wait_ms=200, safety_factor=1.0)
+    estimator = _loaded(settings, {"interactive": 0})
+    estimator.record_loop_lag(0.030)  # 30 ms late x 10 turns
+    with pytest.raises(WorkflowError) as refused:
+        estimator.admit("interactive")
+    assert refused.value.retry_after_ms == 100
