@@ -232,7 +232,11 @@ async def sequential(call: Call, count: int, seconds: float = 3600.0) -> list[Sa
 
 
 async def closed_loop(calls: list[Call], callers: int, seconds: float) -> list[Sample]:
-    """callers loops, each calling again as soon as its call ends, for `seconds`."""
+    """callers loops, each calling again as soon as its call ends, for `seconds`.
+
+    A refused caller waits its retryAfterMs first, as a Gateway passing the refusal to an
+    agent would; without that a closed loop turns shedding into a hot retry loop.
+    """
     origin = time.perf_counter()
     stop_at = origin + seconds
     samples: list[Sample] = []
@@ -241,7 +245,12 @@ async def closed_loop(calls: list[Call], callers: int, seconds: float) -> list[S
     async def loop(index: int) -> None:
         call = calls[index % len(calls)]
         while time.perf_counter() < stop_at:
-            samples.append(await timed(call, next(numbers), origin))
+            sample = await timed(call, next(numbers), origin)
+            samples.append(sample)
+            if sample.retry_after_ms:
+                await asyncio.sleep(
+                    min(sample.retry_after_ms / 1000, stop_at - time.perf_counter())
+                )
 
     await asyncio.gather(*(loop(i) for i in range(callers)))
     return samples
