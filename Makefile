@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench clean
+.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,9 @@ schema-snapshot: venv
 
 bench: venv
 	$(PY) -m bench.engine $(ARGS)
+
+bench-invoke: venv
+	$(PY) -m bench.invoke $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache

@@ -11,6 +11,7 @@ import msgspec
 
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.publication.settings import PublicationSettings
+from runtime.scheduler.capacity import CapacitySettings
 from runtime.security.settings import SecuritySettings
 from runtime.store.settings import StoreSettings
 
@@ -36,3 +37,5 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     publication: PublicationSettings = msgspec.field(default_factory=PublicationSettings)
     # Durable execution in the service process (an in-process executor, outbound settings).
     execution: ServiceExecutionSettings = msgspec.field(default_factory=ServiceExecutionSettings)
+    # Deadline-aware admission (load shedding) from measured executor capacity.
+    capacity: CapacitySettings = msgspec.field(default_factory=CapacitySettings)

@@ -12,6 +12,7 @@ from runtime.errors import WorkflowError, policy_denied
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, refresh_credential, seal_for, write_run
 from runtime.invocation.waiting import finish_invoke
+from runtime.scheduler import capacity
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
 
@@ -145,6 +146,7 @@ async def _admit(
         )
     if claim.outcome == "accepted":
         # Re-attach and replay return above this point: they never count as starts.
+        capacity.admit(plan.execution_class, min(sync_wait_ms, revision["total_deadline_ms"]))
         await store.lock_tool_admission(conn, ctx.host_id, tool_id)
         counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
         rules.check_admission_limits(revision["admission_limits"], counts)
@@ -160,6 +162,8 @@ async def invoke_tool(
     """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error."""
     if args.get("parentActionId") is not None:
         raise policy_denied(NESTED_REFUSAL)
+    # Overload is shed before a connection is taken: sync Tools always run interactive.
+    capacity.check("interactive")
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))

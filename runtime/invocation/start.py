@@ -13,6 +13,7 @@ from runtime.errors import WorkflowError, input_invalid
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, seal_for, write_run
 from runtime.invocation.results import timestamp
+from runtime.scheduler import capacity
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
@@ -130,6 +131,9 @@ async def start_workflow(
                 "this idempotencyKey was used with another input, definition or client",
             )
         if claim.outcome == "accepted":
+            capacity.admit(
+                plan.execution_class, (plan.deadline_ts - admitted).total_seconds() * 1000
+            )
             await write_run(conn, ctx, plan, sealed, principal)
         receipt = await _receipt(conn, ctx.host_id, claim.process_id, wf_def_id)
     return receipt

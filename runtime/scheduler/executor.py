@@ -15,12 +15,13 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from runtime.errors import WorkflowError
-from runtime.scheduler import faults, maintenance, service
+from runtime.scheduler import capacity, faults, maintenance, service
 from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
@@ -173,10 +174,13 @@ class Executor:
 
     async def _claim(self, request: queue.ClaimRequest) -> list[tuple[ClaimedTask, LeaseState]]:
         self.claim_rounds += 1
+        began = time.perf_counter()
         try:
             # One statement is its own transaction: autocommit saves BEGIN and COMMIT trips.
             async with self._db.connection() as conn:
-                return await queue.claim_tasks(conn, request, self.settings)
+                claimed = await queue.claim_tasks(conn, request, self.settings)
+            capacity.record_claim(time.perf_counter() - began)
+            return claimed
         except Exception as exc:
             _log_incident("claim failed; retrying after the poll interval", exc)
             return []
@@ -193,6 +197,7 @@ class Executor:
             self._on_claim(task)
 
     async def _execute(self, task: ClaimedTask, lease: LeaseState) -> None:
+        began = time.perf_counter()
         try:
             await faults.point("after_claim")
             await self._run_handler(task, lease)
@@ -209,6 +214,7 @@ class Executor:
             await self._fail_quietly(lease, task_failed())
         finally:
             self._running.pop(task.task_id, None)
+            capacity.record_service(task.execution_class, time.perf_counter() - began)
             self._wake.set()
 
     async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> None:

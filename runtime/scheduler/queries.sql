@@ -492,3 +492,17 @@ SELECT task_id::text AS task_id, step_no, kind, state, execution_class, attempts
 FROM workflow_task
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 ORDER BY step_no, created_ts;
+
+-- sample_class_load --
+-- Ready (runnable now) and running tasks per execution class across all hosts, and how long
+-- the oldest runnable one has waited (ms): the shared queue's load, read by each process's
+-- sampler (never on a request path). Both states have partial indexes: only live tasks are read.
+SELECT execution_class,
+       count(*) FILTER (WHERE state = 'ready' AND available_at <= now()) AS ready,
+       count(*) FILTER (WHERE state = 'running') AS running,
+       COALESCE(EXTRACT(EPOCH FROM now() - min(greatest(enqueued_ts, available_at))
+                FILTER (WHERE state = 'ready' AND available_at <= now())) * 1000, 0)
+           AS oldest_ready_ms
+FROM workflow_task
+WHERE state IN ('ready', 'running')
+GROUP BY execution_class;

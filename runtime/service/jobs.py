@@ -12,7 +12,8 @@ from typing import Protocol
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts
-from runtime.scheduler import Executor
+from runtime.scheduler import Executor, capacity
+from runtime.scheduler.capacity_sampler import CapacitySampler
 from runtime.services import Services
 
 log = logging.getLogger("workflow.jobs")
@@ -130,6 +131,24 @@ def executor_job(services: Services) -> ExecutorJob:
     return job
 
 
+def capacity_job(services: Services) -> CapacitySampler:
+    """Samples the shared queue for deadline-aware admission; configures this process's slots."""
+    settings = services.settings
+    execution = settings.execution
+    slots = {
+        "interactive": execution.interactive_slots,
+        "standard": execution.standard_slots,
+        "batch": execution.batch_slots,
+    }
+    capacity.ESTIMATOR.configure(settings.capacity, slots if execution.workers_enabled else {})
+    conninfo = services.database.pool.conninfo
+    if not isinstance(conninfo, str):
+        raise ValueError("the pool's conninfo is computed: the capacity sampler needs a string")
+    return CapacitySampler(
+        conninfo, services.database.runtime_role, settings.capacity.sample_interval_ms / 1000
+    )
+
+
 def service_jobs(services: Services) -> list[BackgroundJob]:
     """The jobs every service process runs."""
     settings = services.settings
@@ -151,6 +170,8 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
     ]
     if settings.execution.workers_enabled:
         jobs.append(executor_job(services))
+    if settings.capacity.enabled:
+        jobs.append(capacity_job(services))
     return jobs
 
 

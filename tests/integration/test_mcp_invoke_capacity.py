@@ -1,0 +1,181 @@
+"""Deadline-aware admission through POST /mcp (seed 001 "Capacity And Availability").
+
+A saturated class refuses a call that cannot finish within its deadline with
+WORKFLOW_CAPACITY_EXHAUSTED and retryAfterMs, and writes nothing; a batch backlog never makes
+interactive calls be refused. The queue is really saturated (runs enqueued with no executor
+taking them) and really sampled; the service time is recorded as the executor records it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from runtime.canonical import load_definition_yaml
+from runtime.execution import start_workflow_run
+from runtime.service.jobs import capacity_job
+from runtime.scheduler import Executor, capacity
+from runtime.scheduler.capacity import CapacitySettings
+from runtime.scheduler.capacity_sampler import sample_once
+from runtime.services import Services
+from runtime.store import Database
+from tests.integration.test_binding_support import HOST, definition_yaml
+from tests.integration.test_invocation_support import (
+    caller,
+    invoke_args,
+    ok,
+    owner,
+    publish_tool,
+    refused,
+    workers,
+)
+from tests.support.mcp import McpTestClient
+
+__all__ = ["caller", "owner", "workers"]
+
+pytestmark = pytest.mark.requirement("001:Capacity And Availability")
+
+WRITTEN_BY_ADMISSION = (
+    "workflow_process",
+    "workflow_task",
+    "workflow_idempotency_t",
+    "workflow_invocation_t",
+    "workflow_run_spec",
+    "workflow_run_credential",
+    "workflow_budget",
+)
+BACKLOG = 40
+SERVICE_S = 0.2  # per task: 40 queued over 4 slots is 2 s of queue
+
+
+@pytest.fixture(autouse=True)
+def estimator() -> Iterator[capacity.CapacityEstimator]:
+    """A fresh estimator for this process (samples stay fresh for the whole test)."""
+    settings = CapacitySettings(
+        safety_factor=1.0, interactive_queue_wait_ms=None, stale_after_ms=600_000
+    )
+    fresh = capacity.reset(settings)
+    fresh.configure(settings, {"interactive": 4, "standard": 2, "batch": 2})
+    yield fresh
+    capacity.reset()
+
+
+async def _enqueue(services: Services, execution_class: Any, count: int) -> None:
+    document = load_definition_yaml(definition_yaml())
+    for n in range(count):
+        await start_workflow_run(
+            services.database,
+            host_id=HOST,
+            user_id="backlog",
+            input={"n": n},
+            keyring=services.keyring,
+            credential=None,
+            definition=document,
+            execution_class=execution_class,
+            timeout_ms=600_000,
+        )
+
+
+async def _row_counts(db: Database) -> dict[str, int]:
+    counts = {}
+    async with db.connection() as conn:
+        for table in WRITTEN_BY_ADMISSION:
+            cursor = await conn.execute(f"SELECT count(*) AS n FROM {table}")
+            row = await cursor.fetchone()
+            assert row is not None
+            counts[table] = int(row["n"])
+    return counts
+
+
+async def test_a_call_that_cannot_meet_its_deadline_is_refused_and_nothing_is_written(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+) -> None:
+    tool = await publish_tool(owner, syncWaitMs=1000)
+    await _enqueue(services, "interactive", BACKLOG)
+    estimator.record_service("interactive", SERVICE_S)
+    await sample_once(services.database)
+    before = await _row_counts(services.database)
+
+    body = refused(
+        await caller.call_tool("workflow_invoke", invoke_args(tool)),
+        "WORKFLOW_CAPACITY_EXHAUSTED",
+    )
+
+    assert body["error"]["retryable"] is True
+    # 2 s of queue (or what the oldest task has waited, if longer on a slow machine) + 0.2 s
+    # of service against a 1 s syncWaitMs: back when the excess has drained.
+    queue_ms = max(2000, estimator.load["interactive"].oldest_ready_ms)
+    assert body["error"]["retryAfterMs"] == min(5000, math.ceil(queue_ms + 200 - 1000))
+    assert "workflowInstanceId" not in body
+    assert await _row_counts(services.database) == before
+
+
+async def test_the_queue_wait_objective_sheds_before_admission_reads_anything(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+) -> None:
+    tool = await publish_tool(owner, syncWaitMs=20000)
+    await _enqueue(services, "interactive", BACKLOG)
+    estimator.record_service("interactive", SERVICE_S)
+    await sample_once(services.database)
+    estimator.settings = CapacitySettings(
+        safety_factor=1.0, interactive_queue_wait_ms=500, stale_after_ms=600_000
+    )
+    before = await _row_counts(services.database)
+    # The Tool's stableToolRef is not even looked up: an unknown one is refused the same way.
+    unknown = invoke_args(tool) | {"stableToolRef": "00000000-0000-4000-8000-000000000000"}
+    for args in (invoke_args(tool), unknown):
+        body = refused(
+            await caller.call_tool("workflow_invoke", args), "WORKFLOW_CAPACITY_EXHAUSTED"
+        )
+        queue_ms = max(2000, estimator.load["interactive"].oldest_ready_ms)
+        assert body["error"]["retryAfterMs"] == min(5000, math.ceil(queue_ms - 500))
+    assert await _row_counts(services.database) == before
+
+
+async def test_a_batch_backlog_does_not_make_interactive_calls_be_refused(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+    workers: Executor,
+) -> None:
+    tool = await publish_tool(owner, syncWaitMs=20000)
+    await _enqueue(services, "batch", BACKLOG * 10)
+    estimator.record_service("batch", SERVICE_S)
+    await sample_once(services.database)
+    assert estimator.load["batch"].ready + estimator.load["batch"].running > 0
+    estimator.settings = CapacitySettings(
+        safety_factor=1.0, interactive_queue_wait_ms=500, stale_after_ms=600_000
+    )
+
+    result = ok(await caller.call_tool("workflow_invoke", invoke_args(tool)))
+
+    assert result is not None
+
+
+async def test_the_sampler_job_reads_the_queue_on_its_own_connection(
+    services: Services, estimator: capacity.CapacityEstimator
+) -> None:
+    await _enqueue(services, "interactive", 3)
+    job = capacity_job(services)
+    assert capacity.ESTIMATOR.slots["interactive"] == services.settings.execution.interactive_slots
+    fresh = capacity.ESTIMATOR
+    job.start()
+    try:
+        async with asyncio.timeout(30):
+            while "interactive" not in fresh.load:
+                await asyncio.sleep(0.02)
+    finally:
+        await job.stop()
+    assert fresh.load["interactive"].ready == 3
+    assert fresh.load["interactive"].oldest_ready_ms >= 0
