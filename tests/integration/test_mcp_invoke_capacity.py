@@ -17,10 +17,10 @@ import pytest
 
 from runtime.canonical import load_definition_yaml
 from runtime.execution import start_workflow_run
-from runtime.service.jobs import capacity_job
 from runtime.scheduler import Executor, capacity
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.capacity_sampler import sample_once
+from runtime.service.jobs import capacity_job
 from runtime.services import Services
 from runtime.store import Database
 from tests.integration.test_binding_support import HOST, definition_yaml

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.settings import Settings
 from runtime.errors import WorkflowError
 from runtime.scheduler.capacity import (
     CapacityEstimator,
@@ -14,6 +13,7 @@ from runtime.scheduler.capacity import (
     refusal_ms,
     retry_after_ms,
 )
+from runtime.settings import Settings
 
 NO_LIMIT = CapacitySettings(interactive_queue_wait_ms=None, safety_factor=1.0)
 
