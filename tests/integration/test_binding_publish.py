@@ -9,7 +9,7 @@ import pytest
 from runtime.errors import WorkflowError
 from runtime.publication.bindings import decide_binding, get_binding, publish_binding
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     HOST,
     author_ctx,
     binding,

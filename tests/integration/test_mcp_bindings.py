@@ -13,7 +13,7 @@ from runtime.canonical import definition_digest
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     AUTHOR,
     HOST,
     OWNER,

@@ -14,7 +14,7 @@ from runtime.publication import (
     save_definition,
 )
 from runtime.store import Database
-from tests.integration.test_publication_support import (
+from tests.support.publication_builders import (
     context,
     definition_text,
     new_id,

@@ -10,7 +10,7 @@ from runtime.canonical import definition_digest
 from runtime.errors import WorkflowError
 from runtime.publication import read_definition_head, save_definition
 from runtime.store import Database
-from tests.integration.test_publication_support import (
+from tests.support.publication_builders import (
     HOST,
     OTHER_HOST,
     context,
