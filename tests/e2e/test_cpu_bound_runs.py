@@ -20,8 +20,8 @@ import psycopg
 import pytest
 
 from runtime.security.devtools import DevIdentity
-from tests.integration.test_binding_support import OWNER
-from tests.integration.test_invocation_support import (
+from tests.support.binding_builders import OWNER
+from tests.support.invocation import (
     client,
     invoke_args,
     publish_tool,

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from litestar import Litestar
+from psycopg.rows import dict_row
 
+from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
-from runtime.security import Authenticator, KeySet
+from runtime.publication import sync_definition_grants
+from runtime.security import Authenticator, Keyring, KeySet
 from runtime.security.devtools import DevIdentity
+from runtime.security.keyring import new_keyring_document
 from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database
+from tests.support.binding_builders import publish_version, save_owner
 from tests.support.mcp import LEGACY, MODERN, McpTestClient
+from tests.support.publication_builders import context, grant, grants_args
+from tests.support.published_workflow import two_calls_yaml
 
 
 @pytest.fixture(scope="session")
@@ -92,3 +102,35 @@ def modern(http: httpx.AsyncClient, auth_headers: dict[str, str]) -> McpTestClie
 def legacy(http: httpx.AsyncClient, auth_headers: dict[str, str]) -> McpTestClient:
     """An MCP client speaking 2025-11-25."""
     return McpTestClient(http, LEGACY, auth_headers)
+
+
+@pytest.fixture
+async def admin(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """An autocommit connection as the schema owner."""
+    conn = await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    )
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def keyring(db: Database) -> AsyncIterator[Keyring]:
+    """A fresh keyring; also closes the test database's result waiter afterwards."""
+    yield Keyring.from_document(new_keyring_document("k1"))
+    await close_waiter(db)
+
+
+@pytest.fixture
+async def published(db: Database) -> AsyncIterator[str]:
+    """A published two-call definition whose grant covers accounts.lookup."""
+    wf_def_id = str(uuid.uuid4())
+    await save_owner(db, wf_def_id)
+    await publish_version(db, wf_def_id, text=two_calls_yaml())
+    await sync_definition_grants(
+        db, context(), grants_args(wf_def_id, 1, [grant("g-1", "accounts.lookup", [])])
+    )
+    yield wf_def_id
+    await close_waiter(db)

@@ -20,7 +20,7 @@ from runtime.publication.bindings import (
     revoke_binding,
 )
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     HOST,
     author_ctx,
     binding,

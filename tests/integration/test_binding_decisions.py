@@ -12,13 +12,12 @@ from runtime.publication.bindings import (
     decide_binding,
     get_binding,
     list_bindings,
-    on_definition_version_retire,
     publish_binding,
     retire_binding,
     revoke_binding,
 )
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     HOST,
     author_ctx,
     binding,
@@ -125,43 +124,6 @@ async def test_a_negative_expected_version_on_retire_carries_version_one_evidenc
         await retire_binding(db, author_ctx(), args)
     assert caught.value.details is not None
     assert caught.value.details["requestValidation"]["toolName"] == "workflow_binding_retire"
-
-
-async def test_a_definition_version_cannot_be_retired_while_an_active_revision_pins_it(
-    db: Database,
-) -> None:
-    wf_def_id, _, _ = await _published(db, by_owner=True)
-    with pytest.raises(WorkflowError) as caught:
-        async with db.transaction() as conn:
-            await on_definition_version_retire(conn, owner_ctx(), wf_def_id, "1.2.0", new_id())
-    assert caught.value.code == "WORKFLOW_STATE_CONFLICT"
-
-
-async def test_retiring_a_definition_version_withdraws_its_pending_revisions(db: Database) -> None:
-    wf_def_id, tool_id, pending = await _published(db, by_owner=False)
-    async with db.transaction() as conn:
-        withdrawn = await on_definition_version_retire(
-            conn, owner_ctx(), wf_def_id, "1.2.0", new_id()
-        )
-    assert withdrawn == [pending["bindingId"]]
-    got = await get_binding(db, owner_ctx(), {"hostId": HOST, "toolId": tool_id})
-    assert got["revision"]["status"] == "withdrawn"
-    assert got["decisions"][0]["action"] == "withdraw"
-    assert got["aggregateVersion"] == 2
-
-
-async def test_an_ownership_transfer_moves_pending_revisions_to_the_new_owner(db: Database) -> None:
-    wf_def_id, _, pending = await _published(db, by_owner=False)
-    # workflow_definition_save itself moves pending revisions to the new owner.
-    await save_owner(db, wf_def_id, owner="owner-2", revision=2)
-    new_owner = author_ctx("owner-2")
-    moved = await get_binding(db, new_owner, {"hostId": HOST, "toolId": pending["toolId"]})
-    assert moved["revision"]["owner"]["userId"] == "owner-2"
-    with pytest.raises(WorkflowError) as old_owner:
-        await decide_binding(db, owner_ctx(), _decide(pending, "approve"))
-    assert old_owner.value.code == "WORKFLOW_POLICY_DENIED"
-    approved = await decide_binding(db, author_ctx("owner-2"), _decide(pending, "approve"))
-    assert approved["status"] == "active"
 
 
 async def test_the_decision_history_refuses_update_and_delete_for_the_runtime_role(

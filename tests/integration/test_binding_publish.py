@@ -9,14 +9,13 @@ import pytest
 from runtime.errors import WorkflowError
 from runtime.publication.bindings import decide_binding, get_binding, publish_binding
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     HOST,
     author_ctx,
     binding,
     definition_yaml,
     dependency,
     endpoint_target,
-    insert_version_row,
     new_id,
     owner_ctx,
     publish_args,
@@ -50,22 +49,6 @@ async def _rejection(db: Database, ctx: Any, args: dict[str, Any]) -> WorkflowEr
 
 async def _head(db: Database, tool_id: str) -> dict[str, Any]:
     return await get_binding(db, owner_ctx(), {"hostId": HOST, "toolId": tool_id})
-
-
-async def test_the_owner_publishing_a_binding_makes_it_active_by_self_approval(
-    db: Database,
-) -> None:
-    wf_def_id, text = await _version(db)
-    tool_id = new_id()
-    receipt = await publish_binding(
-        db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0)
-    )
-    assert (receipt["result"], receipt["status"], receipt["aggregateVersion"]) == (
-        "published",
-        "active",
-        1,
-    )
-    assert "decisionId" in receipt and "carryOverDeniedReason" not in receipt
 
 
 async def test_a_revision_by_someone_else_is_pending_until_the_owner_approves_the_reviewed_digest(
@@ -132,101 +115,6 @@ async def test_a_name_only_change_keeps_the_approval_active_by_carry_over(db: Da
     assert head["activeBindingId"] == receipt["bindingId"]
     assert head["revision"]["approvalBasisId"] == first["bindingId"]
     assert [d["action"] for d in head["decisions"]][:2] == ["carryOver", "supersede"]
-
-
-async def test_a_deadline_change_is_pending_while_the_previous_revision_keeps_serving(
-    db: Database,
-) -> None:
-    wf_def_id, text = await _version(db)
-    tool_id = new_id()
-    first = await publish_binding(
-        db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0)
-    )
-    changed = binding(wf_def_id, tool_id, text, totalDeadlineMs=25000)
-    receipt = await publish_binding(db, author_ctx(), publish_args(changed, 1))
-    assert receipt["status"] == "pendingApproval"
-    assert receipt["carryOverDeniedReason"] == "approvalDigest differs from the active revision's"
-    head = await _head(db, tool_id)
-    assert head["activeBindingId"] == first["bindingId"]
-    assert head["pendingBindingId"] == receipt["bindingId"]
-    assert head["activeRevision"]["status"] == "active"
-
-
-async def test_repinning_to_a_new_version_with_unchanged_fields_stays_active(db: Database) -> None:
-    wf_def_id, text = await _version(db)
-    await publish_version(db, wf_def_id, "1.3.0", text=text)
-    tool_id = new_id()
-    await publish_binding(db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0))
-    repinned = binding(wf_def_id, tool_id, text, "1.3.0")
-    receipt = await publish_binding(db, author_ctx(), publish_args(repinned, 1))
-    assert (receipt["status"], receipt["workflowVersion"]) == ("active", "1.3.0")
-
-
-async def test_a_version_published_with_reapprove_sends_the_revision_to_the_owner(
-    db: Database,
-) -> None:
-    wf_def_id, text = await _version(db)
-    await publish_version(db, wf_def_id, "1.3.0", text=text, binding_approval="reapprove")
-    tool_id = new_id()
-    await publish_binding(db, owner_ctx(), publish_args(binding(wf_def_id, tool_id, text), 0))
-    receipt = await publish_binding(
-        db, author_ctx(), publish_args(binding(wf_def_id, tool_id, text, "1.3.0"), 1)
-    )
-    assert receipt["status"] == "pendingApproval"
-    assert "reapprove" in receipt["carryOverDeniedReason"]
-
-
-async def test_a_version_exceeding_maximum_parallelism_is_rejected_at_publish(db: Database) -> None:
-    wf_def_id, text = await _version(db, fork_width=5)
-    error = await _rejection(db, owner_ctx(), publish_args(binding(wf_def_id, new_id(), text), 0))
-    assert error.code == "WORKFLOW_INPUT_INVALID"
-    assert "maximumParallelism" in error.message
-    assert error.details is None  # state-dependent: no request-validation evidence
-
-
-async def test_an_async_binding_is_rejected_with_binding_fields_evidence(db: Database) -> None:
-    wf_def_id, text = await _version(db)
-    args = publish_args(binding(wf_def_id, new_id(), text, invocationMode="async"), 0)
-    error = await _rejection(db, owner_ctx(), args)
-    assert error.code == "WORKFLOW_INPUT_INVALID" and error.after_effect is False
-    assert error.details == {
-        "requestValidation": {
-            "version": 2,
-            "discriminator": "bindingFields",
-            "operationId": args["operationId"],
-            "toolName": "workflow_binding_publish",
-            "requestSection": "binding",
-        }
-    }
-
-
-async def test_a_binding_over_a_human_task_is_rejected(db: Database) -> None:
-    wf_def_id = new_id()
-    await save_owner(db, wf_def_id)
-    text = definition_yaml(
-        extra_task="  - ask:\n      call: human\n      with:\n        prompt: ok\n"
-    )
-    await insert_version_row(db, wf_def_id, text)
-    error = await _rejection(db, owner_ctx(), publish_args(binding(wf_def_id, new_id(), text), 0))
-    assert error.code == "WORKFLOW_INPUT_INVALID"
-    assert "cannot run as a sync Tool" in error.message
-
-
-async def test_a_write_tool_with_a_short_replay_window_is_rejected(db: Database) -> None:
-    wf_def_id, text = await _version(db, write=True)
-    value = write_binding(wf_def_id, new_id(), text)
-    value["idempotencyPolicy"] = {"kind": "derived", "resultReplayMs": 599999}
-    error = await _rejection(db, owner_ctx(), publish_args(value, 0))
-    assert "600000" in error.message
-    assert error.details is not None
-    assert error.details["requestValidation"]["discriminator"] == "bindingFields"
-
-
-async def test_a_read_only_tool_reaching_a_write_is_rejected(db: Database) -> None:
-    wf_def_id, text = await _version(db, write=True)
-    error = await _rejection(db, owner_ctx(), publish_args(binding(wf_def_id, new_id(), text), 0))
-    assert error.code == "WORKFLOW_INPUT_INVALID"
-    assert "read-only Tool" in error.message and "save" in error.message
 
 
 async def test_a_read_only_tool_reaching_a_write_dependency_is_rejected(db: Database) -> None:

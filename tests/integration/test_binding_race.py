@@ -8,7 +8,7 @@ from typing import Any
 from runtime.errors import WorkflowError
 from runtime.publication.bindings import get_binding, publish_binding
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     HOST,
     author_ctx,
     binding,

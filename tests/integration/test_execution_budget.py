@@ -10,16 +10,15 @@ from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import BudgetAmounts, get_process
 from runtime.security import Keyring
 from runtime.store import Database
-from tests.integration.test_execution_runs import finished, keyring, start
-from tests.integration.test_execution_support import (
+from tests.support.execution import (
     LocalServer,
     document,
     executor,
     serving,
     set_tasks,
 )
+from tests.support.execution_runs import finished, start
 
-__all__ = ["keyring"]
 ROOMY = BudgetAmounts(
     attempts=5,
     nested_calls=5,

@@ -15,8 +15,10 @@ from runtime.invocation.waiting import cancel_run, cancelled_by_caller
 from runtime.security import Keyring
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
-from tests.integration.test_execution_runs import start
-from tests.integration.test_execution_support import Receive, Send, document, executor, serving
+from tests.support.execution import Receive, Send, document, executor, serving
+from tests.support.execution_runs import start
+from tests.support.scheduler import cancel_signalled
+from tests.support.waiting import wait_until
 
 
 @dataclass
@@ -24,7 +26,6 @@ class HookedServer:
     """Runs `on_first` while the first request is in flight, then answers every request."""
 
     on_first: Callable[[], Awaitable[None]] | None = None
-    hold_s: float = 0.0
     requests: list[str] = field(default_factory=list)
     port: int = 0
 
@@ -39,10 +40,8 @@ class HookedServer:
         while (await receive()).get("more_body"):
             pass
         self.requests.append(scope["path"])
-        if len(self.requests) == 1:
-            if self.on_first is not None:
-                await self.on_first()
-            await asyncio.sleep(self.hold_s)
+        if len(self.requests) == 1 and self.on_first is not None:
+            await self.on_first()
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
 
@@ -98,13 +97,26 @@ async def test_the_deadline_sweep_stops_a_cooperative_run_before_its_next_dispat
     db: Database, keyring: Keyring
 ) -> None:
     host = str(uuid.uuid4())
-    async with serving(HookedServer(hold_s=1.5)) as server:  # type: ignore[arg-type]
+    run_ids: list[str] = []
+    known = asyncio.Event()
+
+    async def hold_until_the_sweep_signals() -> None:
+        # The first write stays in flight until the deadline sweep has raised the signal.
+        await known.wait()
+        await wait_until(
+            lambda: cancel_signalled(db, host, run_ids[0]), what="the deadline sweep's signal"
+        )
+
+    hooked = HookedServer(on_first=hold_until_the_sweep_signals)
+    async with serving(hooked) as server:  # type: ignore[arg-type]
         settings = ExecutionSettings(http_allowlist=[server.base])
         async with executor(db, WorkflowRuntime(settings, keyring)):
             pid = await start(
                 db, keyring, _two_writes(server.base), {}, host_id=host,
                 cancellation_policy="cooperative", timeout_ms=700,
             )  # fmt: skip
+            run_ids.append(pid)
+            known.set()
             run = await _terminal(db, host, pid)
     assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_CANCELLED"
     assert server.requests == ["/first"]

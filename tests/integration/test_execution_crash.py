@@ -19,13 +19,15 @@ from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import LeaseState, TaskOutcome
 from runtime.security import Keyring
 from runtime.store import Database
-from tests.integration.test_execution_support import (
+from tests.support.execution import (
     LocalServer,
     document,
     serving,
     set_tasks,
     worker_process,
 )
+
+pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
 
 
 @pytest.fixture

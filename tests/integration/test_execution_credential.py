@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,12 @@ from runtime.execution import ExecutionSettings, WorkflowRuntime, start_workflow
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
-from tests.integration.test_execution_mcp import APP_TOKEN, published
-from tests.integration.test_execution_support import LocalServer, executor, serving
-from tests.integration.test_publication_support import HOST
+from tests.support.execution import LocalServer, executor, serving
+from tests.support.publication_builders import HOST
+from tests.support.published_workflow import APP_TOKEN
+from tests.support.waiting import wait_until
 
-__all__ = ["published"]
+pytestmark = pytest.mark.requirement("000:Run credential selection")
 
 
 @pytest.fixture
@@ -80,7 +80,9 @@ async def test_a_token_that_expires_mid_run_fails_the_next_call_with_authenticat
 
     async def outlive_the_token() -> None:
         # The first call is answered only once the token is dead: the second must not leave.
-        await asyncio.sleep(max(expires_at - time.time(), 0) + 0.2)
+        await wait_until(
+            lambda: time.time() > expires_at + 0.2, what="the user token expiring", within_s=10
+        )
 
     server.on_tool_call = outlive_the_token
     async with serving(server):

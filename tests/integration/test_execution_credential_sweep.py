@@ -14,7 +14,7 @@ from runtime.execution import close_waiter, forget_expired_credentials, start_wo
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
-from tests.integration.test_execution_support import document, set_tasks
+from tests.support.execution import document, set_tasks
 
 
 @pytest.fixture

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from runtime.execution import (
     ExecutionSettings,
     WorkflowRuntime,
-    close_waiter,
     start_workflow_run,
     wait_for_result,
 )
@@ -20,39 +15,9 @@ from runtime.scheduler import BudgetAmounts
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
-from tests.integration.test_binding_support import publish_version, save_owner
-from tests.integration.test_execution_support import LocalServer, executor, serving
-from tests.integration.test_publication_support import HOST, context, grant, grants_args
-
-USER_TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.dXNlcg"
-APP_TOKEN = "app-token-for-tests"
-
-
-def two_calls_yaml() -> str:
-    call = "      call: mcp\n      with:\n        tool: {tool}\n        arguments: {{}}\n"
-    return (
-        "document:\n"
-        '  dsl: "1.0.3"\n'
-        "  namespace: claims\n"
-        "  name: summarize-claim\n"
-        '  version: "1.2.0"\n'
-        "do:\n"
-        "  - first:\n" + call.format(tool="accounts.lookup") + "  - second:\n"
-        "" + call.format(tool="accounts.lookup")
-    )
-
-
-@pytest.fixture
-async def published(db: Database) -> AsyncIterator[str]:
-    """A published two-call definition whose grant covers accounts.lookup."""
-    wf_def_id = str(uuid.uuid4())
-    await save_owner(db, wf_def_id)
-    await publish_version(db, wf_def_id, text=two_calls_yaml())
-    await sync_definition_grants(
-        db, context(), grants_args(wf_def_id, 1, [grant("g-1", "accounts.lookup", [])])
-    )
-    yield wf_def_id
-    await close_waiter(db)
+from tests.support.execution import LocalServer, executor, serving
+from tests.support.publication_builders import HOST, context, grants_args
+from tests.support.published_workflow import APP_TOKEN, USER_TOKEN
 
 
 async def run_published(

@@ -13,7 +13,7 @@ import pytest
 from runtime.engine.ports import EffectFailure, HttpRequest
 from runtime.execution.outbound import send_http
 from runtime.execution.targets import HttpPolicy
-from tests.integration.test_execution_support import Receive, Send, read_body, serving
+from tests.support.execution import Receive, Send, read_body, serving
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,7 +21,7 @@ from runtime.publication.bindings import DestinationPolicy, publish_binding, rev
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     HOST,
     OWNER,
     OWNER_POSITION,
@@ -32,8 +31,9 @@ from tests.integration.test_binding_support import (
     save_owner,
     write_binding,
 )
-from tests.integration.test_execution_support import LocalServer, executor, serving
-from tests.integration.test_publication_support import context
+from tests.support.execution import LocalServer, executor, serving
+from tests.support.publication_builders import context
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("000:Binding revisions")
 
@@ -130,9 +130,7 @@ async def test_a_republish_and_a_revocation_during_a_run_do_not_change_what_it_r
         runtime = WorkflowRuntime(ExecutionSettings(), keyring)
         async with executor(db, runtime):
             process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
-            async with asyncio.timeout(10):
-                while not server.requests:
-                    await asyncio.sleep(0.02)
+            await wait_until(lambda: bool(server.requests), what="the run's first request")
             # While the run pauses: the Tool is republished with another target, then revoked.
             moved = await _bind(
                 db,

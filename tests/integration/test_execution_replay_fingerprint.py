@@ -29,6 +29,8 @@ from runtime.scheduler.store import queue
 from runtime.security import SecretToken
 from runtime.store import Database
 
+pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
+
 BASE = "http://ledger.test"
 
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -13,57 +11,27 @@ import yaml
 from runtime.execution import (
     ExecutionSettings,
     WorkflowRuntime,
-    close_waiter,
-    start_workflow_run,
-    wait_for_result,
 )
 from runtime.scheduler import BudgetAmounts
-from runtime.security import Keyring, SecretToken
-from runtime.security.keyring import new_keyring_document
+from runtime.security import Keyring
 from runtime.store import Database
-from tests.integration.test_execution_support import (
+from tests.support.execution import (
     LocalServer,
     document,
     executor,
     serving,
     set_tasks,
 )
-
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "simple-set-assert.yaml"
-TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.c2ln"
-
-
-@pytest.fixture
-async def keyring(db: Database) -> AsyncIterator[Keyring]:
-    """A fresh keyring; also closes the test database's result waiter afterwards."""
-    yield Keyring.from_document(new_keyring_document("k1"))
-    await close_waiter(db)
+from tests.support.execution_runs import TOKEN, finished, start
+from tests.support.shared import set_assert_definitions
 
 
-async def start(db: Database, keyring: Keyring, doc: dict[str, Any], data: Any, **kw: Any) -> str:
-    return await start_workflow_run(
-        db,
-        host_id=kw.pop("host_id", str(uuid.uuid4())),
-        user_id="u-1",
-        input=data,
-        keyring=keyring,
-        credential=kw.pop("credential", SecretToken(TOKEN)),
-        definition=doc,
-        **kw,
-    )
-
-
-async def finished(db: Database, host_id: str, process_id: str) -> dict[str, Any]:
-    run = await wait_for_result(db, host_id, process_id, timeout=20)
-    assert run is not None and run["state"] in ("COMPLETED", "FAILED"), run
-    return run
-
-
+@pytest.mark.parametrize("source", set_assert_definitions())
 async def test_the_simple_set_assert_reference_runs_durably_to_its_public_result(
-    db: Database, keyring: Keyring
+    db: Database, keyring: Keyring, source: Path
 ) -> None:
     host = str(uuid.uuid4())
-    reference = yaml.safe_load(REFERENCE.read_text())
+    reference = yaml.safe_load(source.read_text())
     runtime = WorkflowRuntime(ExecutionSettings(), keyring)
     async with executor(db, runtime):
         pid = await start(db, keyring, reference, {"applicantId": "A-7"}, host_id=host)

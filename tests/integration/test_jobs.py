@@ -9,6 +9,7 @@ import pytest
 from runtime.service.jobs import PeriodicJob, service_jobs
 from runtime.services import Services
 from runtime.store import Database
+from tests.support.waiting import wait_until
 
 
 async def _ledger_ids(db: Database) -> set[str]:
@@ -32,6 +33,10 @@ async def _insert_receipt(database_url: str, operation_id: str, age_days: int) -
         )
 
 
+async def _gone(db: Database, operation_id: str) -> bool:
+    return operation_id not in await _ledger_ids(db)
+
+
 @pytest.mark.requirement("000:Lost receipts")
 async def test_the_receipt_sweep_job_removes_only_receipts_older_than_thirty_days(
     services: Services, db: Database, database_url: str
@@ -44,9 +49,9 @@ async def test_the_receipt_sweep_job_removes_only_receipts_older_than_thirty_day
     for job in jobs:
         job.start()
     try:
-        async with asyncio.timeout(5):
-            while old in await _ledger_ids(db):
-                await asyncio.sleep(0.05)
+        await wait_until(
+            lambda: _gone(db, old), what="the sweep removing the old receipt", within_s=5
+        )
     finally:
         for job in jobs:
             await job.stop()

@@ -20,7 +20,8 @@ from runtime.security.devtools import DevIdentity
 from runtime.service.jobs import ExecutorJob, service_jobs, with_service_jobs
 from runtime.services import Services
 from runtime.store import Database
-from tests.integration.test_execution_support import document, set_tasks
+from tests.support.execution import document, set_tasks
+from tests.support.waiting import wait_until
 
 FAST = {"lease_ms": 600, "renew_interval_ms": 150, "reap_interval_ms": 150}
 
@@ -35,6 +36,10 @@ async def _credential_ids(db: Database) -> set[str]:
     async with db.connection() as conn:
         cursor = await conn.execute("SELECT process_id::text AS id FROM workflow_run_credential")
         return {row["id"] for row in await cursor.fetchall()}
+
+
+async def _swept(db: Database, process_id: str) -> bool:
+    return process_id not in await _credential_ids(db)
 
 
 async def _admit(services: Services, token: str, deadline: datetime) -> str:
@@ -66,9 +71,9 @@ async def test_the_credential_sweep_job_forgets_only_credentials_past_their_run_
     for job in jobs:
         job.start()
     try:
-        async with asyncio.timeout(5):
-            while late in await _credential_ids(db):
-                await asyncio.sleep(0.05)
+        await wait_until(
+            lambda: _swept(db, late), what="the sweep removing the late credential", within_s=5
+        )
     finally:
         for job in jobs:
             await job.stop()

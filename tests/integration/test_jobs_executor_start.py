@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
@@ -12,6 +11,7 @@ from runtime.scheduler import Executor, faults
 from runtime.service.jobs import ExecutorJob
 from runtime.services import Services
 from runtime.store import Database
+from tests.support.waiting import wait_until
 
 
 def _job(services: Services, executor: Executor, attempts: int) -> ExecutorJob:
@@ -24,9 +24,11 @@ def _job(services: Services, executor: Executor, attempts: int) -> ExecutorJob:
 
 
 async def _wait_started(job: ExecutorJob) -> None:
-    async with asyncio.timeout(20):
-        while job._starting is not None and not job._starting.done():
-            await asyncio.sleep(0.01)
+    await wait_until(
+        lambda: job._starting is None or job._starting.done(),
+        what="the executor start attempts ending",
+        within_s=20,
+    )
 
 
 async def test_a_failed_executor_start_is_retried_until_it_runs(

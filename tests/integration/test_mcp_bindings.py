@@ -13,7 +13,7 @@ from runtime.canonical import definition_digest
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from runtime.store import Database
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     AUTHOR,
     HOST,
     OWNER,
@@ -154,7 +154,11 @@ async def test_a_revision_by_someone_else_is_pending_until_the_owner_approves_th
 async def test_the_owner_publishing_is_active_by_self_approval(actors: Actors) -> None:
     wf_def_id, text = await definition(actors)
     receipt = ok(await publish(actors.owner, publish_args(binding(wf_def_id, new_id(), text), 0)))
-    assert receipt["status"] == "active"
+    assert (receipt["result"], receipt["status"], receipt["aggregateVersion"]) == (
+        "published",
+        "active",
+        1,
+    )
     assert "decisionId" in receipt
     assert "carryOverDeniedReason" not in receipt
 
@@ -179,6 +183,7 @@ async def test_a_deadline_change_makes_a_pending_revision_while_the_previous_kee
     slower = binding(wf_def_id, tool_id, text, totalDeadlineMs=25000)
     second = ok(await publish(actors.author, publish_args(slower, first["aggregateVersion"])))
     assert second["status"] == "pendingApproval"
+    assert second["carryOverDeniedReason"] == "approvalDigest differs from the active revision's"
     state = await get(actors.owner, tool_id)
     assert state["activeBindingId"] == first["bindingId"]
     assert state["pendingBindingId"] == second["bindingId"]
@@ -207,6 +212,7 @@ async def test_a_version_exceeding_maximum_parallelism_is_rejected_at_publish(
         "WORKFLOW_INPUT_INVALID",
     )
     assert "maximumParallelism" in error["message"]
+    assert "details" not in error  # state-dependent: no request-validation evidence
 
 
 async def test_a_version_published_with_reapprove_sends_the_revision_to_the_owner(
@@ -247,7 +253,7 @@ async def test_a_human_task_binding_is_rejected(actors: Actors, db: Database) ->
     await insert_version_row(db, wf_def_id, human, version="9.0.0")
     args = publish_args(binding(wf_def_id, new_id(), human, version="9.0.0"), 0)
     error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
-    assert "human" in error["message"]
+    assert "human" in error["message"] and "cannot run as a sync Tool" in error["message"]
 
 
 async def test_a_write_tool_with_a_short_replay_window_is_rejected(actors: Actors) -> None:
@@ -256,7 +262,8 @@ async def test_a_write_tool_with_a_short_replay_window_is_rejected(actors: Actor
     value["idempotencyPolicy"] = {"kind": "derived", "resultReplayMs": 599999}
     args = publish_args(value, 0, endpoint_targets=[endpoint_target()])
     error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
-    assert "600000" in error["message"] or "resultReplayMs" in error["message"]
+    assert "600000" in error["message"]
+    assert error["details"]["requestValidation"]["discriminator"] == "bindingFields"
 
 
 async def test_a_read_only_tool_reaching_a_write_is_rejected(actors: Actors) -> None:
@@ -300,6 +307,8 @@ async def test_retiring_a_version_withdraws_its_pending_revisions(actors: Actors
     state = await get(actors.owner, tool_id)
     actions = [decision["action"] for decision in state["decisions"]]
     assert "withdraw" in actions
+    assert state["revision"]["status"] == "withdrawn"
+    assert state["aggregateVersion"] == 2
 
 
 async def test_revoke_and_retire_of_a_tool(actors: Actors) -> None:

@@ -81,6 +81,10 @@ async def test_a_delayed_older_save_returns_stale_and_changes_nothing(
     )
     assert owner == "owner-new"
     assert await scalar(db, "SELECT active FROM wf_definition_t WHERE wf_def_id = %s", wf_def_id)
+    digest = await scalar(
+        db, "SELECT definition_digest FROM wf_definition_t WHERE wf_def_id = %s", wf_def_id
+    )
+    assert digest == definition_digest(definition_text(5))
 
 
 @pytest.mark.requirement("000:Saved definitions")
@@ -113,6 +117,8 @@ async def test_active_false_records_a_delete(mcp: McpTestClient, db: Database) -
     deleted = ok(await save(mcp, wf_def_id, 2, active=False))
     assert deleted["result"] == "saved"
     assert deleted["active"] is False
+    active = await scalar(db, "SELECT active FROM wf_definition_t WHERE wf_def_id = %s", wf_def_id)
+    assert active is False
 
 
 @pytest.mark.requirement("000:Saved definitions")

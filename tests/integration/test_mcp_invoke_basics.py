@@ -14,8 +14,8 @@ from runtime.security import Keyring
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from tests.integration.conftest import asgi_client
-from tests.integration.test_binding_support import HOST, definition_yaml, new_id
-from tests.integration.test_invocation_support import (
+from tests.support.binding_builders import HOST, definition_yaml, new_id
+from tests.support.invocation import (
     FAILING_TASK,
     caller,
     client,
@@ -28,8 +28,8 @@ from tests.integration.test_invocation_support import (
     until_settled,
     workers,
 )
-from tests.integration.test_publication_support import OTHER_HOST
 from tests.support.mcp import McpTestClient
+from tests.support.publication_builders import OTHER_HOST
 
 __all__ = ["caller", "owner", "workers"]
 

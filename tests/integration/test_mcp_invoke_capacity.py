@@ -23,8 +23,8 @@ from runtime.scheduler.capacity_sampler import sample_once
 from runtime.service.jobs import capacity_job
 from runtime.services import Services
 from runtime.store import Database
-from tests.integration.test_binding_support import HOST, definition_yaml
-from tests.integration.test_invocation_support import (
+from tests.support.binding_builders import HOST, definition_yaml
+from tests.support.invocation import (
     caller,
     invoke_args,
     ok,

@@ -9,8 +9,8 @@ import pytest
 
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.integration.test_binding_support import HOST, definition_yaml, new_id
-from tests.integration.test_invocation_support import (
+from tests.support.binding_builders import HOST, definition_yaml, new_id
+from tests.support.invocation import (
     CALLER,
     FAILING_TASK,
     Tool,

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from runtime.security.devtools import DevIdentity
-from tests.integration.test_binding_support import definition_yaml, new_id
-from tests.integration.test_invocation_support import (
+from tests.support.binding_builders import definition_yaml, new_id
+from tests.support.invocation import (
     FAILING_TASK,
     caller,
     client,
@@ -21,8 +21,8 @@ from tests.integration.test_invocation_support import (
     save_head,
     workers,
 )
-from tests.integration.test_publication_support import OTHER_HOST
 from tests.support.mcp import McpTestClient
+from tests.support.publication_builders import OTHER_HOST
 
 __all__ = ["caller", "owner", "workers"]
 

@@ -17,7 +17,7 @@ from runtime.services import Services
 from runtime.store import Database
 from tests.conftest import RUNTIME_ROLE
 from tests.integration.conftest import asgi_client
-from tests.integration.test_invocation_support import (
+from tests.support.invocation import (
     caller,
     client,
     invoke_args,

@@ -21,6 +21,7 @@ from runtime.settings import Settings
 from runtime.store import Database, EmbeddedPostgres, migrate
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import new_id, save_args
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -74,6 +75,10 @@ async def _save(client: McpTestClient) -> dict[str, Any]:
     return await client.call_tool("workflow_definition_save", save_args(new_id(), 1))
 
 
+async def _saved(client: McpTestClient) -> bool:
+    return not (await _save(client))["isError"]
+
+
 async def test_connections_the_server_dropped_are_replaced_before_use(
     own_cluster: EmbeddedPostgres, fault_client: tuple[McpTestClient, Database]
 ) -> None:
@@ -104,7 +109,7 @@ async def test_a_stopped_database_answers_unavailable_and_recovers_when_it_retur
     assert ready.status_code == 503
     assert ready.json()["checks"]["database"] is False
     await asyncio.to_thread(own_cluster.start)
-    async with asyncio.timeout(20):
-        while (await _save(client))["isError"]:
-            await asyncio.sleep(0.2)
+    await wait_until(
+        lambda: _saved(client), what="a save once the database is back", within_s=20, every_s=0.2
+    )
     assert (await client.http.get("/readyz")).status_code == 200

@@ -8,8 +8,8 @@ import pytest
 
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
-from tests.integration.test_binding_support import binding, definition_yaml
-from tests.integration.test_binding_support import publish_args as binding_publish_args
+from tests.support.binding_builders import binding, definition_yaml
+from tests.support.binding_builders import publish_args as binding_publish_args
 from tests.support.mcp import McpTestClient
 from tests.support.publication import new_id, save_args
 

@@ -8,7 +8,7 @@ from runtime.errors import WorkflowError
 from runtime.publication import grants_digest, parse_sync_grants, read_definition_grants
 from runtime.publication import sync_definition_grants as sync
 from runtime.store import Database
-from tests.integration.test_publication_support import (
+from tests.support.publication_builders import (
     OTHER_HOST,
     context,
     grant,

@@ -17,7 +17,7 @@ from runtime.publication import (
     sweep_operation_receipts,
 )
 from runtime.store import Database
-from tests.integration.test_publication_support import (
+from tests.support.publication_builders import (
     OTHER_HOST,
     context,
     definition_text,
@@ -25,6 +25,8 @@ from tests.integration.test_publication_support import (
     publish_args,
     retire_args,
 )
+
+pytestmark = pytest.mark.requirement("000:Lost receipts")
 
 
 async def _stored_operation(db: Database, operation_id: str) -> dict[str, object] | None:

@@ -8,19 +8,16 @@ from runtime.canonical import definition_digest, load_definition_yaml, schema_di
 from runtime.errors import WorkflowError
 from runtime.publication import (
     publish_definition,
-    read_definition_head,
     read_definition_version,
     retire_definition,
-    save_definition,
 )
 from runtime.store import Database
-from tests.integration.test_publication_support import (
+from tests.support.publication_builders import (
     context,
     definition_text,
     new_id,
     publish_args,
     retire_args,
-    save_args,
 )
 
 
@@ -41,15 +38,6 @@ async def test_publish_stores_an_active_version_with_both_digests(db: Database) 
     assert stored is not None
     assert stored["document"] == document
     assert stored["published_by"] == "steve"
-
-
-async def test_publish_never_changes_the_saved_head(db: Database) -> None:
-    wf_def_id = new_id()
-    await save_definition(db, context(), save_args(wf_def_id, 4, marker=4))
-    await publish_definition(db, context(), publish_args(wf_def_id, marker=9))
-    head = await read_definition_head(db, context(), wf_def_id)
-    assert head is not None
-    assert (head["source_revision"], head["definition"]) == (4, definition_text(4))
 
 
 async def test_republishing_the_same_digest_is_unchanged(db: Database) -> None:

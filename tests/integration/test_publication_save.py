@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from runtime.canonical import definition_digest
 from runtime.errors import WorkflowError
 from runtime.publication import read_definition_head, save_definition
 from runtime.store import Database
-from tests.integration.test_publication_support import (
+from tests.support.publication_builders import (
     HOST,
     OTHER_HOST,
     context,
@@ -35,24 +33,6 @@ async def test_first_save_creates_the_head_and_reports_saved(db: Database) -> No
     assert head["source_revision"] == 7
     assert head["definition"] == definition_text(1)
     assert head["saved_by"] == "steve"
-
-
-async def test_lower_revision_is_stale_and_changes_nothing(db: Database) -> None:
-    wf_def_id = new_id()
-    await save_definition(db, context(), save_args(wf_def_id, 7, marker=7))
-    receipt = await save_definition(
-        db, context(), save_args(wf_def_id, 6, marker=6, active=False, owner={"userId": "x"})
-    )
-    assert receipt["result"] == "stale"
-    assert receipt["appliedRevision"] == 7
-    assert receipt["definitionDigest"] == definition_digest(definition_text(7))
-    head = await read_definition_head(db, context(), wf_def_id)
-    assert head is not None
-    assert (head["definition"], head["active"], head["owner_user_id"]) == (
-        definition_text(7),
-        True,
-        "owner-1",
-    )
 
 
 async def test_equal_revision_with_same_content_is_unchanged(db: Database) -> None:
@@ -99,16 +79,6 @@ async def test_higher_revision_replaces_text_visibility_and_owner(db: Database) 
     assert (head["owner_user_id"], head["owner_position_id"]) == ("new-owner", None)
 
 
-async def test_inactive_save_records_a_delete(db: Database) -> None:
-    wf_def_id = new_id()
-    await save_definition(db, context(), save_args(wf_def_id, 7))
-    receipt = await save_definition(db, context(), save_args(wf_def_id, 8, active=False))
-    assert receipt["result"] == "saved"
-    head = await read_definition_head(db, context(), wf_def_id)
-    assert head is not None
-    assert head["active"] is False
-
-
 async def test_host_mismatch_is_refused_before_storage(db: Database) -> None:
     wf_def_id = new_id()
     with pytest.raises(WorkflowError) as caught:
@@ -137,32 +107,3 @@ async def test_over_long_head_version_is_input_invalid(db: Database) -> None:
     with pytest.raises(WorkflowError) as caught:
         await save_definition(db, context(), save_args(new_id(), 1, version="1" * 21))
     assert caught.value.code == "WORKFLOW_INPUT_INVALID"
-
-
-async def test_racing_saves_end_at_the_highest_revision_with_consistent_receipts(
-    database_url: str,
-) -> None:
-    wf_def_id = new_id()
-    revisions = list(range(1, 21))
-    async with Database(database_url, min_size=1, max_size=20) as racing_db:
-        receipts = await asyncio.gather(
-            *(
-                save_definition(racing_db, context(), save_args(wf_def_id, rev, marker=rev))
-                for rev in revisions
-            )
-        )
-        head = await read_definition_head(racing_db, context(), wf_def_id)
-    assert head is not None
-    assert head["source_revision"] == 20
-    assert head["definition"] == definition_text(20)
-    for revision, receipt in zip(revisions, receipts, strict=True):
-        applied = receipt["appliedRevision"]
-        # Each receipt names the head at its moment: its own revision when it applied,
-        # a higher one when it arrived late; the digest always belongs to that revision.
-        assert receipt["definitionDigest"] == definition_digest(definition_text(applied))
-        if receipt["result"] == "saved":
-            assert applied == revision
-        else:
-            assert receipt["result"] == "stale"
-            assert applied > revision
-    assert receipts[-1]["result"] == "saved"

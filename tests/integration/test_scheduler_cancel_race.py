@@ -1,66 +1,81 @@
-"""Cancelling before effects races the first effect: never both a cancel and a dispatch."""
+"""workflow_cancel before effects races the first effect: never both a cancel and a dispatch."""
 
 from __future__ import annotations
 
 import asyncio
-import uuid
+from typing import Any
 
 import pytest
 
-from runtime.errors import WorkflowError
 from runtime.scheduler import service
 from runtime.scheduler.errors import LeaseLost
-from runtime.scheduler.models import NewTask, SchedulerSettings
+from runtime.scheduler.lease import LeaseState
+from runtime.scheduler.models import SchedulerSettings
 from runtime.scheduler.store import queue
-from runtime.scheduler.store import runs as scheduler_runs
 from runtime.store import Database
+from tests.support.binding_builders import definition_yaml, new_id
+from tests.support.invocation import caller, ok, owner, refused, save_head
+from tests.support.mcp import McpTestClient
+
+__all__ = ["caller", "owner"]
 
 pytestmark = pytest.mark.requirement("000:Waiting, timeout and re-attach")
 
+ROUNDS = 25
+TURNS = 8
+# Leases outlast the test, so a run an earlier round left running is never claimed again.
+HOLD = SchedulerSettings(lease_ms=600_000, tenant_limit=ROUNDS + 1)
 
-async def _cancel_before_effects(db: Database, host_id: str, process_id: str) -> bool:
-    """What a before-effects-only cancel does: lock the run, end it only while no effect."""
+
+async def _claim_first_task(db: Database) -> LeaseState:
+    """Claim the only queued task as a worker about to dispatch its first effect would."""
     async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "SELECT effect_state FROM workflow_process"
-            " WHERE host_id = %s AND process_id = %s FOR UPDATE",
-            (host_id, process_id),
-        )
-        row = await cursor.fetchone()
-        assert row is not None
-        if row["effect_state"] != "none":
-            return False
-        await asyncio.sleep(0.01)  # widen the window a concurrent dispatch could slip into
-        error = WorkflowError("WORKFLOW_CANCELLED", "cancelled", status="cancelled")
-        return await scheduler_runs.fail_process(
-            conn, host_id, process_id, error, state="CANCELLED"
-        )
+        [(_, lease)] = await queue.claim_tasks(conn, queue.ClaimRequest("w1", 4, 2, 2, 0), HOLD)
+    return lease
 
 
-async def _dispatch(db: Database, lease: object) -> bool:
+async def _dispatch(db: Database, lease: LeaseState, turns: int) -> bool:
+    """Mark the first effect possible (the fenced step before a write leaves the worker).
+
+    It starts after turns event-loop turns, so successive rounds move it along the cancel's
+    path through the endpoint and both orders (and the overlap between them) are raced.
+    """
+    for _ in range(turns):
+        await asyncio.sleep(0)
     try:
-        await service.mark_effect_possible(db, lease, 1)  # type: ignore[arg-type]
+        await service.mark_effect_possible(db, lease, 1)
     except LeaseLost:
         return False
     return True
 
 
-async def test_a_cancel_and_a_first_effect_never_both_win(db: Database) -> None:
-    for _ in range(25):
-        host_id = str(uuid.uuid4())
-        process_id = await service.start_run(db, host_id=host_id, first_task=NewTask("echo", {}))
-        async with db.transaction() as conn:
-            [(_, lease)] = await queue.claim_tasks(
-                conn, queue.ClaimRequest("w1", 4, 2, 2, 0), SchedulerSettings()
+async def _cancel(caller: McpTestClient, instance: dict[str, str]) -> bool:
+    """workflow_cancel through POST /mcp; True when it ended the run."""
+    result = await caller.call_tool("workflow_cancel", instance)
+    if result["isError"]:
+        refused(result, "WORKFLOW_STATE_CONFLICT")
+        return False
+    assert ok(result)["result"] == "cancelled", result
+    return True
+
+
+async def test_a_cancel_and_a_first_effect_never_both_win(
+    db: Database, owner: McpTestClient, caller: McpTestClient
+) -> None:
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, definition_yaml())
+    for round_no in range(ROUNDS):
+        receipt = ok(
+            await caller.call_tool(
+                "workflow_start", {"wfDefId": wf_def_id, "input": {"claimId": "C-1"}}
             )
-        cancelled, dispatched = await asyncio.gather(
-            _cancel_before_effects(db, host_id, process_id), _dispatch(db, lease)
         )
-        run = await service.get_process(db, host_id, process_id)
-        assert run is not None
-        # Exactly one side wins, and the run's record agrees with the winner.
-        assert cancelled != dispatched, (cancelled, dispatched, run)
-        if cancelled:
-            assert run["state"] == "CANCELLED" and run["effect_state"] == "none"
-        else:
-            assert run["state"] == "RUNNING" and run["effect_state"] == "possible"
+        instance = {"workflowInstanceId": receipt["workflowInstanceId"]}
+        lease = await _claim_first_task(db)
+        cancelled, dispatched = await asyncio.gather(
+            _cancel(caller, instance), _dispatch(db, lease, round_no * TURNS)
+        )
+        status: dict[str, Any] = ok(await caller.call_tool("workflow_get_status", instance))
+        # Exactly one side wins, and the run's public state agrees with the winner.
+        assert cancelled != dispatched, (cancelled, dispatched, status)
+        assert status["state"] == ("CANCELLED" if cancelled else "RUNNING"), status

@@ -11,13 +11,14 @@ from runtime.scheduler.lease import TaskLease
 from runtime.scheduler.models import ClaimedTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import runs
 from runtime.store import Database
-from tests.integration.test_scheduler_executor import (
-    admin,  # noqa: F401 (fixture)
+from tests.support.scheduler import (
+    cancel_signalled,
     gated,
     running,
     start,
     wait_terminal,
 )
+from tests.support.waiting import wait_until
 
 SWEEPING = SchedulerSettings(poll_interval_ms=60_000, sweep_interval_ms=50)
 
@@ -60,19 +61,14 @@ async def test_the_deadline_sweep_stops_a_cooperative_run_before_its_next_task(
         )
         async with asyncio.timeout(10):
             await started.wait()
-            # The sweep raises the signal once the deadline passed (the effect keeps it alive).
-            while not (await _signal(db, host_id, process_id)):
-                await asyncio.sleep(0.05)
+        # The sweep raises the signal once the deadline passed (the effect keeps it alive).
+        await wait_until(
+            lambda: cancel_signalled(db, host_id, process_id), what="the sweep's cancel signal"
+        )
         gate.set()
         run = await wait_terminal(database_url, db, host_id, process_id)
     assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_CANCELLED"
     assert await _task_kinds(db, process_id) == ["gated"]
-
-
-async def _signal(db: Database, host_id: str, process_id: str) -> bool:
-    async with db.connection() as conn:
-        row = await runs.select_cancel_signal(conn, host_id, process_id)
-    return bool(row and row["cancel_requested"])
 
 
 async def test_a_failing_task_is_logged_by_type_and_incident_without_its_message_or_trace(

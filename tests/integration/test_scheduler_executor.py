@@ -5,89 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
-import pytest
-from psycopg.rows import dict_row
 
-from runtime.scheduler import Executor, faults, maintenance, service
-from runtime.scheduler.lease import TaskHandler, TaskLease
+from runtime.scheduler import faults, maintenance, service
+from runtime.scheduler.lease import TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import queue
 from runtime.store import Database
-from tests.support.demo import HANDLERS
-
-# A fallback poll of a minute: anything claimed within the test's bound was woken by NOTIFY.
-NO_POLL = SchedulerSettings(poll_interval_ms=60_000)
-TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
-
-
-@pytest.fixture
-async def admin(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-    """An autocommit connection as the schema owner."""
-    conn = await psycopg.AsyncConnection.connect(
-        database_url, autocommit=True, row_factory=dict_row
-    )
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
-@asynccontextmanager
-async def running(
-    db: Database,
-    database_url: str,
-    handlers: Mapping[str, TaskHandler] = HANDLERS,
-    settings: SchedulerSettings = NO_POLL,
-) -> AsyncIterator[Executor]:
-    executor = Executor(db, handlers, settings, conninfo=database_url)
-    await executor.start()
-    try:
-        yield executor
-    finally:
-        await executor.stop()
-
-
-async def wait_terminal(database_url: str, db: Database, host_id: str, process_id: str) -> Any:
-    """Wait (bounded) for the run's terminal-state NOTIFY, then return the run."""
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute("LISTEN workflow_process_state")
-        async with asyncio.timeout(10):
-            run = await service.get_process(db, host_id, process_id)
-            while run is None or run["state"] not in TERMINAL:
-                async for notify in conn.notifies():
-                    if json.loads(notify.payload)["id"] == process_id:
-                        break
-                run = await service.get_process(db, host_id, process_id)
-    return run
-
-
-async def start(db: Database, kind: str = "echo", **kwargs: Any) -> tuple[str, str]:
-    host_id = str(uuid.uuid4())
-    payload = kwargs.pop("payload", {})
-    process_id = await service.start_run(
-        db, host_id=host_id, first_task=NewTask(kind, payload), **kwargs
-    )
-    return host_id, process_id
-
-
-def gated(gate: asyncio.Event, started: asyncio.Event, *, write: bool) -> TaskHandler:
-    """A handler that (optionally marks an effect possible and) waits for gate."""
-
-    async def handler(task: ClaimedTask, lease: TaskLease) -> TaskOutcome:
-        if write:
-            await lease.mark_effect_possible()
-        started.set()
-        await gate.wait()
-        if write:
-            await lease.confirm_effect({"written": True})
-        return TaskOutcome.then(NewTask("echo", {}))
-
-    return handler
+from tests.support.scheduler import (
+    gated,
+    running,
+    start,
+    wait_terminal,
+)
 
 
 async def test_an_idle_executor_is_woken_by_notify_without_the_fallback_poll(

@@ -16,6 +16,9 @@ from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import NewTask, SchedulerSettings
 from runtime.scheduler.store import queue
 from runtime.store import Database
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
 
 SETTINGS = SchedulerSettings()
 
@@ -46,6 +49,16 @@ async def _expire(admin: psycopg.AsyncConnection[Any], lease: Any) -> None:
     )
 
 
+async def _waits_on_a_lock(admin: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether a session of this test's database is waiting for a lock."""
+    cursor = await admin.execute(
+        "SELECT count(*) AS waiting FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+        " WHERE NOT l.granted AND a.datname = current_database()"
+    )
+    row = await cursor.fetchone()
+    return bool(row and row["waiting"])
+
+
 @pytest.fixture
 async def admin(database_url: str) -> Any:
     conn = await psycopg.AsyncConnection.connect(
@@ -70,7 +83,10 @@ async def test_a_stale_worker_waiting_on_the_run_row_and_the_new_owner_never_bot
             "SELECT 1 FROM workflow_process WHERE process_id = %s FOR UPDATE", (process_id,)
         )
         old_mark = asyncio.create_task(_mark(db, old))
-        await asyncio.sleep(0.3)
+        await wait_until(
+            lambda: old_mark.done() or _waits_on_a_lock(admin),
+            what="the old worker's mark reaching the busy run row",
+        )
         # The reaper does not race a task whose run row is busy.
         assert (await maintenance.reap_expired_once(db, SETTINGS)).reclaimed == 0
         await blocker.commit()

@@ -18,9 +18,9 @@ from runtime.service.cli import main
 from runtime.store import Database
 from runtime.store.migrations import DEFAULT_DIRECTORY, discover_migrations
 from tests.conftest import PgCluster
-from tests.integration.test_binding_support import definition_yaml, new_id
-from tests.integration.test_invocation_support import client as invocation_client
-from tests.integration.test_invocation_support import ok, save_head
+from tests.support.binding_builders import definition_yaml, new_id
+from tests.support.invocation import client as invocation_client
+from tests.support.invocation import ok, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.publication import definition_text
 from tests.support.server import run_server

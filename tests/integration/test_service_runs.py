@@ -14,7 +14,7 @@ from runtime.execution import start_workflow_run
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.integration.test_execution_support import document, set_tasks
+from tests.support.execution import document, set_tasks
 
 REPO = Path(__file__).resolve().parents[2]
 

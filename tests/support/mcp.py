@@ -6,29 +6,63 @@ import functools
 import itertools
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import jsonschema
+import pydantic
+from mcp import types
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+from tests.support.shared import has_shared, shared_path
+
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
+
+
+def schema_path(version: str) -> str:
+    """The MCP JSON schema of one protocol revision, relative to ../shared."""
+    return f"mcp-spec/{version}/schema.json"
 
 
 @functools.cache
 def mcp_schema(version: str) -> dict[str, Any]:
     """The MCP JSON schema of one protocol revision, from ../shared/mcp-spec."""
-    path = SHARED / "mcp-spec" / version / "schema.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(shared_path(schema_path(version)).read_text(encoding="utf-8"))
+
+
+# Without ../shared, replies are checked with the official SDK's protocol types instead:
+# the model of the definition, and for the typed errors the code the schema pins.
+SDK_MODELS: dict[str, tuple[type[pydantic.BaseModel], int | None]] = {
+    "JSONRPCErrorResponse": (types.JSONRPCError, None),
+    "JSONRPCResultResponse": (types.JSONRPCResponse, None),
+    "HeaderMismatchError": (types.JSONRPCError, -32020),
+    "UnsupportedProtocolVersionError": (types.JSONRPCError, -32022),
+    "ListToolsResult": (types.ListToolsResult, None),
+    "CallToolResult": (types.CallToolResult, None),
+    "InitializeResult": (types.InitializeResult, None),
+    "DiscoverResult": (types.DiscoverResult, None),
+}
 
 
 def assert_valid_mcp(version: str, definition: str, instance: Any) -> None:
-    """Validate instance against a $defs entry of the MCP schema of that revision."""
-    root = dict(mcp_schema(version))
-    root["$ref"] = f"#/$defs/{definition}"
-    jsonschema.Draft202012Validator(root).validate(instance)
+    """Validate instance against a $defs entry of the MCP schema of that revision.
+
+    The schema comes from ../shared/mcp-spec; without it the mcp package's types check it.
+    """
+    if has_shared(schema_path(version)):
+        root = dict(mcp_schema(version))
+        root["$ref"] = f"#/$defs/{definition}"
+        jsonschema.Draft202012Validator(root).validate(instance)
+        return
+    model, code = SDK_MODELS[definition]
+    if model is types.JSONRPCError and "id" not in instance:
+        # The schema lets an error that answers no readable request omit its id; the SDK not.
+        assert instance["jsonrpc"] == "2.0" and set(instance) == {"jsonrpc", "error"}, instance
+        types.ErrorData.model_validate(instance["error"])
+    else:
+        model.model_validate(instance)
+    if code is not None:
+        assert instance["error"]["code"] == code, instance
 
 
 @dataclass

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 from runtime.canonical import definition_digest
 from runtime.security.devtools import DEV_HOST_ID, DEV_USER_ID
+from tests.support.shared import SET_EXPORT_ASSERT
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-SIMPLE_DEFINITION = (SHARED / "reference" / "simple-set-assert.yaml").read_text(encoding="utf-8")
+SIMPLE_DEFINITION = SET_EXPORT_ASSERT.read_text(encoding="utf-8")
 
 
 def new_id() -> str:

@@ -22,7 +22,7 @@ from runtime.publication.bindings.effects import check_effect_matrix, static_fit
 from runtime.publication.bindings.errors import BindingRuleViolation, InvalidBindingRequest
 from runtime.publication.bindings.fields import validate_binding
 from runtime.publication.bindings.reach import Reach, normalize_reach
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     binding,
     definition_yaml,
     dependency,

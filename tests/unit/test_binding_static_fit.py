@@ -16,7 +16,7 @@ from runtime.publication.bindings.carry_over import (
 from runtime.publication.bindings.effects import static_fit_problems
 from runtime.publication.bindings.fields import validate_binding
 from runtime.publication.bindings.reach import Reach
-from tests.integration.test_binding_support import binding, definition_yaml
+from tests.support.binding_builders import binding, definition_yaml
 
 WF = "0198a3c2-0000-7000-8000-000000000001"
 TOOL = "0198a3c2-0000-7000-8000-000000000002"

@@ -18,6 +18,8 @@ from runtime.canonical import (
     schema_digest,
 )
 
+pytestmark = pytest.mark.requirement("000:Saved definitions")
+
 FIXTURES_PATH = Path(__file__).resolve().parents[2] / "contracts/fixtures/definition-digests.json"
 FIXTURES = json.loads(FIXTURES_PATH.read_text(encoding="utf-8"))
 CASES: dict[str, dict[str, Any]] = {case["name"]: case for case in FIXTURES["cases"]}

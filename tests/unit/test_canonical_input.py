@@ -1,4 +1,4 @@
-"""The rfc8785-safe-json-v1 input profile against the shared vectors and its own rules."""
+"""The rfc8785-safe-json-v1 input profile against our vectors, the shared ones, and its rules."""
 
 from __future__ import annotations
 
@@ -15,21 +15,31 @@ from runtime.canonical import (
     canonical_digest,
     parse_json_strict,
 )
+from tests.support.shared import OWN_FIXTURES, has_shared, requires_shared, shared_path
 
-VECTORS_PATH = (
-    Path(__file__).resolve().parents[2].parent / "shared/reference/canonical-input-v1.json"
-)
+OWN_VECTORS = OWN_FIXTURES / "vectors" / "canonical-input.json"
+SHARED_VECTORS = "reference/canonical-input-v1.json"
 
 
-def load_vectors() -> list[dict[str, Any]]:
-    document = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
+def load_vectors(path: Path) -> list[dict[str, Any]]:
+    document = json.loads(path.read_text(encoding="utf-8"))
     assert document["profile"] == PROFILE
     vectors: list[dict[str, Any]] = document["vectors"]
     return vectors
 
 
-@pytest.mark.parametrize("vector", load_vectors(), ids=lambda vector: vector["name"])
-def test_shared_vector_gives_the_pinned_result(vector: dict[str, Any]) -> None:
+def all_vectors() -> list[Any]:
+    """Our vectors always; the shared reference vectors where ../shared exists."""
+    own = [pytest.param(v, id=f"own-{v['name']}") for v in load_vectors(OWN_VECTORS)]
+    if not has_shared(SHARED_VECTORS):
+        skip = requires_shared(SHARED_VECTORS)
+        return [*own, pytest.param(None, id="shared-reference", marks=skip)]
+    shared = load_vectors(shared_path(SHARED_VECTORS))
+    return [*own, *(pytest.param(v, id=f"shared-{v['name']}") for v in shared)]
+
+
+@pytest.mark.parametrize("vector", all_vectors())
+def test_vector_gives_the_pinned_result(vector: dict[str, Any]) -> None:
     if "error" in vector:
         for text in vector["inputs"]:
             with pytest.raises(CanonicalError) as caught:

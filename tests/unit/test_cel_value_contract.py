@@ -1,9 +1,12 @@
-"""Each case of reference/cel-value-v1.json as a named test of the CEL core and value adapter."""
+"""Each CEL-value contract case as a named test of the CEL core and value adapter.
+
+The cases are the project's own (tests/unit/fixtures/vectors/cel-value.json); the shared
+reference file, where present, must name the same cases with the same outcomes and values.
+"""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +17,13 @@ from runtime.engine.celjson import MISSING
 from runtime.engine.errors import DefinitionError, ExpressionError
 from runtime.engine.expressions import evaluate_tree
 from runtime.engine.parser import parse_definition
+from tests.support.shared import OWN_FIXTURES, requires_shared, shared_path
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "cel-value-v1.json"
-CASES = {case["name"]: case for case in json.loads(REFERENCE.read_text())["cases"]}
+pytestmark = pytest.mark.requirement("001:CEL To JSON Contract")
+
+OWN_CASES = OWN_FIXTURES / "vectors" / "cel-value.json"
+SHARED_CASES = "reference/cel-value-v1.json"
+CASES = {case["name"]: case for case in json.loads(OWN_CASES.read_text())["cases"]}
 
 
 def value(text: str, **variables: Any) -> Any:
@@ -29,7 +36,25 @@ def rejected(text: str, **variables: Any) -> ExpressionError:
     return caught.value
 
 
-def test_reference_file_lists_the_cases_this_suite_covers() -> None:
+@requires_shared(SHARED_CASES)
+def test_the_shared_reference_agrees_with_our_cases() -> None:
+    shared = json.loads(shared_path(SHARED_CASES).read_text())
+    assert shared["contractVersion"] == 1
+    ours = {name: case["outcome"] for name, case in CASES.items()}
+    assert {case["name"]: case["outcome"] for case in shared["cases"]} == ours
+    for case in shared["cases"]:
+        if case["outcome"] in ("accept", "accept-string"):
+            assert value(_literal(case)) == case["json"], case
+
+
+def _literal(case: dict[str, Any]) -> str:
+    """The CEL expression that builds the case's value."""
+    if case["celType"] in ("timestamp", "duration"):
+        return f"{case['celType']}('{case['input']}')"
+    return str(case["input"])
+
+
+def test_our_cases_cover_every_rule_of_the_contract() -> None:
     assert set(CASES) == {
         "safe-integer", "large-integer", "finite-double", "nan", "infinity", "timestamp",
         "duration", "bytes", "null", "missing", "non-string-map-key", "opaque",
@@ -97,7 +122,7 @@ def test_wrong_root_type_fails_the_object_output_schema() -> None:
     import asyncio
 
     from runtime.engine.interpreter import run_workflow
-    from tests.unit.test_engine_conformance import StubPort
+    from tests.support.engine import StubPort
 
     definition = parse_definition(
         {

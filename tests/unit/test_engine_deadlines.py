@@ -9,8 +9,7 @@ import pytest
 from runtime.engine.interpreter import run_workflow
 from runtime.engine.ports import HttpRequest, HttpResponse, RunLimits
 from runtime.engine.state import RunOutcome
-from tests.unit.test_engine_conformance import ERRORS, InstantClock, StubPort
-from tests.unit.test_engine_interpreter import definition
+from tests.support.engine import ERRORS, InstantClock, StubPort, definition
 
 NO_DEADLINE = RunLimits(total_deadline_ms=None)
 

@@ -18,8 +18,8 @@ from runtime.engine.analysis import (
 )
 from runtime.engine.errors import DefinitionError
 from runtime.engine.parser import parse_definition
+from tests.support.shared import set_assert_definitions
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "simple-set-assert.yaml"
 FIXTURES = Path(__file__).parent / "fixtures" / "definitions"
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}
 
@@ -34,10 +34,12 @@ def rejection(document: Any) -> DefinitionError:
     return caught.value
 
 
-def test_reference_definition_parses_and_rewrites_bare_leaves_with_warnings() -> None:
-    parsed = parse_definition(yaml.safe_load(REFERENCE.read_text()))
+@pytest.mark.parametrize("source", set_assert_definitions())
+def test_reference_definition_parses_and_rewrites_bare_leaves_with_warnings(source: Path) -> None:
+    parsed = parse_definition(yaml.safe_load(source.read_text()))
     assert [t.kind for t in parsed.tasks.tasks] == ["set", "assert", "set"]
-    export = parsed.normalized_document()["do"][0]["initializeDecision"]["export"]["as"]
+    [first] = parsed.normalized_document()["do"][0].values()
+    export = first["export"]["as"]
     assert export == {"decision": "${ .output }"}
     assert len(parsed.warnings) == 2
 

@@ -5,25 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from runtime.engine.interpreter import run_workflow
 from runtime.engine.parser import parse_definition
 from runtime.engine.ports import RunLimits
 from runtime.engine.state import RunState
-from tests.unit.test_engine_conformance import StubPort
-
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "simple-set-assert.yaml"
-HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}
-OBJECT_WITH_OK = {"format": "json", "document": {"type": "object", "required": ["ok"]}}
+from tests.support.engine import OBJECT_WITH_OK, StubPort, definition
+from tests.support.shared import set_assert_definitions
 
 
-def definition(do: list[Any], **extra: Any) -> Any:
-    return parse_definition({"document": dict(HEADER), **extra, "do": do})
-
-
-async def test_simple_set_assert_reference_runs_unchanged() -> None:
-    parsed = parse_definition(yaml.safe_load(REFERENCE.read_text()))
+@pytest.mark.parametrize("source", set_assert_definitions())
+async def test_simple_set_assert_reference_runs_unchanged(source: Path) -> None:
+    parsed = parse_definition(yaml.safe_load(source.read_text()))
     outcome = await run_workflow(parsed, {"applicantId": "A-7"}, StubPort())
     assert outcome.output == {
         "applicantId": "A-7",
@@ -93,8 +88,9 @@ async def test_nested_call_budget_stops_extra_mcp_calls() -> None:
     assert outcome.fault is not None and outcome.fault["instance"] == "/do/1/two"
 
 
-async def test_checkpoints_between_top_level_tasks_are_plain_json_and_resume() -> None:
-    parsed = parse_definition(yaml.safe_load(REFERENCE.read_text()))
+@pytest.mark.parametrize("source", set_assert_definitions())
+async def test_checkpoints_between_top_level_tasks_are_plain_json_and_resume(source: Path) -> None:
+    parsed = parse_definition(yaml.safe_load(source.read_text()))
     saved: list[dict[str, Any]] = []
 
     async def checkpoint(state: RunState) -> None:
@@ -109,7 +105,7 @@ async def test_checkpoints_between_top_level_tasks_are_plain_json_and_resume() -
 
 
 async def test_wait_outputs_its_input_through_the_clock() -> None:
-    from tests.unit.test_engine_conformance import InstantClock
+    from tests.support.engine import InstantClock
 
     clock = InstantClock()
     outcome = await run_workflow(

@@ -17,7 +17,7 @@ from runtime.invocation.rules import (
     scope_digest,
 )
 from runtime.invocation.store import AdmissionCounts
-from tests.integration.test_publication_support import context
+from tests.support.publication_builders import context
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 LIMITS = {

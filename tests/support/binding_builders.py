@@ -11,7 +11,7 @@ from runtime.canonical import definition_digest, load_definition_yaml, schema_di
 from runtime.publication import publish_definition, save_definition
 from runtime.security import InvocationContext
 from runtime.store import Database
-from tests.integration.test_publication_support import HOST, context
+from tests.support.publication_builders import HOST, context
 
 __all__ = ["HOST"]
 

@@ -16,7 +16,7 @@ from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter
 from runtime.scheduler import Executor
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.integration.test_binding_support import (
+from tests.support.binding_builders import (
     HOST,
     OWNER,
     OWNER_POSITION,
@@ -25,7 +25,7 @@ from tests.integration.test_binding_support import (
     new_id,
     publish_args,
 )
-from tests.integration.test_execution_support import FAST
+from tests.support.execution import FAST
 from tests.support.mcp import MODERN, McpTestClient
 
 CALLER = "caller-1"

@@ -18,6 +18,7 @@ import uvicorn
 
 from runtime.execution import WorkflowRuntime
 from runtime.scheduler import Executor, SchedulerSettings
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}
@@ -116,9 +117,7 @@ async def serving(app: LocalServer) -> AsyncIterator[LocalServer]:
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            await asyncio.sleep(0.01)
+    await wait_until(lambda: server.started, what="the local server listening")
     try:
         yield app
     finally:
