@@ -14,6 +14,7 @@ from runtime.scheduler.lease import TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import queue
 from runtime.store import Database
+from tests.support.demo import HANDLERS
 from tests.support.scheduler import (
     gated,
     running,
