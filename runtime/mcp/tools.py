@@ -9,34 +9,16 @@ import importlib.util
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from generated.routes import ToolRoute
 from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+
+__all__ = ["ServedTool", "ToolRegistry", "ToolRoute"]
 
 META_PREFIX = "io.lightapi.workflow/"
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
-
-
-class ToolRoute(Protocol):
-    """The generated route of one tool (see generated/routes.py)."""
-
-    name: str
-    title: str
-    description: str
-    annotations: Mapping[str, Any]
-    permission: str
-    side_effect: str
-    gateway_publication: bool
-    identity_source: str
-    publisher_token: bool
-    input_schema: Mapping[str, Any]
-    output_schema: Mapping[str, Any]
-    input_model: type[Any]
-    output_model: type[Any]
-    validate_input: Callable[[Any], Any]
-    validate_output: Callable[[Any], Any]
-    handler_module: str
 
 
 @dataclass(frozen=True)
