@@ -8,15 +8,7 @@ import psycopg
 import pytest
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings import (
-    decide_binding,
-    get_binding,
-    list_bindings,
-    on_definition_version_retire,
-    publish_binding,
-    retire_binding,
-    revoke_binding,
-)
+from runtime.publication.bindings import on_definition_version_retire
 from runtime.store import Database
 from tests.integration.test_binding_support import (
     HOST,
@@ -28,6 +20,14 @@ from tests.integration.test_binding_support import (
     publish_args,
     publish_version,
     save_owner,
+)
+from tests.support.service_calls import (
+    decide_binding,
+    get_binding,
+    list_bindings,
+    publish_binding,
+    retire_binding,
+    revoke_binding,
 )
 
 

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings import decide_binding, get_binding, publish_binding
 from runtime.store import Database
 from tests.integration.test_binding_support import (
     HOST,
@@ -24,6 +23,7 @@ from tests.integration.test_binding_support import (
     save_owner,
     write_binding,
 )
+from tests.support.service_calls import decide_binding, get_binding, publish_binding
 
 
 async def _version(

@@ -15,7 +15,6 @@ from runtime.execution import (
     start_workflow_run,
     wait_for_result,
 )
-from runtime.publication import sync_definition_grants
 from runtime.scheduler import BudgetAmounts
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
@@ -23,6 +22,7 @@ from runtime.store import Database
 from tests.integration.test_binding_support import publish_version, save_owner
 from tests.integration.test_execution_support import LocalServer, executor, serving
 from tests.integration.test_publication_support import HOST, context, grant, grants_args
+from tests.support.service_calls import sync_definition_grants
 
 USER_TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.dXNlcg"
 APP_TOKEN = "app-token-for-tests"

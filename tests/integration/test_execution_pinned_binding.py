@@ -17,8 +17,7 @@ from runtime.execution import (
     start_workflow_run,
     wait_for_result,
 )
-from runtime.publication import publish_definition
-from runtime.publication.bindings import DestinationPolicy, publish_binding, revoke_binding
+from runtime.publication.bindings import DestinationPolicy
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
@@ -34,6 +33,7 @@ from tests.integration.test_binding_support import (
 )
 from tests.integration.test_execution_support import LocalServer, executor, serving
 from tests.integration.test_publication_support import context
+from tests.support.service_calls import publish_binding, publish_definition, revoke_binding
 
 pytestmark = pytest.mark.requirement("000:Binding revisions")
 

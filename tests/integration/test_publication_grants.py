@@ -6,7 +6,6 @@ import pytest
 
 from runtime.errors import WorkflowError
 from runtime.publication import grants_digest, parse_sync_grants, read_definition_grants
-from runtime.publication import sync_definition_grants as sync
 from runtime.store import Database
 from tests.integration.test_publication_support import (
     OTHER_HOST,
@@ -15,6 +14,7 @@ from tests.integration.test_publication_support import (
     grants_args,
     new_id,
 )
+from tests.support.service_calls import sync_definition_grants as sync
 
 
 def _digest_of(grants: list[dict[str, object]]) -> str:

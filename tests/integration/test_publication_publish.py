@@ -6,13 +6,7 @@ import pytest
 
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.errors import WorkflowError
-from runtime.publication import (
-    publish_definition,
-    read_definition_head,
-    read_definition_version,
-    retire_definition,
-    save_definition,
-)
+from runtime.publication import read_definition_head, read_definition_version
 from runtime.store import Database
 from tests.integration.test_publication_support import (
     context,
@@ -22,6 +16,7 @@ from tests.integration.test_publication_support import (
     retire_args,
     save_args,
 )
+from tests.support.service_calls import publish_definition, retire_definition, save_definition
 
 
 async def test_publish_stores_an_active_version_with_both_digests(db: Database) -> None:

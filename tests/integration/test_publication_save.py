@@ -8,7 +8,7 @@ import pytest
 
 from runtime.canonical import definition_digest
 from runtime.errors import WorkflowError
-from runtime.publication import read_definition_head, save_definition
+from runtime.publication import read_definition_head
 from runtime.store import Database
 from tests.integration.test_publication_support import (
     HOST,
@@ -18,6 +18,7 @@ from tests.integration.test_publication_support import (
     new_id,
     save_args,
 )
+from tests.support.service_calls import save_definition
 
 
 async def test_first_save_creates_the_head_and_reports_saved(db: Database) -> None:
