@@ -21,8 +21,8 @@ from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
 from tests.integration.test_binding_support import publish_version, save_owner
 from tests.integration.test_execution_support import LocalServer, executor, serving
-from tests.integration.test_publication_support import HOST, context, grant, grants_args
-from tests.support.service_calls import sync_definition_grants
+from tests.integration.test_publication_support import HOST, context, grants_args
+from tests.support.service_calls import sync_definition_grants, sync_grants_outside_the_contract
 
 USER_TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.dXNlcg"
 APP_TOKEN = "app-token-for-tests"
@@ -48,9 +48,7 @@ async def published(db: Database) -> AsyncIterator[str]:
     wf_def_id = str(uuid.uuid4())
     await save_owner(db, wf_def_id)
     await publish_version(db, wf_def_id, text=two_calls_yaml())
-    await sync_definition_grants(
-        db, context(), grants_args(wf_def_id, 1, [grant("g-1", "accounts.lookup", [])])
-    )
+    await sync_grants_outside_the_contract(db, context(), wf_def_id, "accounts.lookup")
     yield wf_def_id
     await close_waiter(db)
 

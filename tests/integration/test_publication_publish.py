@@ -141,13 +141,16 @@ async def test_retiring_an_unknown_version_is_not_found_and_not_stored(db: Datab
     assert receipt["result"] == "retired"
 
 
-async def test_retire_with_a_stale_expected_digest_is_a_mismatch(db: Database) -> None:
+async def test_retire_takes_no_expected_digest_and_changes_nothing(db: Database) -> None:
+    # The retire contract has no expectedDefinitionDigest: the member is refused, not judged.
     wf_def_id = new_id()
     await publish_definition(db, context(), publish_args(wf_def_id))
     args = retire_args(wf_def_id, expectedDefinitionDigest="sha256:" + "1" * 64)
     with pytest.raises(WorkflowError) as caught:
         await retire_definition(db, context(), args)
-    assert caught.value.code == "WORKFLOW_DEFINITION_MISMATCH"
+    assert caught.value.code == "WORKFLOW_INPUT_INVALID"
+    stored = await read_definition_version(db, context(), wf_def_id, "1.2.0")
+    assert stored is not None and stored["status"] == "active"
 
 
 async def test_the_database_refuses_to_edit_or_revive_a_version(database_url: str) -> None:

@@ -7,6 +7,7 @@ handler's own refusal for binding publish) and returns the receipt as a JSON-sha
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -211,3 +212,24 @@ def publish_rejection_section(args: dict[str, Any]) -> str | None:
     except bindings.InvalidBindingRequest as rejection:
         return rejection.section
     return None
+
+
+async def sync_grants_outside_the_contract(
+    db: Database, ctx: InvocationContext, wf_def_id: str, tool_name: str
+) -> None:
+    """Execution fixtures only: a grant naming an MCP tool by name, for every environment.
+
+    Execution matches live grants by MCP tool name, while the catalog types grant toolId as a
+    Tool UUID with at least one environment; so this grant is built without the validator.
+    """
+    grant = models.Grant(
+        grant_id=str(uuid.uuid4()),
+        tool_id=tool_name,
+        tool_version="1.0.0",
+        lightapi_digest="sha256:" + "a" * 64,
+        allowed_environments=[],
+    )
+    request = models.WorkflowDefinitionGrantsSyncInput(
+        host_id=ctx.host_id, wf_def_id=wf_def_id, source_revision=1, actor="steve", grants=[grant]
+    )
+    await publication.sync_definition_grants(db, ctx, request)
