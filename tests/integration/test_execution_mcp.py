@@ -48,7 +48,7 @@ async def published(db: Database) -> AsyncIterator[str]:
     wf_def_id = str(uuid.uuid4())
     await save_owner(db, wf_def_id)
     await publish_version(db, wf_def_id, text=two_calls_yaml())
-    await sync_grants_outside_the_contract(db, context(), wf_def_id, "accounts.lookup")
+    await sync_grants_outside_the_contract(db, context(), wf_def_id, "g-1", "accounts.lookup")
     yield wf_def_id
     await close_waiter(db)
 

@@ -7,7 +7,6 @@ handler's own refusal for binding publish) and returns the receipt as a JSON-sha
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -215,7 +214,7 @@ def publish_rejection_section(args: dict[str, Any]) -> str | None:
 
 
 async def sync_grants_outside_the_contract(
-    db: Database, ctx: InvocationContext, wf_def_id: str, tool_name: str
+    db: Database, ctx: InvocationContext, wf_def_id: str, grant_id: str, tool_name: str
 ) -> None:
     """Execution fixtures only: a grant naming an MCP tool by name, for every environment.
 
@@ -223,7 +222,7 @@ async def sync_grants_outside_the_contract(
     Tool UUID with at least one environment; so this grant is built without the validator.
     """
     grant = models.Grant(
-        grant_id=str(uuid.uuid4()),
+        grant_id=grant_id,
         tool_id=tool_name,
         tool_version="1.0.0",
         lightapi_digest="sha256:" + "a" * 64,
