@@ -278,6 +278,16 @@ async def test_a_schema_invalid_section_is_stored_with_its_evidence(
     assert replay == error
 
 
+async def test_a_negative_version_wins_over_a_schema_invalid_binding(actors: Actors) -> None:
+    """Version 1 evidence comes first, as for a schema-valid binding (rules in order)."""
+    wf_def_id, text = await definition(actors)
+    args = publish_args(binding(wf_def_id, new_id(), text, toolName="not a tool name"), -1)
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert error["details"]["requestValidation"]["discriminator"] == (
+        "negativeExpectedAggregateVersion"
+    )
+
+
 @pytest.mark.parametrize(
     "change",
     [
