@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from generated.models import WorkflowBindingDecideInput
+from generated.models import WorkflowBindingDecideInput, WorkflowBindingDecideOutput
 from handlers._bindings import destination_policy
 from runtime.mcp.call import ToolCall
 from runtime.publication.bindings import decide_binding
 
 
-async def handle(args: WorkflowBindingDecideInput, call: ToolCall) -> dict[str, Any]:
+async def handle(args: WorkflowBindingDecideInput, call: ToolCall) -> WorkflowBindingDecideOutput:
     """Approve or reject a pending revision (definition owner only)."""
     database, context = call.services.database, call.context
-    return await decide_binding(database, context, call.arguments, policy=destination_policy(call))
+    return await decide_binding(
+        database, context, args, call.arguments, policy=destination_policy(call)
+    )

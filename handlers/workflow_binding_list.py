@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from generated.models import WorkflowBindingListInput
+from generated.models import WorkflowBindingListInput, WorkflowBindingListOutput
 from runtime.mcp.call import ToolCall
 from runtime.publication.bindings import list_bindings
 
 
-async def handle(args: WorkflowBindingListInput, call: ToolCall) -> dict[str, Any]:
+async def handle(args: WorkflowBindingListInput, call: ToolCall) -> WorkflowBindingListOutput:
     """List revisions by definition or by the caller's relationship, with pending counts."""
-    return await list_bindings(call.services.database, call.context, call.arguments)
+    return await list_bindings(call.services.database, call.context, args)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from generated.models import WorkflowDefinitionSaveInput
+from generated.models import WorkflowDefinitionSaveInput, WorkflowDefinitionSaveOutput
 from runtime.mcp.call import ToolCall
 from runtime.publication import save_definition
 
 
-async def handle(args: WorkflowDefinitionSaveInput, call: ToolCall) -> dict[str, Any]:
+async def handle(args: WorkflowDefinitionSaveInput, call: ToolCall) -> WorkflowDefinitionSaveOutput:
     """Save a definition head under the sourceRevision rules."""
-    return await save_definition(call.services.database, call.context, call.arguments)
+    return await save_definition(call.services.database, call.context, args)

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Literal
+
+from generated.errors import ErrorCode
 
 ErrorStatus = Literal["failed", "timeout", "cancelled", "rejected"]
 
-_CONTRACTS = Path(__file__).resolve().parent.parent / "contracts"
-_REGISTRY_PATH = _CONTRACTS / "workflow-admin" / "errors.json"
+_CODES: Mapping[str, ErrorCode] = {code.value: code for code in ErrorCode}
 
 
-@cache
-def error_registry() -> dict[str, dict[str, Any]]:
-    """The stable error registry from contracts, keyed by code."""
-    document = json.loads(_REGISTRY_PATH.read_text(encoding="utf-8"))
-    return {entry["code"]: entry for entry in document["errors"]}
+def error_registry() -> Mapping[str, ErrorCode]:
+    """The stable error codes (generated from contracts errors.json), keyed by their string."""
+    return _CODES
+
+
+def error_code(code: ErrorCode | str) -> ErrorCode:
+    """The ErrorCode of a registered code string; ValueError for anything unregistered."""
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        raise ValueError(f"unregistered workflow error code {code!r}") from None
 
 
 class WorkflowError(Exception):
@@ -25,7 +30,7 @@ class WorkflowError(Exception):
 
     def __init__(
         self,
-        code: str,
+        code: ErrorCode | str,
         message: str,
         *,
         status: ErrorStatus = "rejected",
@@ -35,14 +40,12 @@ class WorkflowError(Exception):
         details: dict[str, Any] | None = None,
         workflow_instance_id: str | None = None,
     ) -> None:
-        registry = error_registry()
-        if code not in registry:
-            raise ValueError(f"unregistered workflow error code {code!r}")
-        super().__init__(f"{code}: {message}")
-        self.code = code
+        typed = error_code(code)
+        super().__init__(f"{typed.value}: {message}")
+        self.code: ErrorCode = typed
         self.message = message
         self.status: ErrorStatus = status
-        self.retryable = bool(registry[code]["retryable"]) if retryable is None else retryable
+        self.retryable = typed.retryable if retryable is None else retryable
         self.after_effect = after_effect
         self.retry_after_ms = retry_after_ms
         self.details = details
@@ -51,7 +54,7 @@ class WorkflowError(Exception):
     def to_structured(self) -> dict[str, Any]:
         """The structuredContent of the isError result (WorkflowErrorResult)."""
         error: dict[str, Any] = {
-            "code": self.code,
+            "code": self.code.value,
             "message": self.message,
             "retryable": self.retryable,
             "afterEffect": self.after_effect,
@@ -68,7 +71,7 @@ class WorkflowError(Exception):
 
     def text(self) -> str:
         """The text content block: "<code>: <message>"."""
-        return f"{self.code}: {self.message}"
+        return f"{self.code.value}: {self.message}"
 
 
 class AuthenticationError(Exception):

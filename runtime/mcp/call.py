@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from runtime.errors import WorkflowError, input_invalid
+
 if TYPE_CHECKING:
     from runtime.security import InvocationContext
     from runtime.services import Services
@@ -19,3 +21,26 @@ class ToolCall:
     context: InvocationContext
     services: Services
     arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class InputFailure:
+    """Why the catalog validator refused a call's arguments: the failing keyword and path.
+
+    A handler module may define `refuse(failure, call)` for the few contract rules that must
+    classify such a refusal (binding publish evidence); without it the call gets error().
+    """
+
+    message: str
+    name: str | None  # the failing location as reported, e.g. "data.dependencies[0].x"
+    path: tuple[str, ...]  # the same split, e.g. ("data", "dependencies", "0", "x")
+    rule: str | None  # the JSON Schema keyword, e.g. "pattern"
+
+    def error(self) -> WorkflowError:
+        """The plain WORKFLOW_INPUT_INVALID refusal, naming the path and keyword."""
+        details: dict[str, Any] = {}
+        if self.name is not None:
+            details["path"] = self.name
+        if self.rule is not None:
+            details["rule"] = self.rule
+        return input_invalid(self.message, {"validation": details} if details else None)

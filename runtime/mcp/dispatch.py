@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from fastjsonschema import JsonSchemaValueException
 
 from runtime.errors import AuthenticationError, WorkflowError, input_invalid
-from runtime.mcp.call import ToolCall
+from runtime.mcp.call import InputFailure, ToolCall
 from runtime.mcp.jsonrpc import INVALID_PARAMS, UNAUTHENTICATED, JsonRpcFault
-from runtime.mcp.tools import ServedTool, ToolRegistry
+from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
 from runtime.services import Services
 from runtime.store import StoreUnavailable
@@ -21,6 +22,7 @@ from runtime.store import StoreUnavailable
 log = logging.getLogger("workflow.mcp")
 
 SCOPE_TOKEN_HEADER = "x-scope-token"
+_SCHEMA_MISMATCH = "arguments do not match the input schema"
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,15 @@ class ToolDispatcher:
             if isinstance(asserted_host, str):
                 check_host_assertion(context, asserted_host)
         authorize_roles(context, route.name, self.services.settings.security)
-        typed = self._validate_input(tool, arguments)
         call = ToolCall(route.name, context, self.services, arguments)
         try:
-            result = await tool.handle(typed, call)
+            failure = _schema_failure(route, arguments)
+            if failure is None:
+                result = await tool.handle(self._convert_input(tool, arguments), call)
+            elif tool.refuse is not None:
+                result = await tool.refuse(failure, call)
+            else:
+                raise failure.error()
         except (WorkflowError, JsonRpcFault, StoreUnavailable):
             raise
         except Exception as exc:
@@ -116,13 +123,8 @@ class ToolDispatcher:
         self._validate_output(tool, output)
         return ToolOutcome(output, False, _compact_json(output))
 
-    def _validate_input(self, tool: ServedTool, arguments: dict[str, Any]) -> Any:
+    def _convert_input(self, tool: ServedTool, arguments: dict[str, Any]) -> Any:
         route = tool.route
-        try:
-            route.validate_input(arguments)
-        except Exception as exc:  # fastjsonschema.JsonSchemaValueException
-            details = _validation_details(exc) or None
-            raise input_invalid(_validation_message(exc), details) from None
         try:
             # Lax: JSON Schema counts 3.0 as an integer, and the schema check above already passed.
             return msgspec.convert(arguments, route.input_model, strict=False)
@@ -151,17 +153,22 @@ def _unexpected(tool_name: str, what: str, exc: Exception) -> WorkflowError:
     )
 
 
-def _validation_message(exc: Exception) -> str:
-    message = getattr(exc, "message", None) or "arguments do not match the input schema"
+def _schema_failure(route: ToolRoute, arguments: dict[str, Any]) -> InputFailure | None:
+    """Run the generated validator, the one structural check; its failure, or None."""
+    try:
+        route.validate_input(arguments)
+    except JsonSchemaValueException as exc:
+        return InputFailure(
+            message=_validation_message(exc),
+            name=exc.name if isinstance(exc.name, str) else None,
+            path=tuple(exc.path),
+            rule=exc.rule if isinstance(exc.rule, str) else None,
+        )
+    except Exception:  # what the validator cannot even inspect is still a refusal
+        return InputFailure(f"invalid arguments: {_SCHEMA_MISMATCH}", None, (), None)
+    return None
+
+
+def _validation_message(exc: JsonSchemaValueException) -> str:
+    message = exc.message or _SCHEMA_MISMATCH
     return f"invalid arguments: {str(message)[:300]}"
-
-
-def _validation_details(exc: Exception) -> dict[str, Any]:
-    details: dict[str, Any] = {}
-    path = getattr(exc, "name", None)
-    rule = getattr(exc, "rule", None)
-    if isinstance(path, str):
-        details["path"] = path
-    if isinstance(rule, str):
-        details["rule"] = rule
-    return {"validation": details} if details else {}

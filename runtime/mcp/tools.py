@@ -9,34 +9,18 @@ import importlib.util
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from generated.routes import ToolRoute
 from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+
+__all__ = ["ServedTool", "ToolRegistry", "ToolRoute"]
 
 META_PREFIX = "io.lightapi.workflow/"
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
-
-
-class ToolRoute(Protocol):
-    """The generated route of one tool (see generated/routes.py)."""
-
-    name: str
-    title: str
-    description: str
-    annotations: Mapping[str, Any]
-    permission: str
-    side_effect: str
-    gateway_publication: bool
-    identity_source: str
-    publisher_token: bool
-    input_schema: Mapping[str, Any]
-    output_schema: Mapping[str, Any]
-    input_model: type[Any]
-    output_model: type[Any]
-    validate_input: Callable[[Any], Any]
-    validate_output: Callable[[Any], Any]
-    handler_module: str
+# refuse(failure, call): a handler's own answer to arguments the catalog validator refused.
+Refusal = Callable[[Any, Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -45,6 +29,7 @@ class ServedTool:
 
     route: ToolRoute
     handle: Handler
+    refuse: Refusal | None = None
 
     @property
     def is_publication(self) -> bool:
@@ -71,12 +56,15 @@ class ServedTool:
         }
 
 
-def _load_handler(module_name: str) -> Handler | None:
+def _load_handler(module_name: str) -> tuple[Handler, Refusal | None] | None:
     if importlib.util.find_spec(module_name) is None:
         return None
     module = importlib.import_module(module_name)
     handle = getattr(module, "handle", None)
-    return handle if callable(handle) else None
+    refuse = getattr(module, "refuse", None)
+    if not callable(handle):
+        return None
+    return handle, refuse if callable(refuse) else None
 
 
 class ToolRegistry:
@@ -85,9 +73,9 @@ class ToolRegistry:
     def __init__(self, routes: Mapping[str, ToolRoute]) -> None:
         served: list[ServedTool] = []
         for route in routes.values():
-            handle = _load_handler(route.handler_module)
-            if handle is not None:
-                served.append(ServedTool(route, handle))
+            loaded = _load_handler(route.handler_module)
+            if loaded is not None:
+                served.append(ServedTool(route, *loaded))
         self._tools: Sequence[ServedTool] = tuple(served)
         self._by_name = {tool.route.name: tool for tool in served}
         names = ",".join(tool.route.name for tool in served)

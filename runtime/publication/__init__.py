@@ -28,18 +28,6 @@ from runtime.publication.operations import (
     run_operation,
     sweep_operation_receipts,
 )
-from runtime.publication.requests import (
-    Grant,
-    Owner,
-    PublishDefinitionRequest,
-    RetireDefinitionRequest,
-    SaveDefinitionRequest,
-    SyncGrantsRequest,
-    parse_publish_definition,
-    parse_retire_definition,
-    parse_save_definition,
-    parse_sync_grants,
-)
 
 __all__ = [
     "GRANTS_SYNC_TOOL",
@@ -47,17 +35,7 @@ __all__ = [
     "RECEIPT_RETENTION",
     "RETIRE_TOOL",
     "SAVE_TOOL",
-    "Grant",
-    "Owner",
-    "PublishDefinitionRequest",
-    "RetireDefinitionRequest",
-    "SaveDefinitionRequest",
-    "SyncGrantsRequest",
     "grants_digest",
-    "parse_publish_definition",
-    "parse_retire_definition",
-    "parse_save_definition",
-    "parse_sync_grants",
     "publish_definition",
     "read_definition_grants",
     "read_definition_head",

@@ -2,14 +2,26 @@
 
 Each public function is one use case that owns its transaction; database scope always comes
 from the verified ctx.host_id (the hostId argument is only an assertion, re-checked here).
-Receipts are returned as dicts with the catalog's camelCase members.
+Requests arrive as the generated input structs (already validated by the catalog validator);
+receipts are the generated output structs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any, Literal
 
+from msgspec import UNSET
+
+from generated.models import (
+    Owner,
+    WorkflowDefinitionPublishInput,
+    WorkflowDefinitionPublishOutput,
+    WorkflowDefinitionRetireInput,
+    WorkflowDefinitionRetireOutput,
+    WorkflowDefinitionSaveInput,
+    WorkflowDefinitionSaveOutput,
+)
 from runtime.canonical import (
     CanonicalError,
     canonical_digest,
@@ -19,22 +31,15 @@ from runtime.canonical import (
 )
 from runtime.engine import DefinitionError, ExpressionError, parse_definition
 from runtime.errors import WorkflowError, input_invalid
+from runtime.publication.ids import normalize_uuid
 from runtime.publication.operations import rejections_with_codes, run_operation
-from runtime.publication.requests import (
-    PublishDefinitionRequest,
-    RetireDefinitionRequest,
-    SaveDefinitionRequest,
-    normalize_uuid,
-    parse_publish_definition,
-    parse_retire_definition,
-    parse_save_definition,
-)
 from runtime.publication.revisions import judge_revision
 from runtime.publication.store import constraints as _constraints  # noqa: F401 (registers errors)
 from runtime.publication.store import definitions as store
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
+SaveResult = Literal["saved", "unchanged", "stale"]
 SAVE_TOOL = "workflow_definition_save"
 PUBLISH_TOOL = "workflow_definition_publish"
 RETIRE_TOOL = "workflow_definition_retire"
@@ -44,22 +49,27 @@ PUBLISH_FINAL_REJECTIONS = rejections_with_codes(
 )
 RETIRE_FINAL_REJECTIONS = rejections_with_codes(frozenset({"WORKFLOW_DEFINITION_MISMATCH"}))
 
-RequestT = TypeVar("RequestT")
+
+def version_status(status: str) -> Literal["active", "retired"]:
+    """A stored version status as the contract names it."""
+    assert status in ("active", "retired")  # the table's CHECK constraint
+    return "active" if status == "active" else "retired"
 
 
-def accept_request(
-    ctx: InvocationContext,
-    request: RequestT | Mapping[str, Any],
-    parse: Callable[[Mapping[str, Any]], RequestT],
-    request_type: type[RequestT],
-) -> RequestT:
-    """Check the hostId assertion first, then parse raw arguments (typed requests pass through)."""
-    if isinstance(request, request_type):
-        check_host_assertion(ctx, getattr(request, "host_id"))  # noqa: B009
-        return request
-    assert isinstance(request, Mapping)
-    check_host_assertion(ctx, request.get("hostId"))
-    return parse(request)
+def binding_approval(value: str) -> Literal["carryOver", "reapprove"]:
+    """A stored binding approval mode as the contract names it."""
+    assert value in ("carryOver", "reapprove")  # the table's CHECK constraint
+    return "carryOver" if value == "carryOver" else "reapprove"
+
+
+def requested_approval(request: WorkflowDefinitionPublishInput) -> str:
+    """bindingApproval of a publish request (carryOver when absent)."""
+    return "carryOver" if request.binding_approval is UNSET else request.binding_approval
+
+
+def position_of(owner: Owner) -> str | None:
+    """The owner's positionId, None when absent."""
+    return None if owner.position_id is UNSET else owner.position_id
 
 
 def _load(text: str) -> dict[str, Any]:
@@ -95,7 +105,8 @@ def validate_definition(document: dict[str, Any]) -> None:
 # --- save -------------------------------------------------------------------------------------
 
 
-def _head_row(ctx: InvocationContext, request: SaveDefinitionRequest) -> dict[str, Any]:
+def _head_row(ctx: InvocationContext, request: WorkflowDefinitionSaveInput) -> dict[str, Any]:
+    position_id = position_of(request.owner)
     content = {
         "namespace": request.namespace,
         "name": request.name,
@@ -103,7 +114,7 @@ def _head_row(ctx: InvocationContext, request: SaveDefinitionRequest) -> dict[st
         "definition": request.definition,
         "lifecycleStatus": request.lifecycle_status,
         "catalogVisible": request.catalog_visible,
-        "owner": {"userId": request.owner.user_id, "positionId": request.owner.position_id},
+        "owner": {"userId": request.owner.user_id, "positionId": position_id},
         "active": request.active,
     }
     return {
@@ -119,24 +130,26 @@ def _head_row(ctx: InvocationContext, request: SaveDefinitionRequest) -> dict[st
         "lifecycle_status": request.lifecycle_status,
         "catalog_visible": request.catalog_visible,
         "owner_user_id": request.owner.user_id,
-        "owner_position_id": request.owner.position_id,
+        "owner_position_id": position_id,
         "active": request.active,
         "actor": request.actor,
         "saved_by": ctx.user_id,
     }
 
 
-def _save_receipt(result: str, wf_def_id: str, head: store.HeadState) -> dict[str, Any]:
-    return {
-        "result": result,
-        "wfDefId": wf_def_id,
-        "appliedRevision": head.source_revision,
-        "definitionDigest": head.definition_digest,
-        "active": head.active,
-    }
+def _save_receipt(
+    result: SaveResult, wf_def_id: str, head: store.HeadState
+) -> WorkflowDefinitionSaveOutput:
+    return WorkflowDefinitionSaveOutput(
+        result=result,
+        wf_def_id=wf_def_id,
+        applied_revision=head.source_revision,
+        definition_digest=head.definition_digest,
+        active=head.active,
+    )
 
 
-async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[str, store.HeadState]:
+async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[SaveResult, store.HeadState]:
     created = await store.insert_head(conn, row)
     if created is not None:
         return "saved", created
@@ -172,8 +185,8 @@ async def _move_pending_bindings(conn: Connection, row: dict[str, Any]) -> None:
 
 
 async def save_definition(
-    db: Database, ctx: InvocationContext, request: SaveDefinitionRequest | Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database, ctx: InvocationContext, request: WorkflowDefinitionSaveInput
+) -> WorkflowDefinitionSaveOutput:
     """workflow_definition_save: apply a saved head under the sourceRevision rules.
 
     Lower revision: stale, nothing changes. Equal revision: unchanged when every saved field
@@ -181,7 +194,7 @@ async def save_definition(
     {appliedRevision, definitionDigest}. Higher: the head (text, visibility, owner, active) is
     replaced. Every receipt carries the head's applied revision and its definition digest.
     """
-    request = accept_request(ctx, request, parse_save_definition, SaveDefinitionRequest)
+    check_host_assertion(ctx, request.host_id)
     row = _head_row(ctx, request)
     async with db.transaction() as conn:
         result, head = await _apply_save(conn, row)
@@ -192,38 +205,41 @@ async def save_definition(
 
 
 def _version_receipt(
-    result: str, wf_def_id: str, version: str, state: store.VersionState
-) -> dict[str, Any]:
-    return {
-        "result": result,
-        "status": state.status,
-        "wfDefId": wf_def_id,
-        "version": version,
-        "definitionDigest": state.definition_digest,
-        "schemaDigest": state.schema_digest,
-        "bindingApproval": state.binding_approval,
-    }
+    result: Literal["published", "unchanged"],
+    wf_def_id: str,
+    version: str,
+    state: store.VersionState,
+) -> WorkflowDefinitionPublishOutput:
+    return WorkflowDefinitionPublishOutput(
+        result=result,
+        status=version_status(state.status),
+        wf_def_id=wf_def_id,
+        version=version,
+        definition_digest=state.definition_digest,
+        schema_digest=state.schema_digest,
+        binding_approval=binding_approval(state.binding_approval),
+    )
 
 
 def _retire_receipt(
-    result: str,
-    request: RetireDefinitionRequest,
+    result: Literal["retired", "unchanged"],
+    request: WorkflowDefinitionRetireInput,
     state: store.VersionState,
     withdrawn_binding_ids: list[str],
-) -> dict[str, Any]:
-    return {
-        "result": result,
-        "status": state.status,
-        "wfDefId": request.wf_def_id,
-        "version": request.version,
-        "definitionDigest": state.definition_digest,
-        "withdrawnBindingIds": withdrawn_binding_ids,
-    }
+) -> WorkflowDefinitionRetireOutput:
+    return WorkflowDefinitionRetireOutput(
+        result=result,
+        status="retired",
+        wf_def_id=request.wf_def_id,
+        version=request.version,
+        definition_digest=state.definition_digest,
+        withdrawn_binding_ids=withdrawn_binding_ids,
+    )
 
 
 def _existing_version_receipt(
-    request: PublishDefinitionRequest, digest: str, existing: store.VersionState
-) -> dict[str, Any]:
+    request: WorkflowDefinitionPublishInput, digest: str, existing: store.VersionState
+) -> WorkflowDefinitionPublishOutput:
     if existing.definition_digest != digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
@@ -234,8 +250,8 @@ def _existing_version_receipt(
 
 
 async def _publish(
-    conn: Connection, ctx: InvocationContext, request: PublishDefinitionRequest
-) -> dict[str, Any]:
+    conn: Connection, ctx: InvocationContext, request: WorkflowDefinitionPublishInput
+) -> WorkflowDefinitionPublishOutput:
     document = _load(request.definition)
     digest = definition_digest(document)
     if digest != request.expected_definition_digest:
@@ -260,9 +276,9 @@ async def _publish(
             "document": document,
             "definition_digest": digest,
             "schema_digest": schema_digest(document),
-            "binding_approval": request.binding_approval,
+            "binding_approval": requested_approval(request),
             "owner_user_id": request.owner.user_id,
-            "owner_position_id": request.owner.position_id,
+            "owner_position_id": position_of(request.owner),
             "published_by": ctx.user_id,
             "operation_id": request.operation_id,
         },
@@ -275,28 +291,32 @@ async def _publish(
 
 
 async def publish_definition(
-    db: Database, ctx: InvocationContext, request: PublishDefinitionRequest | Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database,
+    ctx: InvocationContext,
+    request: WorkflowDefinitionPublishInput,
+    arguments: Mapping[str, Any],
+) -> WorkflowDefinitionPublishOutput:
     """workflow_definition_publish: store an immutable version; never touches the saved head.
 
     Recomputes the definition and input-schema digests (WORKFLOW_DEFINITION_MISMATCH when the
     expected digest differs), validates the definition, and stores the version. The same digest
     again is unchanged with the current status (retired included); another digest for an
-    existing version is WORKFLOW_DEFINITION_MISMATCH. Idempotent per operationId.
+    existing version is WORKFLOW_DEFINITION_MISMATCH. Idempotent per operationId; arguments
+    (the exact argument object) is what the ledger's request digest covers.
     """
-    request = accept_request(ctx, request, parse_publish_definition, PublishDefinitionRequest)
-    typed = request
+    check_host_assertion(ctx, request.host_id)
 
-    async def perform(conn: Connection) -> dict[str, Any]:
-        return await _publish(conn, ctx, typed)
+    async def perform(conn: Connection) -> WorkflowDefinitionPublishOutput:
+        return await _publish(conn, ctx, request)
 
     return await run_operation(
         db,
         ctx,
         tool_name=PUBLISH_TOOL,
         operation_id=request.operation_id,
-        arguments=request.arguments,
+        arguments=arguments,
         perform=perform,
+        output=WorkflowDefinitionPublishOutput,
         is_final=PUBLISH_FINAL_REJECTIONS,
     )
 
@@ -305,19 +325,12 @@ async def publish_definition(
 
 
 async def _retire(
-    conn: Connection, ctx: InvocationContext, request: RetireDefinitionRequest
-) -> dict[str, Any]:
+    conn: Connection, ctx: InvocationContext, request: WorkflowDefinitionRetireInput
+) -> WorkflowDefinitionRetireOutput:
     # Lock order (seed "Concurrency"): the version row FOR UPDATE first, then any Tool heads.
     state = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
     if state is None:
         raise WorkflowError("WORKFLOW_NOT_FOUND", "no published version with that wfDefId")
-    expected = request.expected_definition_digest
-    if expected is not None and expected != state.definition_digest:
-        raise WorkflowError(
-            "WORKFLOW_DEFINITION_MISMATCH",
-            "expectedDefinitionDigest differs from the published version",
-            details={"definitionDigest": state.definition_digest},
-        )
     if state.status == "retired":
         return _retire_receipt("unchanged", request, state, [])
     from runtime.publication.bindings import on_definition_version_retire
@@ -340,26 +353,29 @@ async def _retire(
 
 
 async def retire_definition(
-    db: Database, ctx: InvocationContext, request: RetireDefinitionRequest | Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database,
+    ctx: InvocationContext,
+    request: WorkflowDefinitionRetireInput,
+    arguments: Mapping[str, Any],
+) -> WorkflowDefinitionRetireOutput:
     """workflow_definition_retire: move a version to retired (terminal); idempotent per operationId.
 
     Retiring a retired version returns result "unchanged" with status "retired"; an unknown
     version is WORKFLOW_NOT_FOUND (not stored, so it can be retried once the version exists).
     """
-    request = accept_request(ctx, request, parse_retire_definition, RetireDefinitionRequest)
-    typed = request
+    check_host_assertion(ctx, request.host_id)
 
-    async def perform(conn: Connection) -> dict[str, Any]:
-        return await _retire(conn, ctx, typed)
+    async def perform(conn: Connection) -> WorkflowDefinitionRetireOutput:
+        return await _retire(conn, ctx, request)
 
     return await run_operation(
         db,
         ctx,
         tool_name=RETIRE_TOOL,
         operation_id=request.operation_id,
-        arguments=request.arguments,
+        arguments=arguments,
         perform=perform,
+        output=WorkflowDefinitionRetireOutput,
         is_final=RETIRE_FINAL_REJECTIONS,
     )
 

@@ -2,32 +2,56 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from runtime.canonical import canonical_digest
-from runtime.publication.definitions import accept_request
-from runtime.publication.requests import (
+from generated.models import (
     Grant,
-    SyncGrantsRequest,
-    normalize_uuid,
-    parse_sync_grants,
+    WorkflowDefinitionGrantsSyncInput,
+    WorkflowDefinitionGrantsSyncOutput,
 )
+from runtime.canonical import canonical_digest
+from runtime.errors import input_invalid
+from runtime.publication.ids import normalize_uuid
 from runtime.publication.revisions import judge_revision
 from runtime.publication.store import grants as store
-from runtime.security import InvocationContext
+from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
+
+SyncResult = Literal["saved", "unchanged", "stale"]
 
 GRANTS_SYNC_TOOL = "workflow_definition_grants_sync"
 
 
-def grants_digest(grants: tuple[Grant, ...] | list[Grant]) -> str:
-    """Canonical digest of a grant set: grants sorted by grantId, null members omitted."""
+def grant_digest_form(grant: Grant) -> dict[str, Any]:
+    """The grant as it enters grantsDigest: environments sorted."""
+    return {
+        "grantId": grant.grant_id,
+        "toolId": grant.tool_id,
+        "allowedEnvironments": sorted(grant.allowed_environments),
+        "toolVersion": grant.tool_version,
+        "lightapiDigest": grant.lightapi_digest,
+    }
+
+
+def grants_digest(grants: Sequence[Grant]) -> str:
+    """Canonical digest of a grant set: grants sorted by grantId."""
     ordered = sorted(grants, key=lambda grant: grant.grant_id)
-    return canonical_digest([grant.digest_form() for grant in ordered])
+    return canonical_digest([grant_digest_form(grant) for grant in ordered])
 
 
-def _grant_rows(ctx: InvocationContext, request: SyncGrantsRequest) -> list[dict[str, Any]]:
+def _refuse_repeated_grant_ids(grants: Sequence[Grant]) -> None:
+    # A domain rule the schema cannot state (uniqueness by one member of each item).
+    seen: set[str] = set()
+    for grant in grants:
+        if grant.grant_id in seen:
+            raise input_invalid(f"grantId {grant.grant_id!r} appears twice")
+        seen.add(grant.grant_id)
+
+
+def _grant_rows(
+    ctx: InvocationContext, request: WorkflowDefinitionGrantsSyncInput
+) -> list[dict[str, Any]]:
     return [
         {
             "host_id": ctx.host_id,
@@ -44,8 +68,11 @@ def _grant_rows(ctx: InvocationContext, request: SyncGrantsRequest) -> list[dict
 
 
 async def _apply_sync(
-    conn: Connection, ctx: InvocationContext, request: SyncGrantsRequest, sync: dict[str, Any]
-) -> tuple[str, store.GrantSyncState]:
+    conn: Connection,
+    ctx: InvocationContext,
+    request: WorkflowDefinitionGrantsSyncInput,
+    sync: dict[str, Any],
+) -> tuple[SyncResult, store.GrantSyncState]:
     created = await store.insert_sync(conn, sync)
     if created is None:
         current = await store.lock_sync(conn, ctx.host_id, request.wf_def_id)
@@ -70,15 +97,16 @@ async def _apply_sync(
 
 
 async def sync_definition_grants(
-    db: Database, ctx: InvocationContext, request: SyncGrantsRequest | Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database, ctx: InvocationContext, request: WorkflowDefinitionGrantsSyncInput
+) -> WorkflowDefinitionGrantsSyncOutput:
     """Replace the grant set in one transaction under the same sourceRevision rules as save.
 
     Receipt: {result: saved|unchanged|stale, wfDefId, appliedRevision, grantsDigest}; an equal
     revision with another set is WORKFLOW_IDEMPOTENCY_CONFLICT with {appliedRevision,
     grantsDigest}. The actor is audit metadata and is not compared.
     """
-    request = accept_request(ctx, request, parse_sync_grants, SyncGrantsRequest)
+    check_host_assertion(ctx, request.host_id)
+    _refuse_repeated_grant_ids(request.grants)
     sync = {
         "host_id": ctx.host_id,
         "wf_def_id": request.wf_def_id,
@@ -89,12 +117,12 @@ async def sync_definition_grants(
     }
     async with db.transaction() as conn:
         result, state = await _apply_sync(conn, ctx, request, sync)
-    return {
-        "result": result,
-        "wfDefId": request.wf_def_id,
-        "appliedRevision": state.source_revision,
-        "grantsDigest": state.grants_digest,
-    }
+    return WorkflowDefinitionGrantsSyncOutput(
+        result=result,
+        wf_def_id=request.wf_def_id,
+        applied_revision=state.source_revision,
+        grants_digest=state.grants_digest,
+    )
 
 
 async def read_definition_grants(

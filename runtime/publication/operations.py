@@ -16,8 +16,8 @@ the mutation and stores its complete response beside it.
 - A rejection whose code is listed in `final_rejections` is stored and replayed like a receipt
   (a savepoint undoes the mutation's partial writes, the ledger row stays); any other error
   rolls the whole transaction back, ledger row included, so a retry runs afresh.
-- Responses are returned in canonical (RFC 8785) member order on both the first call and every
-  replay, so a replay is byte-for-byte the original under any order-preserving serializer.
+- Responses are stored in canonical (RFC 8785) member order and returned as the tool's generated
+  output struct on both the first call and every replay, so a replay encodes to the same bytes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from runtime.canonical import CanonicalError, canonical_bytes, canonical_digest
 from runtime.errors import WorkflowError, input_invalid, policy_denied
@@ -34,7 +36,8 @@ from runtime.security import InvocationContext
 from runtime.store import Connection, Database
 
 RECEIPT_RETENTION = timedelta(days=30)
-Perform = Callable[[Connection], Awaitable[dict[str, Any]]]
+OutputT = TypeVar("OutputT", bound=msgspec.Struct)
+Perform = Callable[[Connection], Awaitable[OutputT]]
 # Whether a rejection is final for its operation: stored, and replayed to every retry.
 FinalRejection = Callable[[WorkflowError], bool]
 
@@ -84,12 +87,12 @@ def _replay(record: ledger.OperationRecord, ctx: InvocationContext, tool: str, d
 
 
 async def _perform_once(
-    conn: Connection, perform: Perform, is_final: FinalRejection
+    conn: Connection, perform: Perform[OutputT], is_final: FinalRejection
 ) -> tuple[dict[str, Any], bool]:
     try:
         # A savepoint, so a stored rejection leaves no partial mutation behind.
         async with conn.transaction():
-            return canonical_copy(await perform(conn)), False
+            return canonical_copy(msgspec.to_builtins(await perform(conn))), False
     except WorkflowError as error:
         if not is_final(error):
             raise
@@ -112,10 +115,13 @@ async def run_operation(
     tool_name: str,
     operation_id: str,
     arguments: Mapping[str, Any],
-    perform: Perform,
+    perform: Perform[OutputT],
+    output: type[OutputT],
     is_final: FinalRejection = _no_stored_rejections,
-) -> dict[str, Any]:
-    """Run perform once per (host, operationId) and return its response, replaying repeats.
+) -> OutputT:
+    """Run perform once per (host, operationId) and return its receipt, replaying repeats.
+
+    arguments is the exact argument object as received: the request digest is defined over it.
 
     A rejection for which is_final holds is stored and replayed like a receipt; any other
     error rolls the whole transaction back, ledger row included, so a retry runs afresh.
@@ -148,7 +154,7 @@ async def run_operation(
             response, is_error = canonical_copy(record.response), record.is_error
     if is_error:
         raise error_from_structured(response)
-    return response
+    return msgspec.convert(response, output)
 
 
 async def sweep_operation_receipts(

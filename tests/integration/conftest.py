@@ -15,7 +15,6 @@ from psycopg.rows import dict_row
 
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
-from runtime.publication import sync_definition_grants
 from runtime.security import Authenticator, Keyring, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
@@ -24,8 +23,9 @@ from runtime.settings import Settings
 from runtime.store import Database
 from tests.support.binding_builders import publish_version, save_owner
 from tests.support.mcp import LEGACY, MODERN, McpTestClient
-from tests.support.publication_builders import context, grant, grants_args
+from tests.support.publication_builders import context
 from tests.support.published_workflow import two_calls_yaml
+from tests.support.service_calls import sync_grants_outside_the_contract
 
 
 @pytest.fixture(scope="session")
@@ -129,8 +129,6 @@ async def published(db: Database) -> AsyncIterator[str]:
     wf_def_id = str(uuid.uuid4())
     await save_owner(db, wf_def_id)
     await publish_version(db, wf_def_id, text=two_calls_yaml())
-    await sync_definition_grants(
-        db, context(), grants_args(wf_def_id, 1, [grant("g-1", "accounts.lookup", [])])
-    )
+    await sync_grants_outside_the_contract(db, context(), wf_def_id, "g-1", "accounts.lookup")
     yield wf_def_id
     await close_waiter(db)

@@ -11,14 +11,6 @@ import jsonschema
 import pytest
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings import (
-    decide_binding,
-    get_binding,
-    list_bindings,
-    publish_binding,
-    retire_binding,
-    revoke_binding,
-)
 from runtime.store import Database
 from tests.support.binding_builders import (
     HOST,
@@ -32,6 +24,14 @@ from tests.support.binding_builders import (
     publish_version,
     save_owner,
     write_binding,
+)
+from tests.support.service_calls import (
+    decide_binding,
+    get_binding,
+    list_bindings,
+    publish_binding,
+    retire_binding,
+    revoke_binding,
 )
 
 CATALOG = Path(__file__).resolve().parents[2] / "generated" / "catalog.json"

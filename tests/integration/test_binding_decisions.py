@@ -8,14 +8,6 @@ import psycopg
 import pytest
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings import (
-    decide_binding,
-    get_binding,
-    list_bindings,
-    publish_binding,
-    retire_binding,
-    revoke_binding,
-)
 from runtime.store import Database
 from tests.support.binding_builders import (
     HOST,
@@ -27,6 +19,14 @@ from tests.support.binding_builders import (
     publish_args,
     publish_version,
     save_owner,
+)
+from tests.support.service_calls import (
+    decide_binding,
+    get_binding,
+    list_bindings,
+    publish_binding,
+    retire_binding,
+    revoke_binding,
 )
 
 

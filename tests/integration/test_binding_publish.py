@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings import decide_binding, get_binding, publish_binding
 from runtime.store import Database
 from tests.support.binding_builders import (
     HOST,
@@ -23,6 +22,7 @@ from tests.support.binding_builders import (
     save_owner,
     write_binding,
 )
+from tests.support.service_calls import decide_binding, get_binding, publish_binding
 
 
 async def _version(

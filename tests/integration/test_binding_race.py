@@ -6,7 +6,6 @@ import asyncio
 from typing import Any
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings import get_binding, publish_binding
 from runtime.store import Database
 from tests.support.binding_builders import (
     HOST,
@@ -19,6 +18,7 @@ from tests.support.binding_builders import (
     publish_version,
     save_owner,
 )
+from tests.support.service_calls import get_binding, publish_binding
 
 PUBLISHERS = 30
 

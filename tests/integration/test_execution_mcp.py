@@ -10,7 +10,6 @@ from runtime.execution import (
     start_workflow_run,
     wait_for_result,
 )
-from runtime.publication import sync_definition_grants
 from runtime.scheduler import BudgetAmounts
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
@@ -18,6 +17,7 @@ from runtime.store import Database
 from tests.support.execution import LocalServer, executor, serving
 from tests.support.publication_builders import HOST, context, grants_args
 from tests.support.published_workflow import APP_TOKEN, USER_TOKEN
+from tests.support.service_calls import sync_definition_grants
 
 
 async def run_published(

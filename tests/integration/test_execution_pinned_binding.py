@@ -16,8 +16,7 @@ from runtime.execution import (
     start_workflow_run,
     wait_for_result,
 )
-from runtime.publication import publish_definition
-from runtime.publication.bindings import DestinationPolicy, publish_binding, revoke_binding
+from runtime.publication.bindings import DestinationPolicy
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
@@ -33,6 +32,7 @@ from tests.support.binding_builders import (
 )
 from tests.support.execution import LocalServer, executor, serving
 from tests.support.publication_builders import context
+from tests.support.service_calls import publish_binding, publish_definition, revoke_binding
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("000:Binding revisions")

@@ -245,6 +245,74 @@ async def test_an_async_binding_is_rejected_with_binding_fields_evidence(actors:
     assert replay == error
 
 
+def _evidence(args: dict[str, Any], section: str) -> dict[str, Any]:
+    discriminator = {"binding": "bindingFields", "reach": "bindingReach"}[section]
+    return {
+        "version": 2,
+        "discriminator": discriminator,
+        "operationId": args["operationId"],
+        "toolName": "workflow_binding_publish",
+        "requestSection": section,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "section"),
+    [
+        ({"binding": {"toolName": "not a tool name"}}, "binding"),
+        ({"binding": {"cancellationPolicy": "BEFORE_EFFECTS_ONLY"}}, "binding"),
+        ({"binding": {"unknownMember": 1}}, "binding"),
+        ({"dependencies": [{"nestedToolId": "x"}]}, "reach"),
+        (
+            {"endpointTargets": [{**endpoint_target(), "authorizationPolicyDigest": "md5:x"}]},
+            "reach",
+        ),
+    ],
+)
+async def test_a_schema_invalid_section_is_stored_with_its_evidence(
+    actors: Actors, change: dict[str, Any], section: str
+) -> None:
+    """The catalog validator's failure path names the section; the rejection is stored."""
+    wf_def_id, text = await definition(actors)
+    args = publish_args(binding(wf_def_id, new_id(), text), 0)
+    for key, value in change.items():
+        args[key] = {**args[key], **value} if isinstance(value, dict) else value
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert error["afterEffect"] is False
+    assert error["details"]["requestValidation"] == _evidence(args, section)
+    replay = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert replay == error
+
+
+async def test_a_negative_version_wins_over_a_schema_invalid_binding(actors: Actors) -> None:
+    """Version 1 evidence comes first, as for a schema-valid binding (rules in order)."""
+    wf_def_id, text = await definition(actors)
+    args = publish_args(binding(wf_def_id, new_id(), text, toolName="not a tool name"), -1)
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert error["details"]["requestValidation"]["discriminator"] == (
+        "negativeExpectedAggregateVersion"
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"binding": "not an object"},  # the section is not present with its contract type
+        {"operationId": "not-a-uuid"},  # the operation cannot be identified and fenced
+        {"extra": True},  # outside both sections
+    ],
+)
+async def test_a_schema_failure_outside_a_fenced_section_carries_no_evidence(
+    actors: Actors, change: dict[str, Any]
+) -> None:
+    wf_def_id, text = await definition(actors)
+    args = {**publish_args(binding(wf_def_id, new_id(), text), 0), **change}
+    if "operationId" in change:  # the binding fails too, but no operation can hold it
+        args["binding"] = {**args["binding"], "toolName": "not a tool name"}
+    error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
+    assert "requestValidation" not in error.get("details", {})
+
+
 async def test_a_human_task_binding_is_rejected(actors: Actors, db: Database) -> None:
     wf_def_id, _ = await definition(actors)
     human = definition_yaml(

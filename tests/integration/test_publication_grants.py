@@ -2,27 +2,36 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
+from generated.models import WorkflowDefinitionGrantsSyncInput
 from runtime.errors import WorkflowError
-from runtime.publication import grants_digest, parse_sync_grants, read_definition_grants
-from runtime.publication import sync_definition_grants as sync
+from runtime.publication import grants_digest, read_definition_grants
 from runtime.store import Database
 from tests.support.publication_builders import (
     OTHER_HOST,
     context,
     grant,
     grants_args,
+    named_uuid,
     new_id,
 )
+from tests.support.service_calls import sync_definition_grants as sync
 
 
 def _digest_of(grants: list[dict[str, object]]) -> str:
-    return grants_digest(parse_sync_grants(grants_args(new_id(), 0, grants)).grants)
+    args = grants_args(new_id(), 0, grants)
+    return grants_digest(msgspec.convert(args, WorkflowDefinitionGrantsSyncInput).grants)
+
+
+def _ids(*names: str) -> list[str]:
+    return sorted(named_uuid(name) for name in names)
 
 
 async def _grant_ids(db: Database, wf_def_id: str) -> list[str]:
-    return [row["grant_id"] for row in await read_definition_grants(db, context(), wf_def_id)]
+    rows = await read_definition_grants(db, context(), wf_def_id)
+    return sorted(row["grant_id"] for row in rows)
 
 
 async def test_first_sync_stores_the_set_and_its_digest(db: Database) -> None:
@@ -36,10 +45,9 @@ async def test_first_sync_stores_the_set_and_its_digest(db: Database) -> None:
         "grantsDigest": _digest_of(grants),
     }
     rows = await read_definition_grants(db, context(), wf_def_id)
-    assert [(row["grant_id"], row["allowed_environments"]) for row in rows] == [
-        ("g1", ["dev"]),
-        ("g2", ["dev", "prod"]),
-    ]
+    assert sorted((row["grant_id"], row["allowed_environments"]) for row in rows) == sorted(
+        [(named_uuid("g1"), ["dev"]), (named_uuid("g2"), ["dev", "prod"])]
+    )
 
 
 async def test_grants_digest_ignores_grant_order(db: Database) -> None:
@@ -52,7 +60,7 @@ async def test_higher_revision_replaces_the_whole_set(db: Database) -> None:
     await sync(db, context(), grants_args(wf_def_id, 12, [grant("g1"), grant("g2")]))
     receipt = await sync(db, context(), grants_args(wf_def_id, 13, [grant("g3")]))
     assert (receipt["result"], receipt["appliedRevision"]) == ("saved", 13)
-    assert await _grant_ids(db, wf_def_id) == ["g3"]
+    assert await _grant_ids(db, wf_def_id) == _ids("g3")
 
 
 async def test_an_empty_set_revokes_every_grant(db: Database) -> None:
@@ -70,7 +78,7 @@ async def test_a_delayed_lower_revision_is_stale_and_cannot_restore_a_grant(db: 
     assert receipt["result"] == "stale"
     assert receipt["appliedRevision"] == 13
     assert receipt["grantsDigest"] == _digest_of([grant("g1")])
-    assert await _grant_ids(db, wf_def_id) == ["g1"]
+    assert await _grant_ids(db, wf_def_id) == _ids("g1")
 
 
 async def test_equal_revision_with_the_same_set_is_unchanged(db: Database) -> None:
@@ -87,7 +95,7 @@ async def test_equal_revision_with_another_set_conflicts_with_details(db: Databa
         await sync(db, context(), grants_args(wf_def_id, 5, [grant("g9")]))
     assert caught.value.code == "WORKFLOW_IDEMPOTENCY_CONFLICT"
     assert caught.value.details == {"appliedRevision": 5, "grantsDigest": _digest_of([grant("g1")])}
-    assert await _grant_ids(db, wf_def_id) == ["g1"]
+    assert await _grant_ids(db, wf_def_id) == _ids("g1")
 
 
 async def test_a_repeated_grant_id_is_input_invalid(db: Database) -> None:

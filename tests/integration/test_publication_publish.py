@@ -6,11 +6,7 @@ import pytest
 
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.errors import WorkflowError
-from runtime.publication import (
-    publish_definition,
-    read_definition_version,
-    retire_definition,
-)
+from runtime.publication import read_definition_version
 from runtime.store import Database
 from tests.support.publication_builders import (
     context,
@@ -19,6 +15,7 @@ from tests.support.publication_builders import (
     publish_args,
     retire_args,
 )
+from tests.support.service_calls import publish_definition, retire_definition
 
 
 async def test_publish_stores_an_active_version_with_both_digests(db: Database) -> None:
@@ -134,13 +131,16 @@ async def test_retiring_an_unknown_version_is_not_found_and_not_stored(db: Datab
     assert receipt["result"] == "retired"
 
 
-async def test_retire_with_a_stale_expected_digest_is_a_mismatch(db: Database) -> None:
+async def test_retire_takes_no_expected_digest_and_changes_nothing(db: Database) -> None:
+    # The retire contract has no expectedDefinitionDigest: the member is refused, not judged.
     wf_def_id = new_id()
     await publish_definition(db, context(), publish_args(wf_def_id))
     args = retire_args(wf_def_id, expectedDefinitionDigest="sha256:" + "1" * 64)
     with pytest.raises(WorkflowError) as caught:
         await retire_definition(db, context(), args)
-    assert caught.value.code == "WORKFLOW_DEFINITION_MISMATCH"
+    assert caught.value.code == "WORKFLOW_INPUT_INVALID"
+    stored = await read_definition_version(db, context(), wf_def_id, "1.2.0")
+    assert stored is not None and stored["status"] == "active"
 
 
 async def test_the_database_refuses_to_edit_or_revive_a_version(database_url: str) -> None:

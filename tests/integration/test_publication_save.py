@@ -6,7 +6,7 @@ import pytest
 
 from runtime.canonical import definition_digest
 from runtime.errors import WorkflowError
-from runtime.publication import read_definition_head, save_definition
+from runtime.publication import read_definition_head
 from runtime.store import Database
 from tests.support.publication_builders import (
     HOST,
@@ -16,6 +16,7 @@ from tests.support.publication_builders import (
     new_id,
     save_args,
 )
+from tests.support.service_calls import save_definition
 
 
 async def test_first_save_creates_the_head_and_reports_saved(db: Database) -> None:

@@ -8,10 +8,10 @@ import uuid
 from typing import Any
 
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
-from runtime.publication import publish_definition, save_definition
 from runtime.security import InvocationContext
 from runtime.store import Database
 from tests.support.publication_builders import HOST, context
+from tests.support.service_calls import publish_definition, save_definition
 
 __all__ = ["HOST"]
 

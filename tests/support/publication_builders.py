@@ -114,13 +114,18 @@ def grants_args(wf_def_id: str, revision: int, grants: list[dict[str, Any]]) -> 
     }
 
 
+def named_uuid(name: str) -> str:
+    """A stable UUID standing for a short test name (grant and Tool ids are UUIDs)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"test:{name}"))
+
+
 def grant(
     grant_id: str, tool_id: str = "tool-1", environments: list[str] | None = None
 ) -> dict[str, Any]:
-    """One grant of a grant set."""
+    """One grant of a grant set; grant_id and tool_id are names turned into stable UUIDs."""
     return {
-        "grantId": grant_id,
-        "toolId": tool_id,
+        "grantId": named_uuid(grant_id),
+        "toolId": named_uuid(tool_id),
         "toolVersion": "1.0.0",
         "lightapiDigest": "sha256:" + "a" * 64,
         "allowedEnvironments": environments if environments is not None else ["dev"],

@@ -19,16 +19,17 @@ from runtime.publication.bindings.carry_over import (
 from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.effects import check_effect_matrix, static_fit_problems
-from runtime.publication.bindings.errors import BindingRuleViolation, InvalidBindingRequest
-from runtime.publication.bindings.fields import validate_binding
-from runtime.publication.bindings.reach import Reach, normalize_reach
+from runtime.publication.bindings.errors import BindingRuleViolation
+from runtime.publication.bindings.reach import Reach
 from tests.support.binding_builders import (
     binding,
     definition_yaml,
     dependency,
     endpoint_target,
+    publish_args,
     write_binding,
 )
+from tests.support.service_calls import checked_binding, checked_reach, publish_rejection_section
 
 WF = "0198a3c2-0000-7000-8000-000000000001"
 TOOL = "0198a3c2-0000-7000-8000-000000000002"
@@ -39,10 +40,8 @@ def _binding(**changes: Any) -> dict[str, Any]:
     return binding(WF, TOOL, TEXT, **changes)
 
 
-def _section(value: dict[str, Any]) -> str:
-    with pytest.raises(InvalidBindingRequest) as caught:
-        validate_binding(value)
-    return caught.value.section
+def _section(value: dict[str, Any]) -> str | None:
+    return publish_rejection_section(publish_args(value, 0))
 
 
 @pytest.mark.parametrize(
@@ -84,7 +83,7 @@ def test_binding_field_rejections_are_classified_as_binding_fields(changes: dict
 
 def test_a_write_tool_needs_a_ten_minute_replay_window() -> None:
     value = write_binding(WF, TOOL, TEXT)
-    validate_binding(value)
+    checked_binding(value)
     value["idempotencyPolicy"]["resultReplayMs"] = 599_999
     assert _section(value) == "binding"
 
@@ -104,17 +103,16 @@ def test_a_write_tool_needs_a_ten_minute_replay_window() -> None:
 def test_reach_rejections_are_classified_as_binding_reach(
     dependencies: list[Any], targets: list[Any]
 ) -> None:
-    with pytest.raises(InvalidBindingRequest) as caught:
-        normalize_reach(dependencies, targets)
-    assert caught.value.section == "reach"
+    args = publish_args(_binding(), 0, dependencies=dependencies, endpoint_targets=targets)
+    assert publish_rejection_section(args) == "reach"
 
 
 def test_binding_digest_ignores_source_id_order_case_and_nulls_but_not_names() -> None:
     value = _binding()
-    reach = normalize_reach(
+    reach = checked_reach(
         [dependency("b"), dependency("a")], [endpoint_target("z"), endpoint_target("y")]
     )
-    reordered = normalize_reach(
+    reordered = checked_reach(
         [dependency("a"), dependency("b")],
         [
             {
@@ -132,7 +130,7 @@ def test_binding_digest_ignores_source_id_order_case_and_nulls_but_not_names() -
 
 def test_binding_digest_is_the_canonical_digest_of_the_documented_form() -> None:
     value = _binding()
-    reach = normalize_reach([], [endpoint_target()])
+    reach = checked_reach([], [endpoint_target()])
     fields = {k: v for k, v in value.items() if k != "sourceBindingId"}
     target = {
         **endpoint_target(),
@@ -162,18 +160,18 @@ def _definition(**options: Any) -> Any:
 
 def test_the_effect_matrix_refuses_a_read_only_tool_with_a_write_task() -> None:
     with pytest.raises(BindingRuleViolation, match="read-only Tool"):
-        check_effect_matrix(_definition(write=True), validate_binding(_binding()), Reach((), ()))
+        check_effect_matrix(_definition(write=True), checked_binding(_binding()), Reach((), ()))
 
 
 def test_the_effect_matrix_admits_a_write_tool_with_evidence() -> None:
     writes = check_effect_matrix(
-        _definition(write=True), validate_binding(write_binding(WF, TOOL, TEXT)), Reach((), ())
+        _definition(write=True), checked_binding(write_binding(WF, TOOL, TEXT)), Reach((), ())
     )
     assert [(w.qualified_name, w.kind, w.target) for w in writes] == [("save", "http", "POST")]
 
 
 def test_the_effect_matrix_refuses_reaching_a_stronger_tool() -> None:
-    reach = normalize_reach(
+    reach = checked_reach(
         [
             {
                 **dependency("x.delete", read_only=False),
@@ -184,19 +182,17 @@ def test_the_effect_matrix_refuses_reaching_a_stronger_tool() -> None:
     )
     with pytest.raises(BindingRuleViolation, match="destructive"):
         check_effect_matrix(
-            _definition(mcp_tool="x.delete"), validate_binding(write_binding(WF, TOOL, TEXT)), reach
+            _definition(mcp_tool="x.delete"), checked_binding(write_binding(WF, TOOL, TEXT)), reach
         )
 
 
 def test_an_mcp_task_must_call_a_pinned_dependency() -> None:
     with pytest.raises(BindingRuleViolation, match="not a pinned dependency"):
-        check_effect_matrix(
-            _definition(mcp_tool="x.y"), validate_binding(_binding()), Reach((), ())
-        )
+        check_effect_matrix(_definition(mcp_tool="x.y"), checked_binding(_binding()), Reach((), ()))
 
 
 def test_static_fit_names_the_limit() -> None:
-    bounds = validate_binding(_binding()).runtime_bounds
+    bounds = checked_binding(_binding()).runtime_bounds
     problems = static_fit_problems(_definition(fork_width=5), bounds, 30000)
     assert any("maximumParallelism" in problem for problem in problems)
     assert static_fit_problems(_definition(fork_width=4), bounds, 30000) == []
@@ -241,13 +237,13 @@ def test_carry_over_holds_when_nothing_it_covers_changed() -> None:
         ({}, {"approval_digest": "sha256:" + "b" * 64}, ("owner-1", "pos-1"), "approvalDigest"),
         (
             {},
-            {"reach": normalize_reach([dependency("n")], [])},
+            {"reach": checked_reach([dependency("n")], [])},
             ("owner-1", "pos-1"),
             "dependency n",
         ),
         (
             {},
-            {"reach": normalize_reach([], [endpoint_target()])},
+            {"reach": checked_reach([], [endpoint_target()])},
             ("owner-1", "pos-1"),
             "endpoint target",
         ),
@@ -273,7 +269,7 @@ def test_the_destination_policy_refuses_unlisted_schemes_hosts_and_ports() -> No
     policy = DestinationPolicy(
         allowed_hosts=frozenset({"*.example.com"}), allowed_ports=frozenset({443})
     )
-    check_destinations(normalize_reach([], [endpoint_target()]).endpoint_targets, policy)
+    check_destinations(checked_reach([], [endpoint_target()]).endpoint_targets, policy)
     for uri in (
         "http://api.example.com/x",
         "https://api.other.com/x",
@@ -281,6 +277,6 @@ def test_the_destination_policy_refuses_unlisted_schemes_hosts_and_ports() -> No
     ):
         with pytest.raises(BindingRuleViolation) as caught:
             check_destinations(
-                normalize_reach([], [endpoint_target(uri=uri)]).endpoint_targets, policy
+                checked_reach([], [endpoint_target(uri=uri)]).endpoint_targets, policy
             )
         assert caught.value.code == "WORKFLOW_POLICY_DENIED"

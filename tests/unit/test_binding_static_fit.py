@@ -14,14 +14,14 @@ from runtime.publication.bindings.carry_over import (
     carry_over_denied_reason,
 )
 from runtime.publication.bindings.effects import static_fit_problems
-from runtime.publication.bindings.fields import validate_binding
 from runtime.publication.bindings.reach import Reach
 from tests.support.binding_builders import binding, definition_yaml
+from tests.support.service_calls import checked_binding
 
 WF = "0198a3c2-0000-7000-8000-000000000001"
 TOOL = "0198a3c2-0000-7000-8000-000000000002"
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}
-BOUNDS = validate_binding(binding(WF, TOOL, definition_yaml())).runtime_bounds
+BOUNDS = checked_binding(binding(WF, TOOL, definition_yaml())).runtime_bounds
 
 
 def get(name: str, timeout: str | None = None) -> dict[str, Any]:

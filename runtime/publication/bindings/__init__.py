@@ -14,8 +14,11 @@ from runtime.publication.bindings.errors import (
     PUBLISH_TOOL,
     RETIRE_TOOL,
     REVOKE_TOOL,
+    InvalidBindingRequest,
+    failed_section,
+    publish_envelope,
 )
-from runtime.publication.bindings.publish import publish_binding
+from runtime.publication.bindings.publish import publish_binding, refuse_publish_request
 from runtime.publication.bindings.reads import get_binding, list_bindings
 
 GET_TOOL = "workflow_binding_get"
@@ -29,14 +32,18 @@ __all__ = [
     "RETIRE_TOOL",
     "REVOKE_TOOL",
     "DestinationPolicy",
+    "InvalidBindingRequest",
     "approval_digest",
     "binding_digest",
     "decide_binding",
+    "failed_section",
     "get_binding",
     "list_bindings",
     "on_definition_owner_saved",
     "on_definition_version_retire",
     "publish_binding",
+    "publish_envelope",
+    "refuse_publish_request",
     "retire_binding",
     "revoke_binding",
 ]

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
-from runtime.canonical import SAFE_INTEGER_MAX
+from msgspec import UNSET, UnsetType
+
 from runtime.errors import WorkflowError, input_invalid, policy_denied
 from runtime.publication.bindings.carry_over import Owner
 from runtime.publication.bindings.store import lock_definition_owner
-from runtime.publication.requests import normalize_uuid
-from runtime.security import InvocationContext, check_host_assertion
+from runtime.security import InvocationContext
 from runtime.store import Connection
 
-COMMENT_MAX = 2000
 # The database keeps 'approved' (with active); the contract calls that status "active".
 STATUS_NAMES = {"approved": "active"}
 CONTRACT_STATUSES = {
@@ -38,42 +35,14 @@ def timestamp(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def accept_arguments(ctx: InvocationContext, args: Any) -> Mapping[str, Any]:
-    """Check the hostId assertion before anything else reads the arguments."""
-    if not isinstance(args, Mapping):
-        raise input_invalid("arguments must be an object")
-    check_host_assertion(ctx, args.get("hostId"))
-    return args
-
-
-def uuid_argument(args: Mapping[str, Any], key: str) -> str:
-    """A required UUID argument in canonical lower-case form."""
-    value = normalize_uuid(args.get(key))
-    if value is None:
-        raise input_invalid(f"{key} must be a UUID")
-    return value
-
-
-def expected_version_argument(args: Mapping[str, Any]) -> int:
-    """expectedAggregateVersion as an integer (negative values are judged later, stored)."""
-    value = args.get("expectedAggregateVersion")
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > SAFE_INTEGER_MAX:
-        raise input_invalid("expectedAggregateVersion must be an integer")
-    return value
-
-
-def comment_argument(args: Mapping[str, Any], *, required: bool) -> str | None:
-    """An optional or required decision comment (1-2000 characters, no control characters)."""
-    value = args.get("comment")
-    if value is None:
-        if required:
-            raise input_invalid("comment is required")
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > COMMENT_MAX:
-        raise input_invalid(f"comment must be non-empty text of at most {COMMENT_MAX} characters")
-    if any((ord(c) < 32 and c not in "\t\n\r") or ord(c) == 127 for c in value):
-        raise input_invalid("comment must not contain control characters")
-    return value
+def comment_of(value: str | UnsetType, *, required: bool) -> str | None:
+    """A decision comment; a reject or revoke needs one with some text (not only spaces)."""
+    comment = None if value is UNSET else value
+    if comment is not None and not comment.strip():
+        raise input_invalid("comment must contain text, not only spaces")
+    if comment is None and required:
+        raise input_invalid("comment is required")
+    return comment
 
 
 def is_owner(ctx: InvocationContext, owner: Owner) -> bool:

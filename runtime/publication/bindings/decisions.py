@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
+from msgspec import UNSET
+
+from generated.models import (
+    WorkflowBindingDecideInput,
+    WorkflowBindingDecideOutput,
+    WorkflowBindingRetireInput,
+    WorkflowBindingRetireOutput,
+    WorkflowBindingRevokeInput,
+    WorkflowBindingRevokeOutput,
+)
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings import store
 from runtime.publication.bindings.common import (
-    accept_arguments,
-    comment_argument,
+    comment_of,
     current_owner,
-    expected_version_argument,
     not_found,
     require_owner,
-    uuid_argument,
 )
 from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
 from runtime.publication.bindings.effects import check_pinned_version
@@ -27,20 +33,11 @@ from runtime.publication.bindings.errors import (
     InvalidBindingRequest,
     negative_version_error,
 )
-from runtime.publication.bindings.fields import validate_binding
+from runtime.publication.bindings.fields import stored_binding, validate_binding
 from runtime.publication.bindings.operation import run_binding_operation
 from runtime.publication.bindings.publish import close_with_decision, version_conflict
-from runtime.security import InvocationContext
+from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
-
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-def _expected_digest(args: Mapping[str, Any]) -> str:
-    value = args.get("expectedBindingDigest")
-    if not isinstance(value, str) or not _DIGEST.match(value):
-        raise input_invalid("expectedBindingDigest must match sha256:<64 lower-case hex digits>")
-    return value
 
 
 async def _lock_reviewed_revision(
@@ -81,7 +78,7 @@ async def _revalidate(
             "WORKFLOW_DEFINITION_RETIRED", "the pinned definition version is retired"
         )
     try:
-        binding = validate_binding(revision["binding"])
+        binding = validate_binding(stored_binding(revision["binding"]))
         reach = await store.read_reach(conn, ctx.host_id, revision["binding_id"])
         check_pinned_version(version_row["document"], binding, reach)
         check_destinations(reach.endpoint_targets, policy)
@@ -94,18 +91,22 @@ async def _revalidate(
 
 
 def _decision_receipt(
-    result: str, status: str, revision: Mapping[str, Any], decision_id: str, version: int
-) -> dict[str, Any]:
-    return {
-        "result": result,
-        "status": status,
-        "toolId": revision["tool_id"],
-        "bindingId": revision["binding_id"],
-        "bindingDigest": revision["binding_digest"],
-        "approvalDigest": revision["approval_digest"],
-        "decisionId": decision_id,
-        "aggregateVersion": version,
-    }
+    result: Literal["approved", "rejected"],
+    status: Literal["active", "rejected"],
+    revision: Mapping[str, Any],
+    decision_id: str,
+    version: int,
+) -> WorkflowBindingDecideOutput:
+    return WorkflowBindingDecideOutput(
+        result=result,
+        status=status,
+        tool_id=revision["tool_id"],
+        binding_id=revision["binding_id"],
+        binding_digest=revision["binding_digest"],
+        approval_digest=revision["approval_digest"],
+        decision_id=decision_id,
+        aggregate_version=version,
+    )
 
 
 async def _approve(
@@ -116,7 +117,7 @@ async def _approve(
     head: store.PublicationHead,
     comment: str | None,
     operation_id: str,
-) -> dict[str, Any]:
+) -> WorkflowBindingDecideOutput:
     if head.active_binding_id is not None:
         await close_with_decision(
             conn,
@@ -163,15 +164,13 @@ async def _approve(
 async def _decide(
     conn: Connection,
     ctx: InvocationContext,
-    args: Mapping[str, Any],
-    operation_id: str,
+    request: WorkflowBindingDecideInput,
     policy: DestinationPolicy,
-) -> dict[str, Any]:
-    binding_id = uuid_argument(args, "bindingId")
-    decision = args.get("decision")
-    comment = comment_argument(args, required=decision == "reject")
+) -> WorkflowBindingDecideOutput:
+    binding_id, decision, operation_id = request.binding_id, request.decision, request.operation_id
+    comment = comment_of(request.comment, required=decision == "reject")
     revision, version_row, head = await _lock_reviewed_revision(
-        conn, ctx, binding_id, _expected_digest(args)
+        conn, ctx, binding_id, request.expected_binding_digest
     )
     if revision["revision_status"] != "pendingApproval":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "the revision is no longer pending approval")
@@ -201,36 +200,42 @@ async def _decide(
 async def decide_binding(
     db: Database,
     ctx: InvocationContext,
-    request: Mapping[str, Any],
+    request: WorkflowBindingDecideInput,
+    arguments: Mapping[str, Any],
     *,
     policy: DestinationPolicy | None = None,
-) -> dict[str, Any]:
+) -> WorkflowBindingDecideOutput:
     """workflow_binding_decide: the stored definition owner approves or rejects a pending revision.
 
     approve revalidates inside the transaction and supersedes the previous active revision;
     reject requires a comment. expectedBindingDigest pins the revision the owner reviewed.
     """
-    args = accept_arguments(ctx, request)
-    operation_id = uuid_argument(args, "operationId")
-    if args.get("decision") not in ("approve", "reject"):
-        raise input_invalid("decision must be approve or reject")
-    comment_argument(args, required=args.get("decision") == "reject")
+    check_host_assertion(ctx, request.host_id)
+    comment_of(request.comment, required=request.decision == "reject")
     destination_policy = policy or DestinationPolicy()
 
-    async def perform(conn: Connection) -> dict[str, Any]:
-        return await _decide(conn, ctx, args, operation_id, destination_policy)
+    async def perform(conn: Connection) -> WorkflowBindingDecideOutput:
+        return await _decide(conn, ctx, request, destination_policy)
 
     return await run_binding_operation(
-        db, ctx, tool_name=DECIDE_TOOL, operation_id=operation_id, arguments=args, perform=perform
+        db,
+        ctx,
+        tool_name=DECIDE_TOOL,
+        operation_id=request.operation_id,
+        arguments=arguments,
+        perform=perform,
+        output=WorkflowBindingDecideOutput,
     )
 
 
 async def _revoke(
-    conn: Connection, ctx: InvocationContext, args: Mapping[str, Any], operation_id: str
-) -> dict[str, Any]:
-    binding_id = uuid_argument(args, "bindingId")
-    comment = comment_argument(args, required=True)
-    revision, _, head = await _lock_reviewed_revision(conn, ctx, binding_id, _expected_digest(args))
+    conn: Connection, ctx: InvocationContext, request: WorkflowBindingRevokeInput
+) -> WorkflowBindingRevokeOutput:
+    binding_id, operation_id = request.binding_id, request.operation_id
+    comment = comment_of(request.comment, required=True)
+    revision, _, head = await _lock_reviewed_revision(
+        conn, ctx, binding_id, request.expected_binding_digest
+    )
     if revision["revision_status"] != "approved":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "only the active revision can be revoked")
     decision_id = await close_with_decision(
@@ -250,52 +255,62 @@ async def _revoke(
         active_binding_id=None,
         pending_binding_id=head.pending_binding_id,
     )
-    return {
-        "result": "revoked",
-        "status": "revoked",
-        "toolId": revision["tool_id"],
-        "bindingId": binding_id,
-        "bindingDigest": revision["binding_digest"],
-        "decisionId": decision_id,
-        "aggregateVersion": version,
-    }
+    return WorkflowBindingRevokeOutput(
+        result="revoked",
+        status="revoked",
+        tool_id=revision["tool_id"],
+        binding_id=binding_id,
+        binding_digest=revision["binding_digest"],
+        decision_id=decision_id,
+        aggregate_version=version,
+    )
 
 
 async def revoke_binding(
-    db: Database, ctx: InvocationContext, request: Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database,
+    ctx: InvocationContext,
+    request: WorkflowBindingRevokeInput,
+    arguments: Mapping[str, Any],
+) -> WorkflowBindingRevokeOutput:
     """workflow_binding_revoke: the stored owner revokes the active revision (reason required)."""
-    args = accept_arguments(ctx, request)
-    operation_id = uuid_argument(args, "operationId")
-    comment_argument(args, required=True)
+    check_host_assertion(ctx, request.host_id)
+    comment_of(request.comment, required=True)
 
-    async def perform(conn: Connection) -> dict[str, Any]:
-        return await _revoke(conn, ctx, args, operation_id)
+    async def perform(conn: Connection) -> WorkflowBindingRevokeOutput:
+        return await _revoke(conn, ctx, request)
 
     return await run_binding_operation(
-        db, ctx, tool_name=REVOKE_TOOL, operation_id=operation_id, arguments=args, perform=perform
+        db,
+        ctx,
+        tool_name=REVOKE_TOOL,
+        operation_id=request.operation_id,
+        arguments=arguments,
+        perform=perform,
+        output=WorkflowBindingRevokeOutput,
     )
 
 
 async def _retire(
     conn: Connection,
     ctx: InvocationContext,
-    tool_id: str,
-    expected: int,
+    request: WorkflowBindingRetireInput,
     comment: str | None,
-    operation_id: str,
-) -> dict[str, Any]:
+) -> WorkflowBindingRetireOutput:
+    tool_id, operation_id = request.tool_id, request.operation_id
+    expected = request.expected_aggregate_version
     if expected < 0:
         raise negative_version_error(operation_id, RETIRE_TOOL)
     head = await store.lock_head(conn, ctx.host_id, tool_id)
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
-    receipt: dict[str, Any] = {"result": "unchanged", "toolId": tool_id}
     if head.active_binding_id is None and head.pending_binding_id is None:
-        return {**receipt, "aggregateVersion": head.aggregate_version}
-    for binding_id, status, action, member in (
-        (head.active_binding_id, "retired", "retire", "retiredBindingId"),
-        (head.pending_binding_id, "withdrawn", "withdraw", "withdrawnBindingId"),
+        return WorkflowBindingRetireOutput(
+            result="unchanged", tool_id=tool_id, aggregate_version=head.aggregate_version
+        )
+    closed: dict[str, str] = {}
+    for binding_id, status, action in (
+        (head.active_binding_id, "retired", "retire"),
+        (head.pending_binding_id, "withdrawn", "withdraw"),
     ):
         if binding_id is not None:
             await close_with_decision(
@@ -307,26 +322,38 @@ async def _retire(
                 operation_id=operation_id,
                 comment=comment,
             )
-            receipt[member] = binding_id
+            closed[status] = binding_id
     version = await store.advance_head(
         conn, ctx.host_id, tool_id, active_binding_id=None, pending_binding_id=None
     )
-    return {**receipt, "result": "retired", "aggregateVersion": version}
+    return WorkflowBindingRetireOutput(
+        result="retired",
+        tool_id=tool_id,
+        aggregate_version=version,
+        retired_binding_id=closed.get("retired", UNSET),
+        withdrawn_binding_id=closed.get("withdrawn", UNSET),
+    )
 
 
 async def retire_binding(
-    db: Database, ctx: InvocationContext, request: Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database,
+    ctx: InvocationContext,
+    request: WorkflowBindingRetireInput,
+    arguments: Mapping[str, Any],
+) -> WorkflowBindingRetireOutput:
     """workflow_binding_retire: the active revision becomes retired, a pending one withdrawn."""
-    args = accept_arguments(ctx, request)
-    operation_id = uuid_argument(args, "operationId")
-    tool_id = uuid_argument(args, "toolId")
-    expected = expected_version_argument(args)
-    comment = comment_argument(args, required=False)
+    check_host_assertion(ctx, request.host_id)
+    comment = comment_of(request.comment, required=False)
 
-    async def perform(conn: Connection) -> dict[str, Any]:
-        return await _retire(conn, ctx, tool_id, expected, comment, operation_id)
+    async def perform(conn: Connection) -> WorkflowBindingRetireOutput:
+        return await _retire(conn, ctx, request, comment)
 
     return await run_binding_operation(
-        db, ctx, tool_name=RETIRE_TOOL, operation_id=operation_id, arguments=args, perform=perform
+        db,
+        ctx,
+        tool_name=RETIRE_TOOL,
+        operation_id=request.operation_id,
+        arguments=arguments,
+        perform=perform,
+        output=WorkflowBindingRetireOutput,
     )

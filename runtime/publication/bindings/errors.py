@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import msgspec
+from msgspec import field
+
+from generated.models import ExpectedAggregateVersion, HostId, OperationId
 from runtime.errors import WorkflowError
 
 PUBLISH_TOOL = "workflow_binding_publish"
@@ -16,6 +21,45 @@ _DISCRIMINATORS: dict[RequestSection, str] = {
     "binding": "bindingFields",
     "reach": "bindingReach",
 }
+# The publish request members each section covers (bindingReach: both typed arrays together).
+_SECTION_MEMBERS: dict[str, RequestSection] = {
+    "binding": "binding",
+    "dependencies": "reach",
+    "endpointTargets": "reach",
+}
+
+
+class PublishEnvelope(msgspec.Struct):
+    """The publish members that identify and fence the operation, typed by the contract."""
+
+    host_id: HostId = field(name="hostId")
+    operation_id: OperationId = field(name="operationId")
+    expected_aggregate_version: ExpectedAggregateVersion = field(name="expectedAggregateVersion")
+
+
+def publish_envelope(arguments: Mapping[str, Any]) -> PublishEnvelope | None:
+    """The envelope of publish arguments the catalog validator refused, None when it is invalid.
+
+    Without a valid envelope the operation cannot be identified and fenced, so a refusal stays
+    an unstored WORKFLOW_INPUT_INVALID without evidence (seed 000: deserialization errors).
+    """
+    try:
+        return msgspec.convert(arguments, PublishEnvelope)
+    except msgspec.ValidationError:
+        return None
+
+
+def failed_section(path: Sequence[str], rule: str | None) -> RequestSection | None:
+    """The request section a catalog-validator failure lies in (path like data.binding.x).
+
+    A failure at the member itself that is about its type proves nothing about the section:
+    Portal needs "the named section present with its contract type" in the stored request.
+    """
+    if len(path) < 2 or path[0] != "data" or path[1] not in _SECTION_MEMBERS:
+        return None
+    if len(path) == 2 and rule == "type":
+        return None
+    return _SECTION_MEMBERS[path[1]]
 
 
 class InvalidBindingRequest(ValueError):

@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime.errors import WorkflowError
 from runtime.publication.bindings.errors import has_request_evidence
-from runtime.publication.operations import Perform, run_operation
+from runtime.publication.operations import OutputT, Perform, run_operation
 from runtime.security import InvocationContext
 from runtime.store import Database
 
@@ -30,8 +30,9 @@ async def run_binding_operation(
     tool_name: str,
     operation_id: str,
     arguments: Mapping[str, Any],
-    perform: Perform,
-) -> dict[str, Any]:
+    perform: Perform[OutputT],
+    output: type[OutputT],
+) -> OutputT:
     """Claim or lock (host, operationId) first, then replay or perform and store the response."""
     return await run_operation(
         db,
@@ -40,5 +41,6 @@ async def run_binding_operation(
         operation_id=operation_id,
         arguments=arguments,
         perform=perform,
+        output=output,
         is_final=is_final_rejection,
     )

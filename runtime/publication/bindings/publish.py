@@ -5,8 +5,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from msgspec import UNSET
+
+from generated.models import WorkflowBindingPublishInput, WorkflowBindingPublishOutput
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings import store
@@ -18,14 +21,7 @@ from runtime.publication.bindings.carry_over import (
     write_task_document,
     write_task_key_of_document,
 )
-from runtime.publication.bindings.common import (
-    accept_arguments,
-    current_owner,
-    expected_version_argument,
-    is_owner,
-    not_found,
-    uuid_argument,
-)
+from runtime.publication.bindings.common import current_owner, is_owner, not_found
 from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.effects import check_pinned_version
@@ -33,13 +29,14 @@ from runtime.publication.bindings.errors import (
     PUBLISH_TOOL,
     BindingRuleViolation,
     InvalidBindingRequest,
+    PublishEnvelope,
     negative_version_error,
     request_section_error,
 )
 from runtime.publication.bindings.fields import Binding, validate_binding
 from runtime.publication.bindings.operation import run_binding_operation
 from runtime.publication.bindings.reach import Reach, normalize_reach
-from runtime.security import InvocationContext
+from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
 REASON_MAX = 1024
@@ -64,21 +61,14 @@ def version_conflict(current: int) -> WorkflowError:
     )
 
 
-def validate_publish_request(
-    args: Mapping[str, Any], operation_id: str, expected: int
-) -> ValidatedPublish:
+def validate_publish_request(request: WorkflowBindingPublishInput) -> ValidatedPublish:
     """The request-only rules, in order: version 1 evidence, then bindingFields, bindingReach."""
-    if expected < 0:
+    operation_id = request.operation_id
+    if request.expected_aggregate_version < 0:
         raise negative_version_error(operation_id, PUBLISH_TOOL)
-    if not isinstance(args.get("binding"), Mapping):
-        raise input_invalid("binding must be an object")
-    if not isinstance(args.get("dependencies"), list) or not isinstance(
-        args.get("endpointTargets"), list
-    ):
-        raise input_invalid("dependencies and endpointTargets must be arrays")
     try:
-        binding = validate_binding(args["binding"])
-        reach = normalize_reach(args["dependencies"], args["endpointTargets"])
+        binding = validate_binding(request.binding)
+        reach = normalize_reach(request.dependencies, request.endpoint_targets)
     except InvalidBindingRequest as rejection:
         raise request_section_error(rejection, operation_id) from None
     try:
@@ -120,27 +110,28 @@ async def lock_pinned_version(
 
 
 def revision_receipt(
-    result: str, revision: Mapping[str, Any], aggregate_version: int, decision_id: str | None
-) -> dict[str, Any]:
+    result: Literal["published", "unchanged"],
+    revision: Mapping[str, Any],
+    aggregate_version: int,
+    decision_id: str | None,
+) -> WorkflowBindingPublishOutput:
     """The publish receipt of a stored revision."""
     active = revision["revision_status"] == "approved"
-    receipt: dict[str, Any] = {
-        "result": result,
-        "status": "active" if active else "pendingApproval",
-        "toolId": revision["tool_id"],
-        "bindingId": revision["binding_id"],
-        "sourceBindingId": revision["source_binding_id"],
-        "workflowVersion": revision["workflow_version"],
-        "definitionDigest": revision["definition_digest"],
-        "bindingDigest": revision["binding_digest"],
-        "approvalDigest": revision["approval_digest"],
-        "aggregateVersion": aggregate_version,
-    }
-    if decision_id is not None:
-        receipt["decisionId"] = decision_id
-    if not active and revision.get("carry_over_denied_reason"):
-        receipt["carryOverDeniedReason"] = revision["carry_over_denied_reason"]
-    return receipt
+    denied = None if active else revision.get("carry_over_denied_reason")
+    return WorkflowBindingPublishOutput(
+        result=result,
+        status="active" if active else "pendingApproval",
+        tool_id=revision["tool_id"],
+        binding_id=revision["binding_id"],
+        source_binding_id=revision["source_binding_id"],
+        workflow_version=revision["workflow_version"],
+        definition_digest=revision["definition_digest"],
+        binding_digest=revision["binding_digest"],
+        approval_digest=revision["approval_digest"],
+        aggregate_version=aggregate_version,
+        decision_id=UNSET if decision_id is None else decision_id,
+        carry_over_denied_reason=denied or UNSET,
+    )
 
 
 async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> ApprovedBasis:
@@ -273,7 +264,7 @@ def _revision_row(
 
 async def _unchanged(
     conn: Connection, ctx: InvocationContext, head: store.PublicationHead, digest: str
-) -> dict[str, Any] | None:
+) -> WorkflowBindingPublishOutput | None:
     for binding_id in (head.active_binding_id, head.pending_binding_id):
         if binding_id is None:
             continue
@@ -308,12 +299,11 @@ async def _supersede_previous(
 async def _publish(
     conn: Connection,
     ctx: InvocationContext,
-    args: Mapping[str, Any],
-    operation_id: str,
-    expected: int,
+    publish: WorkflowBindingPublishInput,
     policy: DestinationPolicy,
-) -> dict[str, Any]:
-    request = validate_publish_request(args, operation_id, expected)
+) -> WorkflowBindingPublishOutput:
+    request = validate_publish_request(publish)
+    operation_id, expected = publish.operation_id, publish.expected_aggregate_version
     doc = request.binding.document
     version_row = await lock_pinned_version(conn, ctx.host_id, doc)
     owner = await current_owner(conn, ctx.host_id, doc["wfDefId"])
@@ -371,24 +361,61 @@ async def _publish(
 async def publish_binding(
     db: Database,
     ctx: InvocationContext,
-    request: Mapping[str, Any],
+    request: WorkflowBindingPublishInput,
+    arguments: Mapping[str, Any],
     *,
     policy: DestinationPolicy | None = None,
-) -> dict[str, Any]:
+) -> WorkflowBindingPublishOutput:
     """workflow_binding_publish: record a revision as active or pendingApproval.
 
     The hostId assertion is checked first; then the (host, operationId) ledger row is claimed
     or locked before any rule, so request-only rejections (negative expected version,
     bindingFields, bindingReach) and VERSION_CONFLICT are stored and replayed unchanged.
+    arguments (the exact argument object) is what the ledger's request digest covers.
     """
-    args = accept_arguments(ctx, request)
-    operation_id = uuid_argument(args, "operationId")
-    expected = expected_version_argument(args)
+    check_host_assertion(ctx, request.host_id)
     destination_policy = policy or DestinationPolicy()
 
-    async def perform(conn: Connection) -> dict[str, Any]:
-        return await _publish(conn, ctx, args, operation_id, expected, destination_policy)
+    async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
+        return await _publish(conn, ctx, request, destination_policy)
 
     return await run_binding_operation(
-        db, ctx, tool_name=PUBLISH_TOOL, operation_id=operation_id, arguments=args, perform=perform
+        db,
+        ctx,
+        tool_name=PUBLISH_TOOL,
+        operation_id=request.operation_id,
+        arguments=arguments,
+        perform=perform,
+        output=WorkflowBindingPublishOutput,
+    )
+
+
+async def refuse_publish_request(
+    db: Database,
+    ctx: InvocationContext,
+    envelope: PublishEnvelope,
+    rejection: InvalidBindingRequest,
+    arguments: Mapping[str, Any],
+) -> WorkflowBindingPublishOutput:
+    """Store a publish whose binding or reach the catalog validator refused, with its evidence.
+
+    The envelope (hostId, operationId, expectedAggregateVersion) is valid, so the operation can
+    be fenced: the rejection is stored under it like any request-only rejection (a negative
+    expected version still wins, as in validate_publish_request), and replayed to every retry.
+    """
+    check_host_assertion(ctx, envelope.host_id)
+
+    async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
+        if envelope.expected_aggregate_version < 0:
+            raise negative_version_error(envelope.operation_id, PUBLISH_TOOL)
+        raise request_section_error(rejection, envelope.operation_id)
+
+    return await run_binding_operation(
+        db,
+        ctx,
+        tool_name=PUBLISH_TOOL,
+        operation_id=envelope.operation_id,
+        arguments=arguments,
+        perform=perform,
+        output=WorkflowBindingPublishOutput,
     )

@@ -8,23 +8,29 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
+from generated.models import (
+    WorkflowBindingGetInput,
+    WorkflowBindingGetOutput,
+    WorkflowBindingListInput,
+    WorkflowBindingListOutput,
+)
 from runtime.errors import input_invalid
 from runtime.publication.bindings import store
 from runtime.publication.bindings.common import (
     CONTRACT_STATUSES,
-    accept_arguments,
     contract_status,
     not_found,
     timestamp,
-    uuid_argument,
 )
-from runtime.publication.requests import normalize_uuid
-from runtime.security import InvocationContext
+from runtime.publication.ids import normalize_uuid
+from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
 DECISIONS_LIMIT = 200
-LIST_DEFAULT_LIMIT = 25  # contracts: workflow_binding_list limit default 25, maximum 100
-LIST_MAX_LIMIT = 100
+LIST_DEFAULT_LIMIT = 25  # contracts: workflow_binding_list limit default 25
 
 
 def _optional(doc: dict[str, Any], key: str, value: Any) -> None:
@@ -73,13 +79,13 @@ def _decision_document(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def get_binding(
-    db: Database, ctx: InvocationContext, request: Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database, ctx: InvocationContext, request: WorkflowBindingGetInput
+) -> WorkflowBindingGetOutput:
     """workflow_binding_get: a revision (by id, else pending, else active, else the newest), the
     Tool's head pointers, its active revision for comparison, and the decision history."""
-    args = accept_arguments(ctx, request)
-    tool_id = uuid_argument(args, "toolId")
-    binding_id = uuid_argument(args, "bindingId") if args.get("bindingId") is not None else None
+    check_host_assertion(ctx, request.host_id)
+    tool_id = request.tool_id
+    binding_id = None if request.binding_id is UNSET else request.binding_id
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
         head = await store.read_head(conn, ctx.host_id, tool_id)
         # A caller with no relationship to the Tool learns nothing, not even that it exists.
@@ -103,7 +109,7 @@ async def get_binding(
             result["activeRevision"] = await revision_document(conn, ctx.host_id, active)
         decisions = await store.select_decisions(conn, ctx.host_id, tool_id, DECISIONS_LIMIT)
         result["decisions"] = [_decision_document(decision) for decision in decisions]
-    return result
+    return msgspec.convert(result, WorkflowBindingGetOutput)
 
 
 def encode_cursor(requested_ts: datetime, binding_id: str) -> str:
@@ -127,27 +133,19 @@ def decode_cursor(cursor: Any) -> tuple[datetime, str]:
         raise input_invalid("cursor is not a cursor from a previous page") from error
 
 
-def _list_params(ctx: InvocationContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    role = args.get("role")
-    if role not in ("owner", "requester"):
-        raise input_invalid("role must be owner or requester")
-    status = args.get("status")
-    if status is not None and status not in CONTRACT_STATUSES:
-        raise input_invalid("status is not a revision status")
-    limit = args.get("limit", LIST_DEFAULT_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIST_MAX_LIMIT:
-        raise input_invalid(f"limit must be between 1 and {LIST_MAX_LIMIT}")
+def _list_params(ctx: InvocationContext, request: WorkflowBindingListInput) -> dict[str, Any]:
+    limit = LIST_DEFAULT_LIMIT if request.limit is UNSET else request.limit
     after_ts, after_id = (None, None)
-    if args.get("cursor") is not None:
-        after_ts, after_id = decode_cursor(args["cursor"])
+    if request.cursor is not UNSET:
+        after_ts, after_id = decode_cursor(request.cursor)
     return {
         "host_id": ctx.host_id,
-        "role": role,
+        "role": request.role,
         "user_id": ctx.user_id,
         "positions": sorted(ctx.positions),
-        "wf_def_id": uuid_argument(args, "wfDefId") if args.get("wfDefId") is not None else None,
-        "tool_id": uuid_argument(args, "toolId") if args.get("toolId") is not None else None,
-        "status": None if status is None else CONTRACT_STATUSES[status],
+        "wf_def_id": None if request.wf_def_id is UNSET else request.wf_def_id,
+        "tool_id": None if request.tool_id is UNSET else request.tool_id,
+        "status": None if request.status is UNSET else CONTRACT_STATUSES[request.status],
         "after_ts": after_ts,
         "after_id": after_id,
         "limit": limit + 1,
@@ -173,12 +171,12 @@ def _list_item(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def list_bindings(
-    db: Database, ctx: InvocationContext, request: Mapping[str, Any]
-) -> dict[str, Any]:
+    db: Database, ctx: InvocationContext, request: WorkflowBindingListInput
+) -> WorkflowBindingListOutput:
     """workflow_binding_list: revisions the caller owns (by stored definition owner) or requested,
     newest request first, with pending counts per definition, from one snapshot."""
-    args = accept_arguments(ctx, request)
-    params = _list_params(ctx, args)
+    check_host_assertion(ctx, request.host_id)
+    params = _list_params(ctx, request)
     page_size = params["limit"] - 1
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
         rows = await store.list_revisions(conn, params)
@@ -194,4 +192,4 @@ async def list_bindings(
     if len(rows) > page_size:
         last = rows[page_size - 1]
         result["nextCursor"] = encode_cursor(last["requested_ts"], last["binding_id"])
-    return result
+    return msgspec.convert(result, WorkflowBindingListOutput)

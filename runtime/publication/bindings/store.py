@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.publication.bindings.fields import parse_annotations
+from runtime.publication.bindings.fields import stored_annotations
 from runtime.publication.bindings.reach import Dependency, EndpointTarget, Reach
 from runtime.store import Connection, load_queries
 
@@ -171,7 +171,7 @@ async def read_reach(conn: Connection, host_id: str, binding_id: str) -> Reach:
             dispatch_target=row["dispatch_target"],
             annotations=None
             if row["tool_annotations"] is None
-            else parse_annotations(row["tool_annotations"], "stored", section="reach"),
+            else stored_annotations(row["tool_annotations"]),
             annotations_document=row["tool_annotations"],
         )
         for row in await _all(conn, QUERIES["select_dependencies"], params)

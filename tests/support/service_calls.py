@@ -1,0 +1,234 @@
+"""Publication services called as the endpoint calls them, for service-level tests.
+
+Each helper takes the raw argument dict a client would send, runs the same steps as
+runtime/mcp/dispatch.py (hostId assertion, the generated validator, msgspec conversion, the
+handler's own refusal for binding publish) and returns the receipt as a JSON-shaped dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from fastjsonschema import JsonSchemaValueException
+
+from generated import models
+from generated.routes import ROUTES
+from runtime import publication
+from runtime.mcp.call import InputFailure
+from runtime.publication import bindings
+from runtime.publication.bindings import DestinationPolicy
+from runtime.publication.bindings.fields import Binding, validate_binding
+from runtime.publication.bindings.reach import Reach, normalize_reach
+from runtime.security import InvocationContext, check_host_assertion
+from runtime.store import Database
+
+
+def _typed(tool: str, ctx: InvocationContext, args: dict[str, Any]) -> Any:
+    """The generated input struct of args, or the failure the validator reports (raised)."""
+    if isinstance(args.get("hostId"), str):
+        check_host_assertion(ctx, args["hostId"])
+    route = ROUTES[tool]
+    route.validate_input(args)
+    return msgspec.convert(args, route.input_model, strict=False)
+
+
+def _failure(exc: JsonSchemaValueException) -> InputFailure:
+    return InputFailure(f"invalid arguments: {exc.message}", exc.name, tuple(exc.path), exc.rule)
+
+
+async def _run(
+    tool: str,
+    ctx: InvocationContext,
+    args: dict[str, Any],
+    call: Callable[[Any], Awaitable[msgspec.Struct]],
+) -> dict[str, Any]:
+    try:
+        typed = _typed(tool, ctx, args)
+    except JsonSchemaValueException as exc:
+        raise _failure(exc).error() from None
+    output: dict[str, Any] = msgspec.to_builtins(await call(typed))
+    return output
+
+
+async def save_definition(
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
+) -> dict[str, Any]:
+    """workflow_definition_save."""
+    return await _run(
+        "workflow_definition_save",
+        ctx,
+        args,
+        lambda typed: publication.save_definition(db, ctx, typed),
+    )
+
+
+async def publish_definition(
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
+) -> dict[str, Any]:
+    """workflow_definition_publish."""
+    return await _run(
+        "workflow_definition_publish",
+        ctx,
+        args,
+        lambda typed: publication.publish_definition(db, ctx, typed, args),
+    )
+
+
+async def retire_definition(
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
+) -> dict[str, Any]:
+    """workflow_definition_retire."""
+    return await _run(
+        "workflow_definition_retire",
+        ctx,
+        args,
+        lambda typed: publication.retire_definition(db, ctx, typed, args),
+    )
+
+
+async def sync_definition_grants(
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
+) -> dict[str, Any]:
+    """workflow_definition_grants_sync."""
+    return await _run(
+        "workflow_definition_grants_sync",
+        ctx,
+        args,
+        lambda typed: publication.sync_definition_grants(db, ctx, typed),
+    )
+
+
+async def publish_binding(
+    db: Database,
+    ctx: InvocationContext,
+    args: dict[str, Any],
+    *,
+    policy: DestinationPolicy | None = None,
+) -> dict[str, Any]:
+    """workflow_binding_publish, including the stored refusal of a schema-invalid section."""
+    tool = "workflow_binding_publish"
+    try:
+        typed = _typed(tool, ctx, args)
+    except JsonSchemaValueException as exc:
+        failure = _failure(exc)
+        section = bindings.failed_section(failure.path, failure.rule)
+        envelope = bindings.publish_envelope(args) if section is not None else None
+        if section is None or envelope is None:
+            raise failure.error() from None
+        rejection = bindings.InvalidBindingRequest(section, failure.message)
+        refused = await bindings.refuse_publish_request(db, ctx, envelope, rejection, args)
+        return dict(msgspec.to_builtins(refused))
+    published = await bindings.publish_binding(db, ctx, typed, args, policy=policy)
+    return dict(msgspec.to_builtins(published))
+
+
+async def decide_binding(
+    db: Database,
+    ctx: InvocationContext,
+    args: dict[str, Any],
+    *,
+    policy: DestinationPolicy | None = None,
+) -> dict[str, Any]:
+    """workflow_binding_decide."""
+    return await _run(
+        "workflow_binding_decide",
+        ctx,
+        args,
+        lambda typed: bindings.decide_binding(db, ctx, typed, args, policy=policy),
+    )
+
+
+async def revoke_binding(
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
+) -> dict[str, Any]:
+    """workflow_binding_revoke."""
+    return await _run(
+        "workflow_binding_revoke",
+        ctx,
+        args,
+        lambda typed: bindings.revoke_binding(db, ctx, typed, args),
+    )
+
+
+async def retire_binding(
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
+) -> dict[str, Any]:
+    """workflow_binding_retire."""
+    return await _run(
+        "workflow_binding_retire",
+        ctx,
+        args,
+        lambda typed: bindings.retire_binding(db, ctx, typed, args),
+    )
+
+
+async def get_binding(db: Database, ctx: InvocationContext, args: dict[str, Any]) -> dict[str, Any]:
+    """workflow_binding_get."""
+    return await _run(
+        "workflow_binding_get", ctx, args, lambda typed: bindings.get_binding(db, ctx, typed)
+    )
+
+
+async def list_bindings(
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
+) -> dict[str, Any]:
+    """workflow_binding_list."""
+    return await _run(
+        "workflow_binding_list", ctx, args, lambda typed: bindings.list_bindings(db, ctx, typed)
+    )
+
+
+def checked_binding(value: dict[str, Any]) -> Binding:
+    """Workflow's binding rules on a binding document that passes the catalog schema."""
+    return validate_binding(msgspec.convert(value, models.ToolBinding, strict=False))
+
+
+def checked_reach(dependencies: list[Any], targets: list[Any]) -> Reach:
+    """Workflow's reach rules on schema-valid dependencies and endpointTargets."""
+    return normalize_reach(
+        msgspec.convert(dependencies, list[models.BindingDependency], strict=False),
+        msgspec.convert(targets, list[models.EndpointTarget], strict=False),
+    )
+
+
+def publish_rejection_section(args: dict[str, Any]) -> str | None:
+    """The evidence section a publish request is refused under (None: no request-only rejection).
+
+    The catalog validator's failure is classified by its path, as the handler does; a
+    schema-valid request goes through Workflow's own binding and reach rules.
+    """
+    route = ROUTES["workflow_binding_publish"]
+    try:
+        route.validate_input(args)
+    except JsonSchemaValueException as exc:
+        return bindings.failed_section(tuple(exc.path), exc.rule)
+    typed = msgspec.convert(args, models.WorkflowBindingPublishInput, strict=False)
+    try:
+        validate_binding(typed.binding)
+        normalize_reach(typed.dependencies, typed.endpoint_targets)
+    except bindings.InvalidBindingRequest as rejection:
+        return rejection.section
+    return None
+
+
+async def sync_grants_outside_the_contract(
+    db: Database, ctx: InvocationContext, wf_def_id: str, grant_id: str, tool_name: str
+) -> None:
+    """Execution fixtures only: a grant naming an MCP tool by name, for every environment.
+
+    Execution matches live grants by MCP tool name, while the catalog types grant toolId as a
+    Tool UUID with at least one environment; so this grant is built without the validator.
+    """
+    grant = models.Grant(
+        grant_id=grant_id,
+        tool_id=tool_name,
+        tool_version="1.0.0",
+        lightapi_digest="sha256:" + "a" * 64,
+        allowed_environments=[],
+    )
+    request = models.WorkflowDefinitionGrantsSyncInput(
+        host_id=ctx.host_id, wf_def_id=wf_def_id, source_revision=1, actor="steve", grants=[grant]
+    )
+    await publication.sync_definition_grants(db, ctx, request)
