@@ -13,7 +13,7 @@ from runtime.execution.service import (
 )
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.store import RunSpec
-from runtime.execution.waiter import TERMINAL_STATES, close_waiter
+from runtime.execution.waiter import TERMINAL_STATES, close_waiter, configure_waiter
 
 __all__ = [
     "AFTER_DISPATCH_POINT",
@@ -26,6 +26,7 @@ __all__ = [
     "WorkflowRuntime",
     "admit_run",
     "close_waiter",
+    "configure_waiter",
     "forget_expired_credentials",
     "read_run",
     "start_workflow_run",

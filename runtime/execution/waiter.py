@@ -82,15 +82,21 @@ class ResultWaiter:
 _WAITERS: weakref.WeakKeyDictionary[Database, ResultWaiter] = weakref.WeakKeyDictionary()
 
 
+def configure_waiter(db: Database, *, poll_interval_s: float) -> ResultWaiter:
+    """Create a database's shared waiter with its own fallback poll interval (before first use)."""
+    conninfo = db.pool.conninfo
+    if not isinstance(conninfo, str):
+        raise ValueError("the pool's conninfo is computed; cannot open a LISTEN connection")
+    waiter = ResultWaiter(conninfo, poll_interval_s)
+    _WAITERS[db] = waiter
+    return waiter
+
+
 async def waiter_for(db: Database) -> ResultWaiter:
     """The shared waiter of a database (one LISTEN connection), started on first use."""
     waiter = _WAITERS.get(db)
     if waiter is None:
-        conninfo = db.pool.conninfo
-        if not isinstance(conninfo, str):
-            raise ValueError("the pool's conninfo is computed; cannot open a LISTEN connection")
-        waiter = ResultWaiter(conninfo)
-        _WAITERS[db] = waiter
+        waiter = configure_waiter(db, poll_interval_s=0.25)
     await waiter.start()
     return waiter
 

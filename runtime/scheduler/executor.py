@@ -72,6 +72,7 @@ class Executor:
         self._loop_task: asyncio.Task[None] | None = None
         self._monitor_task: asyncio.Task[None] | None = None
         self.claim_rounds = 0
+        self._parked = False
 
     @property
     def listener(self) -> NotificationListener | None:
@@ -101,6 +102,11 @@ class Executor:
             and not self._loop_task.done()
             and not self._stopping.is_set()
         )
+
+    @property
+    def idle(self) -> bool:
+        """No task is running and the claim loop waits for a wake-up (tests and diagnostics)."""
+        return not self._running and self._parked and not self._wake.is_set()
 
     async def stop(self) -> None:
         """Stop claiming, let running tasks finish within the grace, release the rest."""
@@ -150,9 +156,13 @@ class Executor:
             await self._wait_for_wake()
 
     async def _wait_for_wake(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.settings.poll_interval_ms / 1000):
-                await self._wake.wait()
+        self._parked = True
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.poll_interval_ms / 1000):
+                    await self._wake.wait()
+        finally:
+            self._parked = False
 
     def _claim_request(self) -> queue.ClaimRequest:
         s = self.settings
