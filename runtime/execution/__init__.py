@@ -5,11 +5,13 @@ from __future__ import annotations
 from runtime.execution.effects import AFTER_DISPATCH_POINT, CALL_SLOTS, DurableEffects
 from runtime.execution.handler import WORKFLOW_TASK_KIND, WorkflowRuntime
 from runtime.execution.service import (
+    RunWatch,
     admit_run,
     forget_expired_credentials,
     read_run,
     start_workflow_run,
     wait_for_result,
+    watch_run,
 )
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.store import RunSpec
@@ -23,6 +25,7 @@ __all__ = [
     "DurableEffects",
     "ExecutionSettings",
     "RunSpec",
+    "RunWatch",
     "WorkflowRuntime",
     "admit_run",
     "close_waiter",
@@ -31,4 +34,5 @@ __all__ = [
     "read_run",
     "start_workflow_run",
     "wait_for_result",
+    "watch_run",
 ]

@@ -18,7 +18,9 @@ Budget (one ledger row per run, every debit a fenced conditional reservation):
 - result bytes: the canonical JSON size of the public result;
 - cost units: one per dispatch, plus, at each top-level task, one for the task and one per
   started CEL_STEPS_PER_COST_UNIT CEL evaluation steps (the deterministic step meter).
-A failed reservation is WORKFLOW_BUDGET_EXHAUSTED; nothing past it is sent or committed.
+A failed reservation is WORKFLOW_BUDGET_EXHAUSTED; nothing past it is sent or committed. The
+checkpoint and result bytes and the task's cost units are debited in the transaction that
+completes the task (TaskOutcome.consume), so pure work commits once per top-level task.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from runtime.publication.bindings.reach import Reach
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
-from runtime.scheduler.models import ClaimedTask, NewTask, TaskOutcome
+from runtime.scheduler.models import BudgetAmounts, ClaimedTask, NewTask, TaskOutcome
 from runtime.security import Keyring, RunCredentialSettings, SecretToken, SecuritySettings
 from runtime.store import Database
 
@@ -104,6 +106,7 @@ class WorkflowRuntime:
     # run_credential.original_token_margin_seconds of the security settings (one place only).
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
     _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
+    _reaches: dict[tuple[str, str], Reach] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
 
     @classmethod
@@ -160,37 +163,49 @@ class WorkflowRuntime:
                 )
             except _TaskDone as done:
                 await _check_deadline(db, task)
-                await _consume(
-                    lease, intermediate_bytes=canonical_size(done.state), cost_units=_cost(tally)
+                used = BudgetAmounts(
+                    intermediate_bytes=canonical_size(done.state), cost_units=_cost(tally)
                 )
                 next_task = NewTask(
                     WORKFLOW_TASK_KIND, {"state": done.state}, step_no=task.step_no + CALL_SLOTS
                 )
-                return TaskOutcome.then(next_task, output={"position": done.state["position"]})
+                return TaskOutcome.then(
+                    next_task, output={"position": done.state["position"]}, consume=used
+                )
             except RunDeadlineExpired:
                 raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         await _check_deadline(db, task)
         if outcome.status == "completed":
-            await _consume(
-                lease, result_bytes=canonical_size(outcome.output), cost_units=_cost(tally)
+            used = BudgetAmounts(
+                result_bytes=canonical_size(outcome.output), cost_units=_cost(tally)
             )
-            return TaskOutcome.finish_run(outcome.output, output={"finished": True})
+            return TaskOutcome.finish_run(outcome.output, output={"finished": True}, consume=used)
         raise outcome.error or task_failed()
 
     async def _load(self, db: Database, task: ClaimedTask) -> _Loaded:
+        # The first task carries the run's spec; the pinned definition and the revision's
+        # reach never change, so a warm run reads nothing here.
+        spec = store.spec_from_payload(task.host_id, task.process_id, task.payload)
+        definition = self._cached_definition(spec)
+        reach = self._cached_reach(spec)
+        if spec is not None and definition is not None and (reach or not spec.binding_id):
+            return _Loaded(spec, definition, reach)
         async with db.transaction(read_only=True) as conn:
-            spec = await store.select_run_spec(conn, task.host_id, task.process_id)
+            if spec is None:
+                spec = await store.select_run_spec(conn, task.host_id, task.process_id)
             if spec is None:
                 raise task_failed("the run has no execution record")
-            reach = None
             if spec.binding_id is not None:
                 # The run's own pinned revision, never the Tool's currently active one.
-                reach = await store.select_reach(conn, task.host_id, spec.binding_id)
+                reach = self._cached_reach(spec) or await store.select_reach(
+                    conn, task.host_id, spec.binding_id
+                )
+                self._reaches[(task.host_id, spec.binding_id)] = reach
+            definition = self._cached_definition(spec)
+            if definition is not None:
+                return _Loaded(spec, definition, reach)
             document = spec.definition
             if document is None and spec.wf_def_id and spec.workflow_version:
-                key = (spec.wf_def_id, spec.workflow_version)
-                if key in self._definitions:
-                    return _Loaded(spec, self._definitions[key], reach)
                 document = await store.select_definition_document(
                     conn, task.host_id, spec.wf_def_id, spec.workflow_version
                 )
@@ -200,6 +215,16 @@ class WorkflowRuntime:
         if spec.definition is None and spec.wf_def_id and spec.workflow_version:
             self._definitions[(spec.wf_def_id, spec.workflow_version)] = definition
         return _Loaded(spec, definition, reach)
+
+    def _cached_definition(self, spec: store.RunSpec | None) -> WorkflowDefinition | None:
+        if spec is None or spec.definition is not None or not spec.workflow_version:
+            return None
+        return self._definitions.get((spec.wf_def_id or "", spec.workflow_version))
+
+    def _cached_reach(self, spec: store.RunSpec | None) -> Reach | None:
+        if spec is None or spec.binding_id is None:
+            return None
+        return self._reaches.get((spec.host_id, spec.binding_id))
 
     async def _prior_calls(self, db: Database, task: ClaimedTask) -> dict[int, dict[str, Any]]:
         async with db.transaction(read_only=True) as conn:
@@ -257,16 +282,6 @@ class WorkflowRuntime:
 def _cost(tally: StepTally) -> int:
     """Cost units of one top-level task: one, plus one per started block of CEL steps."""
     return 1 + -(-tally.steps // CEL_STEPS_PER_COST_UNIT)
-
-
-async def _consume(lease: TaskLease, **amounts: int) -> None:
-    """Spend intermediate/result bytes and cost units through the fenced budget ledger.
-
-    Reserved and settled at once: the amounts are known, and a failed reservation is
-    WORKFLOW_BUDGET_EXHAUSTED before the checkpoint or the result is committed.
-    """
-    reservation = await lease.reserve(**amounts)
-    await lease.reconcile(reservation, **amounts)
 
 
 def _stop_after_task(task_count: int) -> Any:

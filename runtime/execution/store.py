@@ -43,6 +43,38 @@ class StoredCredential:
     token_expires_ts: datetime | None
 
 
+SPEC_KEY = "spec"
+
+
+def spec_payload(spec: RunSpec) -> dict[str, Any]:
+    """The run spec as the first task carries it (so its claim needs no read of the spec)."""
+    return {
+        "wfDefId": spec.wf_def_id,
+        "workflowVersion": spec.workflow_version,
+        "definition": spec.definition,
+        "bindingId": spec.binding_id,
+        "userId": spec.user_id,
+        "limits": spec.limits,
+    }
+
+
+def spec_from_payload(host_id: str, process_id: str, payload: dict[str, Any]) -> RunSpec | None:
+    """The run spec a task payload carries, or None (later tasks read it from the table)."""
+    carried = payload.get(SPEC_KEY)
+    if not isinstance(carried, dict):
+        return None
+    return RunSpec(
+        host_id=host_id,
+        process_id=process_id,
+        wf_def_id=carried["wfDefId"],
+        workflow_version=carried["workflowVersion"],
+        definition=carried["definition"],
+        binding_id=carried["bindingId"],
+        user_id=carried["userId"],
+        limits=carried["limits"],
+    )
+
+
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 

@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, policy_denied
+from runtime.execution import watch_run
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, refresh_credential, seal_for, write_run
-from runtime.invocation.waiting import finish_invoke
+from runtime.invocation.waiting import WaitedRun, finish_invoke
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
 
@@ -20,12 +21,14 @@ NESTED_REFUSAL = "nested workflow-backed Tool calls require the workflow action 
 
 @dataclass(frozen=True)
 class Admitted:
-    """The run a call ended up with, and whether it was started by this call."""
+    """The run a call ended up with, whether this call started it, and the run as admitted."""
 
     process_id: str
     outcome: str  # accepted | attach | replay
     definition_digest: str
     sync_wait_ms: int
+    # state, deadline_ts, effect_state (and result and error when it already ended).
+    run: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -149,22 +152,48 @@ async def _admit(
         counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
         rules.check_admission_limits(revision["admission_limits"], counts)
         await write_run(conn, ctx, plan, sealed.secret, principal)
-    elif claim.outcome == "attach":
-        await refresh_credential(conn, keyring, ctx, claim.process_id)
-    return Admitted(claim.process_id, claim.outcome, revision["definition_digest"], sync_wait_ms)
+        run = {"state": "ACCEPTED", "deadline_ts": plan.deadline_ts, "effect_state": "none"}
+    else:
+        if claim.outcome == "attach":
+            await refresh_credential(conn, keyring, ctx, claim.process_id)
+        owned = await store.select_owned_run(conn, ctx.host_id, claim.process_id)
+        assert owned is not None  # the reservation names a run admitted in a committed tx
+        run = owned
+    return Admitted(
+        claim.process_id, claim.outcome, revision["definition_digest"], sync_wait_ms, run
+    )
 
 
 async def invoke_tool(
     db: Database, ctx: InvocationContext, args: Mapping[str, Any], keyring: Keyring
 ) -> dict[str, Any]:
-    """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error."""
+    """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error.
+
+    One transaction admits and enqueues; the watch on the new run is registered before it
+    commits, so an executor of this process hands the run's end over without a read.
+    """
     if args.get("parentActionId") is not None:
         raise policy_denied(NESTED_REFUSAL)
+    # Load shedding (deadline-aware admission) goes here: before anything is sealed or written.
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
-    async with db.transaction() as conn:
-        admitted = await _admit(conn, ctx, args, keyring, sealed)
-    return await finish_invoke(
-        db, ctx.host_id, admitted.process_id, admitted.definition_digest, admitted.sync_wait_ms
+    async with watch_run(db, process_id) as watch:
+        async with db.transaction() as conn:
+            admitted = await _admit(conn, ctx, args, keyring, sealed)
+        if admitted.outcome == "accepted":
+            return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
+    async with watch_run(db, admitted.process_id) as watch:
+        # Another call's run: it may have changed since admission read it, so read it again.
+        return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), None)
+
+
+def _waited(admitted: Admitted) -> WaitedRun:
+    return WaitedRun(
+        process_id=admitted.process_id,
+        definition_digest=admitted.definition_digest,
+        sync_wait_ms=admitted.sync_wait_ms,
+        deadline_ts=admitted.run["deadline_ts"],
+        admitted_state=admitted.run["state"],
+        admitted=admitted.run,
     )

@@ -8,13 +8,9 @@ from typing import Any
 
 from runtime.errors import WorkflowError
 from runtime.invocation import store
-from runtime.invocation.results import (
-    LIVE_STATES,
-    not_visible,
-    result_document,
-    status_document,
-)
+from runtime.invocation.results import not_visible, result_document, status_document
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
+from runtime.scheduler.models import LIVE_STATES
 from runtime.security import InvocationContext
 from runtime.store import Database
 

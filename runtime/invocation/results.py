@@ -8,9 +8,6 @@ from typing import Any
 
 from runtime.errors import ErrorStatus, WorkflowError, error_registry
 
-TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
-LIVE_STATES = frozenset({"ACCEPTED", "RUNNING", "WAITING"})
-
 
 def timestamp(value: datetime) -> str:
     """RFC 3339 UTC with a Z suffix (microseconds when present)."""

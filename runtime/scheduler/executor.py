@@ -151,7 +151,9 @@ class Executor:
                 claimed = await self._claim(request)
                 for task, lease in claimed:
                     self._dispatch(task, lease)
-                if claimed and self._claim_request().limit > 0:
+                # Fewer tasks than asked for: nothing else is ready now (a NOTIFY, a finished
+                # task that saw a backlog, or the poll timer wakes the loop again).
+                if len(claimed) >= request.limit and self._claim_request().limit > 0:
                     continue
             await self._wait_for_wake()
 
@@ -203,9 +205,12 @@ class Executor:
             self._on_claim(task)
 
     async def _execute(self, task: ClaimedTask, lease: LeaseState) -> None:
+        # Claim again when the slot frees only if ready work may be waiting for it: a clean
+        # completion says whether any is; other endings always look.
+        backlog = True
         try:
             await faults.point("after_claim")
-            await self._run_handler(task, lease)
+            backlog = await self._run_handler(task, lease)
         except LeaseLost as lost:
             log.info("task %s: %s", task.task_id, lost)
         except WorkflowError as error:
@@ -219,9 +224,10 @@ class Executor:
             await self._fail_quietly(lease, task_failed())
         finally:
             self._running.pop(task.task_id, None)
-            self._wake.set()
+            if backlog:
+                self._wake.set()
 
-    async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> None:
+    async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> bool:
         handler = self._handlers.get(task.kind)
         if handler is None:
             raise task_failed(f"no handler for task kind {task.kind!r}")
@@ -236,7 +242,7 @@ class Executor:
         lease_handle = TaskLease(self._db, lease, prior, idempotent=task.idempotent)
         outcome = await handler(task, lease_handle)
         await faults.point("before_complete")
-        await service.complete(self._db, lease, outcome)
+        return await service.complete(self._db, lease, outcome)
 
     async def _prior_step(self, task: ClaimedTask) -> StepRecord | None:
         async with self._db.transaction(read_only=True) as conn:

@@ -185,7 +185,10 @@ WHERE t.host_id = %(host_id)s AND t.task_id = %(task_id)s AND t.lease_id = %(lea
   AND t.fencing_token = %(fencing_token)s AND t.state = 'running'
   AND p.host_id = t.host_id AND p.process_id = t.process_id
 RETURNING p.deadline_ts <= now() AS past_deadline, p.cancellation_policy, p.effect_state,
-          p.cancel_requested;
+          p.cancel_requested,
+          -- Whether ready work waits: the executor claims again at once only then.
+          EXISTS (SELECT 1 FROM workflow_task r
+                  WHERE r.state = 'ready' AND r.available_at <= now()) AS backlog;
 
 -- fail_task --
 -- Mark a task failed (or cancelled) under its lease.
@@ -217,9 +220,10 @@ WITH finished AS (
     SET state = 'COMPLETED', result = %(result)s, updated_ts = now(), finished_ts = now()
     WHERE host_id = %(host_id)s AND process_id = %(process_id)s
       AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-    RETURNING process_id
+    RETURNING process_id, effect_state
 )
-SELECT pg_notify('workflow_process_state',
+SELECT f.effect_state,
+       pg_notify('workflow_process_state',
                  json_build_object('type', 'process', 'id', f.process_id)::text)
 FROM finished f;
 
@@ -230,7 +234,7 @@ WITH failed AS (
     SET state = %(state)s, error = %(error)s, updated_ts = now(), finished_ts = now()
     WHERE host_id = %(host_id)s AND process_id = %(process_id)s
       AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-    RETURNING host_id, process_id
+    RETURNING host_id, process_id, effect_state
 ),
 cancelled AS (
     UPDATE workflow_task t
@@ -239,9 +243,17 @@ cancelled AS (
     WHERE t.host_id = f.host_id AND t.process_id = f.process_id
       AND t.state IN ('ready', 'running')
 )
-SELECT pg_notify('workflow_process_state',
+SELECT f.effect_state,
+       pg_notify('workflow_process_state',
                  json_build_object('type', 'process', 'id', f.process_id)::text)
 FROM failed f;
+
+-- lock_process --
+-- Lock a run's row before deciding how to cancel it.
+SELECT state, effect_state, cancellation_policy, cancel_requested, deadline_ts
+FROM workflow_process
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+FOR UPDATE;
 
 -- select_cancel_signal --
 -- Whether a run asks for cooperative cancellation, and whether it already dispatched an effect.
@@ -428,6 +440,36 @@ reservation AS (
 )
 SELECT (SELECT count(*) FROM owner) AS owned,
        (SELECT reservation_id FROM reservation) AS reservation_id;
+
+-- consume_budget --
+-- Under the lease, debit what a task used, every counter at once only if each suffices.
+WITH owner AS (
+    SELECT host_id, process_id
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+    FOR UPDATE
+),
+debit AS (
+    UPDATE workflow_budget b
+    SET remaining_attempts = b.remaining_attempts - %(attempts)s,
+        remaining_nested_calls = b.remaining_nested_calls - %(nested_calls)s,
+        remaining_request_bytes = b.remaining_request_bytes - %(request_bytes)s,
+        remaining_intermediate_bytes = b.remaining_intermediate_bytes - %(intermediate_bytes)s,
+        remaining_result_bytes = b.remaining_result_bytes - %(result_bytes)s,
+        remaining_cost_units = b.remaining_cost_units - %(cost_units)s,
+        updated_ts = now()
+    FROM owner o
+    WHERE b.host_id = o.host_id AND b.process_id = o.process_id
+      AND b.remaining_attempts >= %(attempts)s
+      AND b.remaining_nested_calls >= %(nested_calls)s
+      AND b.remaining_request_bytes >= %(request_bytes)s
+      AND b.remaining_intermediate_bytes >= %(intermediate_bytes)s
+      AND b.remaining_result_bytes >= %(result_bytes)s
+      AND b.remaining_cost_units >= %(cost_units)s
+    RETURNING b.process_id
+)
+SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM debit) AS debited;
 
 -- reconcile_budget --
 -- Under the reserving lease, settle a reservation once and credit back what was not used.

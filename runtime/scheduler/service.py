@@ -7,18 +7,23 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, input_invalid
-from runtime.scheduler.errors import cancelled_error, timeout_error
+from runtime.scheduler.errors import cancelled_error, error_document, timeout_error
 from runtime.scheduler.models import (
     CANCELLATION_POLICIES,
     EXECUTION_CLASSES,
+    LIVE_STATES,
     BudgetAmounts,
     CancellationPolicy,
+    CancelOutcome,
+    EffectState,
     ExecutionClass,
     LeaseState,
     NewTask,
     ReconcileOutcome,
+    RunState,
     TaskOutcome,
 )
+from runtime.scheduler.outcomes import HUB, RunSnapshot
 from runtime.scheduler.store import ledgers, runs
 from runtime.store import Connection, Database
 
@@ -68,6 +73,29 @@ async def enqueue_process(
     return run_id
 
 
+async def cancel_process(
+    conn: Connection, host_id: str, process_id: str, error: WorkflowError
+) -> CancelOutcome:
+    """Cancel a run per its policy inside the caller's transaction.
+
+    Ending a run whose effect state is none is always safe (nothing was dispatched); after an
+    effect only a cooperative run is asked to stop, a before-effects-only run is left to finish.
+    """
+    row = await runs.lock_process(conn, host_id, process_id)
+    if row is None or row["state"] not in LIVE_STATES:
+        return "alreadyTerminal"
+    policy = row["cancellation_policy"]
+    if policy == "disabled":
+        return "disabled"
+    if row["effect_state"] == "none":
+        await runs.fail_process(conn, host_id, process_id, error, state="CANCELLED")
+        return "cancelled"
+    if policy == "cooperative":
+        await runs.request_cancel(conn, host_id, process_id)
+        return "cancellationRequested"
+    return "effect"
+
+
 async def start_run(db: Database, **kwargs: Any) -> str:
     """enqueue_process in its own transaction: the run is visible and notified on return."""
     async with db.transaction() as conn:
@@ -92,28 +120,49 @@ async def add_task(db: Database, host_id: str, process_id: str, task: NewTask) -
         )
 
 
-async def complete(db: Database, lease: LeaseState, outcome: TaskOutcome) -> None:
-    """Commit a handler's outcome under its lease: task done, then next tasks or run end."""
-    async with db.transaction() as conn:
-        run = await runs.complete_task(conn, lease, outcome.output)
-        if outcome.finish:
-            await runs.finish_process(conn, lease.host_id, lease.process_id, outcome.run_result)
-            return
-        if run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
-            # The signal is honoured between steps: nothing new is scheduled.
-            error = cancelled_error(after_effect=run["effect_state"] != "none")
-            await runs.fail_process(conn, lease.host_id, lease.process_id, error, state="CANCELLED")
-            return
-        if run["past_deadline"] and run["cancellation_policy"] != "disabled":
-            # The dispatched step was allowed to finish; nothing new starts after the deadline.
-            error = timeout_error(after_effect=run["effect_state"] != "none")
-            await runs.fail_process(conn, lease.host_id, lease.process_id, error)
-            return
-        for offset, task in enumerate(outcome.next_tasks, start=1):
-            step_no = task.step_no if task.step_no is not None else lease.step_no + offset
-            await runs.insert_task(
-                conn, host_id=lease.host_id, process_id=lease.process_id, task=task, step_no=step_no
-            )
+async def complete(db: Database, lease: LeaseState, outcome: TaskOutcome) -> bool:
+    """Commit a handler's outcome under its lease: budget used, task done, next tasks or run end.
+
+    One transaction; a run it ends is handed to this process's waiters once committed. True
+    when ready tasks wait (the executor then claims again at once).
+    """
+    with HUB.settling(lease.process_id) as settlement:
+        async with db.transaction() as conn:
+            if outcome.consume is not None:
+                await ledgers.consume_budget(conn, lease, outcome.consume)
+            run = await runs.complete_task(conn, lease, outcome.output)
+            ended = await _after_completion(conn, lease, outcome, run)
+        if ended is not None:
+            settlement.hand(ended)
+    return bool(run["backlog"])
+
+
+async def _after_completion(
+    conn: Connection, lease: LeaseState, outcome: TaskOutcome, run: dict[str, Any]
+) -> RunSnapshot | None:
+    """Finish the run, end it, or enqueue its next tasks; the run's end, if it ended."""
+    host_id, process_id = lease.host_id, lease.process_id
+    if outcome.finish:
+        effect = await runs.finish_process(conn, host_id, process_id, outcome.run_result)
+        return None if effect is None else _ended("COMPLETED", effect, result=outcome.run_result)
+    error: WorkflowError | None = None
+    state: RunState = "FAILED"
+    if run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
+        # The signal is honoured between steps: nothing new is scheduled.
+        error = cancelled_error(after_effect=run["effect_state"] != "none")
+        state = "CANCELLED"
+    elif run["past_deadline"] and run["cancellation_policy"] != "disabled":
+        # The dispatched step was allowed to finish; nothing new starts after the deadline.
+        error = timeout_error(after_effect=run["effect_state"] != "none")
+    if error is not None:
+        effect = await runs.end_process(conn, host_id, process_id, error, state=state)
+        return None if effect is None else _ended(state, effect, error=error)
+    for offset, task in enumerate(outcome.next_tasks, start=1):
+        step_no = task.step_no if task.step_no is not None else lease.step_no + offset
+        await runs.insert_task(
+            conn, host_id=host_id, process_id=process_id, task=task, step_no=step_no
+        )
+    return None
 
 
 async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
@@ -122,15 +171,27 @@ async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
     WORKFLOW_CANCELLED ends both as cancelled rather than failed.
     """
     cancelled = error.code == "WORKFLOW_CANCELLED"
-    async with db.transaction() as conn:
-        await runs.fail_task(conn, lease, error, state="cancelled" if cancelled else "failed")
-        await runs.fail_process(
-            conn,
-            lease.host_id,
-            lease.process_id,
-            error,
-            state="CANCELLED" if cancelled else "FAILED",
-        )
+    state: RunState = "CANCELLED" if cancelled else "FAILED"
+    with HUB.settling(lease.process_id) as settlement:
+        async with db.transaction() as conn:
+            await runs.fail_task(conn, lease, error, state="cancelled" if cancelled else "failed")
+            effect = await runs.end_process(
+                conn, lease.host_id, lease.process_id, error, state=state
+            )
+        if effect is not None:
+            settlement.hand(_ended(state, effect, error=error))
+
+
+def _ended(
+    state: RunState, effect: EffectState, *, result: Any = None, error: WorkflowError | None = None
+) -> RunSnapshot:
+    """A terminal run as its waiters read it (select_process_state's shape)."""
+    return {
+        "state": state,
+        "result": result,
+        "error": None if error is None else error_document(error),
+        "effect_state": effect,
+    }
 
 
 async def cancel_signal(db: Database, lease: LeaseState) -> WorkflowError | None:

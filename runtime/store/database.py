@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Literal
 
@@ -119,7 +119,7 @@ class Database:
 
     async def _begin(
         self, read_only: bool, isolation: Isolation | None
-    ) -> tuple[Connection, AsyncTransaction]:
+    ) -> tuple[Connection, AbstractAsyncContextManager[AsyncTransaction]]:
         for attempt in (1, 2):
             conn = await self._pool.getconn()
             try:

@@ -91,7 +91,9 @@ async def _flushed(db: Database, executor: Executor, stats: Stats) -> int:
 
 
 @asynccontextmanager
-async def _admin(pg_cluster: PgCluster) -> AsyncIterator[psycopg.AsyncConnection[tuple[object, ...]]]:
+async def _admin(
+    pg_cluster: PgCluster,
+) -> AsyncIterator[psycopg.AsyncConnection[tuple[object, ...]]]:
     async with await psycopg.AsyncConnection.connect(pg_cluster.admin_url, autocommit=True) as conn:
         yield conn
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from runtime.errors import WorkflowError
 from runtime.scheduler.errors import LeaseLost, error_document
-from runtime.scheduler.models import BudgetAmounts, LeaseState, NewTask
+from runtime.scheduler.models import BudgetAmounts, EffectState, LeaseState, NewTask, RunState
 from runtime.scheduler.store.sql import QUERIES, jsonb
 from runtime.store import Connection
 
@@ -101,24 +101,27 @@ async def release_task(conn: Connection, lease: LeaseState) -> bool:
     return await cursor.fetchone() is not None
 
 
-async def finish_process(conn: Connection, host_id: str, process_id: str, result: Any) -> bool:
-    """Complete a live run; False when it was already terminal."""
+async def finish_process(
+    conn: Connection, host_id: str, process_id: str, result: Any
+) -> EffectState | None:
+    """Complete a live run; its effect state, or None when it was already terminal."""
     cursor = await conn.execute(
         QUERIES["finish_process"],
         {"host_id": host_id, "process_id": process_id, "result": jsonb(result)},
     )
-    return await cursor.fetchone() is not None
+    row = await cursor.fetchone()
+    return None if row is None else row["effect_state"]
 
 
-async def fail_process(
+async def end_process(
     conn: Connection,
     host_id: str,
     process_id: str,
     error: WorkflowError,
     *,
-    state: str = "FAILED",
-) -> bool:
-    """End a live run with error and cancel its open tasks; False when already terminal."""
+    state: RunState = "FAILED",
+) -> EffectState | None:
+    """End a live run with error and cancel its open tasks; its effect state, None if ended."""
     cursor = await conn.execute(
         QUERIES["fail_process"],
         {
@@ -128,7 +131,29 @@ async def fail_process(
             "error": jsonb(error_document(error)),
         },
     )
-    return await cursor.fetchone() is not None
+    row = await cursor.fetchone()
+    return None if row is None else row["effect_state"]
+
+
+async def fail_process(
+    conn: Connection,
+    host_id: str,
+    process_id: str,
+    error: WorkflowError,
+    *,
+    state: RunState = "FAILED",
+) -> bool:
+    """End a live run with error and cancel its open tasks; False when already terminal."""
+    return await end_process(conn, host_id, process_id, error, state=state) is not None
+
+
+async def lock_process(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
+    """Lock a run's row FOR UPDATE and read its cancellation facts, or None."""
+    cursor = await conn.execute(
+        QUERIES["lock_process"], {"host_id": host_id, "process_id": process_id}
+    )
+    row = await cursor.fetchone()
+    return None if row is None else dict(row)
 
 
 async def select_cancel_signal(
