@@ -188,8 +188,11 @@ class WorkflowRuntime:
         spec = store.spec_from_payload(task.host_id, task.process_id, task.payload)
         definition = self._cached_definition(spec)
         reach = self._cached_reach(spec)
-        if spec is not None and definition is not None and (reach or not spec.binding_id):
-            return _Loaded(spec, definition, reach)
+        if spec is not None and (reach is not None or spec.binding_id is None):
+            if definition is not None:
+                return _Loaded(spec, definition, reach)
+            if spec.definition is not None:
+                return _Loaded(spec, parse_definition(spec.definition), reach)
         async with db.transaction(read_only=True) as conn:
             if spec is None:
                 spec = await store.select_run_spec(conn, task.host_id, task.process_id)

@@ -143,16 +143,9 @@ async def admit_run(
         budget=budget,
         binding_id=spec.binding_id,
     )
-    await store.insert_run_spec(conn, spec)
-    if sealed is not None:
-        await store.insert_credential(
-            conn,
-            spec.host_id,
-            spec.process_id,
-            sealed,
-            token_expires_ts=token_expires_ts,
-            expires_ts=deadline_ts,
-        )
+    await store.insert_run_spec(
+        conn, spec, sealed, token_expires_ts=token_expires_ts, expires_ts=deadline_ts
+    )
 
 
 async def _check_version(conn: Any, host_id: str, wf_def_id: str, version: str) -> int | None:

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from generated.models import WorkflowInvokeOutput
 from runtime.errors import WorkflowError, policy_denied
 from runtime.execution import watch_run
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, refresh_credential, seal_for, write_run
+from runtime.invocation.requests import InvokeRequest
 from runtime.invocation.waiting import WaitedRun, finish_invoke
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
@@ -58,8 +60,8 @@ async def _active_revision(conn: Connection, host_id: str, tool_id: str) -> dict
     raise policy_denied("the Tool has no active owner-approved binding revision")
 
 
-def _check_digests(revision: Mapping[str, Any], args: Mapping[str, Any]) -> None:
-    expected_binding = args.get("expectedBindingDigest")
+def _check_digests(revision: Mapping[str, Any], request: InvokeRequest) -> None:
+    expected_binding = request.expected_binding_digest
     if expected_binding is None:
         raise WorkflowError(
             "WORKFLOW_START_REJECTED", "the Gateway entry has no bindingDigest: republish this Tool"
@@ -68,7 +70,7 @@ def _check_digests(revision: Mapping[str, Any], args: Mapping[str, Any]) -> None
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH", "expectedBindingDigest is not the active revision's"
         )
-    if args.get("expectedDefinitionDigest") != revision["definition_digest"]:
+    if request.expected_definition_digest != revision["definition_digest"]:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH", "expectedDefinitionDigest is not the pinned version's"
         )
@@ -85,13 +87,13 @@ async def _pinned_document(conn: Connection, host_id: str, revision: Mapping[str
     return version["document"]
 
 
-def _plan(revision: Mapping[str, Any], args: Mapping[str, Any], process_id: str) -> RunPlan:
+def _plan(revision: Mapping[str, Any], request: InvokeRequest, process_id: str) -> RunPlan:
     bounds = revision["runtime_bounds"]
     now = datetime.now(UTC)
     return RunPlan(
         process_id=process_id,
         operation="invoke",
-        input=args["input"],
+        input=request.input,
         wf_def_id=revision["wf_def_id"],
         workflow_version=revision["workflow_version"],
         definition_digest=revision["definition_digest"],
@@ -108,19 +110,19 @@ def _plan(revision: Mapping[str, Any], args: Mapping[str, Any], process_id: str)
 async def _admit(
     conn: Connection,
     ctx: InvocationContext,
-    args: Mapping[str, Any],
+    request: InvokeRequest,
     keyring: Keyring,
     sealed: Sealed,
 ) -> Admitted:
-    tool_id = str(uuid.UUID(str(args["stableToolRef"])))
+    tool_id = str(uuid.UUID(request.stable_tool_ref))
     revision = await _active_revision(conn, ctx.host_id, tool_id)
-    _check_digests(revision, args)
+    _check_digests(revision, request)
     document = await _pinned_document(conn, ctx.host_id, revision)
     rules.check_caller_policy(ctx, revision["caller_policy"])
-    input_digest = rules.check_input(args["input"], revision["input_schema"], document)
+    input_digest = rules.check_input(request.input, revision["input_schema"], document)
     policy = revision["idempotency_policy"]
-    key = rules.idempotency_key(policy, args.get("idempotencyKey"), input_digest)
-    plan = _plan(revision, args, sealed.process_id)
+    key = rules.idempotency_key(policy, request.idempotency_key, input_digest)
+    plan = _plan(revision, request, sealed.process_id)
     principal = rules.principal_of(ctx)
     claim = await store.claim_idempotency(
         conn,
@@ -165,14 +167,14 @@ async def _admit(
 
 
 async def invoke_tool(
-    db: Database, ctx: InvocationContext, args: Mapping[str, Any], keyring: Keyring
-) -> dict[str, Any]:
+    db: Database, ctx: InvocationContext, request: InvokeRequest, keyring: Keyring
+) -> WorkflowInvokeOutput:
     """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error.
 
     One transaction admits and enqueues; the watch on the new run is registered before it
     commits, so an executor of this process hands the run's end over without a read.
     """
-    if args.get("parentActionId") is not None:
+    if request.parent_action_id is not None:
         raise policy_denied(NESTED_REFUSAL)
     # Load shedding (deadline-aware admission) goes here: before anything is sealed or written.
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
@@ -180,7 +182,7 @@ async def invoke_tool(
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
     async with watch_run(db, process_id) as watch:
         async with db.transaction() as conn:
-            admitted = await _admit(conn, ctx, args, keyring, sealed)
+            admitted = await _admit(conn, ctx, request, keyring, sealed)
         if admitted.outcome == "accepted":
             return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
     async with watch_run(db, admitted.process_id) as watch:

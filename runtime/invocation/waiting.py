@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from generated.models import WorkflowInvokeOutput
 from runtime.errors import WorkflowError
 from runtime.execution import RunWatch, read_run, wait_for_result
 from runtime.invocation import store
@@ -61,7 +62,7 @@ async def finish_invoke(
     host_id: str,
     waited: WaitedRun,
     current: dict[str, Any] | None,
-) -> dict[str, Any]:
+) -> WorkflowInvokeOutput:
     """Wait min(syncWaitMs, deadline - now); output, stored error or WORKFLOW_TIMEOUT.
 
     current is the run as known now (None: read it under the watch before waiting).

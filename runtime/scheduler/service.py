@@ -58,7 +58,7 @@ async def enqueue_process(
         raise input_invalid(f"unknown cancellation policy {cancellation_policy!r}")
     run_id = _uuid(process_id, "process_id") if process_id else str(uuid.uuid4())
     deadline = deadline_ts or datetime.now(UTC) + timedelta(milliseconds=timeout_ms)
-    await runs.insert_process(
+    await runs.insert_run(
         conn,
         host_id=host,
         process_id=run_id,
@@ -66,10 +66,10 @@ async def enqueue_process(
         deadline_ts=deadline,
         cancellation_policy=cancellation_policy,
         binding_id=_uuid(binding_id, "binding_id") if binding_id else None,
+        budget=budget,
+        first_task=first_task,
+        step_no=first_task.step_no if first_task.step_no is not None else 0,
     )
-    await runs.insert_budget(conn, host_id=host, process_id=run_id, budget=budget)
-    step_no = first_task.step_no if first_task.step_no is not None else 0
-    await runs.insert_task(conn, host_id=host, process_id=run_id, task=first_task, step_no=step_no)
     return run_id
 
 

@@ -12,7 +12,7 @@ from runtime.scheduler.store.sql import QUERIES, jsonb
 from runtime.store import Connection
 
 
-async def insert_process(
+async def insert_run(
     conn: Connection,
     *,
     host_id: str,
@@ -21,27 +21,29 @@ async def insert_process(
     deadline_ts: datetime,
     cancellation_policy: str,
     binding_id: str | None,
-) -> None:
-    """Insert a run in ACCEPTED state."""
-    await conn.execute(
-        QUERIES["insert_process"],
-        {
-            "host_id": host_id,
-            "process_id": process_id,
-            "execution_class": execution_class,
-            "deadline_ts": deadline_ts,
-            "cancellation_policy": cancellation_policy,
-            "binding_id": binding_id,
-        },
-    )
-
-
-async def insert_budget(
-    conn: Connection, *, host_id: str, process_id: str, budget: BudgetAmounts
-) -> None:
-    """Insert the run's budget ledger row."""
-    params: dict[str, Any] = {"host_id": host_id, "process_id": process_id}
-    await conn.execute(QUERIES["insert_budget"], params | budget.as_params())
+    budget: BudgetAmounts,
+    first_task: NewTask,
+    step_no: int,
+) -> str:
+    """Insert a run in ACCEPTED state, its budget row and first task (NOTIFY): one statement."""
+    params: dict[str, Any] = {
+        "host_id": host_id,
+        "process_id": process_id,
+        "execution_class": execution_class,
+        "deadline_ts": deadline_ts,
+        "cancellation_policy": cancellation_policy,
+        "binding_id": binding_id,
+        "step_no": step_no,
+        "kind": first_task.kind,
+        "payload": jsonb(first_task.payload),
+        "priority": first_task.priority,
+        "available_at": first_task.available_at,
+        "idempotent": first_task.idempotent,
+    }
+    cursor = await conn.execute(QUERIES["insert_run"], params | budget.as_params())
+    row = await cursor.fetchone()
+    assert row is not None  # the run was just inserted, so its task was too
+    return str(row["task_id"])
 
 
 async def insert_task(
