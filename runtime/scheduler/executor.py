@@ -26,9 +26,11 @@ from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
     BudgetAmounts,
     ClaimedTask,
+    Completion,
     LeaseState,
     SchedulerSettings,
     StepRecord,
+    Successor,
 )
 from runtime.scheduler.store import ledgers, queue
 from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
@@ -73,6 +75,7 @@ class Executor:
         self._monitor_task: asyncio.Task[None] | None = None
         self.claim_rounds = 0
         self._parked = False
+        self._successor = Successor(self.worker_id, self.settings.lease_ms)
 
     @property
     def listener(self) -> NotificationListener | None:
@@ -205,12 +208,21 @@ class Executor:
             self._on_claim(task)
 
     async def _execute(self, task: ClaimedTask, lease: LeaseState) -> None:
+        # A completion may hand back the run's next task already claimed for this slot; the
+        # job then runs it too, under its own lease.
+        current: tuple[ClaimedTask, LeaseState] | None = (task, lease)
+        while current is not None:
+            current = await self._execute_one(*current)
+
+    async def _execute_one(
+        self, task: ClaimedTask, lease: LeaseState
+    ) -> tuple[ClaimedTask, LeaseState] | None:
         # Claim again when the slot frees only if ready work may be waiting for it: a clean
         # completion says whether any is; other endings always look.
-        backlog = True
+        completion = Completion(backlog=True)
         try:
             await faults.point("after_claim")
-            backlog = await self._run_handler(task, lease)
+            completion = await self._run_handler(task, lease)
         except LeaseLost as lost:
             log.info("task %s: %s", task.task_id, lost)
         except WorkflowError as error:
@@ -223,11 +235,19 @@ class Executor:
             _log_incident(f"task {task.task_id} of kind {task.kind} raised", exc)
             await self._fail_quietly(lease, task_failed())
         finally:
-            self._running.pop(task.task_id, None)
-            if backlog:
+            running = self._running.pop(task.task_id, None)
+            successor = completion.successor
+            if successor is not None and running is not None:
+                self._running[successor[0].task_id] = _Running(
+                    successor[0], successor[1], running.borrowed, running.job
+                )
+                if self._on_claim is not None:
+                    self._on_claim(successor[0])
+            elif completion.backlog:
                 self._wake.set()
+        return completion.successor
 
-    async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> bool:
+    async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> Completion:
         handler = self._handlers.get(task.kind)
         if handler is None:
             raise task_failed(f"no handler for task kind {task.kind!r}")
@@ -242,7 +262,9 @@ class Executor:
         lease_handle = TaskLease(self._db, lease, prior, idempotent=task.idempotent)
         outcome = await handler(task, lease_handle)
         await faults.point("before_complete")
-        return await service.complete(self._db, lease, outcome)
+        # While stopping, nothing new is taken on: the successor goes to the queue instead.
+        successor = None if self._stopping.is_set() else self._successor
+        return await service.complete(self._db, lease, outcome, successor)
 
     async def _prior_step(self, task: ClaimedTask) -> StepRecord | None:
         async with self._db.transaction(read_only=True) as conn:
@@ -320,7 +342,9 @@ class Executor:
                 running.lease.expires_ts = renewal.expires_ts
                 if renewal.cancel_requested:
                     running.lease.cancel_requested.set()
-            elif running.job is not None and not running.job.done():
+            elif self._running.get(running.task.task_id) is running and not _done(running):
+                # Only a task still held: one that completed meanwhile (its job may already
+                # run the successor) has simply left.
                 self._lease_lost(running)
 
     def _lease_lost(self, running: _Running) -> None:
@@ -328,6 +352,10 @@ class Executor:
         # Work that has not dispatched an effect is pointless now; a dispatched write finishes.
         if not running.lease.effect_dispatched and running.job is not None:
             running.job.cancel()
+
+
+def _done(running: _Running) -> bool:
+    return running.job is None or running.job.done()
 
 
 def _log_incident(what: str, exc: BaseException) -> str:

@@ -150,6 +150,22 @@ class TaskOutcome:
 
 
 @dataclass(frozen=True)
+class Successor:
+    """Who may take a completing task's successor straight away (skipping the queue)."""
+
+    worker_id: str
+    lease_ms: int
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What committing an outcome did: whether ready work waits, and any successor claimed."""
+
+    backlog: bool
+    successor: tuple[ClaimedTask, LeaseState] | None = None
+
+
+@dataclass(frozen=True)
 class SchedulerSettings:
     """Executor capacity and timing; durations in milliseconds unless named _s."""
 

@@ -53,6 +53,36 @@ SELECT i.task_id,
        pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', i.task_id)::text)
 FROM inserted i;
 
+-- insert_claimed_task --
+-- Insert the next task of a live run already claimed by the completing worker (a fresh fenced lease).
+WITH run AS (
+    SELECT host_id, process_id, execution_class, deadline_ts, cancellation_policy
+    FROM workflow_process
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+      AND (deadline_ts > now() OR cancellation_policy = 'disabled')
+),
+inserted AS (
+    INSERT INTO workflow_task (
+        host_id, process_id, step_no, kind, payload, execution_class, priority, idempotent,
+        state, lease_id, fencing_token, attempts, worker_id, heartbeat_ts, lease_expires_ts
+    )
+    SELECT r.host_id, r.process_id, %(step_no)s, %(kind)s, %(payload)s, r.execution_class,
+           %(priority)s, %(idempotent)s, 'running', gen_random_uuid(),
+           nextval('workflow_fencing_token_seq'), 1, %(worker_id)s, now(),
+           -- Interactive leases never outlive the run's deadline (as in claim_tasks).
+           CASE
+               WHEN r.execution_class = 'interactive' AND r.cancellation_policy <> 'disabled'
+                   THEN least(now() + %(lease_ms)s * interval '1 millisecond', r.deadline_ts)
+               ELSE now() + %(lease_ms)s * interval '1 millisecond'
+           END
+    FROM run r
+    RETURNING host_id, task_id, process_id, step_no, kind, payload, execution_class, idempotent,
+              attempts, lease_id, fencing_token, lease_expires_ts
+)
+SELECT i.*, r.deadline_ts, r.cancellation_policy
+FROM inserted i CROSS JOIN run r;
+
 -- get_process --
 -- Read one run with its budget counters.
 SELECT p.host_id, p.process_id, p.execution_class, p.state, p.deadline_ts,

@@ -15,16 +15,19 @@ from runtime.scheduler.models import (
     BudgetAmounts,
     CancellationPolicy,
     CancelOutcome,
+    ClaimedTask,
+    Completion,
     EffectState,
     ExecutionClass,
     LeaseState,
     NewTask,
     ReconcileOutcome,
     RunState,
+    Successor,
     TaskOutcome,
 )
 from runtime.scheduler.outcomes import HUB, RunSnapshot
-from runtime.scheduler.store import ledgers, runs
+from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Connection, Database
 
 DEFAULT_BUDGET = BudgetAmounts(
@@ -120,31 +123,44 @@ async def add_task(db: Database, host_id: str, process_id: str, task: NewTask) -
         )
 
 
-async def complete(db: Database, lease: LeaseState, outcome: TaskOutcome) -> bool:
+async def complete(
+    db: Database,
+    lease: LeaseState,
+    outcome: TaskOutcome,
+    successor: Successor | None = None,
+) -> Completion:
     """Commit a handler's outcome under its lease: budget used, task done, next tasks or run end.
 
-    One transaction; a run it ends is handed to this process's waiters once committed. True
-    when ready tasks wait (the executor then claims again at once).
+    One transaction; a run it ends is handed to this process's waiters once committed. With
+    successor, a single next task is inserted already claimed by that worker when no other
+    ready work waits (nothing is skipped ahead of, and no claim round trip is spent).
     """
     with HUB.settling(lease.process_id) as settlement:
         async with db.transaction() as conn:
             if outcome.consume is not None:
                 await ledgers.consume_budget(conn, lease, outcome.consume)
             run = await runs.complete_task(conn, lease, outcome.output)
-            ended = await _after_completion(conn, lease, outcome, run)
+            if run["backlog"] or len(outcome.next_tasks) != 1:
+                successor = None
+            ended, claimed = await _after_completion(conn, lease, outcome, run, successor)
         if ended is not None:
             settlement.hand(ended)
-    return bool(run["backlog"])
+    return Completion(bool(run["backlog"]), claimed)
 
 
 async def _after_completion(
-    conn: Connection, lease: LeaseState, outcome: TaskOutcome, run: dict[str, Any]
-) -> RunSnapshot | None:
-    """Finish the run, end it, or enqueue its next tasks; the run's end, if it ended."""
+    conn: Connection,
+    lease: LeaseState,
+    outcome: TaskOutcome,
+    run: dict[str, Any],
+    successor: Successor | None,
+) -> tuple[RunSnapshot | None, tuple[ClaimedTask, LeaseState] | None]:
+    """Finish the run, end it, or enqueue its next tasks: the run's end and any claimed task."""
     host_id, process_id = lease.host_id, lease.process_id
     if outcome.finish:
         effect = await runs.finish_process(conn, host_id, process_id, outcome.run_result)
-        return None if effect is None else _ended("COMPLETED", effect, result=outcome.run_result)
+        ended = None if effect is None else _ended("COMPLETED", effect, result=outcome.run_result)
+        return ended, None
     error: WorkflowError | None = None
     state: RunState = "FAILED"
     if run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
@@ -156,13 +172,24 @@ async def _after_completion(
         error = timeout_error(after_effect=run["effect_state"] != "none")
     if error is not None:
         effect = await runs.end_process(conn, host_id, process_id, error, state=state)
-        return None if effect is None else _ended(state, effect, error=error)
+        return (None if effect is None else _ended(state, effect, error=error)), None
     for offset, task in enumerate(outcome.next_tasks, start=1):
         step_no = task.step_no if task.step_no is not None else lease.step_no + offset
+        if successor is not None and task.available_at is None:
+            claimed = await queue.insert_claimed_task(
+                conn,
+                lease,
+                task,
+                step_no,
+                worker_id=successor.worker_id,
+                lease_ms=successor.lease_ms,
+            )
+            if claimed is not None:
+                return None, claimed
         await runs.insert_task(
             conn, host_id=host_id, process_id=process_id, task=task, step_no=step_no
         )
-    return None
+    return None, None
 
 
 async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
