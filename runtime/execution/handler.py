@@ -61,6 +61,7 @@ WORKFLOW_TASK_KIND = "workflow"
 CEL_STEPS_PER_COST_UNIT = 100
 # The ledger is the budget's single authority; the interpreter's own counter must not trip first.
 _UNBOUNDED_NESTED_CALLS = 1 << 30
+_SPEC_CACHE_SIZE = 4096
 
 
 class _TaskDone(Exception):
@@ -107,6 +108,7 @@ class WorkflowRuntime:
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
     _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
     _reaches: dict[tuple[str, str], Reach] = field(default_factory=dict)
+    _specs: dict[tuple[str, str], store.RunSpec] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
 
     @classmethod
@@ -185,7 +187,11 @@ class WorkflowRuntime:
     async def _load(self, db: Database, task: ClaimedTask) -> _Loaded:
         # The first task carries the run's spec; the pinned definition and the revision's
         # reach never change, so a warm run reads nothing here.
-        spec = store.spec_from_payload(task.host_id, task.process_id, task.payload)
+        spec = store.spec_from_payload(
+            task.host_id, task.process_id, task.payload
+        ) or self._specs.get((task.host_id, task.process_id))
+        if spec is not None:
+            self._remember(spec)
         definition = self._cached_definition(spec)
         reach = self._cached_reach(spec)
         if spec is not None and (reach is not None or spec.binding_id is None):
@@ -198,6 +204,7 @@ class WorkflowRuntime:
                 spec = await store.select_run_spec(conn, task.host_id, task.process_id)
             if spec is None:
                 raise task_failed("the run has no execution record")
+            self._remember(spec)
             if spec.binding_id is not None:
                 # The run's own pinned revision, never the Tool's currently active one.
                 reach = self._cached_reach(spec) or await store.select_reach(
@@ -218,6 +225,12 @@ class WorkflowRuntime:
         if spec.definition is None and spec.wf_def_id and spec.workflow_version:
             self._definitions[(spec.wf_def_id, spec.workflow_version)] = definition
         return _Loaded(spec, definition, reach)
+
+    def _remember(self, spec: store.RunSpec) -> None:
+        # A run's spec never changes; the cache only spares later tasks of a run a read.
+        if len(self._specs) >= _SPEC_CACHE_SIZE:
+            del self._specs[next(iter(self._specs))]
+        self._specs[(spec.host_id, spec.process_id)] = spec
 
     def _cached_definition(self, spec: store.RunSpec | None) -> WorkflowDefinition | None:
         if spec is None or spec.definition is not None or not spec.workflow_version:
