@@ -7,7 +7,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Literal
 
-import psycopg
 from psycopg import AsyncConnection, AsyncTransaction, IsolationLevel, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -129,8 +128,10 @@ class Database:
                     await conn.set_read_only(True)
                 transaction = conn.transaction()
                 await transaction.__aenter__()
-            except psycopg.Error as exc:
-                await self._pool.putconn(conn)  # a broken connection is discarded, not reused
+            except BaseException as exc:
+                # Back to the pool on any failure, cancellation included (a broken or busy
+                # connection is discarded there, not reused).
+                await self._pool.putconn(conn)
                 if attempt == 2 or not is_connection_error(exc):
                     raise
                 await self._pool.check()
