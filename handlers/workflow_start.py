@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from generated.models import WorkflowStartInput
-from runtime.invocation import start_workflow
+from generated.models import WorkflowStartInput, WorkflowStartOutput
+from runtime.invocation import StartRequest, given, start_workflow
 from runtime.mcp.call import ToolCall
 
 
-async def handle(args: WorkflowStartInput, call: ToolCall) -> dict[str, Any]:
+async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutput:
     """Start the saved head of a definition and return the receipt at once."""
+    request = StartRequest(
+        wf_def_id=args.wf_def_id,
+        input=args.input,
+        idempotency_key=given(args.idempotency_key),
+        expected_definition_digest=given(args.expected_definition_digest),
+    )
     services = call.services
-    return await start_workflow(services.database, call.context, call.arguments, services.keyring)
+    return await start_workflow(services.database, call.context, request, services.keyring)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from msgspec import UNSET
-
-from generated.models import WorkflowWaitResultInput
-from runtime.invocation import MAX_WAIT_MS, wait_result
+from generated.models import WorkflowWaitResultInput, WorkflowWaitResultOutput
+from runtime.invocation import MAX_WAIT_MS, given, wait_result
 from runtime.mcp.call import ToolCall
 
 
-async def handle(args: WorkflowWaitResultInput, call: ToolCall) -> dict[str, Any]:
+async def handle(args: WorkflowWaitResultInput, call: ToolCall) -> WorkflowWaitResultOutput:
     """Wait (bounded) for one of the caller's runs; never returns null for a finished run."""
-    wait_ms = MAX_WAIT_MS if args.wait_ms is UNSET else int(args.wait_ms)
-    return await wait_result(
-        call.services.database, call.context, args.workflow_instance_id, wait_ms
+    wait_ms = given(args.wait_ms)
+    result = await wait_result(
+        call.services.database,
+        call.context,
+        args.workflow_instance_id,
+        MAX_WAIT_MS if wait_ms is None else wait_ms,
+    )
+    return WorkflowWaitResultOutput(
+        workflow_instance_id=result.workflow_instance_id,
+        state=result.state,
+        definition_digest=result.definition_digest,
+        output=result.output,
     )

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from runtime.execution.effects import AFTER_DISPATCH_POINT, CALL_SLOTS, DurableEffects
 from runtime.execution.service import (
+    RunWatch,
     admit_run,
     forget_expired_credentials,
     read_run,
     start_workflow_run,
     wait_for_result,
+    watch_run,
 )
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.store import RunSpec
 from runtime.execution.task_runner import WORKFLOW_TASK_KIND, WorkflowRuntime
-from runtime.execution.waiter import TERMINAL_STATES, close_waiter
+from runtime.execution.waiter import TERMINAL_STATES, close_waiter, configure_waiter
 
 __all__ = [
     "AFTER_DISPATCH_POINT",
@@ -23,11 +25,14 @@ __all__ = [
     "DurableEffects",
     "ExecutionSettings",
     "RunSpec",
+    "RunWatch",
     "WorkflowRuntime",
     "admit_run",
     "close_waiter",
+    "configure_waiter",
     "forget_expired_credentials",
     "read_run",
     "start_workflow_run",
     "wait_for_result",
+    "watch_run",
 ]

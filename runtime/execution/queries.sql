@@ -2,13 +2,24 @@
 -- task are fenced on its lease like the scheduler's own.
 
 -- insert_run_spec --
--- Record what a run executes (definition source, caller, interpreter limits).
-INSERT INTO workflow_run_spec (
-    host_id, process_id, wf_def_id, workflow_version, definition, binding_id, user_id, limits
-) VALUES (
-    %(host_id)s, %(process_id)s, %(wf_def_id)s, %(workflow_version)s, %(definition)s,
-    %(binding_id)s, %(user_id)s, %(limits)s
-);
+-- Record what a run executes (definition source, caller, interpreter limits) and, when the
+-- caller's token was sealed, the run credential: one statement.
+WITH spec AS (
+    INSERT INTO workflow_run_spec (
+        host_id, process_id, wf_def_id, workflow_version, definition, binding_id, user_id, limits
+    ) VALUES (
+        %(host_id)s, %(process_id)s, %(wf_def_id)s, %(workflow_version)s, %(definition)s,
+        %(binding_id)s, %(user_id)s, %(limits)s
+    )
+    RETURNING host_id, process_id
+)
+INSERT INTO workflow_run_credential (
+    host_id, process_id, key_id, nonce, ciphertext, token_expires_ts, expires_ts
+)
+SELECT s.host_id, s.process_id, %(key_id)s, %(nonce)s, %(ciphertext)s, %(token_expires_ts)s,
+       %(expires_ts)s
+FROM spec s
+WHERE %(sealed)s;
 
 -- select_run_spec --
 -- Read what a run executes.
@@ -16,15 +27,6 @@ SELECT host_id::text AS host_id, process_id::text AS process_id, wf_def_id::text
        workflow_version, definition, binding_id::text AS binding_id, user_id, limits
 FROM workflow_run_spec
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
-
--- insert_run_credential --
--- Store the sealed run credential of a new run.
-INSERT INTO workflow_run_credential (
-    host_id, process_id, key_id, nonce, ciphertext, token_expires_ts, expires_ts
-) VALUES (
-    %(host_id)s, %(process_id)s, %(key_id)s, %(nonce)s, %(ciphertext)s, %(token_expires_ts)s,
-    %(expires_ts)s
-);
 
 -- select_run_credential --
 -- Read a run's sealed credential (absent once the run ended).

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ from runtime.errors import WorkflowError, input_invalid
 from runtime.execution import store
 from runtime.execution.credential import seal_credential, token_expiry
 from runtime.execution.task_runner import WORKFLOW_TASK_KIND
-from runtime.execution.waiter import TERMINAL_STATES, waiter_for
+from runtime.execution.waiter import TERMINAL_STATES, Wakeup, waiter_for
 from runtime.scheduler import NewTask, enqueue_process
 from runtime.scheduler.models import BudgetAmounts, CancellationPolicy, ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
@@ -131,23 +132,20 @@ async def admit_run(
         conn,
         host_id=spec.host_id,
         process_id=spec.process_id,
-        first_task=NewTask(WORKFLOW_TASK_KIND, {"input": input}, step_no=0),
+        first_task=NewTask(
+            WORKFLOW_TASK_KIND,
+            {"input": input, store.SPEC_KEY: store.spec_payload(spec)},
+            step_no=0,
+        ),
         execution_class=execution_class,
         deadline_ts=deadline_ts,
         cancellation_policy=cancellation_policy,
         budget=budget,
         binding_id=spec.binding_id,
     )
-    await store.insert_run_spec(conn, spec)
-    if sealed is not None:
-        await store.insert_credential(
-            conn,
-            spec.host_id,
-            spec.process_id,
-            sealed,
-            token_expires_ts=token_expires_ts,
-            expires_ts=deadline_ts,
-        )
+    await store.insert_run_spec(
+        conn, spec, sealed, token_expires_ts=token_expires_ts, expires_ts=deadline_ts
+    )
 
 
 async def _check_version(conn: Any, host_id: str, wf_def_id: str, version: str) -> int | None:
@@ -169,24 +167,57 @@ async def read_run(db: Database, host_id: str, process_id: str) -> dict[str, Any
         return await store.select_process_state(conn, host, process)
 
 
+class RunWatch:
+    """Interest in one run, registered before the caller looks at it (nothing slips between)."""
+
+    def __init__(self, db: Database, process_id: str, wakeup: Wakeup, poll_s: float) -> None:
+        self._db = db
+        self._process_id = process_id
+        self._wakeup = wakeup
+        self._poll_s = poll_s
+
+    async def settled(
+        self, host_id: str, timeout: float, current: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """The run once terminal, else its state when timeout seconds pass (None: unknown).
+
+        current is the run as the caller already knows it (no first read). A run ended by this
+        process's executor is handed over without a read; otherwise each wake-up (NOTIFY, or
+        the fallback poll) reads it.
+        """
+        loop_deadline = datetime.now(UTC) + timedelta(seconds=timeout)
+        run = current if current is not None else await self._read(host_id)
+        while True:
+            remaining = (loop_deadline - datetime.now(UTC)).total_seconds()
+            if run is None or run["state"] in TERMINAL_STATES or remaining <= 0:
+                return run
+            await self._wakeup.wait_once(min(remaining, self._poll_s))
+            run = self._wakeup.take() or await self._read(host_id)
+
+    async def _read(self, host_id: str) -> dict[str, Any] | None:
+        return await read_run(self._db, host_id, self._process_id)
+
+
+@asynccontextmanager
+async def watch_run(db: Database, process_id: str) -> AsyncIterator[RunWatch]:
+    """Watch one run (LISTEN in effect and hand-over registered) for the block's duration."""
+    waiter = await waiter_for(db)
+    process = _uuid(process_id, "process_id")
+    assert process is not None
+    async with waiter.watch(process) as wakeup:
+        yield RunWatch(db, process, wakeup, waiter.poll_interval_s)
+
+
 async def wait_for_result(
     db: Database, host_id: str, process_id: str, timeout: float
 ) -> dict[str, Any] | None:
     """The run once terminal, else its current state when timeout seconds pass (None: unknown).
 
-    Wakes on the scheduler's process-state NOTIFY, with a short fallback poll.
+    Wakes on a hand-over from this process's executor or on the process-state NOTIFY, with a
+    fallback poll.
     """
-    waiter = await waiter_for(db)
-    process = _uuid(process_id, "process_id")
-    assert process is not None
-    async with waiter.watch(process) as changed:
-        loop_deadline = datetime.now(UTC) + timedelta(seconds=timeout)
-        while True:
-            run = await read_run(db, host_id, process)
-            remaining = (loop_deadline - datetime.now(UTC)).total_seconds()
-            if run is None or run["state"] in TERMINAL_STATES or remaining <= 0:
-                return run
-            await changed.wait_once(min(remaining, waiter.poll_interval_s))
+    async with watch_run(db, process_id) as watch:
+        return await watch.settled(host_id, timeout)
 
 
 async def forget_expired_credentials(db: Database) -> int:

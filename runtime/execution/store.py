@@ -41,12 +41,51 @@ class StoredCredential:
     token_expires_ts: datetime | None
 
 
+SPEC_KEY = "spec"
+
+
+def spec_payload(spec: RunSpec) -> dict[str, Any]:
+    """The run spec as the first task carries it (so its claim needs no read of the spec)."""
+    return {
+        "wfDefId": spec.wf_def_id,
+        "workflowVersion": spec.workflow_version,
+        "definition": spec.definition,
+        "bindingId": spec.binding_id,
+        "userId": spec.user_id,
+        "limits": spec.limits,
+    }
+
+
+def spec_from_payload(host_id: str, process_id: str, payload: dict[str, Any]) -> RunSpec | None:
+    """The run spec a task payload carries, or None (later tasks read it from the table)."""
+    carried = payload.get(SPEC_KEY)
+    if not isinstance(carried, dict):
+        return None
+    return RunSpec(
+        host_id=host_id,
+        process_id=process_id,
+        wf_def_id=carried["wfDefId"],
+        workflow_version=carried["workflowVersion"],
+        definition=carried["definition"],
+        binding_id=carried["bindingId"],
+        user_id=carried["userId"],
+        limits=carried["limits"],
+    )
+
+
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
-async def insert_run_spec(conn: Connection, spec: RunSpec) -> None:
-    """Record what a new run executes."""
+async def insert_run_spec(
+    conn: Connection,
+    spec: RunSpec,
+    sealed: SealedSecret | None,
+    *,
+    token_expires_ts: datetime | None,
+    expires_ts: datetime,
+) -> None:
+    """Record what a new run executes and its sealed credential (if any) in one statement."""
     await conn.execute(
         QUERIES["insert_run_spec"],
         {
@@ -58,6 +97,12 @@ async def insert_run_spec(conn: Connection, spec: RunSpec) -> None:
             "binding_id": spec.binding_id,
             "user_id": spec.user_id,
             "limits": Jsonb(spec.limits),
+            "sealed": sealed is not None,
+            "key_id": None if sealed is None else sealed.key_id,
+            "nonce": None if sealed is None else sealed.nonce,
+            "ciphertext": None if sealed is None else sealed.ciphertext,
+            "token_expires_ts": token_expires_ts,
+            "expires_ts": expires_ts,
         },
     )
 
@@ -79,30 +124,6 @@ async def select_run_spec(conn: Connection, host_id: str, process_id: str) -> Ru
         binding_id=row["binding_id"],
         user_id=row["user_id"],
         limits=row["limits"],
-    )
-
-
-async def insert_credential(
-    conn: Connection,
-    host_id: str,
-    process_id: str,
-    sealed: SealedSecret,
-    *,
-    token_expires_ts: datetime | None,
-    expires_ts: datetime,
-) -> None:
-    """Store a run's sealed credential."""
-    await conn.execute(
-        QUERIES["insert_run_credential"],
-        {
-            "host_id": host_id,
-            "process_id": process_id,
-            "key_id": sealed.key_id,
-            "nonce": sealed.nonce,
-            "ciphertext": sealed.ciphertext,
-            "token_expires_ts": token_expires_ts,
-            "expires_ts": expires_ts,
-        },
     )
 
 

@@ -18,7 +18,9 @@ Budget (one ledger row per run, every debit a fenced conditional reservation):
 - result bytes: the canonical JSON size of the public result;
 - cost units: one per dispatch, plus, at each top-level task, one for the task and one per
   started CEL_STEPS_PER_COST_UNIT CEL evaluation steps (the deterministic step meter).
-A failed reservation is WORKFLOW_BUDGET_EXHAUSTED; nothing past it is sent or committed.
+A failed reservation is WORKFLOW_BUDGET_EXHAUSTED; nothing past it is sent or committed. The
+checkpoint and result bytes and the task's cost units are debited in the transaction that
+completes the task (TaskOutcome.consume), so pure work commits once per top-level task.
 
 CPU (issue 9): the interpreter runs on an engine thread, off the serving loop
 (``runtime.engine.offload`` explains the choice), so lease renewal and every request go on
@@ -61,7 +63,7 @@ from runtime.execution.targets import policy_for
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
-from runtime.scheduler.models import ClaimedTask, NewTask, TaskOutcome
+from runtime.scheduler.models import BudgetAmounts, ClaimedTask, NewTask, TaskOutcome
 from runtime.security import Keyring, RunCredentialSettings, SecretToken, SecuritySettings
 from runtime.store import Database
 
@@ -69,6 +71,7 @@ WORKFLOW_TASK_KIND = "workflow"
 CEL_STEPS_PER_COST_UNIT = 100
 # The ledger is the budget's single authority; the interpreter's own counter must not trip first.
 _UNBOUNDED_NESTED_CALLS = 1 << 30
+_SPEC_CACHE_SIZE = 4096
 
 
 class _TaskDone(Exception):
@@ -116,6 +119,8 @@ class WorkflowRuntime:
     # Where interpretation runs: off the serving loop (runtime.engine.offload).
     engine: EngineThreads = field(default_factory=EngineThreads)
     _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
+    _reaches: dict[tuple[str, str], Reach] = field(default_factory=dict)
+    _specs: dict[tuple[str, str], store.RunSpec] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
 
     @classmethod
@@ -180,13 +185,15 @@ class WorkflowRuntime:
             outcome = await self.engine.run(interpret, meter)
         except _TaskDone as done:
             await _check_deadline(db, task)
-            await _consume(
-                lease, intermediate_bytes=canonical_size(done.state), cost_units=_cost(meter)
+            used = BudgetAmounts(
+                intermediate_bytes=canonical_size(done.state), cost_units=_cost(meter)
             )
             next_task = NewTask(
                 WORKFLOW_TASK_KIND, {"state": done.state}, step_no=task.step_no + CALL_SLOTS
             )
-            return TaskOutcome.then(next_task, output={"position": done.state["position"]})
+            return TaskOutcome.then(
+                next_task, output={"position": done.state["position"]}, consume=used
+            )
         except RunDeadlineExpired:
             raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         except StepBudgetExhausted as exhausted:
@@ -194,10 +201,10 @@ class WorkflowRuntime:
             raise _steps_exhausted(exhausted.limit) from None
         await _check_deadline(db, task)
         if outcome.status == "completed":
-            await _consume(
-                lease, result_bytes=canonical_size(outcome.output), cost_units=_cost(meter)
+            used = BudgetAmounts(
+                result_bytes=canonical_size(outcome.output), cost_units=_cost(meter)
             )
-            return TaskOutcome.finish_run(outcome.output, output={"finished": True})
+            return TaskOutcome.finish_run(outcome.output, output={"finished": True}, consume=used)
         raise outcome.error or task_failed()
 
     def _step_budget(self, loaded: _Loaded) -> int:
@@ -210,19 +217,37 @@ class WorkflowRuntime:
         return budget
 
     async def _load(self, db: Database, task: ClaimedTask) -> _Loaded:
+        # The first task carries the run's spec; the pinned definition and the revision's
+        # reach never change, so a warm run reads nothing here.
+        spec = store.spec_from_payload(
+            task.host_id, task.process_id, task.payload
+        ) or self._specs.get((task.host_id, task.process_id))
+        if spec is not None:
+            self._remember(spec)
+        definition = self._cached_definition(spec)
+        reach = self._cached_reach(spec)
+        if spec is not None and (reach is not None or spec.binding_id is None):
+            if definition is not None:
+                return _Loaded(spec, definition, reach)
+            if spec.definition is not None:
+                return _Loaded(spec, parse_definition(spec.definition), reach)
         async with db.transaction(read_only=True) as conn:
-            spec = await store.select_run_spec(conn, task.host_id, task.process_id)
+            if spec is None:
+                spec = await store.select_run_spec(conn, task.host_id, task.process_id)
             if spec is None:
                 raise task_failed("the run has no execution record")
-            reach = None
+            self._remember(spec)
             if spec.binding_id is not None:
                 # The run's own pinned revision, never the Tool's currently active one.
-                reach = await store.select_reach(conn, task.host_id, spec.binding_id)
+                reach = self._cached_reach(spec) or await store.select_reach(
+                    conn, task.host_id, spec.binding_id
+                )
+                self._reaches[(task.host_id, spec.binding_id)] = reach
+            definition = self._cached_definition(spec)
+            if definition is not None:
+                return _Loaded(spec, definition, reach)
             document = spec.definition
             if document is None and spec.wf_def_id and spec.workflow_version:
-                key = (spec.wf_def_id, spec.workflow_version)
-                if key in self._definitions:
-                    return _Loaded(spec, self._definitions[key], reach)
                 document = await store.select_definition_document(
                     conn, task.host_id, spec.wf_def_id, spec.workflow_version
                 )
@@ -232,6 +257,22 @@ class WorkflowRuntime:
         if spec.definition is None and spec.wf_def_id and spec.workflow_version:
             self._definitions[(spec.wf_def_id, spec.workflow_version)] = definition
         return _Loaded(spec, definition, reach)
+
+    def _remember(self, spec: store.RunSpec) -> None:
+        # A run's spec never changes; the cache only spares later tasks of a run a read.
+        if len(self._specs) >= _SPEC_CACHE_SIZE:
+            del self._specs[next(iter(self._specs))]
+        self._specs[(spec.host_id, spec.process_id)] = spec
+
+    def _cached_definition(self, spec: store.RunSpec | None) -> WorkflowDefinition | None:
+        if spec is None or spec.definition is not None or not spec.workflow_version:
+            return None
+        return self._definitions.get((spec.wf_def_id or "", spec.workflow_version))
+
+    def _cached_reach(self, spec: store.RunSpec | None) -> Reach | None:
+        if spec is None or spec.binding_id is None:
+            return None
+        return self._reaches.get((spec.host_id, spec.binding_id))
 
     async def _prior_calls(self, db: Database, task: ClaimedTask) -> dict[int, dict[str, Any]]:
         async with db.transaction(read_only=True) as conn:
@@ -299,16 +340,6 @@ def _steps_exhausted(limit: int) -> WorkflowError:
         status="failed",
         details={"counters": ["cost_units"], "stepBudget": limit},
     )
-
-
-async def _consume(lease: TaskLease, **amounts: int) -> None:
-    """Spend intermediate/result bytes and cost units through the fenced budget ledger.
-
-    Reserved and settled at once: the amounts are known, and a failed reservation is
-    WORKFLOW_BUDGET_EXHAUSTED before the checkpoint or the result is committed.
-    """
-    reservation = await lease.reserve(**amounts)
-    await lease.reconcile(reservation, **amounts)
 
 
 def _stop_after_task(task_count: int) -> Any:

@@ -1,4 +1,9 @@
-"""Result waiters multiplexed over one LISTEN connection per database (NOTIFY is a wake-up)."""
+"""Result waiters multiplexed over one LISTEN connection per database (NOTIFY is a wake-up).
+
+A run completed by an executor of this process is handed to its waiters directly (the
+scheduler's outcome hub), so they need no read; NOTIFY plus a read serves runs completed
+elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -8,34 +13,53 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
+from runtime.scheduler.models import TERMINAL_STATES
+from runtime.scheduler.outcomes import HUB, RunSnapshot
 from runtime.scheduler.store.listener import PROCESS_STATE_CHANNEL, NotificationListener
 from runtime.store import Database
 
-TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+__all__ = ["TERMINAL_STATES", "ResultWaiter", "Wakeup", "close_waiter", "waiter_for"]
+DEFAULT_POLL_INTERVAL_S = 1.0
 
 
 class Wakeup:
-    """One waiter's event: set by a NOTIFY for its run (or by a listener reconnect)."""
+    """One waiter's event: set by a NOTIFY for its run, a listener reconnect or a hand-over."""
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
+        self._handed: RunSnapshot | None = None
 
     def set(self) -> None:
-        """Wake the waiter."""
+        """Wake the waiter (it reads the run)."""
         self._event.set()
 
-    async def wait_once(self, timeout_s: float) -> None:
-        """Wait for a wake-up or the timeout, then re-arm."""
-        with contextlib.suppress(TimeoutError):
+    def hand(self, snapshot: RunSnapshot | None) -> None:
+        """Wake the waiter with the run's committed end (None: it reads the run)."""
+        if snapshot is not None:
+            self._handed = snapshot
+        self._event.set()
+
+    def take(self) -> RunSnapshot | None:
+        """The run's end handed over by this process's executor, once."""
+        handed, self._handed = self._handed, None
+        return handed
+
+    async def wait_once(self, timeout_s: float) -> bool:
+        """Wait for a wake-up or the timeout, then re-arm; False on the timeout."""
+        woken = True
+        try:
             async with asyncio.timeout(max(timeout_s, 0)):
                 await self._event.wait()
+        except TimeoutError:
+            woken = False
         self._event.clear()
+        return woken
 
 
 class ResultWaiter:
     """Routes process-state notifications to the waiters of each run."""
 
-    def __init__(self, conninfo: str, poll_interval_s: float = 0.25) -> None:
+    def __init__(self, conninfo: str, poll_interval_s: float = DEFAULT_POLL_INTERVAL_S) -> None:
         self.poll_interval_s = poll_interval_s
         self._waiting: dict[str, set[Wakeup]] = {}
         self._listener = NotificationListener(conninfo, [PROCESS_STATE_CHANNEL], self._notified)
@@ -61,7 +85,10 @@ class ResultWaiter:
                 for wakeup in wakeups:
                     wakeup.set()
             return
-        for wakeup in self._waiting.get(str(payload.get("id")), ()):
+        process_id = str(payload.get("id"))
+        if HUB.hold(process_id):
+            return  # its completion is in flight here: it hands the end over (or wakes us)
+        for wakeup in self._waiting.get(process_id, ()):
             wakeup.set()
 
     @contextlib.asynccontextmanager
@@ -69,9 +96,11 @@ class ResultWaiter:
         """Register interest in one run before reading it, so no NOTIFY slips between."""
         wakeup = Wakeup()
         self._waiting.setdefault(process_id, set()).add(wakeup)
+        unsubscribe = HUB.subscribe(process_id, wakeup.hand)
         try:
             yield wakeup
         finally:
+            unsubscribe()
             wakeups = self._waiting.get(process_id)
             if wakeups is not None:
                 wakeups.discard(wakeup)
@@ -82,15 +111,21 @@ class ResultWaiter:
 _WAITERS: weakref.WeakKeyDictionary[Database, ResultWaiter] = weakref.WeakKeyDictionary()
 
 
+def configure_waiter(db: Database, *, poll_interval_s: float) -> ResultWaiter:
+    """Create a database's shared waiter with its own fallback poll interval (before first use)."""
+    conninfo = db.pool.conninfo
+    if not isinstance(conninfo, str):
+        raise ValueError("the pool's conninfo is computed; cannot open a LISTEN connection")
+    waiter = ResultWaiter(conninfo, poll_interval_s)
+    _WAITERS[db] = waiter
+    return waiter
+
+
 async def waiter_for(db: Database) -> ResultWaiter:
     """The shared waiter of a database (one LISTEN connection), started on first use."""
     waiter = _WAITERS.get(db)
     if waiter is None:
-        conninfo = db.pool.conninfo
-        if not isinstance(conninfo, str):
-            raise ValueError("the pool's conninfo is computed; cannot open a LISTEN connection")
-        waiter = ResultWaiter(conninfo)
-        _WAITERS[db] = waiter
+        waiter = configure_waiter(db, poll_interval_s=DEFAULT_POLL_INTERVAL_S)
     await waiter.start()
     return waiter
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from runtime.invocation.invoke import invoke_tool
 from runtime.invocation.lifecycle import cancel, get_result, get_status, wait_result
+from runtime.invocation.requests import InvokeRequest, StartRequest, given
 from runtime.invocation.start import start_workflow
 from runtime.invocation.waiting import MAX_WAIT_MS
 
 __all__ = [
     "MAX_WAIT_MS",
+    "InvokeRequest",
+    "StartRequest",
     "cancel",
     "get_result",
     "get_status",
+    "given",
     "invoke_tool",
     "start_workflow",
     "wait_result",

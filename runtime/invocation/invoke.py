@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from generated.models import WorkflowInvokeOutput
 from runtime.errors import WorkflowError, policy_denied
+from runtime.execution import watch_run
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, refresh_credential, seal_for, write_run
-from runtime.invocation.waiting import finish_invoke
+from runtime.invocation.requests import InvokeRequest
+from runtime.invocation.waiting import WaitedRun, finish_invoke
 from runtime.scheduler import capacity
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
@@ -21,12 +24,14 @@ NESTED_REFUSAL = "nested workflow-backed Tool calls require the workflow action 
 
 @dataclass(frozen=True)
 class Admitted:
-    """The run a call ended up with, and whether it was started by this call."""
+    """The run a call ended up with, whether this call started it, and the run as admitted."""
 
     process_id: str
     outcome: str  # accepted | attach | replay
     definition_digest: str
     sync_wait_ms: int
+    # state, deadline_ts, effect_state (and result and error when it already ended).
+    run: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,8 @@ async def _active_revision(conn: Connection, host_id: str, tool_id: str) -> dict
     raise policy_denied("the Tool has no active owner-approved binding revision")
 
 
-def _check_digests(revision: Mapping[str, Any], args: Mapping[str, Any]) -> None:
-    expected_binding = args.get("expectedBindingDigest")
+def _check_digests(revision: Mapping[str, Any], request: InvokeRequest) -> None:
+    expected_binding = request.expected_binding_digest
     if expected_binding is None:
         raise WorkflowError(
             "WORKFLOW_START_REJECTED", "the Gateway entry has no bindingDigest: republish this Tool"
@@ -66,7 +71,7 @@ def _check_digests(revision: Mapping[str, Any], args: Mapping[str, Any]) -> None
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH", "expectedBindingDigest is not the active revision's"
         )
-    if args.get("expectedDefinitionDigest") != revision["definition_digest"]:
+    if request.expected_definition_digest != revision["definition_digest"]:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH", "expectedDefinitionDigest is not the pinned version's"
         )
@@ -83,13 +88,13 @@ async def _pinned_document(conn: Connection, host_id: str, revision: Mapping[str
     return version["document"]
 
 
-def _plan(revision: Mapping[str, Any], args: Mapping[str, Any], process_id: str) -> RunPlan:
+def _plan(revision: Mapping[str, Any], request: InvokeRequest, process_id: str) -> RunPlan:
     bounds = revision["runtime_bounds"]
     now = datetime.now(UTC)
     return RunPlan(
         process_id=process_id,
         operation="invoke",
-        input=args["input"],
+        input=request.input,
         wf_def_id=revision["wf_def_id"],
         workflow_version=revision["workflow_version"],
         definition_digest=revision["definition_digest"],
@@ -106,19 +111,19 @@ def _plan(revision: Mapping[str, Any], args: Mapping[str, Any], process_id: str)
 async def _admit(
     conn: Connection,
     ctx: InvocationContext,
-    args: Mapping[str, Any],
+    request: InvokeRequest,
     keyring: Keyring,
     sealed: Sealed,
 ) -> Admitted:
-    tool_id = str(uuid.UUID(str(args["stableToolRef"])))
+    tool_id = str(uuid.UUID(request.stable_tool_ref))
     revision = await _active_revision(conn, ctx.host_id, tool_id)
-    _check_digests(revision, args)
+    _check_digests(revision, request)
     document = await _pinned_document(conn, ctx.host_id, revision)
     rules.check_caller_policy(ctx, revision["caller_policy"])
-    input_digest = rules.check_input(args["input"], revision["input_schema"], document)
+    input_digest = rules.check_input(request.input, revision["input_schema"], document)
     policy = revision["idempotency_policy"]
-    key = rules.idempotency_key(policy, args.get("idempotencyKey"), input_digest)
-    plan = _plan(revision, args, sealed.process_id)
+    key = rules.idempotency_key(policy, request.idempotency_key, input_digest)
+    plan = _plan(revision, request, sealed.process_id)
     principal = rules.principal_of(ctx)
     claim = await store.claim_idempotency(
         conn,
@@ -151,24 +156,49 @@ async def _admit(
         counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
         rules.check_admission_limits(revision["admission_limits"], counts)
         await write_run(conn, ctx, plan, sealed.secret, principal)
-    elif claim.outcome == "attach":
-        await refresh_credential(conn, keyring, ctx, claim.process_id)
-    return Admitted(claim.process_id, claim.outcome, revision["definition_digest"], sync_wait_ms)
+        run = {"state": "ACCEPTED", "deadline_ts": plan.deadline_ts, "effect_state": "none"}
+    else:
+        if claim.outcome == "attach":
+            await refresh_credential(conn, keyring, ctx, claim.process_id)
+        owned = await store.select_owned_run(conn, ctx.host_id, claim.process_id)
+        assert owned is not None  # the reservation names a run admitted in a committed tx
+        run = owned
+    return Admitted(
+        claim.process_id, claim.outcome, revision["definition_digest"], sync_wait_ms, run
+    )
 
 
 async def invoke_tool(
-    db: Database, ctx: InvocationContext, args: Mapping[str, Any], keyring: Keyring
-) -> dict[str, Any]:
-    """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error."""
-    if args.get("parentActionId") is not None:
+    db: Database, ctx: InvocationContext, request: InvokeRequest, keyring: Keyring
+) -> WorkflowInvokeOutput:
+    """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error.
+
+    One transaction admits and enqueues; the watch on the new run is registered before it
+    commits, so an executor of this process hands the run's end over without a read.
+    """
+    if request.parent_action_id is not None:
         raise policy_denied(NESTED_REFUSAL)
     # Overload is shed before a connection is taken: sync Tools always run interactive.
     capacity.check("interactive")
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
-    async with db.transaction() as conn:
-        admitted = await _admit(conn, ctx, args, keyring, sealed)
-    return await finish_invoke(
-        db, ctx.host_id, admitted.process_id, admitted.definition_digest, admitted.sync_wait_ms
+    async with watch_run(db, process_id) as watch:
+        async with db.transaction() as conn:
+            admitted = await _admit(conn, ctx, request, keyring, sealed)
+        if admitted.outcome == "accepted":
+            return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
+    async with watch_run(db, admitted.process_id) as watch:
+        # Another call's run: it may have changed since admission read it, so read it again.
+        return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), None)
+
+
+def _waited(admitted: Admitted) -> WaitedRun:
+    return WaitedRun(
+        process_id=admitted.process_id,
+        definition_digest=admitted.definition_digest,
+        sync_wait_ms=admitted.sync_wait_ms,
+        deadline_ts=admitted.run["deadline_ts"],
+        admitted_state=admitted.run["state"],
+        admitted=admitted.run,
     )

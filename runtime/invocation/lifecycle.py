@@ -6,15 +6,16 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from generated.models import (
+    WorkflowCancelOutput,
+    WorkflowGetResultOutput,
+    WorkflowGetStatusOutput,
+)
 from runtime.errors import WorkflowError
 from runtime.invocation import store
-from runtime.invocation.results import (
-    LIVE_STATES,
-    not_visible,
-    result_document,
-    status_document,
-)
+from runtime.invocation.results import not_visible, result_document, status_document
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
+from runtime.scheduler.models import LIVE_STATES
 from runtime.security import InvocationContext
 from runtime.store import Database
 
@@ -32,19 +33,23 @@ async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> di
     return run
 
 
-async def get_status(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+async def get_status(
+    db: Database, ctx: InvocationContext, instance_id: str
+) -> WorkflowGetStatusOutput:
     """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
     return status_document(await _own_run(db, ctx, instance_id))
 
 
-async def get_result(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+async def get_result(
+    db: Database, ctx: InvocationContext, instance_id: str
+) -> WorkflowGetResultOutput:
     """workflow_get_result: the output, the live state, or the stored error."""
     return result_document(await _own_run(db, ctx, instance_id))
 
 
 async def wait_result(
     db: Database, ctx: InvocationContext, instance_id: str, wait_ms: int = MAX_WAIT_MS
-) -> dict[str, Any]:
+) -> WorkflowGetResultOutput:
     """workflow_wait_result: a bounded long poll (<= 20 s and the run's deadline)."""
     run = await _own_run(db, ctx, instance_id)
     if run["state"] in LIVE_STATES:
@@ -56,7 +61,7 @@ async def wait_result(
     return result_document(run)
 
 
-async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> WorkflowCancelOutput:
     """workflow_cancel: cancel per the run's cancellation policy."""
     run = await _own_run(db, ctx, instance_id)
     outcome = await cancel_run(db, ctx.host_id, run["process_id"], cancelled_by_caller())
@@ -73,4 +78,6 @@ async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> dict
             workflow_instance_id=run["process_id"],
         )
     run = await _own_run(db, ctx, instance_id)
-    return {"workflowInstanceId": run["process_id"], "result": outcome, "state": run["state"]}
+    return WorkflowCancelOutput(
+        workflow_instance_id=run["process_id"], result=outcome, state=run["state"]
+    )

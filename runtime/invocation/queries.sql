@@ -98,10 +98,3 @@ SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.tool_id::text
 FROM workflow_invocation_t i
 JOIN workflow_process p ON p.host_id = i.host_id AND p.process_id = i.process_id
 WHERE i.host_id = %(host_id)s AND i.process_id = %(process_id)s;
-
--- lock_run --
--- Lock a run's row before deciding how to cancel it.
-SELECT state, effect_state, cancellation_policy, cancel_requested, deadline_ts
-FROM workflow_process
-WHERE host_id = %(host_id)s AND process_id = %(process_id)s
-FOR UPDATE;

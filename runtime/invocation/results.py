@@ -6,10 +6,16 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from runtime.errors import ErrorStatus, WorkflowError, error_registry
+import msgspec
+from msgspec import UNSET, UnsetType
 
-TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
-LIVE_STATES = frozenset({"ACCEPTED", "RUNNING", "WAITING"})
+from generated.models import WorkflowError as ContractError
+from generated.models import (
+    WorkflowGetResultOutput,
+    WorkflowGetStatusOutput,
+    WorkflowInvokeOutput,
+)
+from runtime.errors import ErrorStatus, WorkflowError, error_registry
 
 
 def timestamp(value: datetime) -> str:
@@ -67,58 +73,59 @@ def still_running(instance_id: str, *, retryable: bool, after_effect: bool) -> W
     )
 
 
+def _public_output(run: Mapping[str, Any]) -> dict[str, Any]:
+    output = run.get("result")
+    return output if isinstance(output, dict) else {"value": output}
+
+
 def invoke_output(
     run: Mapping[str, Any], instance_id: str, definition_digest: str
-) -> dict[str, Any]:
+) -> WorkflowInvokeOutput:
     """workflow_invoke's success, or the stored error of a failed or cancelled run."""
     if run["state"] != "COMPLETED":
         raise stored_error(run, instance_id)
-    output = run.get("result")
-    return {
-        "status": "completed",
-        "workflowInstanceId": instance_id,
-        "definitionDigest": definition_digest,
-        "output": output if isinstance(output, dict) else {"value": output},
-    }
+    return WorkflowInvokeOutput(
+        status="completed",
+        workflow_instance_id=instance_id,
+        definition_digest=definition_digest,
+        output=_public_output(run),
+    )
 
 
-def result_document(run: Mapping[str, Any]) -> dict[str, Any]:
+def result_document(run: Mapping[str, Any]) -> WorkflowGetResultOutput:
     """workflow_get_result / workflow_wait_result: output when COMPLETED, state when live."""
     instance_id = str(run["process_id"])
     if run["state"] in ("FAILED", "CANCELLED"):
         raise stored_error(run, instance_id)
-    body: dict[str, Any] = {
-        "workflowInstanceId": instance_id,
-        "state": run["state"],
-        "definitionDigest": run["definition_digest"],
-    }
-    if run["state"] == "COMPLETED":
-        output = run.get("result")
-        body["output"] = output if isinstance(output, dict) else {"value": output}
-    return body
+    return WorkflowGetResultOutput(
+        workflow_instance_id=instance_id,
+        state=run["state"],
+        definition_digest=run["definition_digest"],
+        output=_public_output(run) if run["state"] == "COMPLETED" else UNSET,
+    )
 
 
-def status_document(run: Mapping[str, Any]) -> dict[str, Any]:
+def status_document(run: Mapping[str, Any]) -> WorkflowGetStatusOutput:
     """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
     instance_id = str(run["process_id"])
     state = run["state"]
     clean_failure = state in ("FAILED", "CANCELLED") and run["effect_state"] == "none"
-    body: dict[str, Any] = {
-        "workflowInstanceId": instance_id,
-        "state": state,
-        "wfDefId": run["wf_def_id"],
-        "definitionDigest": run["definition_digest"],
-        "submittedAt": timestamp(run["created_ts"]),
-        "updatedAt": timestamp(run["updated_ts"]),
-        "deadlineAt": timestamp(run["deadline_ts"]),
-        "retryable": clean_failure,
-        "effectState": run["effect_state"],
-    }
-    if run.get("finished_ts") is not None:
-        body["finishedAt"] = timestamp(run["finished_ts"])
-    if state == "COMPLETED":
-        output = run.get("result")
-        body["result"] = output if isinstance(output, dict) else {"value": output}
-    elif state in ("FAILED", "CANCELLED"):
-        body["error"] = stored_error(run, instance_id).to_structured()["error"]
-    return body
+    finished = run.get("finished_ts")
+    error: ContractError | UnsetType = UNSET
+    if state in ("FAILED", "CANCELLED"):
+        document = stored_error(run, instance_id).to_structured()["error"]
+        error = msgspec.convert(document, ContractError)
+    return WorkflowGetStatusOutput(
+        workflow_instance_id=instance_id,
+        state=state,
+        wf_def_id=run["wf_def_id"],
+        definition_digest=run["definition_digest"],
+        submitted_at=timestamp(run["created_ts"]),
+        updated_at=timestamp(run["updated_ts"]),
+        deadline_at=timestamp(run["deadline_ts"]),
+        retryable=clean_failure,
+        effect_state=run["effect_state"],
+        finished_at=UNSET if finished is None else timestamp(finished),
+        result=_public_output(run) if state == "COMPLETED" else UNSET,
+        error=error,
+    )

@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from generated.models import WorkflowStartOutput
 from runtime.canonical import CanonicalError, load_definition_yaml
 from runtime.engine import DefinitionError, parse_definition
-from runtime.errors import WorkflowError, input_invalid
+from runtime.errors import WorkflowError
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, seal_for, write_run
+from runtime.invocation.requests import StartRequest
 from runtime.invocation.results import timestamp
 from runtime.scheduler import capacity
 from runtime.scheduler.service import DEFAULT_BUDGET
@@ -58,16 +60,16 @@ def _deadline(document: dict[str, Any], admitted: datetime) -> datetime:
 
 async def _receipt(
     conn: Connection, host_id: str, process_id: str, wf_def_id: str
-) -> dict[str, Any]:
+) -> WorkflowStartOutput:
     run = await store.select_owned_run(conn, host_id, process_id)
     assert run is not None  # written or claimed in this transaction
-    return {
-        "workflowInstanceId": process_id,
-        "state": run["state"],
-        "wfDefId": wf_def_id,
-        "definitionDigest": run["definition_digest"],
-        "submittedAt": timestamp(run["created_ts"]),
-    }
+    return WorkflowStartOutput(
+        workflow_instance_id=process_id,
+        state=run["state"],
+        wf_def_id=wf_def_id,
+        definition_digest=run["definition_digest"],
+        submitted_at=timestamp(run["created_ts"]),
+    )
 
 
 def _sealed_or_none(
@@ -80,25 +82,23 @@ def _sealed_or_none(
 
 
 async def start_workflow(
-    db: Database, ctx: InvocationContext, args: Mapping[str, Any], keyring: Keyring
-) -> dict[str, Any]:
+    db: Database, ctx: InvocationContext, request: StartRequest, keyring: Keyring
+) -> WorkflowStartOutput:
     """workflow_start: idempotent (body key, else a fresh one) async start of the saved head."""
-    if "stableToolRef" in args:
-        raise input_invalid("workflow_start does not accept stableToolRef; call the Tool instead")
-    wf_def_id = str(uuid.UUID(str(args["wfDefId"])))
-    key = args.get("idempotencyKey") or str(uuid.uuid4())
+    wf_def_id = str(uuid.UUID(request.wf_def_id))
+    key = request.idempotency_key or str(uuid.uuid4())
     process_id = str(uuid.uuid4())
     sealed = _sealed_or_none(keyring, ctx, process_id)
     async with db.transaction() as conn:
         head = await store.select_head(conn, ctx.host_id, wf_def_id)
-        document = _head_document(head, args.get("expectedDefinitionDigest"))
+        document = _head_document(head, request.expected_definition_digest)
         assert head is not None
-        input_digest = rules.check_input(args["input"], None, document)
+        input_digest = rules.check_input(request.input, None, document)
         admitted = datetime.now(UTC)
         plan = RunPlan(
             process_id=process_id,
             operation="start",
-            input=args["input"],
+            input=request.input,
             wf_def_id=wf_def_id,
             definition=document,
             definition_digest=head["definition_digest"],

@@ -7,8 +7,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.errors import WorkflowError
-from runtime.scheduler.store import runs as scheduler_runs
 from runtime.security import SealedSecret
 from runtime.store import Connection, load_queries
 
@@ -132,20 +130,3 @@ async def select_owned_run(
     return await _one(
         conn, QUERIES["select_owned_run"], {"host_id": host_id, "process_id": process_id}
     )
-
-
-async def lock_run(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
-    """Lock a run's row FOR UPDATE and read its cancellation facts."""
-    return await _one(conn, QUERIES["lock_run"], {"host_id": host_id, "process_id": process_id})
-
-
-async def end_run(
-    conn: Connection, host_id: str, process_id: str, error: WorkflowError, *, state: str
-) -> bool:
-    """End a live run with error (its open tasks are cancelled); False when already terminal."""
-    return await scheduler_runs.fail_process(conn, host_id, process_id, error, state=state)
-
-
-async def request_cancel(conn: Connection, host_id: str, process_id: str) -> bool:
-    """Raise the cooperative cancellation signal of a live run."""
-    return await scheduler_runs.request_cancel(conn, host_id, process_id)

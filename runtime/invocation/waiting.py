@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from generated.models import WorkflowInvokeOutput
 from runtime.errors import WorkflowError
-from runtime.execution import read_run, wait_for_result
+from runtime.execution import RunWatch, read_run, wait_for_result
 from runtime.invocation import store
-from runtime.invocation.results import (
-    LIVE_STATES,
-    invoke_output,
-    still_running,
-)
+from runtime.invocation.results import invoke_output, still_running
 from runtime.scheduler import timeout_error
+from runtime.scheduler.models import LIVE_STATES, CancelOutcome
+from runtime.scheduler.service import cancel_process
 from runtime.store import Database
 
 MAX_WAIT_MS = 20_000
@@ -36,37 +36,44 @@ async def wait_run(
     return await wait_for_result(db, host_id, process_id, bounded / 1000)
 
 
-async def cancel_run(db: Database, host_id: str, process_id: str, error: WorkflowError) -> str:
-    """Cancel per policy: cancelled | cancellationRequested | alreadyTerminal | disabled | effect.
-
-    Ending a run whose effect state is none is always safe (nothing was dispatched); after an
-    effect only a cooperative run is asked to stop, a before-effects-only run is left to finish.
-    """
+async def cancel_run(
+    db: Database, host_id: str, process_id: str, error: WorkflowError
+) -> CancelOutcome:
+    """Cancel per the run's policy in its own transaction (the scheduler decides how)."""
     async with db.transaction() as conn:
-        row = await store.lock_run(conn, host_id, process_id)
-        if row is None or row["state"] not in LIVE_STATES:
-            return "alreadyTerminal"
-        policy = row["cancellation_policy"]
-        if policy == "disabled":
-            return "disabled"
-        if row["effect_state"] == "none":
-            await store.end_run(conn, host_id, process_id, error, state="CANCELLED")
-            return "cancelled"
-        if policy == "cooperative":
-            await store.request_cancel(conn, host_id, process_id)
-            return "cancellationRequested"
-        return "effect"
+        return await cancel_process(conn, host_id, process_id, error)
+
+
+@dataclass(frozen=True)
+class WaitedRun:
+    """The run an invoke waits for, as admission saw it."""
+
+    process_id: str
+    definition_digest: str
+    sync_wait_ms: int
+    deadline_ts: datetime
+    admitted_state: str
+    admitted: dict[str, Any]
 
 
 async def finish_invoke(
-    db: Database, host_id: str, process_id: str, definition_digest: str, sync_wait_ms: int
-) -> dict[str, Any]:
-    """Wait min(syncWaitMs, deadline - now); output, stored error or WORKFLOW_TIMEOUT."""
-    run = await _owned(db, host_id, process_id)
-    deadline: datetime = run["deadline_ts"]
-    if run["state"] in LIVE_STATES:
+    db: Database,
+    watch: RunWatch,
+    host_id: str,
+    waited: WaitedRun,
+    current: dict[str, Any] | None,
+) -> WorkflowInvokeOutput:
+    """Wait min(syncWaitMs, deadline - now); output, stored error or WORKFLOW_TIMEOUT.
+
+    current is the run as known now (None: read it under the watch before waiting).
+    """
+    process_id, definition_digest = waited.process_id, waited.definition_digest
+    deadline = waited.deadline_ts
+    run = waited.admitted
+    if waited.admitted_state in LIVE_STATES:
         remaining_ms = int((deadline - datetime.now(UTC)).total_seconds() * 1000)
-        run = await wait_run(db, host_id, process_id, min(sync_wait_ms, remaining_ms)) or run
+        wait_ms = max(0, min(waited.sync_wait_ms, remaining_ms, MAX_WAIT_MS))
+        run = await watch.settled(host_id, wait_ms / 1000, current) or run
     if run["state"] not in LIVE_STATES:
         return invoke_output(run, process_id, definition_digest)
     after_effect = run.get("effect_state", "none") != "none"

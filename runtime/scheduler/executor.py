@@ -27,9 +27,11 @@ from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
     BudgetAmounts,
     ClaimedTask,
+    Completion,
     LeaseState,
     SchedulerSettings,
     StepRecord,
+    Successor,
 )
 from runtime.scheduler.store import ledgers, queue
 from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
@@ -73,6 +75,8 @@ class Executor:
         self._loop_task: asyncio.Task[None] | None = None
         self._monitor_task: asyncio.Task[None] | None = None
         self.claim_rounds = 0
+        self._parked = False
+        self._successor = Successor(self.worker_id, self.settings.lease_ms)
 
     @property
     def listener(self) -> NotificationListener | None:
@@ -102,6 +106,11 @@ class Executor:
             and not self._loop_task.done()
             and not self._stopping.is_set()
         )
+
+    @property
+    def idle(self) -> bool:
+        """No task is running and the claim loop waits for a wake-up (tests and diagnostics)."""
+        return not self._running and self._parked and not self._wake.is_set()
 
     async def stop(self) -> None:
         """Stop claiming, let running tasks finish within the grace, release the rest."""
@@ -146,14 +155,20 @@ class Executor:
                 claimed = await self._claim(request)
                 for task, lease in claimed:
                     self._dispatch(task, lease)
-                if claimed and self._claim_request().limit > 0:
+                # Fewer tasks than asked for: nothing else is ready now (a NOTIFY, a finished
+                # task that saw a backlog, or the poll timer wakes the loop again).
+                if len(claimed) >= request.limit and self._claim_request().limit > 0:
                     continue
             await self._wait_for_wake()
 
     async def _wait_for_wake(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.settings.poll_interval_ms / 1000):
-                await self._wake.wait()
+        self._parked = True
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.poll_interval_ms / 1000):
+                    await self._wake.wait()
+        finally:
+            self._parked = False
 
     def _claim_request(self) -> queue.ClaimRequest:
         s = self.settings
@@ -197,10 +212,22 @@ class Executor:
             self._on_claim(task)
 
     async def _execute(self, task: ClaimedTask, lease: LeaseState) -> None:
+        # A completion may hand back the run's next task already claimed for this slot; the
+        # job then runs it too, under its own lease.
+        current: tuple[ClaimedTask, LeaseState] | None = (task, lease)
+        while current is not None:
+            current = await self._execute_one(*current)
+
+    async def _execute_one(
+        self, task: ClaimedTask, lease: LeaseState
+    ) -> tuple[ClaimedTask, LeaseState] | None:
+        # Claim again when the slot frees only if ready work may be waiting for it: a clean
+        # completion says whether any is; other endings always look.
+        completion = Completion(backlog=True)
         began = time.perf_counter()
         try:
             await faults.point("after_claim")
-            await self._run_handler(task, lease)
+            completion = await self._run_handler(task, lease)
         except LeaseLost as lost:
             log.info("task %s: %s", task.task_id, lost)
         except WorkflowError as error:
@@ -213,11 +240,20 @@ class Executor:
             _log_incident(f"task {task.task_id} of kind {task.kind} raised", exc)
             await self._fail_quietly(lease, task_failed())
         finally:
-            self._running.pop(task.task_id, None)
+            running = self._running.pop(task.task_id, None)
             capacity.record_service(task.execution_class, time.perf_counter() - began)
-            self._wake.set()
+            successor = completion.successor
+            if successor is not None and running is not None:
+                self._running[successor[0].task_id] = _Running(
+                    successor[0], successor[1], running.borrowed, running.job
+                )
+                if self._on_claim is not None:
+                    self._on_claim(successor[0])
+            elif completion.backlog:
+                self._wake.set()
+        return completion.successor
 
-    async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> None:
+    async def _run_handler(self, task: ClaimedTask, lease: LeaseState) -> Completion:
         handler = self._handlers.get(task.kind)
         if handler is None:
             raise task_failed(f"no handler for task kind {task.kind!r}")
@@ -232,7 +268,9 @@ class Executor:
         lease_handle = TaskLease(self._db, lease, prior, idempotent=task.idempotent)
         outcome = await handler(task, lease_handle)
         await faults.point("before_complete")
-        await service.complete(self._db, lease, outcome)
+        # While stopping, nothing new is taken on: the successor goes to the queue instead.
+        successor = None if self._stopping.is_set() else self._successor
+        return await service.complete(self._db, lease, outcome, successor)
 
     async def _prior_step(self, task: ClaimedTask) -> StepRecord | None:
         async with self._db.transaction(read_only=True) as conn:
@@ -310,7 +348,9 @@ class Executor:
                 running.lease.expires_ts = renewal.expires_ts
                 if renewal.cancel_requested:
                     running.lease.cancel_requested.set()
-            elif running.job is not None and not running.job.done():
+            elif self._running.get(running.task.task_id) is running and not _done(running):
+                # Only a task still held: one that completed meanwhile (its job may already
+                # run the successor) has simply left.
                 self._lease_lost(running)
 
     def _lease_lost(self, running: _Running) -> None:
@@ -318,6 +358,10 @@ class Executor:
         # Work that has not dispatched an effect is pointless now; a dispatched write finishes.
         if not running.lease.effect_dispatched and running.job is not None:
             running.job.cancel()
+
+
+def _done(running: _Running) -> bool:
+    return running.job is None or running.job.done()
 
 
 def _log_incident(what: str, exc: BaseException) -> str:

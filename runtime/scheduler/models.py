@@ -10,6 +10,14 @@ from typing import Any, Literal
 ExecutionClass = Literal["interactive", "standard", "batch"]
 CancellationPolicy = Literal["before-effects-only", "cooperative", "disabled"]
 EffectState = Literal["none", "possible", "confirmed"]
+# The run states, defined here once (invocation and execution import them).
+RunState = Literal["ACCEPTED", "RUNNING", "WAITING", "COMPLETED", "FAILED", "CANCELLED"]
+LIVE_STATES: frozenset[RunState] = frozenset({"ACCEPTED", "RUNNING", "WAITING"})
+TERMINAL_STATES: frozenset[RunState] = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+# What cancelling a run did (workflow_cancel's result, plus the two refusals).
+CancelOutcome = Literal[
+    "cancelled", "cancellationRequested", "alreadyTerminal", "disabled", "effect"
+]
 EXECUTION_CLASSES: tuple[ExecutionClass, ...] = ("interactive", "standard", "batch")
 CANCELLATION_POLICIES: tuple[CancellationPolicy, ...] = (
     "before-effects-only",
@@ -122,16 +130,39 @@ class TaskOutcome:
     next_tasks: tuple[NewTask, ...] = ()
     finish: bool = False
     run_result: Any = None
+    # Budget the task used, debited in the completing transaction (all counters or none: an
+    # insufficient budget fails the task with WORKFLOW_BUDGET_EXHAUSTED and commits nothing).
+    consume: BudgetAmounts | None = None
 
     @classmethod
-    def then(cls, *next_tasks: NewTask, output: Any = None) -> TaskOutcome:
+    def then(
+        cls, *next_tasks: NewTask, output: Any = None, consume: BudgetAmounts | None = None
+    ) -> TaskOutcome:
         """Complete this task and enqueue the given next tasks."""
-        return cls(output=output, next_tasks=next_tasks)
+        return cls(output=output, next_tasks=next_tasks, consume=consume)
 
     @classmethod
-    def finish_run(cls, result: Any, *, output: Any = None) -> TaskOutcome:
+    def finish_run(
+        cls, result: Any, *, output: Any = None, consume: BudgetAmounts | None = None
+    ) -> TaskOutcome:
         """Complete this task and the run with result."""
-        return cls(output=output, finish=True, run_result=result)
+        return cls(output=output, finish=True, run_result=result, consume=consume)
+
+
+@dataclass(frozen=True)
+class Successor:
+    """Who may take a completing task's successor straight away (skipping the queue)."""
+
+    worker_id: str
+    lease_ms: int
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What committing an outcome did: whether ready work waits, and any successor claimed."""
+
+    backlog: bool
+    successor: tuple[ClaimedTask, LeaseState] | None = None
 
 
 @dataclass(frozen=True)

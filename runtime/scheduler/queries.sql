@@ -1,25 +1,39 @@
 -- Named queries of the durable task queue (runtime/scheduler). Every write to a claimed task
 -- is fenced: WHERE lease_id AND fencing_token AND state = 'running'; zero rows = lease lost.
 
--- insert_process --
--- Insert a run in ACCEPTED state.
-INSERT INTO workflow_process (
-    host_id, process_id, execution_class, deadline_ts, cancellation_policy, binding_id
-) VALUES (
-    %(host_id)s, %(process_id)s, %(execution_class)s, %(deadline_ts)s,
-    %(cancellation_policy)s, %(binding_id)s
+-- insert_run --
+-- Insert a run in ACCEPTED state, its budget row and its first ready task, and wake the executors.
+WITH process AS (
+    INSERT INTO workflow_process (
+        host_id, process_id, execution_class, deadline_ts, cancellation_policy, binding_id
+    ) VALUES (
+        %(host_id)s, %(process_id)s, %(execution_class)s, %(deadline_ts)s,
+        %(cancellation_policy)s, %(binding_id)s
+    )
+    RETURNING host_id, process_id, execution_class
+),
+budget AS (
+    INSERT INTO workflow_budget (
+        host_id, process_id, remaining_attempts, remaining_nested_calls, remaining_request_bytes,
+        remaining_intermediate_bytes, remaining_result_bytes, remaining_cost_units
+    )
+    SELECT p.host_id, p.process_id, %(attempts)s, %(nested_calls)s, %(request_bytes)s,
+           %(intermediate_bytes)s, %(result_bytes)s, %(cost_units)s
+    FROM process p
+),
+task AS (
+    INSERT INTO workflow_task (
+        host_id, process_id, step_no, kind, payload, execution_class, priority, available_at,
+        idempotent
+    )
+    SELECT p.host_id, p.process_id, %(step_no)s, %(kind)s, %(payload)s, p.execution_class,
+           %(priority)s, coalesce(%(available_at)s, now()), %(idempotent)s
+    FROM process p
+    RETURNING task_id
 )
-RETURNING created_ts;
-
--- insert_budget --
--- Insert the run's budget ledger row with its initial ceilings.
-INSERT INTO workflow_budget (
-    host_id, process_id, remaining_attempts, remaining_nested_calls, remaining_request_bytes,
-    remaining_intermediate_bytes, remaining_result_bytes, remaining_cost_units
-) VALUES (
-    %(host_id)s, %(process_id)s, %(attempts)s, %(nested_calls)s, %(request_bytes)s,
-    %(intermediate_bytes)s, %(result_bytes)s, %(cost_units)s
-);
+SELECT t.task_id,
+       pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', t.task_id)::text)
+FROM task t;
 
 -- insert_task --
 -- Insert a ready task of a live run (class copied from the run) and wake the executors.
@@ -38,6 +52,36 @@ WITH inserted AS (
 SELECT i.task_id,
        pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', i.task_id)::text)
 FROM inserted i;
+
+-- insert_claimed_task --
+-- Insert the next task of a live run already claimed by the completing worker (a fresh fenced lease).
+WITH run AS (
+    SELECT host_id, process_id, execution_class, deadline_ts, cancellation_policy
+    FROM workflow_process
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+      AND (deadline_ts > now() OR cancellation_policy = 'disabled')
+),
+inserted AS (
+    INSERT INTO workflow_task (
+        host_id, process_id, step_no, kind, payload, execution_class, priority, idempotent,
+        state, lease_id, fencing_token, attempts, worker_id, heartbeat_ts, lease_expires_ts
+    )
+    SELECT r.host_id, r.process_id, %(step_no)s, %(kind)s, %(payload)s, r.execution_class,
+           %(priority)s, %(idempotent)s, 'running', gen_random_uuid(),
+           nextval('workflow_fencing_token_seq'), 1, %(worker_id)s, now(),
+           -- Interactive leases never outlive the run's deadline (as in claim_tasks).
+           CASE
+               WHEN r.execution_class = 'interactive' AND r.cancellation_policy <> 'disabled'
+                   THEN least(now() + %(lease_ms)s * interval '1 millisecond', r.deadline_ts)
+               ELSE now() + %(lease_ms)s * interval '1 millisecond'
+           END
+    FROM run r
+    RETURNING host_id, task_id, process_id, step_no, kind, payload, execution_class, idempotent,
+              attempts, lease_id, fencing_token, lease_expires_ts
+)
+SELECT i.*, r.deadline_ts, r.cancellation_policy
+FROM inserted i CROSS JOIN run r;
 
 -- get_process --
 -- Read one run with its budget counters.
@@ -185,7 +229,10 @@ WHERE t.host_id = %(host_id)s AND t.task_id = %(task_id)s AND t.lease_id = %(lea
   AND t.fencing_token = %(fencing_token)s AND t.state = 'running'
   AND p.host_id = t.host_id AND p.process_id = t.process_id
 RETURNING p.deadline_ts <= now() AS past_deadline, p.cancellation_policy, p.effect_state,
-          p.cancel_requested;
+          p.cancel_requested,
+          -- Whether ready work waits: the executor claims again at once only then.
+          EXISTS (SELECT 1 FROM workflow_task r
+                  WHERE r.state = 'ready' AND r.available_at <= now()) AS backlog;
 
 -- fail_task --
 -- Mark a task failed (or cancelled) under its lease.
@@ -217,9 +264,10 @@ WITH finished AS (
     SET state = 'COMPLETED', result = %(result)s, updated_ts = now(), finished_ts = now()
     WHERE host_id = %(host_id)s AND process_id = %(process_id)s
       AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-    RETURNING process_id
+    RETURNING process_id, effect_state
 )
-SELECT pg_notify('workflow_process_state',
+SELECT f.effect_state,
+       pg_notify('workflow_process_state',
                  json_build_object('type', 'process', 'id', f.process_id)::text)
 FROM finished f;
 
@@ -230,7 +278,7 @@ WITH failed AS (
     SET state = %(state)s, error = %(error)s, updated_ts = now(), finished_ts = now()
     WHERE host_id = %(host_id)s AND process_id = %(process_id)s
       AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-    RETURNING host_id, process_id
+    RETURNING host_id, process_id, effect_state
 ),
 cancelled AS (
     UPDATE workflow_task t
@@ -239,9 +287,17 @@ cancelled AS (
     WHERE t.host_id = f.host_id AND t.process_id = f.process_id
       AND t.state IN ('ready', 'running')
 )
-SELECT pg_notify('workflow_process_state',
+SELECT f.effect_state,
+       pg_notify('workflow_process_state',
                  json_build_object('type', 'process', 'id', f.process_id)::text)
 FROM failed f;
+
+-- lock_process --
+-- Lock a run's row before deciding how to cancel it.
+SELECT state, effect_state, cancellation_policy, cancel_requested, deadline_ts
+FROM workflow_process
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+FOR UPDATE;
 
 -- select_cancel_signal --
 -- Whether a run asks for cooperative cancellation, and whether it already dispatched an effect.
@@ -428,6 +484,36 @@ reservation AS (
 )
 SELECT (SELECT count(*) FROM owner) AS owned,
        (SELECT reservation_id FROM reservation) AS reservation_id;
+
+-- consume_budget --
+-- Under the lease, debit what a task used, every counter at once only if each suffices.
+WITH owner AS (
+    SELECT host_id, process_id
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
+      AND fencing_token = %(fencing_token)s AND state = 'running'
+    FOR UPDATE
+),
+debit AS (
+    UPDATE workflow_budget b
+    SET remaining_attempts = b.remaining_attempts - %(attempts)s,
+        remaining_nested_calls = b.remaining_nested_calls - %(nested_calls)s,
+        remaining_request_bytes = b.remaining_request_bytes - %(request_bytes)s,
+        remaining_intermediate_bytes = b.remaining_intermediate_bytes - %(intermediate_bytes)s,
+        remaining_result_bytes = b.remaining_result_bytes - %(result_bytes)s,
+        remaining_cost_units = b.remaining_cost_units - %(cost_units)s,
+        updated_ts = now()
+    FROM owner o
+    WHERE b.host_id = o.host_id AND b.process_id = o.process_id
+      AND b.remaining_attempts >= %(attempts)s
+      AND b.remaining_nested_calls >= %(nested_calls)s
+      AND b.remaining_request_bytes >= %(request_bytes)s
+      AND b.remaining_intermediate_bytes >= %(intermediate_bytes)s
+      AND b.remaining_result_bytes >= %(result_bytes)s
+      AND b.remaining_cost_units >= %(cost_units)s
+    RETURNING b.process_id
+)
+SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM debit) AS debited;
 
 -- reconcile_budget --
 -- Under the reserving lease, settle a reservation once and credit back what was not used.

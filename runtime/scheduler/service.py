@@ -7,19 +7,27 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, input_invalid
-from runtime.scheduler.errors import cancelled_error, timeout_error
+from runtime.scheduler.errors import cancelled_error, error_document, timeout_error
 from runtime.scheduler.models import (
     CANCELLATION_POLICIES,
     EXECUTION_CLASSES,
+    LIVE_STATES,
     BudgetAmounts,
     CancellationPolicy,
+    CancelOutcome,
+    ClaimedTask,
+    Completion,
+    EffectState,
     ExecutionClass,
     LeaseState,
     NewTask,
     ReconcileOutcome,
+    RunState,
+    Successor,
     TaskOutcome,
 )
-from runtime.scheduler.store import ledgers, runs
+from runtime.scheduler.outcomes import HUB, RunSnapshot
+from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Connection, Database
 
 DEFAULT_BUDGET = BudgetAmounts(
@@ -53,7 +61,7 @@ async def enqueue_process(
         raise input_invalid(f"unknown cancellation policy {cancellation_policy!r}")
     run_id = _uuid(process_id, "process_id") if process_id else str(uuid.uuid4())
     deadline = deadline_ts or datetime.now(UTC) + timedelta(milliseconds=timeout_ms)
-    await runs.insert_process(
+    await runs.insert_run(
         conn,
         host_id=host,
         process_id=run_id,
@@ -61,11 +69,34 @@ async def enqueue_process(
         deadline_ts=deadline,
         cancellation_policy=cancellation_policy,
         binding_id=_uuid(binding_id, "binding_id") if binding_id else None,
+        budget=budget,
+        first_task=first_task,
+        step_no=first_task.step_no if first_task.step_no is not None else 0,
     )
-    await runs.insert_budget(conn, host_id=host, process_id=run_id, budget=budget)
-    step_no = first_task.step_no if first_task.step_no is not None else 0
-    await runs.insert_task(conn, host_id=host, process_id=run_id, task=first_task, step_no=step_no)
     return run_id
+
+
+async def cancel_process(
+    conn: Connection, host_id: str, process_id: str, error: WorkflowError
+) -> CancelOutcome:
+    """Cancel a run per its policy inside the caller's transaction.
+
+    Ending a run whose effect state is none is always safe (nothing was dispatched); after an
+    effect only a cooperative run is asked to stop, a before-effects-only run is left to finish.
+    """
+    row = await runs.lock_process(conn, host_id, process_id)
+    if row is None or row["state"] not in LIVE_STATES:
+        return "alreadyTerminal"
+    policy = row["cancellation_policy"]
+    if policy == "disabled":
+        return "disabled"
+    if row["effect_state"] == "none":
+        await runs.fail_process(conn, host_id, process_id, error, state="CANCELLED")
+        return "cancelled"
+    if policy == "cooperative":
+        await runs.request_cancel(conn, host_id, process_id)
+        return "cancellationRequested"
+    return "effect"
 
 
 async def start_run(db: Database, **kwargs: Any) -> str:
@@ -92,28 +123,73 @@ async def add_task(db: Database, host_id: str, process_id: str, task: NewTask) -
         )
 
 
-async def complete(db: Database, lease: LeaseState, outcome: TaskOutcome) -> None:
-    """Commit a handler's outcome under its lease: task done, then next tasks or run end."""
-    async with db.transaction() as conn:
-        run = await runs.complete_task(conn, lease, outcome.output)
-        if outcome.finish:
-            await runs.finish_process(conn, lease.host_id, lease.process_id, outcome.run_result)
-            return
-        if run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
-            # The signal is honoured between steps: nothing new is scheduled.
-            error = cancelled_error(after_effect=run["effect_state"] != "none")
-            await runs.fail_process(conn, lease.host_id, lease.process_id, error, state="CANCELLED")
-            return
-        if run["past_deadline"] and run["cancellation_policy"] != "disabled":
-            # The dispatched step was allowed to finish; nothing new starts after the deadline.
-            error = timeout_error(after_effect=run["effect_state"] != "none")
-            await runs.fail_process(conn, lease.host_id, lease.process_id, error)
-            return
-        for offset, task in enumerate(outcome.next_tasks, start=1):
-            step_no = task.step_no if task.step_no is not None else lease.step_no + offset
-            await runs.insert_task(
-                conn, host_id=lease.host_id, process_id=lease.process_id, task=task, step_no=step_no
+async def complete(
+    db: Database,
+    lease: LeaseState,
+    outcome: TaskOutcome,
+    successor: Successor | None = None,
+) -> Completion:
+    """Commit a handler's outcome under its lease: budget used, task done, next tasks or run end.
+
+    One transaction; a run it ends is handed to this process's waiters once committed. With
+    successor, a single next task is inserted already claimed by that worker when no other
+    ready work waits (nothing is skipped ahead of, and no claim round trip is spent).
+    """
+    with HUB.settling(lease.process_id) as settlement:
+        async with db.transaction() as conn:
+            if outcome.consume is not None:
+                await ledgers.consume_budget(conn, lease, outcome.consume)
+            run = await runs.complete_task(conn, lease, outcome.output)
+            if run["backlog"] or len(outcome.next_tasks) != 1:
+                successor = None
+            ended, claimed = await _after_completion(conn, lease, outcome, run, successor)
+        if ended is not None:
+            settlement.hand(ended)
+    return Completion(bool(run["backlog"]), claimed)
+
+
+async def _after_completion(
+    conn: Connection,
+    lease: LeaseState,
+    outcome: TaskOutcome,
+    run: dict[str, Any],
+    successor: Successor | None,
+) -> tuple[RunSnapshot | None, tuple[ClaimedTask, LeaseState] | None]:
+    """Finish the run, end it, or enqueue its next tasks: the run's end and any claimed task."""
+    host_id, process_id = lease.host_id, lease.process_id
+    if outcome.finish:
+        effect = await runs.finish_process(conn, host_id, process_id, outcome.run_result)
+        ended = None if effect is None else _ended("COMPLETED", effect, result=outcome.run_result)
+        return ended, None
+    error: WorkflowError | None = None
+    state: RunState = "FAILED"
+    if run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
+        # The signal is honoured between steps: nothing new is scheduled.
+        error = cancelled_error(after_effect=run["effect_state"] != "none")
+        state = "CANCELLED"
+    elif run["past_deadline"] and run["cancellation_policy"] != "disabled":
+        # The dispatched step was allowed to finish; nothing new starts after the deadline.
+        error = timeout_error(after_effect=run["effect_state"] != "none")
+    if error is not None:
+        effect = await runs.end_process(conn, host_id, process_id, error, state=state)
+        return (None if effect is None else _ended(state, effect, error=error)), None
+    for offset, task in enumerate(outcome.next_tasks, start=1):
+        step_no = task.step_no if task.step_no is not None else lease.step_no + offset
+        if successor is not None and task.available_at is None:
+            claimed = await queue.insert_claimed_task(
+                conn,
+                lease,
+                task,
+                step_no,
+                worker_id=successor.worker_id,
+                lease_ms=successor.lease_ms,
             )
+            if claimed is not None:
+                return None, claimed
+        await runs.insert_task(
+            conn, host_id=host_id, process_id=process_id, task=task, step_no=step_no
+        )
+    return None, None
 
 
 async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
@@ -122,15 +198,27 @@ async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
     WORKFLOW_CANCELLED ends both as cancelled rather than failed.
     """
     cancelled = error.code == "WORKFLOW_CANCELLED"
-    async with db.transaction() as conn:
-        await runs.fail_task(conn, lease, error, state="cancelled" if cancelled else "failed")
-        await runs.fail_process(
-            conn,
-            lease.host_id,
-            lease.process_id,
-            error,
-            state="CANCELLED" if cancelled else "FAILED",
-        )
+    state: RunState = "CANCELLED" if cancelled else "FAILED"
+    with HUB.settling(lease.process_id) as settlement:
+        async with db.transaction() as conn:
+            await runs.fail_task(conn, lease, error, state="cancelled" if cancelled else "failed")
+            effect = await runs.end_process(
+                conn, lease.host_id, lease.process_id, error, state=state
+            )
+        if effect is not None:
+            settlement.hand(_ended(state, effect, error=error))
+
+
+def _ended(
+    state: RunState, effect: EffectState, *, result: Any = None, error: WorkflowError | None = None
+) -> RunSnapshot:
+    """A terminal run as its waiters read it (select_process_state's shape)."""
+    return {
+        "state": state,
+        "result": result,
+        "error": None if error is None else error_document(error),
+        "effect_state": effect,
+    }
 
 
 async def cancel_signal(db: Database, lease: LeaseState) -> WorkflowError | None:

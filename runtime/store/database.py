@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Literal
 
-from psycopg import AsyncConnection, IsolationLevel, sql
+from psycopg import AsyncConnection, AsyncTransaction, IsolationLevel, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from runtime.store.errors import wrap_errors
+from runtime.store.errors import is_connection_error, wrap_errors
 
 Connection = AsyncConnection[DictRow]
 Isolation = Literal["read committed", "repeatable read", "serializable"]
+
+# Statements are prepared server-side on their second use on a connection (the first use in
+# autocommit would cost an extra implicit transaction); the cache holds every named query.
+PREPARE_THRESHOLD = 1
+PREPARED_MAX = 512
+# Idle connections are closed by the pool's own scheduler after this long, so a connection a
+# server or network dropped long ago is rarely drawn; one dropped since is caught at BEGIN.
+MAX_IDLE_S = 300.0
 
 _ISOLATION_LEVELS: dict[str, IsolationLevel] = {
     "read committed": IsolationLevel.READ_COMMITTED,
@@ -44,7 +52,11 @@ class Database:
         self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             conninfo,
             connection_class=AsyncConnection[DictRow],
-            kwargs={"autocommit": True, "row_factory": dict_row},
+            kwargs={
+                "autocommit": True,
+                "row_factory": dict_row,
+                "prepare_threshold": PREPARE_THRESHOLD,
+            },
             min_size=min_size,
             max_size=max_size,
             open=False,
@@ -52,9 +64,7 @@ class Database:
             reset=self._reset,
             name=name,
             timeout=timeout_s,
-            # A connection the server dropped (restart, failover, idle kill) is replaced before
-            # use instead of failing the request that happens to draw it.
-            check=AsyncConnectionPool.check_connection,
+            max_idle=MAX_IDLE_S,
         )
 
     @property
@@ -87,15 +97,47 @@ class Database:
     async def transaction(
         self, *, read_only: bool = False, isolation: Isolation | None = None
     ) -> AsyncIterator[Connection]:
-        """Yield a connection inside one transaction; commit on success, roll back on error."""
+        """Yield a connection inside one transaction; commit on success, roll back on error.
+
+        No round trip checks a connection on checkout: a connection the server dropped
+        (restart, failover, idle kill) fails at BEGIN, before the body ran, so the pool's idle
+        connections are checked then and the transaction starts once more on a live one.
+        """
         with wrap_errors():
-            async with self._pool.connection() as conn:
+            conn, transaction = await self._begin(read_only, isolation)
+            try:
+                try:
+                    yield conn
+                except BaseException as exc:
+                    if not await transaction.__aexit__(type(exc), exc, exc.__traceback__):
+                        raise
+                else:
+                    await transaction.__aexit__(None, None, None)
+            finally:
+                await self._pool.putconn(conn)
+
+    async def _begin(
+        self, read_only: bool, isolation: Isolation | None
+    ) -> tuple[Connection, AbstractAsyncContextManager[AsyncTransaction]]:
+        for attempt in (1, 2):
+            conn = await self._pool.getconn()
+            try:
                 if isolation is not None:
                     await conn.set_isolation_level(_ISOLATION_LEVELS[isolation])
                 if read_only:
                     await conn.set_read_only(True)
-                async with conn.transaction():
-                    yield conn
+                transaction = conn.transaction()
+                await transaction.__aenter__()
+            except BaseException as exc:
+                # Back to the pool on any failure, cancellation included (a broken or busy
+                # connection is discarded there, not reused).
+                await self._pool.putconn(conn)
+                if attempt == 2 or not is_connection_error(exc):
+                    raise
+                await self._pool.check()
+                continue
+            return conn, transaction
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
@@ -107,6 +149,7 @@ class Database:
 
     async def _configure(self, conn: Connection) -> None:
         """Runs once per new connection: switch to the runtime role when one is configured."""
+        conn.prepared_max = PREPARED_MAX
         if self.runtime_role:
             await conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.runtime_role)))
 

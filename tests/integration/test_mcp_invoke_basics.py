@@ -208,7 +208,9 @@ async def test_the_sealed_token_is_stored_without_plaintext_and_gone_after_the_r
     services: Services,
     dev_identity: DevIdentity,
 ) -> None:
-    tool = await publish_tool(owner, syncWaitMs=100)
+    # A replay window: the retry may arrive after the run ended and must still name it.
+    replaying = {"kind": "derived", "resultReplayMs": 600000}
+    tool = await publish_tool(owner, syncWaitMs=100, idempotencyPolicy=replaying)
     pending = refused(
         await caller.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_TIMEOUT"
     )

@@ -91,6 +91,16 @@ async def reserve_budget(conn: Connection, lease: LeaseState, amounts: BudgetAmo
     return str(row["reservation_id"])
 
 
+async def consume_budget(conn: Connection, lease: LeaseState, amounts: BudgetAmounts) -> None:
+    """Debit what a task used, all counters or none. Raises LeaseLost or BUDGET_EXHAUSTED."""
+    cursor = await conn.execute(QUERIES["consume_budget"], lease.fence() | amounts.as_params())
+    row = await _one(cursor)
+    if not row["owned"]:
+        raise LeaseLost(lease.task_id, "consume")
+    if not row["debited"]:
+        raise budget_exhausted()
+
+
 async def reconcile_budget(
     conn: Connection, lease: LeaseState, reservation_id: str, actual: BudgetAmounts
 ) -> ReconcileOutcome:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runtime.scheduler.models import ClaimedTask, LeaseState, SchedulerSettings
-from runtime.scheduler.store.sql import QUERIES
+from runtime.scheduler.models import ClaimedTask, LeaseState, NewTask, SchedulerSettings
+from runtime.scheduler.store.sql import QUERIES, jsonb
 from runtime.store import Connection
 
 
@@ -56,6 +56,34 @@ async def claim_tasks(
         },
     )
     return [_claimed(row) for row in await cursor.fetchall()]
+
+
+async def insert_claimed_task(
+    conn: Connection,
+    lease: LeaseState,
+    task: NewTask,
+    step_no: int,
+    *,
+    worker_id: str,
+    lease_ms: int,
+) -> tuple[ClaimedTask, LeaseState] | None:
+    """Insert the run's next task already claimed by worker_id; None when the run cannot go on."""
+    cursor = await conn.execute(
+        QUERIES["insert_claimed_task"],
+        {
+            "host_id": lease.host_id,
+            "process_id": lease.process_id,
+            "step_no": step_no,
+            "kind": task.kind,
+            "payload": jsonb(task.payload),
+            "priority": task.priority,
+            "idempotent": task.idempotent,
+            "worker_id": worker_id,
+            "lease_ms": lease_ms,
+        },
+    )
+    row = await cursor.fetchone()
+    return None if row is None else _claimed(row)
 
 
 def _claimed(row: dict[str, Any]) -> tuple[ClaimedTask, LeaseState]:

@@ -7,12 +7,12 @@ from typing import Any
 
 from runtime.errors import WorkflowError
 from runtime.scheduler.errors import LeaseLost, error_document
-from runtime.scheduler.models import BudgetAmounts, LeaseState, NewTask
+from runtime.scheduler.models import BudgetAmounts, EffectState, LeaseState, NewTask, RunState
 from runtime.scheduler.store.sql import QUERIES, jsonb
 from runtime.store import Connection
 
 
-async def insert_process(
+async def insert_run(
     conn: Connection,
     *,
     host_id: str,
@@ -21,27 +21,29 @@ async def insert_process(
     deadline_ts: datetime,
     cancellation_policy: str,
     binding_id: str | None,
-) -> None:
-    """Insert a run in ACCEPTED state."""
-    await conn.execute(
-        QUERIES["insert_process"],
-        {
-            "host_id": host_id,
-            "process_id": process_id,
-            "execution_class": execution_class,
-            "deadline_ts": deadline_ts,
-            "cancellation_policy": cancellation_policy,
-            "binding_id": binding_id,
-        },
-    )
-
-
-async def insert_budget(
-    conn: Connection, *, host_id: str, process_id: str, budget: BudgetAmounts
-) -> None:
-    """Insert the run's budget ledger row."""
-    params: dict[str, Any] = {"host_id": host_id, "process_id": process_id}
-    await conn.execute(QUERIES["insert_budget"], params | budget.as_params())
+    budget: BudgetAmounts,
+    first_task: NewTask,
+    step_no: int,
+) -> str:
+    """Insert a run in ACCEPTED state, its budget row and first task (NOTIFY): one statement."""
+    params: dict[str, Any] = {
+        "host_id": host_id,
+        "process_id": process_id,
+        "execution_class": execution_class,
+        "deadline_ts": deadline_ts,
+        "cancellation_policy": cancellation_policy,
+        "binding_id": binding_id,
+        "step_no": step_no,
+        "kind": first_task.kind,
+        "payload": jsonb(first_task.payload),
+        "priority": first_task.priority,
+        "available_at": first_task.available_at,
+        "idempotent": first_task.idempotent,
+    }
+    cursor = await conn.execute(QUERIES["insert_run"], params | budget.as_params())
+    row = await cursor.fetchone()
+    assert row is not None  # the run was just inserted, so its task was too
+    return str(row["task_id"])
 
 
 async def insert_task(
@@ -101,24 +103,27 @@ async def release_task(conn: Connection, lease: LeaseState) -> bool:
     return await cursor.fetchone() is not None
 
 
-async def finish_process(conn: Connection, host_id: str, process_id: str, result: Any) -> bool:
-    """Complete a live run; False when it was already terminal."""
+async def finish_process(
+    conn: Connection, host_id: str, process_id: str, result: Any
+) -> EffectState | None:
+    """Complete a live run; its effect state, or None when it was already terminal."""
     cursor = await conn.execute(
         QUERIES["finish_process"],
         {"host_id": host_id, "process_id": process_id, "result": jsonb(result)},
     )
-    return await cursor.fetchone() is not None
+    row = await cursor.fetchone()
+    return None if row is None else row["effect_state"]
 
 
-async def fail_process(
+async def end_process(
     conn: Connection,
     host_id: str,
     process_id: str,
     error: WorkflowError,
     *,
-    state: str = "FAILED",
-) -> bool:
-    """End a live run with error and cancel its open tasks; False when already terminal."""
+    state: RunState = "FAILED",
+) -> EffectState | None:
+    """End a live run with error and cancel its open tasks; its effect state, None if ended."""
     cursor = await conn.execute(
         QUERIES["fail_process"],
         {
@@ -128,7 +133,29 @@ async def fail_process(
             "error": jsonb(error_document(error)),
         },
     )
-    return await cursor.fetchone() is not None
+    row = await cursor.fetchone()
+    return None if row is None else row["effect_state"]
+
+
+async def fail_process(
+    conn: Connection,
+    host_id: str,
+    process_id: str,
+    error: WorkflowError,
+    *,
+    state: RunState = "FAILED",
+) -> bool:
+    """End a live run with error and cancel its open tasks; False when already terminal."""
+    return await end_process(conn, host_id, process_id, error, state=state) is not None
+
+
+async def lock_process(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
+    """Lock a run's row FOR UPDATE and read its cancellation facts, or None."""
+    cursor = await conn.execute(
+        QUERIES["lock_process"], {"host_id": host_id, "process_id": process_id}
+    )
+    row = await cursor.fetchone()
+    return None if row is None else dict(row)
 
 
 async def select_cancel_signal(
