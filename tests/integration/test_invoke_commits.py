@@ -15,19 +15,19 @@ from contextlib import asynccontextmanager
 import psycopg
 import pytest
 
-from runtime.config import Settings
 from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter, configure_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.scheduler import Executor, SchedulerSettings
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
+from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.admin import database_of
 from tests.conftest import PgCluster
 from tests.integration.conftest import asgi_client
-from tests.integration.test_binding_support import OWNER
-from tests.integration.test_invocation_support import client, invoke_args, ok, publish_tool
+from tests.support.binding_builders import OWNER
+from tests.support.invocation import client, invoke_args, ok, publish_tool
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 
