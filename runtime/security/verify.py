@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -14,6 +18,10 @@ from runtime.security.settings import SecuritySettings, TokenTrust
 
 # Bounds parsing work on hostile input; real bearers are a few kilobytes at most.
 MAX_TOKEN_LENGTH = 16_384
+# A Gateway sends the same two bearers on every call of a session: a signature verified once is
+# remembered (by the token's SHA-256, never its text) for a short while and never past its exp.
+VERIFIED_CACHE_SIZE = 4_096
+VERIFIED_CACHE_SECONDS = 120.0
 _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 
@@ -52,16 +60,49 @@ def is_application_token(claims: dict[str, Any], settings: SecuritySettings) -> 
 class TokenVerifier:
     """Verifies one bearer against the trusted keys and the expectations for its kind."""
 
-    def __init__(self, settings: SecuritySettings, keyset: KeySet) -> None:
+    def __init__(
+        self,
+        settings: SecuritySettings,
+        keyset: KeySet,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._settings = settings
         self._keyset = keyset
         self._pinned = frozenset(settings.algorithms)
+        self._clock = clock
+        # (kind, sha256 of the token) -> (claims, valid until); only successes are remembered.
+        self._verified: OrderedDict[tuple[TokenKind, bytes], tuple[dict[str, Any], float]] = (
+            OrderedDict()
+        )
 
     def verify(self, token: str, expected: TokenKind) -> dict[str, Any]:
         """Verify token as the expected kind and return its claims, or raise AuthenticationError."""
         label = expected.label
         if not token or len(token) > MAX_TOKEN_LENGTH or not _COMPACT_JWS.fullmatch(token):
             raise AuthenticationError(f"{label} is malformed")
+        key = (expected, hashlib.sha256(token.encode("ascii")).digest())
+        now = self._clock()
+        remembered = self._verified.get(key)
+        if remembered is not None:
+            claims, until = remembered
+            if now < until:
+                return dict(claims)
+            del self._verified[key]
+        claims = self._verify_signed(token, expected, label)
+        self._remember(key, claims, now)
+        return dict(claims)
+
+    def _remember(self, key: tuple[TokenKind, bytes], claims: dict[str, Any], now: float) -> None:
+        # Never past exp (plus the accepted skew): an expired token is verified again, and refused.
+        until = min(
+            now + VERIFIED_CACHE_SECONDS, float(claims["exp"]) + self._settings.clock_skew_seconds
+        )
+        self._verified[key] = (claims, until)
+        while len(self._verified) > VERIFIED_CACHE_SIZE:
+            self._verified.popitem(last=False)
+
+    def _verify_signed(self, token: str, expected: TokenKind, label: str) -> dict[str, Any]:
         algorithm, kid = self._pinned_header(token, label)
         candidates = self._keyset.candidates(algorithm, kid)
         if not candidates:

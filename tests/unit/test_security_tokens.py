@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 
 from runtime.errors import AuthenticationError
@@ -233,3 +234,67 @@ def test_a_user_token_is_refused_where_an_application_token_is_expected(
 )
 def test_malformed_tokens_are_refused_without_echoing_them(dev: DevIdentity, token: str) -> None:
     refused(verifier_for(dev), token)
+
+
+class _Clock:
+    """A settable clock for the verifier's memory of verified tokens."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _counting_decode(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real = jwt.decode
+
+    def counted(token: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append("decode")
+        return real(token, *args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counted)
+    return calls
+
+
+@requirement("000:Identity and user token")
+def test_a_bearer_verified_once_is_not_verified_again_on_the_next_call(
+    dev: DevIdentity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting_decode(monkeypatch)
+    verifier = verifier_for(dev)
+    token = dev.user_token()
+    first = verifier.verify(token, TokenKind.USER)
+    first["roles"] = ["tampered"]  # a caller's copy never changes what is remembered
+    again = verifier.verify(token, TokenKind.USER)
+    assert calls == ["decode"]
+    assert again["uid"] == "dev-user" and again["roles"] != ["tampered"]
+
+
+@requirement("000:Identity and user token")
+def test_a_remembered_bearer_is_verified_afresh_once_it_expires(
+    dev: DevIdentity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting_decode(monkeypatch)
+    clock = _Clock()
+    settings = dev.settings(clock_skew_seconds=5)
+    verifier = TokenVerifier(settings, KeySet.from_settings(settings), clock=clock)
+    token = dev.user_token(expires_at=int(clock.now) + 30)
+    verifier.verify(token, TokenKind.USER)
+    clock.now += 30 + 5 - 1  # still within exp plus the skew: remembered
+    verifier.verify(token, TokenKind.USER)
+    assert calls == ["decode"]
+    clock.now += 2  # past exp plus the skew: verified again (and refused by real time later)
+    verifier.verify(token, TokenKind.USER)
+    assert calls == ["decode", "decode"]
+
+
+@requirement("000:Gateway assertion")
+def test_a_remembered_application_token_is_still_refused_as_a_user_token(
+    dev: DevIdentity,
+) -> None:
+    verifier = verifier_for(dev)
+    token = dev.app_token()
+    verifier.verify(token, TokenKind.APP)
+    assert "application token" in refused(verifier, token, TokenKind.USER)
