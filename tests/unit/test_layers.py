@@ -1,0 +1,88 @@
+"""The runtime's packages import only downward, in one declared order (issue 8: straight layers).
+
+A package may import itself and any package on a lower layer, never one on its own layer or
+above. Imports inside functions and under TYPE_CHECKING count too: a hidden upward import is
+still an upward import in the design.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Top to bottom. Each entry is a package or a single module of runtime/ (or handlers/).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("runtime.cli",),
+    ("runtime.service",),
+    ("handlers",),
+    ("runtime.mcp",),
+    ("runtime.services",),
+    ("runtime.invocation",),
+    ("runtime.settings",),
+    ("runtime.execution",),
+    ("runtime.publication", "runtime.scheduler"),
+    ("runtime.engine", "runtime.store", "runtime.security"),
+    ("runtime.canonical", "runtime.binding_reach", "runtime.errors"),
+)
+LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+
+
+def unit_of(module: str) -> str | None:
+    """The layer unit (package or module) a dotted module name belongs to."""
+    parts = module.split(".")
+    for size in (2, 1):
+        name = ".".join(parts[:size])
+        if name in LEVEL:
+            return name
+    return None
+
+
+def module_name(path: Path) -> str:
+    """Dotted module name of a source file under ROOT."""
+    relative = path.relative_to(ROOT).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    return ".".join(parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file names in an import statement, at any depth."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def upward_imports() -> list[str]:
+    """Imports that reach a unit on the importer's own layer or above."""
+    problems: list[str] = []
+    sources = [*sorted((ROOT / "runtime").rglob("*.py")), *sorted((ROOT / "handlers").glob("*.py"))]
+    for path in sources:
+        if path == ROOT / "runtime" / "__init__.py":
+            continue  # the namespace's own docstring
+        importer = unit_of(module_name(path))
+        assert importer is not None, f"{path} is on no declared layer"
+        for module in sorted(imported_modules(path)):
+            target = unit_of(module)
+            if target is None or target == importer:
+                continue
+            if LEVEL[target] <= LEVEL[importer]:
+                problems.append(f"{module_name(path)} imports {module} ({importer} -> {target})")
+    return sorted(set(problems))
+
+
+def test_every_runtime_import_points_down_the_declared_layers() -> None:
+    assert upward_imports() == []
+
+
+def test_every_runtime_package_is_on_a_layer() -> None:
+    packages = {
+        f"runtime.{path.name}" for path in (ROOT / "runtime").iterdir() if path.is_dir()
+    } | {f"runtime.{path.stem}" for path in (ROOT / "runtime").glob("*.py")}
+    packages -= {"runtime.__init__", "runtime.__pycache__"}
+    assert sorted(package for package in packages if package not in LEVEL) == []
