@@ -394,6 +394,21 @@ CREATE TABLE public.workflow_run_spec (
     CONSTRAINT workflow_run_spec_source_check CHECK (((definition IS NOT NULL) OR ((wf_def_id IS NOT NULL) AND (workflow_version IS NOT NULL))))
 );
 
+CREATE VIEW public.workflow_run_state AS
+ SELECT workflow_process.host_id,
+    workflow_process.process_id,
+    workflow_process.state,
+    workflow_process.effect_state,
+    workflow_process.cancellation_policy,
+    workflow_process.cancel_requested,
+    workflow_process.result,
+    workflow_process.error,
+    workflow_process.deadline_ts,
+    workflow_process.created_ts,
+    workflow_process.updated_ts,
+    workflow_process.finished_ts
+   FROM public.workflow_process;
+
 CREATE TABLE public.workflow_step (
     host_id uuid NOT NULL,
     process_id uuid NOT NULL,

@@ -65,7 +65,7 @@ SELECT
         AS next_live_deadline,
     clock_timestamp() AS counted_at
 FROM workflow_invocation_t i
-JOIN workflow_process p ON p.host_id = i.host_id AND p.process_id = i.process_id
+JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
 WHERE i.host_id = %(host_id)s AND i.tool_id = %(tool_id)s
   AND (p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
        OR i.created_ts > clock_timestamp() - interval '1 minute');
@@ -96,5 +96,5 @@ SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.tool_id::text
        p.cancellation_policy, p.cancel_requested, p.result, p.error, p.deadline_ts,
        p.created_ts, p.updated_ts, p.finished_ts
 FROM workflow_invocation_t i
-JOIN workflow_process p ON p.host_id = i.host_id AND p.process_id = i.process_id
+JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
 WHERE i.host_id = %(host_id)s AND i.process_id = %(process_id)s;

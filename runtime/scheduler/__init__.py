@@ -1,4 +1,8 @@
-"""The durable task queue: fair fenced claiming, wake-up, leases, effect and budget ledgers."""
+"""The durable task queue: fair fenced claiming, wake-up, leases, effect and budget ledgers.
+
+Other domains change run state only through ``runtime.scheduler.service`` and read it in SQL
+only through the ``workflow_run_state`` view (migration 0023), never the scheduler's tables.
+"""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runtime.store import MigrationError, migrate
+from runtime.store import Database, MigrationError, migrate
 from runtime.store.migrations import DEFAULT_DIRECTORY
 from runtime.store.snapshot import SNAPSHOT_FILE, dump_schema, read_snapshot
 from tests.conftest import PgCluster
@@ -154,3 +154,15 @@ async def test_a_fresh_migration_matches_the_committed_schema_snapshot(database_
         "schema changed: run `.venv/bin/python -m runtime.store.migrations snapshot` "
         "and commit migrations/schema.snapshot.sql"
     )
+
+
+async def test_the_run_state_view_is_read_only_for_the_runtime_role(db: Database) -> None:
+    async with db.transaction() as conn:
+        await conn.execute("SELECT count(*) FROM workflow_run_state")
+    for statement in (
+        "UPDATE workflow_run_state SET state = 'FAILED'",
+        "DELETE FROM workflow_run_state",
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            async with db.transaction() as conn:
+                await conn.execute(statement)
