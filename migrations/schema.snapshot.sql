@@ -645,6 +645,8 @@ CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING 
 
 CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
 
+CREATE INDEX workflow_process_live_host_idx ON public.workflow_process USING btree (host_id) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
+
 CREATE INDEX workflow_publication_operation_created_idx ON public.workflow_publication_operation_t USING btree (created_at);
 
 CREATE INDEX workflow_run_credential_expiry_idx ON public.workflow_run_credential USING btree (expires_ts);

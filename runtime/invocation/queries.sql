@@ -50,25 +50,36 @@ SELECT pg_advisory_xact_lock(hashtextextended('workflow-tool-admission:' || %(ho
 
 -- count_tool_admissions --
 -- Live runs and starts in the last minute of a Tool, overall and for one end user.
+-- Two index-bounded reads rather than one join over the Tool's whole history: live runs come
+-- from the host's live-run index, recent starts from a created_ts range of the Tool index. The
+-- cutoff is one clock reading taken as an InitPlan (a volatile call per row cannot bound an
+-- index scan); clock_timestamp(), not now(), because the admission lock may have been waited on.
+WITH clock AS MATERIALIZED (
+    SELECT clock_timestamp() AS at
+),
+live AS (
+    SELECT i.end_user_subject, p.deadline_ts
+    FROM workflow_run_state p
+    JOIN workflow_invocation_t i ON i.host_id = p.host_id AND i.process_id = p.process_id
+    WHERE p.host_id = %(host_id)s AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+      AND i.tool_id = %(tool_id)s
+),
+recent AS (
+    SELECT i.end_user_subject, i.created_ts
+    FROM workflow_invocation_t i
+    WHERE i.host_id = %(host_id)s AND i.tool_id = %(tool_id)s
+      AND i.created_ts > (SELECT at FROM clock) - interval '1 minute'
+)
 SELECT
-    count(*) FILTER (WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')) AS live,
-    count(*) FILTER (WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-                       AND i.end_user_subject = %(subject)s) AS live_for_user,
-    count(*) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute') AS recent,
-    count(*) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute'
-                       AND i.end_user_subject = %(subject)s) AS recent_for_user,
-    min(i.created_ts) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute')
-        AS oldest_recent,
-    min(i.created_ts) FILTER (WHERE i.created_ts > clock_timestamp() - interval '1 minute'
-                                AND i.end_user_subject = %(subject)s) AS oldest_recent_for_user,
-    min(p.deadline_ts) FILTER (WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING'))
-        AS next_live_deadline,
-    clock_timestamp() AS counted_at
-FROM workflow_invocation_t i
-JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
-WHERE i.host_id = %(host_id)s AND i.tool_id = %(tool_id)s
-  AND (p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-       OR i.created_ts > clock_timestamp() - interval '1 minute');
+    (SELECT count(*) FROM live) AS live,
+    (SELECT count(*) FROM live WHERE end_user_subject = %(subject)s) AS live_for_user,
+    (SELECT count(*) FROM recent) AS recent,
+    (SELECT count(*) FROM recent WHERE end_user_subject = %(subject)s) AS recent_for_user,
+    (SELECT min(created_ts) FROM recent) AS oldest_recent,
+    (SELECT min(created_ts) FROM recent WHERE end_user_subject = %(subject)s)
+        AS oldest_recent_for_user,
+    (SELECT min(deadline_ts) FROM live) AS next_live_deadline,
+    (SELECT at FROM clock) AS counted_at;
 
 -- insert_invocation --
 -- Record who admitted a run and through what.
