@@ -163,7 +163,7 @@ picked AS (
            + least(%(borrow_slots)s, greatest(0, %(interactive_slots)s - ri.n)))
 ),
 locked AS (
-    SELECT t.host_id, t.task_id
+    SELECT t.host_id, t.task_id, t.process_id
     FROM workflow_task t
     JOIN picked pk ON pk.host_id = t.host_id AND pk.task_id = t.task_id
     WHERE t.state = 'ready'
@@ -188,8 +188,12 @@ claimed AS (
             ELSE now() + %(lease_ms)s * interval '1 millisecond'
         END
     FROM locked l, workflow_process p
+    -- The run is joined on the locked row's own key, so each side is one primary-key probe
+    -- whatever the statistics say (joined through t alone, a generic plan scanned every run
+    -- of the host and every task of each).
     WHERE t.host_id = l.host_id AND t.task_id = l.task_id
-      AND p.host_id = t.host_id AND p.process_id = t.process_id
+      AND p.host_id = l.host_id AND p.process_id = l.process_id
+      AND p.process_id = t.process_id
     RETURNING t.host_id, t.task_id, t.process_id, t.step_no, t.kind, t.payload,
               t.execution_class, t.idempotent, t.attempts, t.lease_id, t.fencing_token,
               t.lease_expires_ts, p.deadline_ts, p.cancellation_policy
