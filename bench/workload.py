@@ -17,13 +17,13 @@ from typing import Any
 import httpx
 
 from bench.harness import Gateway, Service, gateway_for, new_id
-from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
+from runtime.canonical import definition_digest, load_definition_yaml
 from runtime.execution import start_workflow_run
 from runtime.store import Database
+from tests.support.binding_builders import POLICY_DIGEST, binding
 
 OWNER = "bench-owner"
 CALLER_ROLES = ("admin", "workflow-admin")
-POLICY_DIGEST = "sha256:" + "c" * 64
 UNLIMITED = 1_000_000_000
 KINDS = ("set1", "set8", "http1", "http8")
 
@@ -66,41 +66,20 @@ class Tool:
 
 
 def _binding(kind: str, wf_def_id: str, tool_id: str, text: str) -> dict[str, Any]:
-    return {
-        "sourceBindingId": new_id(),
-        "toolId": tool_id,
-        "toolName": f"bench.{kind}",
-        "wfDefId": wf_def_id,
-        "workflowVersion": "1.0.0",
-        "definitionDigest": definition_digest(text),
-        "schemaDigest": schema_digest(load_definition_yaml(text)),
-        "invocationMode": "sync",
-        "syncWaitMs": 20000,
-        "totalDeadlineMs": 30000,
-        "executionClass": "interactive",
-        "resultTextMode": "compact-json",
-        "cancellationPolicy": "before-effects-only",
-        "idempotencyPolicy": {"kind": "derived", "resultReplayMs": 0},
-        "delegationPolicy": {"maximumDelegationDepth": 1},
-        "runtimeBounds": {
-            "maximumTaskAttempts": 8,
-            "maximumNestedCalls": 4,
-            "maximumParallelism": 4,
-            "maximumRequestBytes": 65536,
-            "maximumIntermediateBytes": 1048576,
-            "maximumResultBytes": 65536,
-            "maximumCostUnits": 100,
-        },
-        "admissionLimits": {
+    """The tests' read-only sync binding, named for the bench and with no admission limit."""
+    return binding(
+        wf_def_id,
+        tool_id,
+        text,
+        version="1.0.0",
+        toolName=f"bench.{kind}",
+        admissionLimits={
             "maximumConcurrentRuns": UNLIMITED,
             "maximumConcurrentRunsPerUser": UNLIMITED,
             "startsPerMinute": UNLIMITED,
             "startsPerMinutePerUser": UNLIMITED,
         },
-        "callerPolicy": {},
-        "toolAnnotations": {"readOnly": True, "destructive": False},
-        "policyDigest": POLICY_DIGEST,
-    }
+    )
 
 
 def _ok(reply: Any, what: str) -> dict[str, Any]:
