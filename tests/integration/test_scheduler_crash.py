@@ -6,11 +6,9 @@ import asyncio
 import json
 import os
 import signal
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -21,8 +19,7 @@ from runtime.scheduler import service
 from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import LeaseState, NewTask, TaskOutcome
 from runtime.store import Database
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.processes import worker_command
 
 
 @asynccontextmanager
@@ -31,23 +28,12 @@ async def worker(
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """A worker process, yielded once it has printed ready; terminated on exit."""
     env = dict(os.environ, WORKFLOW_FAULTS=faults)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runtime.cli", "worker", "--handlers", "tests.support.demo:HANDLERS",
-        "--database-url", database_url,
+    args = [
+        "--handlers", "tests.support.demo:HANDLERS", "--database-url", database_url,
         "--worker-id", name, "--poll-interval-ms", "60000",
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        async with asyncio.timeout(30):
-            line = await proc.stdout.readline()
-        assert line.decode().startswith("ready"), line
+    ]  # fmt: skip
+    async with worker_command(args, env) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(30):
-                await proc.wait()
 
 
 async def stale_lease(database_url: str, task_id: str) -> LeaseState:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,6 +21,7 @@ from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.invocation import client as invocation_client
 from tests.support.invocation import ok, save_head
 from tests.support.mcp import McpTestClient
+from tests.support.processes import worker_command
 from tests.support.publication import definition_text
 from tests.support.server import run_server
 
@@ -87,22 +87,12 @@ async def test_migrate_brings_an_empty_database_to_the_latest_schema_once(
 @asynccontextmanager
 async def _worker(config: Path, database_url: str) -> AsyncIterator[None]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = await asyncio.create_subprocess_exec(
-        *CLI, "worker", "--config", str(config), "--database-url", database_url,
+    args = [
+        "--config", str(config), "--database-url", database_url,
         "--slots", "1", "--poll-interval-ms", "200", "--worker-id", WORKER_ID,
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        async with asyncio.timeout(90):
-            line = await proc.stdout.readline()
-        assert line.decode().startswith("ready"), line
+    ]  # fmt: skip
+    async with worker_command(args, env, ready_timeout_s=90):
         yield
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(30):
-                await proc.wait()
 
 
 async def _wait_completed(client: McpTestClient, instance: dict[str, str]) -> dict[str, object]:

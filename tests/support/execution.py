@@ -5,22 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import socket
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 from runtime.execution import WorkflowRuntime
 from runtime.scheduler import Executor, SchedulerSettings
+from tests.support.processes import worker_command
 from tests.support.waiting import wait_until
 
-REPO = Path(__file__).resolve().parents[2]
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -148,21 +145,10 @@ async def worker_process(
     for key, value in (settings or {}).items():
         name = f"WORKFLOW_EXECUTION_OUTBOUND_{key.upper()}"
         env[name] = value if isinstance(value, str) else json.dumps(value)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runtime.cli", "worker", "--database-url", database_url,
-        "--worker-id", name,
+    args = [
+        "--database-url", database_url, "--worker-id", name,
         "--lease-ms", "600", "--renew-interval-ms", "150", "--reap-interval-ms", "150",
         "--poll-interval-ms", "200",
-        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        async with asyncio.timeout(30):
-            line = await proc.stdout.readline()
-        assert line.decode().startswith("ready"), line
+    ]  # fmt: skip
+    async with worker_command(args, env) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(30):
-                await proc.wait()

@@ -6,12 +6,17 @@ changes (a `workflow-mcp serve` / `worker` console script), only this helper cha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+import asyncio
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 
 from runtime.security.devtools import DevIdentity
 from tests.support.server import LiveServer, run_server
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -26,3 +31,25 @@ def serving_processes(
             own.mkdir(parents=True, exist_ok=True)
             servers.append(stack.enter_context(run_server(database_url, own, identity)))
         yield servers
+
+
+@asynccontextmanager
+async def worker_command(
+    args: list[str], env: Mapping[str, str], *, ready_timeout_s: float = 30
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """A `runtime.cli worker` process with args, yielded once it printed ready; then stopped."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "runtime.cli", "worker", *args,
+        cwd=REPO, env=dict(env), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        async with asyncio.timeout(ready_timeout_s):
+            line = await proc.stdout.readline()
+        assert line.decode().startswith("ready"), line
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(30):
+                await proc.wait()
