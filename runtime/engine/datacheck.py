@@ -1,0 +1,45 @@
+"""The data-flow checker at publication: refuse the data bugs it proves, return its warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.engine.dataflow import DataFlowReport, check_data_flow
+from runtime.engine.parser import parse_definition
+from runtime.engine.shape_eval import Finding
+from runtime.errors import WorkflowError, input_invalid
+
+DATA_FLOW_RULE = "data-flow"
+
+
+def problem_entry(finding: Finding) -> dict[str, str]:
+    """One refusal problem as details.problems lists it: {pointer, rule, message}."""
+    return {"pointer": finding.pointer, "rule": finding.code, "message": finding.message}
+
+
+def warning_entry(finding: Finding) -> dict[str, str]:
+    """One receipt warning: {code, pointer, message}."""
+    return {"code": finding.code, "pointer": finding.pointer, "message": finding.message}
+
+
+def data_flow_refusal(errors: tuple[Finding, ...]) -> WorkflowError:
+    """WORKFLOW_INPUT_INVALID naming the first proved data bug and how many there are."""
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return input_invalid(
+        f"definition is invalid: {first.message}{more}",
+        details={"task": first.pointer, "problems": [problem_entry(e) for e in errors]},
+    )
+
+
+def check_document(document: Any) -> DataFlowReport:
+    """The data-flow report of a definition document that already passed validation."""
+    return check_data_flow(parse_definition(document))
+
+
+def publication_warnings(document: Any) -> list[dict[str, str]]:
+    """Run the checker on a validated definition: raise on proved bugs, return the warnings."""
+    report = check_document(document)
+    if report.errors:
+        raise data_flow_refusal(report.errors)
+    return [warning_entry(warning) for warning in report.warnings]
