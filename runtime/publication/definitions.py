@@ -15,6 +15,7 @@ from msgspec import UNSET
 
 from generated.models import (
     Owner,
+    PublicationWarning,
     WorkflowDefinitionPublishInput,
     WorkflowDefinitionPublishOutput,
     WorkflowDefinitionRetireInput,
@@ -30,6 +31,7 @@ from runtime.canonical import (
     schema_digest,
 )
 from runtime.engine import DefinitionError, ExpressionError, parse_definition
+from runtime.engine.datacheck import publication_warnings
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.operations import rejections_with_codes, run_operation
@@ -209,6 +211,7 @@ def _version_receipt(
     wf_def_id: str,
     version: str,
     state: store.VersionState,
+    warnings: list[dict[str, str]] | None = None,
 ) -> WorkflowDefinitionPublishOutput:
     return WorkflowDefinitionPublishOutput(
         result=result,
@@ -218,6 +221,7 @@ def _version_receipt(
         definition_digest=state.definition_digest,
         schema_digest=state.schema_digest,
         binding_approval=binding_approval(state.binding_approval),
+        warnings=[PublicationWarning(**w) for w in warnings] if warnings else UNSET,
     )
 
 
@@ -264,6 +268,7 @@ async def _publish(
     if existing is not None:
         return _existing_version_receipt(request, digest, existing)
     validate_definition(document)
+    warnings = publication_warnings(document)  # refuses the data bugs it proves
     created = await store.insert_version(
         conn,
         {
@@ -287,7 +292,7 @@ async def _publish(
         raced = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
         assert raced is not None
         return _existing_version_receipt(request, digest, raced)
-    return _version_receipt("published", request.wf_def_id, request.version, created)
+    return _version_receipt("published", request.wf_def_id, request.version, created, warnings)
 
 
 async def publish_definition(
