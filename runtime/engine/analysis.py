@@ -80,6 +80,45 @@ def write_tasks(
     return found
 
 
+@dataclass(frozen=True)
+class HttpCall:
+    """One `call: http` task: the method and endpoint a binding's endpoint target must allow."""
+
+    qualified_name: str
+    pointer: str
+    method: str
+    endpoint: str  # a literal URI or a path-only URI template ({name} segments)
+    is_write: bool
+
+
+@dataclass(frozen=True)
+class McpCall:
+    """One `call: mcp` task: the tool a binding's dependencies must pin."""
+
+    qualified_name: str
+    pointer: str
+    tool: str
+    endpoint: str
+
+
+def http_calls(definition: WorkflowDefinition) -> list[HttpCall]:
+    """Every HTTP call of the definition, in document order."""
+    return [
+        HttpCall(task.qualified_name, task.pointer, spec.method, spec.endpoint, spec.is_write)
+        for task in walk_tasks(definition.tasks)
+        if isinstance(spec := task.spec, HttpCallSpec)
+    ]
+
+
+def mcp_calls(definition: WorkflowDefinition) -> list[McpCall]:
+    """Every MCP tools/call of the definition, in document order."""
+    return [
+        McpCall(task.qualified_name, task.pointer, spec.tool, spec.endpoint)
+        for task in walk_tasks(definition.tasks)
+        if isinstance(spec := task.spec, McpCallSpec)
+    ]
+
+
 def _write_task(task: Task, target: str) -> WriteTask:
     digest = task.metadata.get("approvalEvidenceDigest") if task.metadata else None
     return WriteTask(

@@ -12,18 +12,15 @@ import logging
 import shlex
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import msgspec
 import uvicorn
 
-from runtime.canonical import CanonicalError, load_definition_yaml
-from runtime.errors import WorkflowError
 from runtime.mcp.app import create_app
-from runtime.publication import validate_definition
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import apply_dev_identity, build_services
+from runtime.service.check import run_check
 from runtime.service.config import load_settings
 from runtime.service.environment import EnvironmentSettingError
 from runtime.service.jobs import with_service_jobs
@@ -120,24 +117,12 @@ def migrate_command(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    """Validate a definition file offline, as publication would; print what is wrong."""
-    path = Path(args.file)
-    try:
-        document = load_definition_yaml(path.read_text(encoding="utf-8"))
-        validate_definition(document)
-    except OSError as error:
-        print(f"{path}: cannot read: {error.strerror}", file=sys.stderr)
-        return 2
-    except CanonicalError as error:
-        print(f"{path}: not accepted: {error.message} ({error.discriminator})")
-        return 1
-    except WorkflowError as error:
-        print(f"{path}: {error.message}")
-        for key, value in sorted((error.details or {}).items()):
-            print(f"  {key}: {value}")
-        return 1
-    print(f"{path}: ok")
-    return 0
+    """Check definition files offline, as publication would; exit 0 clean, 1, or 2."""
+    code, text = run_check(
+        args.files, binding=args.binding, strict=args.strict, output_format=args.format
+    )
+    print(text)
+    return code
 
 
 def runs(args: argparse.Namespace) -> int:
@@ -169,6 +154,23 @@ def _worker_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     run.set_defaults(run=worker)
 
 
+def _check_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "check",
+        help="check workflow definition files offline, as publication would",
+        description="Print each definition's digests, problems, warnings and the static "
+        "analysis a binding needs. Exit 0 when clean, 1 for warnings with --strict, 2 when "
+        "publication would refuse a file (or the --binding payload).",
+    )
+    run.add_argument("files", nargs="+", metavar="FILE", help="definitions, YAML or JSON")
+    run.add_argument(
+        "--binding", default=None, help="workflow_binding_publish arguments to check (YAML/JSON)"
+    )
+    run.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    run.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    run.set_defaults(run=check)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
@@ -189,9 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "token", help="mint a development token (`workflow-mcp token --help` for its options)"
     )
-    run = commands.add_parser("check", help="validate a workflow definition file offline")
-    run.add_argument("file", help="the definition, YAML or JSON")
-    run.set_defaults(run=check)
+    _check_parser(commands)
     add_runs_parser(commands)
     commands.choices["runs"].set_defaults(run=runs)
     return parser

@@ -10,10 +10,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 
 from runtime.security.devtools import DevIdentity
-from runtime.service.cli import main
 from runtime.store import Database
 from runtime.store.migrations import DEFAULT_DIRECTORY, discover_migrations
 from tests.conftest import PgCluster
@@ -22,7 +20,6 @@ from tests.support.invocation import client as invocation_client
 from tests.support.invocation import ok, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.processes import worker_command
-from tests.support.publication import definition_text
 from tests.support.server import run_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,35 +34,6 @@ async def _run(*args: str) -> tuple[int, str]:
     out, _ = await proc.communicate()
     assert proc.returncode is not None
     return proc.returncode, out.decode()
-
-
-def test_check_accepts_a_valid_definition(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "good.yaml"
-    path.write_text(definition_text(3), encoding="utf-8")
-    assert main(["check", str(path)]) == 0
-    assert capsys.readouterr().out.strip() == f"{path}: ok"
-
-
-def test_check_prints_what_publication_would_refuse(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text(definition_text(3).replace("marker: 3", "marker: ${ .a + }"), "utf-8")
-    assert main(["check", str(path)]) == 1
-    out = capsys.readouterr().out
-    assert "CEL syntax error" in out
-    assert "task: /do/0/first" in out
-
-
-def test_check_refuses_text_that_is_not_a_definition(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "broken.yaml"
-    path.write_text("document: [\n", encoding="utf-8")
-    assert main(["check", str(path)]) == 1
-    assert "invalid-yaml" in capsys.readouterr().out
 
 
 async def test_migrate_brings_an_empty_database_to_the_latest_schema_once(

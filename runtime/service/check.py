@@ -1,0 +1,316 @@
+"""`workflow-mcp check`: what publication would say about definition files, offline.
+
+For each file: its definition and schema digests, every problem (what would refuse it) and
+warning with its pointer, and the static analysis a binding needs (write tasks and their
+evidence, HTTP calls and the endpoint targets they need, MCP calls, fork widths, worst-case
+attempts and time). With ``--binding`` the workflow_binding_publish arguments are checked
+against the definition too. No database is used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+from fastjsonschema import JsonSchemaValueException
+
+from generated.models import WorkflowBindingPublishInput
+from generated.routes import ROUTES
+from runtime.canonical import (
+    CanonicalError,
+    definition_digest,
+    load_definition_yaml,
+    load_yaml_core,
+    schema_digest,
+)
+from runtime.engine.analysis import http_calls, mcp_calls, static_requirements
+from runtime.engine.datacheck import check_document, problem_entry, warning_entry
+from runtime.engine.model import WorkflowDefinition
+from runtime.engine.parser import parse_definition
+from runtime.errors import WorkflowError
+from runtime.execution.targets import policy_for
+from runtime.publication import validate_definition
+from runtime.publication.bindings.effects import check_effect_matrix, static_fit_problems
+from runtime.publication.bindings.errors import BindingRuleViolation
+from runtime.publication.bindings.publish import validate_publish_request
+
+EXIT_CLEAN: Final = 0
+EXIT_WARNINGS: Final = 1  # only with --strict
+EXIT_ERRORS: Final = 2
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+_BINDING_TOOL = "workflow_binding_publish"
+
+
+@dataclass
+class FileReport:
+    """What check found in one definition file."""
+
+    path: str
+    definition_digest: str | None = None
+    schema_digest: str | None = None
+    problems: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    analysis: dict[str, Any] | None = None
+    binding: dict[str, Any] | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The report as the JSON output prints it."""
+        return {
+            "path": self.path,
+            "definitionDigest": self.definition_digest,
+            "schemaDigest": self.schema_digest,
+            "problems": self.problems,
+            "warnings": self.warnings,
+            "analysis": self.analysis,
+            "binding": self.binding,
+        }
+
+
+def _problem(pointer: str, rule: str, message: str) -> dict[str, str]:
+    return {"pointer": pointer, "rule": rule, "message": message}
+
+
+def _refusal_problems(error: WorkflowError) -> list[dict[str, str]]:
+    details = error.details or {}
+    listed = details.get("problems")
+    if isinstance(listed, list) and listed:
+        return [
+            _problem(str(p.get("pointer", "")), str(p.get("rule", "")), str(p.get("message", "")))
+            for p in listed
+            if isinstance(p, dict)
+        ]
+    pointer = details.get("task")
+    return [_problem(pointer if isinstance(pointer, str) else "", "definition", error.message)]
+
+
+def _parse_warning(text: str) -> dict[str, str]:
+    pointer, _, message = text.partition(": ")
+    if not pointer.startswith("/") or not message:
+        pointer, message = "", text
+    return {"code": "definition.warning", "pointer": pointer, "message": message}
+
+
+def analysis_of(definition: WorkflowDefinition) -> dict[str, Any]:
+    """The static facts a binding needs, as plain JSON."""
+    needs = static_requirements(definition)
+    return {
+        "writeTasks": [
+            {
+                "task": task.qualified_name,
+                "pointer": task.pointer,
+                "kind": task.kind,
+                "target": task.target,
+                "approvalEvidenceDigest": task.approval_evidence_digest,
+            }
+            for task in needs.write_tasks
+        ],
+        "httpCalls": [
+            {
+                "task": call.qualified_name,
+                "pointer": call.pointer,
+                "method": call.method,
+                "endpoint": call.endpoint,
+                "write": call.is_write,
+            }
+            for call in http_calls(definition)
+        ],
+        "mcpCalls": [
+            {"task": call.qualified_name, "pointer": call.pointer, "tool": call.tool}
+            for call in mcp_calls(definition)
+        ],
+        "maxForkWidth": needs.max_fork_width,
+        "nestedCalls": needs.nested_calls,
+        "worstCaseAttempts": needs.max_task_attempts,
+        "worstCaseTimeMs": needs.worst_case_time_ms,
+        "worstRetryDelayMs": needs.worst_retry_delay_ms,
+        "totalWaitMs": needs.total_wait_ms,
+        "interactiveViolations": list(needs.violations),
+    }
+
+
+def check_definition(path: Path) -> tuple[FileReport, dict[str, Any] | None]:
+    """Load, validate and analyse one definition file; returns the document when it loads."""
+    report = FileReport(str(path))
+    try:
+        document = load_definition_yaml(path.read_bytes())
+    except OSError as error:
+        report.problems.append(_problem("", "unreadable", f"cannot read: {error.strerror}"))
+        return report, None
+    except CanonicalError as error:
+        report.problems.append(_problem("", error.discriminator, error.message))
+        return report, None
+    report.definition_digest = definition_digest(document)
+    report.schema_digest = schema_digest(document)
+    try:
+        validate_definition(document)
+    except WorkflowError as error:
+        report.problems.extend(_refusal_problems(error))
+        return report, document
+    definition = parse_definition(document)
+    report.warnings.extend(_parse_warning(text) for text in definition.warnings)
+    data_flow = check_document(document)
+    report.problems.extend(problem_entry(finding) for finding in data_flow.errors)
+    report.warnings.extend(warning_entry(finding) for finding in data_flow.warnings)
+    report.analysis = analysis_of(definition)
+    return report, document
+
+
+def _sample_uri(endpoint: str) -> str:
+    # A template matches a target when any one-segment value of each {name} would.
+    return _PLACEHOLDER.sub("x", endpoint)
+
+
+def check_binding(payload_path: Path, document: dict[str, Any]) -> dict[str, Any]:
+    """Check workflow_binding_publish arguments against a definition that parses."""
+    problems: list[dict[str, str]] = []
+    result: dict[str, Any] = {"path": str(payload_path), "problems": problems}
+    try:
+        arguments = load_yaml_core(payload_path.read_bytes())
+    except OSError as error:
+        problems.append(_problem("", "unreadable", f"cannot read: {error.strerror}"))
+        return result
+    except CanonicalError as error:
+        problems.append(_problem("", error.discriminator, error.message))
+        return result
+    route = ROUTES[_BINDING_TOOL]
+    try:
+        route.validate_input(arguments)
+    except JsonSchemaValueException as error:
+        where = "/" + "/".join(str(p) for p in error.path[1:])
+        hint = (
+            ""
+            if "binding" in (arguments or {})
+            else " (give the workflow_binding_publish arguments)"
+        )
+        problems.append(_problem(where, "schema", f"{error.message}{hint}"))
+        return result
+    try:
+        request = msgspec.convert(arguments, WorkflowBindingPublishInput, strict=False)
+        validated = validate_publish_request(request)
+    except WorkflowError as error:
+        problems.append(_problem("/binding", "binding", error.message))
+        return result
+    binding = validated.binding
+    if binding.definition_digest != definition_digest(document):
+        problems.append(
+            _problem("/binding/definitionDigest", "digest", "differs from the definition's digest")
+        )
+    if binding.schema_digest != schema_digest(document):
+        problems.append(
+            _problem(
+                "/binding/schemaDigest", "digest", "differs from the definition's schema digest"
+            )
+        )
+    definition = parse_definition(document)
+    try:
+        check_effect_matrix(definition, binding, validated.reach)
+    except BindingRuleViolation as violation:
+        problems.append(_problem("/binding/toolAnnotations", "effects", str(violation)))
+    for message in static_fit_problems(
+        definition, binding.runtime_bounds, binding.total_deadline_ms
+    ):
+        problems.append(_problem("/binding/runtimeBounds", "static-fit", message))
+    policy = policy_for(validated.reach.endpoint_targets, (), None)
+    for call in http_calls(definition):
+        try:
+            policy.check(call.method, _sample_uri(call.endpoint))
+        except WorkflowError as error:
+            message = f"{call.method} {call.endpoint}: {error.message}"
+            problems.append(_problem(call.pointer, "endpoint-target", message))
+    return result
+
+
+def check_files(paths: Sequence[Path], binding: Path | None = None) -> list[FileReport]:
+    """Check every file (and the binding payload against each definition that parses)."""
+    reports = []
+    for path in paths:
+        report, document = check_definition(path)
+        if binding is not None and document is not None and report.analysis is not None:
+            report.binding = check_binding(binding, document)
+        reports.append(report)
+    return reports
+
+
+def exit_code(reports: Sequence[FileReport], *, strict: bool) -> int:
+    """2 when anything would be refused, 1 for warnings under --strict, else 0."""
+    binding_problems = any(r.binding and r.binding["problems"] for r in reports)
+    if binding_problems or any(r.problems for r in reports):
+        return EXIT_ERRORS
+    if strict and any(r.warnings for r in reports):
+        return EXIT_WARNINGS
+    return EXIT_CLEAN
+
+
+def render_json(reports: Sequence[FileReport], code: int) -> str:
+    """The machine-readable report (`--format json`)."""
+    body = {"exitCode": code, "files": [report.document() for report in reports]}
+    return json.dumps(body, indent=2, ensure_ascii=False)
+
+
+def render_text(report: FileReport) -> str:
+    """The human-readable report of one file."""
+    verdict = "invalid" if report.problems else "ok"
+    lines = [f"{report.path}: {verdict}"]
+    if report.definition_digest is not None:
+        lines.append(f"  definitionDigest {report.definition_digest}")
+        lines.append(f"  schemaDigest     {report.schema_digest}")
+    for problem in report.problems:
+        where = problem["pointer"] or "/"
+        lines.append(f"  error {where} [{problem['rule']}]: {problem['message']}")
+    for warning in report.warnings:
+        where = warning["pointer"] or "/"
+        lines.append(f"  warning {where} [{warning['code']}]: {warning['message']}")
+    if report.analysis is not None:
+        lines.extend(_analysis_lines(report.analysis))
+    if report.binding is not None:
+        lines.extend(_binding_lines(report.binding))
+    return "\n".join(lines)
+
+
+def _analysis_lines(analysis: dict[str, Any]) -> list[str]:
+    lines = ["  analysis:"]
+    for task in analysis["writeTasks"]:
+        evidence = task["approvalEvidenceDigest"] or "MISSING metadata.approvalEvidenceDigest"
+        lines.append(
+            f"    write task {task['pointer']} ({task['kind']} {task['target']}): {evidence}"
+        )
+    for call in analysis["httpCalls"]:
+        lines.append(
+            f"    http {call['pointer']}: {call['method']} {call['endpoint']} "
+            f"needs an endpoint target allowing {call['method']}"
+        )
+    for call in analysis["mcpCalls"]:
+        lines.append(f"    mcp {call['pointer']}: tool {call['tool']} needs a pinned dependency")
+    time_ms = analysis["worstCaseTimeMs"]
+    time_text = "unbounded (a call has no timeout)" if time_ms is None else f"{time_ms} ms"
+    lines.append(
+        f"    max fork width {analysis['maxForkWidth']}, nested calls {analysis['nestedCalls']}, "
+        f"worst-case attempts {analysis['worstCaseAttempts']}, worst-case time {time_text}"
+    )
+    lines.extend(f"    not interactive: {v}" for v in analysis["interactiveViolations"])
+    return lines
+
+
+def _binding_lines(binding: dict[str, Any]) -> list[str]:
+    problems = binding["problems"]
+    lines = [f"  binding {binding['path']}: {'refused' if problems else 'fits'}"]
+    for problem in problems:
+        where = problem["pointer"] or "/"
+        lines.append(f"    error {where} [{problem['rule']}]: {problem['message']}")
+    return lines
+
+
+def run_check(
+    files: Sequence[str], *, binding: str | None, strict: bool, output_format: str
+) -> tuple[int, str]:
+    """Check the files; returns the exit code and the text to print."""
+    reports = check_files([Path(f) for f in files], None if binding is None else Path(binding))
+    code = exit_code(reports, strict=strict)
+    if output_format == "json":
+        return code, render_json(reports, code)
+    return code, "\n".join(render_text(report) for report in reports)
