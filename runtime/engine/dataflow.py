@@ -92,6 +92,9 @@ class _Checker:
     workflow_input: Shape
     findings: list[Finding] = field(default_factory=list)
     ends: State | None = None  # every `then: end` path, for the workflow output
+    # Contexts seen after each task inside the try bodies being checked: an error can leave
+    # the body after any of them.
+    observers: list[list[Shape]] = field(default_factory=list)
 
     def site(self, pointer: str, state: State, roots: Mapping[str, Shape], subject: Shape) -> Site:
         bound = {"context": state.context, "workflow": self._workflow_root(), "runtime": UNKNOWN}
@@ -124,6 +127,8 @@ class _Checker:
             if state is None:
                 continue  # unreachable: nothing it reads can run
             for target, out in self.run_task(task, state, scope):
+                for observed in self.observers:
+                    observed.append(out.context)
                 if target == "continue" and position + 1 < len(tasks.tasks):
                     incoming[position + 1] = join_states(incoming[position + 1], out)
                 elif target in ("continue", "exit"):
@@ -264,17 +269,23 @@ class _Checker:
             widened = join_states(current, out)
             assert widened is not None
             if widened == current:
-                break
+                return current
             current = widened
-        return current
+        # No fixed point in a few passes: check the body once more knowing nothing.
+        del self.findings[before:]
+        self.run_list(spec.body, State(UNKNOWN, UNKNOWN), inner)
+        return State(UNKNOWN, UNKNOWN)
 
     def _try(
         self, task: Task, spec: TrySpec, state: State, scope: Mapping[str, Shape]
     ) -> State | None:
-        body_out = self.run_list(spec.body, state, scope)
         catch = spec.catch
-        # The error may come from any task of the body, after any of its exports.
-        context = join(state.context, body_out.context if body_out else None) or state.context
+        before = len(self.findings)
+        body_out, context = self._try_body(spec.body, state, scope)
+        if catch.retry is not None and context != state.context:
+            # A retry starts the body again in the context the failed attempt left.
+            del self.findings[before:]
+            body_out, context = self._try_body(spec.body, State(state.data, context), scope)
         caught = State(state.data, context)
         inner = {**scope, catch.as_: UNKNOWN}
         roots = {"input": state.data, "task": UNKNOWN, **inner}
@@ -290,6 +301,21 @@ class _Checker:
         if catch.retry is not None:
             return body_out  # retries exhausted without a catch.do: the task faults
         return join_states(body_out, caught)
+
+    def _try_body(
+        self, body: TaskList, state: State, scope: Mapping[str, Shape]
+    ) -> tuple[State | None, Shape]:
+        """Run a try body; returns its exit and the join of every context an error may see."""
+        observed: list[Shape] = []
+        self.observers.append(observed)
+        try:
+            out = self.run_list(body, state, scope)
+        finally:
+            self.observers.pop()
+        context: Shape = state.context
+        for seen in observed:
+            context = join(context, seen) or context
+        return out, context
 
 
 def _http_output(spec: HttpCallSpec) -> Shape:

@@ -247,9 +247,14 @@ def _identifier(walk: _Walk, name: str) -> Shape:
         _absent_identifier(walk, name)
         return UNKNOWN
     shape = presences[0].shape
-    if any(f.presence == "maybe" for f in presences) and name not in walk.guards:
+    guarded = any(path == name or path.endswith("." + name) for path in walk.guards)
+    if any(f.presence == "maybe" for f in presences) and not guarded:
         walk.omissible = True
-        walk.report("warning", FIELD_MAYBE_ABSENT, f"field {name!r} may be absent on some path")
+        walk.report(
+            "warning",
+            FIELD_MAYBE_ABSENT,
+            f"field {name!r} may be absent on some path; guard it with has(input.{name})",
+        )
     return shape if len(presences) == 1 else UNKNOWN
 
 

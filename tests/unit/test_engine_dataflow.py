@@ -197,3 +197,22 @@ def test_no_conformance_scenario_has_a_provable_data_bug(path: Path) -> None:
 def test_the_reference_sample_has_no_data_bug_and_no_warning() -> None:
     document = yaml.safe_load(shared_path(REFERENCE_DEFINITION).read_text(encoding="utf-8"))
     assert check_data_flow(parse_definition(document)) == DataFlowReport((), ())
+
+
+def test_a_catch_sees_what_the_try_body_exported_before_it_failed() -> None:
+    failing = {"raise": {"error": {"type": "https://e.example/x", "status": 500}}}
+    guarded = {
+        "try": [
+            {"mark": {"set": {"step": 1}, "export": {"as": {"progress": "${ output }"}}}},
+            {"fail": failing},
+        ],
+        "catch": {"do": [{"recover": {"set": {"at": "${ context.progress.step }"}}}]},
+    }
+    report = check([{"guarded": guarded}])
+    assert report.errors == ()
+    assert [w.pointer for w in report.warnings] == ["/do/0/guarded/catch/do/0/recover"]
+
+
+def test_a_has_guard_on_the_input_field_covers_the_leading_dot_read() -> None:
+    report = check([{"greet": {"set": {"nick": "${ has(input.nickname) ? .nickname : '' }"}}}])
+    assert report == DataFlowReport((), ())
