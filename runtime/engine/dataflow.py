@@ -48,6 +48,16 @@ from runtime.engine.shapes import (
 )
 
 _LOOP_PASSES: Final = 4
+# Loops and retries re-check their bodies, so nesting multiplies the work: past this many task
+# visits the checker stops and proves nothing rather than slow publication down.
+MAX_TASK_VISITS: Final = 20_000
+SKIPPED: Final = "data.check-skipped"
+
+
+class CheckBudgetExceeded(Exception):
+    """The definition nests loops and retries too deeply to check within MAX_TASK_VISITS."""
+
+
 _RESPONSE: Final = obj(
     {
         "request": Field(UNKNOWN),
@@ -95,6 +105,7 @@ class _Checker:
     # Contexts seen after each task inside the try bodies being checked: an error can leave
     # the body after any of them.
     observers: list[list[Shape]] = field(default_factory=list)
+    visits: int = 0
 
     def site(self, pointer: str, state: State, roots: Mapping[str, Shape], subject: Shape) -> Site:
         bound = {"context": state.context, "workflow": self._workflow_root(), "runtime": UNKNOWN}
@@ -144,6 +155,9 @@ class _Checker:
         self, task: Task, state: State, scope: Mapping[str, Shape]
     ) -> Iterator[tuple[str, State]]:
         """The task's data flow; yields (then target, state) for every way it can finish."""
+        self.visits += 1
+        if self.visits > MAX_TASK_VISITS:
+            raise CheckBudgetExceeded()
         descriptor = {"task": UNKNOWN, **scope}
         raw_site = self.site(task.pointer, state, {"input": state.data, **descriptor}, state.data)
         if task.if_ is not None:
@@ -339,6 +353,15 @@ def check_data_flow(definition: WorkflowDefinition) -> DataFlowReport:
     schema = definition.input_schema.document if definition.input_schema else None
     workflow_input = of_schema(schema) if schema is not None else UNKNOWN
     checker = _Checker(workflow_input)
+    try:
+        return _check(definition, checker)
+    except CheckBudgetExceeded:
+        message = f"the data-flow check stopped after {MAX_TASK_VISITS} task visits; nothing proved"
+        return DataFlowReport((), (Finding("warning", SKIPPED, "/do", message),))
+
+
+def _check(definition: WorkflowDefinition, checker: _Checker) -> DataFlowReport:
+    workflow_input = checker.workflow_input
     start = State(workflow_input, EMPTY_OBJECT)
     if definition.input_from is not None:
         site = checker.site("/input", start, {"input": workflow_input}, workflow_input)

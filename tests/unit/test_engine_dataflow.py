@@ -216,3 +216,19 @@ def test_a_catch_sees_what_the_try_body_exported_before_it_failed() -> None:
 def test_a_has_guard_on_the_input_field_covers_the_leading_dot_read() -> None:
     report = check([{"greet": {"set": {"nick": "${ has(input.nickname) ? .nickname : '' }"}}}])
     assert report == DataFlowReport((), ())
+
+
+def test_past_its_visit_budget_the_checker_proves_nothing_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from runtime.engine import dataflow
+
+    monkeypatch.setattr(dataflow, "MAX_TASK_VISITS", 1)
+    report = check(
+        [
+            {"decide": {"set": {"status": "APPROVED"}}},
+            {"finish": {"set": {"applicantId": "${ .applicantId }"}}},
+        ]
+    )
+    assert report.errors == ()
+    assert [w.code for w in report.warnings] == ["data.check-skipped"]
