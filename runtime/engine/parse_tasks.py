@@ -39,8 +39,8 @@ _REJECTED_KINDS = {
     "emit": "emit is a fire-and-forget side effect outside effect tracking",
     "run": "run (container, script, shell, workflow) executes arbitrary code; call a "
     "sub-workflow through `call: mcp` to a workflow-backed Tool instead",
-    "ask": "human tasks are not in the sync profile: a run is headless and bounded; start "
-    "a process that waits for people with workflow_start and an outside inbox instead",
+    "ask": "human tasks are not in the sync profile: a run is headless and bounded, so no "
+    "task may wait for a person",
     "agent": "agent tasks have unknown duration and reach; they cannot be bounded at publication",
 }
 
