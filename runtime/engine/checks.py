@@ -46,8 +46,20 @@ class ExpressionSite:
     scope: frozenset[str]
 
 
-def check_expressions(definition: WorkflowDefinition, warnings: list[str]) -> list[str]:
-    """Compile every expression and check identifiers; return the accumulated warnings."""
+def check_expressions(
+    definition: WorkflowDefinition,
+    warnings: list[str],
+    errors: list[DefinitionError] | None = None,
+    *,
+    identifiers: bool = True,
+) -> list[str]:
+    """Compile every expression and check identifiers; return the accumulated warnings.
+
+    With ``errors``, every problem is appended there instead of raising the first one;
+    ``identifiers=False`` compiles only (a definition with structural problems is incomplete).
+    """
+    found: list[DefinitionError] = [] if errors is None else errors
+    before = len(found)
     sites = list(expression_sites(definition))
     known = _known_names(definition, sites)
     closed = _closed_world(definition)
@@ -56,14 +68,27 @@ def check_expressions(definition: WorkflowDefinition, warnings: list[str]) -> li
         try:
             compiled = compile_expression(site.text)
         except ExpressionError as exc:
-            raise DefinitionError(exc.message, task=site.task, expression=site.text) from None
+            message = f"the expression does not compile: {exc.message}"
+            found.append(
+                DefinitionError(message, task=site.task, expression=site.text, rule="expression")
+            )
+            continue
+        if not identifiers:
+            continue
         for name in sorted(compiled.roots - ROOTS - site.scope):
             if name in known:
                 continue
             message = f"undeclared identifier {name!r}"
             if closed:
-                raise DefinitionError(message, task=site.task, expression=site.text)
+                found.append(
+                    DefinitionError(
+                        message, task=site.task, expression=site.text, rule="undeclared-identifier"
+                    )
+                )
+                continue
             warnings.append(f"{site.task}: {message} in {site.text!r} (read from outside data)")
+    if errors is None and len(found) > before:
+        raise DefinitionError.collected(found)
     return warnings
 
 

@@ -16,7 +16,7 @@ from runtime.engine.expressions import evaluate_tree
 from runtime.engine.meter import charge_steps
 from runtime.engine.model import Schema, Task, TaskList, Transform, WorkflowDefinition, thaw
 from runtime.engine.ports import Clock, EffectPort, RealClock, RunLimits
-from runtime.engine.problems import WorkflowFault, fault
+from runtime.engine.problems import WorkflowFault, expression_fault, fault
 from runtime.engine.run_kinds import run_spec
 from runtime.engine.run_result import map_fault, output_error
 from runtime.engine.runner import ListResult
@@ -69,18 +69,14 @@ class Interpreter:
         try:
             return evaluate_predicate(text, variables, self.limits.cel)
         except ExpressionError as exc:
-            raise fault(
-                "expression", pointer, title="Expression failed", detail=exc.message
-            ) from None
+            raise expression_fault(exc, pointer, text) from None
 
     def value(self, tree: Any, variables: Any, pointer: str) -> Any:
         """Evaluate a value tree (or one `${ }` string) to JSON."""
         try:
             return evaluate_tree(tree, variables, self.limits.cel)
         except ExpressionError as exc:
-            raise fault(
-                "expression", pointer, title="Expression failed", detail=exc.message
-            ) from None
+            raise expression_fault(exc, pointer, None) from None
 
     def transform(self, transform: Transform, variables: Any, pointer: str) -> Any:
         """Evaluate a string-form or object-form transform."""
@@ -88,10 +84,7 @@ class Interpreter:
             try:
                 return evaluate_value(transform.expression, variables, self.limits.cel)
             except ExpressionError as exc:
-                detail = exc.message
-                raise fault(
-                    "expression", pointer, title="Expression failed", detail=detail
-                ) from None
+                raise expression_fault(exc, pointer, transform.expression) from None
         return self.value(transform.tree, variables, pointer)
 
     def check_schema(self, schema: Schema | None, value: Any, pointer: str) -> None:

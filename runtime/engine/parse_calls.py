@@ -18,10 +18,10 @@ _ABSOLUTE = re.compile(r"^(?P<scheme>https?)://(?P<authority>[^/?#{}\s]+)(?P<res
 _HTTP_FIELDS = {"method", "endpoint", "headers", "query", "body", "output", "redirect"}
 _MCP_FIELDS = {"method", "parameters", "transport", "protocolVersion", "timeout", "client"}
 _REJECTED_CALLS = {
-    "a2a": "call: a2a has unknown duration",
-    "grpc": "call: grpc is not implemented in v1",
-    "openapi": "call: openapi is not implemented in v1",
-    "asyncapi": "call: asyncapi waits for messages",
+    "a2a": "agent-to-agent calls have unknown duration",
+    "grpc": "it is not implemented in v1",
+    "openapi": "it is not implemented in v1",
+    "asyncapi": "it waits for messages",
 }
 _MCP_SHORTHAND = {"endpoint", "tool", "arguments"}
 
@@ -33,26 +33,51 @@ def parse_call(
     call = node["call"]
     # Checked before any lookup: a list or map here is unhashable and would crash the parser.
     if not isinstance(call, str):
-        raise DefinitionError("`call` must be a function name (http or mcp)", task=pointer)
+        raise DefinitionError(
+            "`call` must be a function name (http or mcp)", task=pointer, rule="rejected-call-kind"
+        )
     if call in _REJECTED_CALLS:
-        raise DefinitionError(f"call: {call} is rejected: {_REJECTED_CALLS[call]}", task=pointer)
+        raise DefinitionError(
+            f"call: {call} is rejected: {_REJECTED_CALLS[call]}; use call: http or call: mcp",
+            task=pointer,
+            rule="rejected-call-kind",
+        )
     if call == "http":
         return "http", _parse_http(node, pointer, ctx)
     if call == "mcp":
         return "mcp", _parse_mcp(node, pointer)
     raise DefinitionError(
-        f"call: {call!r} (custom or catalog function) is rejected: cannot be bounded",
+        f"call: {call!r} (custom or catalog function) is rejected: cannot be bounded; "
+        "use call: http or call: mcp",
         task=pointer,
+        rule="rejected-call-kind",
     )
 
 
 def check_endpoint_template(uri: Any, pointer: str) -> str:
     """A literal absolute http(s) URI whose `{name}` placeholders sit only in the path."""
     if not isinstance(uri, str) or expression_text(uri) is not None:
-        raise DefinitionError("the endpoint must be a literal URI or path template", task=pointer)
+        raise DefinitionError(
+            "the endpoint must be a literal URI or path template: no expression may decide "
+            "the scheme or host (it must match a published endpoint target)",
+            task=pointer,
+            rule="endpoint",
+        )
+    if "${" in uri:
+        raise DefinitionError(
+            f"the endpoint {uri!r} has `${{ }}` inside a URI, and expressions are never "
+            "interpolated: use a URI template placeholder `{name}` (filled from the task "
+            "input's top-level field `name`, e.g. http://host/items/{id}); a whole-string "
+            "expression is not accepted for an endpoint either, since no expression may decide "
+            "the scheme or host",
+            task=pointer,
+            rule="endpoint",
+        )
     match = _ABSOLUTE.match(uri)
     if match is None:
-        raise DefinitionError("the endpoint must be an absolute http(s) URI", task=pointer)
+        raise DefinitionError(
+            f"the endpoint {uri!r} must be an absolute http(s) URI", task=pointer, rule="endpoint"
+        )
     rest = match.group("rest") or ""
     path, _, tail = rest.partition("?")
     if "{" in tail or "}" in tail or "#" in path:
@@ -118,7 +143,11 @@ def _parse_mcp(node: Mapping[str, Any], pointer: str) -> McpCallSpec:
         raise DefinitionError("call: mcp supports only method tools/call", task=pointer)
     transport = require_mapping(args.get("transport"), "with.transport", pointer)
     if "stdio" in transport:
-        raise DefinitionError("MCP stdio transport is rejected: it spawns processes", task=pointer)
+        raise DefinitionError(
+            "MCP stdio transport is rejected: it spawns processes; use transport: {http: ...}",
+            task=pointer,
+            rule="rejected-construct",
+        )
     reject_unknown(transport, {"http", "options"}, "with.transport", pointer)
     http = require_mapping(transport.get("http"), "with.transport.http", pointer)
     reject_unknown(http, {"endpoint", "headers"}, "with.transport.http", pointer)

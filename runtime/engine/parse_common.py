@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,21 @@ class ParseContext:
     use: dict[str, Mapping[str, Any]]
     parse_list: ListParser
     warnings: list[str] = field(default_factory=list)
+    errors: list[DefinitionError] = field(default_factory=list)
+
+    @contextmanager
+    def collecting(self, pointer: str | None = None) -> Iterator[None]:
+        """Record a DefinitionError raised inside and go on, so one pass finds every problem.
+
+        ``pointer`` locates a problem raised without one (a top-level section).
+        """
+        try:
+            yield
+        except DefinitionError as exc:
+            if pointer is not None and not exc.pointer:
+                exc.pointer = pointer
+                exc.problems = (exc.problem(),)
+            self.errors.append(exc)
 
     def task_list(self, value: Any, pointer: str, qualifier: str) -> TaskList:
         """Parse a nested task list (the body of a composite task)."""
@@ -53,7 +69,11 @@ def reject_unknown(value: Mapping[str, Any], allowed: set[str], what: str, task:
     """Raise on any field outside ``allowed``."""
     unknown = set(value) - allowed
     if unknown:
-        raise DefinitionError(f"unknown fields in {what}: {', '.join(sorted(unknown))}", task=task)
+        message = f"unknown fields in {what}: {', '.join(sorted(map(str, unknown)))}"
+        allowed_text = ", ".join(sorted(allowed))
+        raise DefinitionError(
+            f"{message}; allowed: {allowed_text}", task=task, rule="unknown-field"
+        )
 
 
 def parse_schema(holder: Mapping[str, Any], where: str) -> Schema | None:

@@ -37,71 +37,108 @@ _KIND_FIELDS: tuple[tuple[str, TaskKind | None, set[str]], ...] = (
 _REJECTED_KINDS = {
     "listen": "listen waits for outside events for an unbounded time",
     "emit": "emit is a fire-and-forget side effect outside effect tracking",
-    "run": "run (container, script, shell, workflow) executes arbitrary code",
+    "run": "run (container, script, shell, workflow) executes arbitrary code; call a "
+    "sub-workflow through `call: mcp` to a workflow-backed Tool instead",
+    "ask": "human tasks are not in the sync profile: a run is headless and bounded, so no "
+    "task may wait for a person",
+    "agent": "agent tasks have unknown duration and reach; they cannot be bounded at publication",
 }
 
 
 def parse_task_list(value: Any, pointer: str, qualifier: str, ctx: ParseContext) -> TaskList:
-    """Parse an ordered list of one-key task maps; validates names and `then` targets."""
+    """Parse an ordered list of one-key task maps; validates names and `then` targets.
+
+    A problem in one task is recorded in ``ctx`` and the rest of the list is still checked.
+    """
     if not isinstance(value, list) or not value:
-        raise DefinitionError(f"{pointer} must be a non-empty task list")
+        raise DefinitionError(f"{pointer} must be a non-empty task list", pointer=pointer)
     tasks: list[Task] = []
-    seen: set[str] = set()
+    names: list[str] = []
     for index, item in enumerate(value):
         if not isinstance(item, Mapping) or len(item) != 1:
-            raise DefinitionError(f"{pointer}/{index} must be a map with exactly one task name")
+            message = f"{pointer}/{index} must be a map with exactly one task name"
+            ctx.errors.append(DefinitionError(message, pointer=f"{pointer}/{index}"))
+            continue
         ((name, body),) = item.items()
         task_pointer = f"{pointer}/{index}/{name}"
-        if not isinstance(name, str) or not _TASK_NAME.match(name):
-            raise DefinitionError("invalid task name", task=task_pointer)
-        if name in FLOW_DIRECTIVES:
-            raise DefinitionError(f"a task cannot be named {name!r}", task=task_pointer)
-        if name in seen:
-            raise DefinitionError(f"duplicate task name {name!r}", task=task_pointer)
-        seen.add(name)
-        qualified = f"{qualifier}/{name}" if qualifier else name
-        tasks.append(_parse_task(name, body, task_pointer, qualified, ctx))
+        with ctx.collecting(task_pointer):
+            _check_name(name, names, task_pointer)
+        names.append(str(name))
+        qualified = f"{qualifier}/{name}" if qualifier else str(name)
+        with ctx.collecting(task_pointer):
+            task = _parse_task(str(name), body, task_pointer, qualified, ctx)
+            if task is not None:
+                tasks.append(task)
     task_list = TaskList(tuple(tasks))
-    _check_jumps(task_list)
+    _check_jumps(task_list, names, ctx)
     return task_list
 
 
-def _check_jumps(task_list: TaskList) -> None:
+def _check_name(name: Any, seen: list[str], pointer: str) -> None:
+    if not isinstance(name, str) or not _TASK_NAME.match(name):
+        raise DefinitionError("invalid task name", task=pointer)
+    if name in FLOW_DIRECTIVES:
+        raise DefinitionError(f"a task cannot be named {name!r}", task=pointer)
+    if name in seen:
+        raise DefinitionError(f"duplicate task name {name!r}", task=pointer)
+
+
+def _check_jumps(task_list: TaskList, names: list[str], ctx: ParseContext) -> None:
+    # `names` holds every declared name, also of tasks that failed to parse, so a jump to a
+    # task with its own problem is not reported twice.
     from runtime.engine.model import SwitchSpec
 
-    for position, task in enumerate(task_list.tasks):
+    for task in task_list.tasks:
+        position = names.index(task.name)
         targets = [task.then]
         if isinstance(task.spec, SwitchSpec):
             targets.extend(case.then for case in task.spec.cases)
         for target in targets:
             if target in FLOW_DIRECTIVES:
                 continue
-            try:
-                target_index = task_list.index_of(target)
-            except KeyError:
+            if target not in names:
                 message = f"then target {target!r} is not a task in the same list"
-                raise DefinitionError(message, task=task.pointer) from None
-            if target_index <= position:
+                ctx.errors.append(DefinitionError(message, task=task.pointer, rule="flow"))
+            elif names.index(target) <= position:
                 message = f"then target {target!r} jumps backward: an unbounded loop"
-                raise DefinitionError(message, task=task.pointer)
+                ctx.errors.append(DefinitionError(message, task=task.pointer, rule="flow"))
 
 
 def _detect_kind(body: Mapping[str, Any], pointer: str) -> tuple[str, set[str]]:
     for key, reason in _REJECTED_KINDS.items():
         if key in body:
-            raise DefinitionError(f"task kind {key} is rejected: {reason}", task=pointer)
+            raise DefinitionError(
+                f"task kind `{key}` is not supported: {reason}",
+                task=pointer,
+                rule="unsupported-task-kind",
+            )
     for key, _kind, fields in _KIND_FIELDS:
         if key in body:
             return key, fields
-    raise DefinitionError("unknown task kind", task=pointer)
+    written = ", ".join(sorted(map(str, set(body) - _COMMON))) or "none"
+    kinds = ", ".join(key for key, _kind, _fields in _KIND_FIELDS)
+    raise DefinitionError(
+        f"unknown task kind (fields: {written}); a task is one of: {kinds}",
+        task=pointer,
+        rule="unsupported-task-kind",
+    )
 
 
-def _parse_task(name: str, body: Any, pointer: str, qualified: str, ctx: ParseContext) -> Task:
+def _parse_task(
+    name: str, body: Any, pointer: str, qualified: str, ctx: ParseContext
+) -> Task | None:
+    """One task, or None when it has problems (recorded in ``ctx``, or raised)."""
     node = require_mapping(body, "a task", pointer)
     key, fields = _detect_kind(node, pointer)
-    reject_unknown(node, fields | _COMMON, f"a {key} task", pointer)
+    recorded = len(ctx.errors)
+    with ctx.collecting(pointer):
+        reject_unknown(node, fields | _COMMON, f"a {key} task", pointer)
+    common: dict[str, Any] = {}
+    with ctx.collecting(pointer):
+        common = _parse_common(node, pointer, ctx)
     kind, spec = parse_spec(key, node, pointer, qualified, ctx)
-    common = _parse_common(node, pointer, ctx)
+    if len(ctx.errors) > recorded:
+        return None
     return Task(
         name=name, pointer=pointer, qualified_name=qualified, kind=kind, spec=spec, **common
     )

@@ -29,23 +29,43 @@ _USE_REJECTED = {
 }
 
 
+_PLACEHOLDER_HEADER = {
+    "dsl": "1.0.3",
+    "namespace": "invalid",
+    "name": "invalid",
+    "version": "0.0.0",
+}
+
+
 def parse_definition(document: Any) -> WorkflowDefinition:
-    """Validate and normalize an already-parsed definition, or raise DefinitionError."""
+    """Validate and normalize an already-parsed definition, or raise DefinitionError.
+
+    Every section and task is checked in one pass; the error lists each problem found
+    (``DefinitionError.problems``), blockers first.
+    """
     if not isinstance(document, Mapping):
-        raise DefinitionError("a definition must be a mapping")
+        raise DefinitionError("a definition must be a mapping", pointer="/")
     raw = copy.deepcopy(dict(document))
-    unknown = set(raw) - _TOP_LEVEL
-    if unknown:
-        raise DefinitionError(f"unknown top-level fields: {', '.join(sorted(unknown))}")
-    header = _parse_document(raw.get("document"))
-    _parse_evaluate(raw.get("evaluate"))
-    ctx = ParseContext(use=_parse_use(raw.get("use")), parse_list=parse_task_list)
-    input_schema, input_from = _parse_io(raw, "input", "from", ctx)
-    output_schema, output_as = _parse_io(raw, "output", "as", ctx)
-    if "do" not in raw:
-        raise DefinitionError("the definition needs a `do` task list")
-    tasks: TaskList = parse_task_list(raw["do"], "/do", "", ctx)
-    timeout_ms = _parse_workflow_timeout(raw.get("timeout"), ctx)
+    ctx = ParseContext(use={}, parse_list=parse_task_list)
+    with ctx.collecting("/"):
+        _reject_unknown_top_level(raw)
+    header = dict(_PLACEHOLDER_HEADER)
+    with ctx.collecting("/document"):
+        header = _parse_document(raw.get("document"), ctx)
+    with ctx.collecting("/evaluate"):
+        _parse_evaluate(raw.get("evaluate"))
+    with ctx.collecting("/use"):
+        ctx.use = _parse_use(raw.get("use"))
+    input_schema, input_from = _collect_io(raw, "input", "from", ctx)
+    output_schema, output_as = _collect_io(raw, "output", "as", ctx)
+    tasks = TaskList(())
+    with ctx.collecting("/do"):
+        if "do" not in raw:
+            raise DefinitionError("the definition needs a `do` task list", pointer="/do")
+        tasks = parse_task_list(raw["do"], "/do", "", ctx)
+    timeout_ms = None
+    with ctx.collecting("/timeout"):
+        timeout_ms = _parse_workflow_timeout(raw.get("timeout"), ctx)
     definition = WorkflowDefinition(
         dsl=header["dsl"],
         namespace=header["namespace"],
@@ -61,16 +81,45 @@ def parse_definition(document: Any) -> WorkflowDefinition:
         normalized=_freeze(raw),
         warnings=(),
     )
-    warnings = check_expressions(definition, ctx.warnings)
+    # Identifier checks need the whole definition; with structural problems, only compile.
+    warnings = check_expressions(definition, ctx.warnings, ctx.errors, identifiers=not ctx.errors)
+    if ctx.errors:
+        raise DefinitionError.collected(ctx.errors)
     return replace(definition, warnings=tuple(warnings))
 
 
-def _parse_document(value: Any) -> dict[str, str]:
+def _reject_unknown_top_level(raw: Mapping[str, Any]) -> None:
+    unknown = set(raw) - _TOP_LEVEL
+    if unknown:
+        raise DefinitionError(
+            f"unknown top-level fields: {', '.join(sorted(map(str, unknown)))}; "
+            f"allowed: {', '.join(sorted(_TOP_LEVEL))}",
+            rule="unknown-field",
+            pointer="/" + sorted(map(str, unknown))[0],
+        )
+
+
+def _collect_io(
+    raw: dict[str, Any], field: str, transform_key: str, ctx: ParseContext
+) -> tuple[Schema | None, Transform | None]:
+    with ctx.collecting(f"/{field}"):
+        return _parse_io(raw, field, transform_key, ctx)
+    return None, None
+
+
+def _parse_document(value: Any, ctx: ParseContext) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise DefinitionError("`document` is required and must be a mapping")
-    unknown = set(value) - _DOCUMENT_FIELDS
+    unknown = sorted(map(str, set(value) - _DOCUMENT_FIELDS))
     if unknown:
-        raise DefinitionError(f"unknown document fields: {', '.join(sorted(unknown))}")
+        ctx.errors.append(
+            DefinitionError(
+                f"unknown document fields: {', '.join(unknown)}; put your own fields under "
+                "document.metadata",
+                rule="unknown-field",
+                pointer=f"/document/{unknown[0]}",
+            )
+        )
     for key in ("dsl", "namespace", "name", "version"):
         if not isinstance(value.get(key), str):
             raise DefinitionError(f"document.{key} is required and must be a string")
@@ -96,9 +145,17 @@ def _parse_evaluate(value: Any) -> None:
         raise DefinitionError("`evaluate` allows only language and mode")
     language = value.get("language", "cel")
     if not isinstance(language, str) or language.lower() != "cel":
-        raise DefinitionError(f"expression language {language!r} is not supported; use cel")
+        raise DefinitionError(
+            f"expression language {language!r} is not supported; use cel",
+            rule="rejected-construct",
+            pointer="/evaluate/language",
+        )
     if value.get("mode", "strict") != "strict":
-        raise DefinitionError("evaluate.mode must be strict; loose mode is rejected")
+        raise DefinitionError(
+            "evaluate.mode must be strict; loose mode is rejected",
+            rule="rejected-construct",
+            pointer="/evaluate/mode",
+        )
 
 
 def _parse_use(value: Any) -> dict[str, Mapping[str, Any]]:
@@ -108,7 +165,9 @@ def _parse_use(value: Any) -> dict[str, Mapping[str, Any]]:
         raise DefinitionError("`use` must be a mapping")
     for key, reason in _USE_REJECTED.items():
         if key in value:
-            raise DefinitionError(f"use.{key} is rejected: {reason}")
+            raise DefinitionError(
+                f"use.{key} is rejected: {reason}", rule="rejected-construct", pointer=f"/use/{key}"
+            )
     unknown = set(value) - _USE_FIELDS
     if unknown:
         raise DefinitionError(f"unknown use fields: {', '.join(sorted(unknown))}")

@@ -60,6 +60,19 @@ def fault(
     return WorkflowFault(problem)
 
 
+def expression_fault(error: Any, instance: str, text: str | None) -> WorkflowFault:
+    """The expression fault of a failed CEL site, naming the expression (definition text).
+
+    ``error`` is the ExpressionError; its message never embeds evaluated data, so it and the
+    expression may reach the caller (an `expression` member only the engine sets).
+    """
+    problem = fault("expression", instance, title="Expression failed", detail=error.message)
+    expression = getattr(error, "expression", None) or text
+    if isinstance(expression, str):
+        problem.problem["expression"] = expression
+    return problem
+
+
 def standard_kind(error_type: Any) -> str | None:
     """The kind of a standard error URI in any of its accepted spellings."""
     if not isinstance(error_type, str):

@@ -10,7 +10,8 @@ from runtime.errors import WorkflowError
 
 
 def _details(problem: dict[str, Any]) -> dict[str, Any]:
-    return {key: problem[key] for key in ("type", "status", "instance") if key in problem}
+    keys = ("type", "status", "instance", "expression")
+    return {key: problem[key] for key in keys if key in problem}
 
 
 def map_fault(problem: dict[str, Any], effect_state: EffectState) -> WorkflowError:
@@ -34,8 +35,13 @@ def map_fault(problem: dict[str, Any], effect_state: EffectState) -> WorkflowErr
             after_effect=after_effect,
             details=_details(problem),
         )
-    # Only the kind, status and task pointer: titles and details may carry run data.
-    message = f"task {instance} failed with a {kind} error (status {problem.get('status')})"
+    # Only the kind, status and task pointer: titles and details may carry run data. An engine
+    # expression fault also names its expression and why (definition text, no run data).
+    article = "an" if kind[0] in "aeiou" else "a"
+    message = f"task {instance} failed with {article} {kind} error (status {problem.get('status')})"
+    expression = problem.get("expression")
+    if kind == "expression" and isinstance(expression, str):
+        message = f"{message}: expression {expression!r}: {problem.get('detail')}"
     return WorkflowError(
         "WORKFLOW_TASK_FAILED",
         message,

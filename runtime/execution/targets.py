@@ -25,18 +25,31 @@ class HttpPolicy:
         """Refuse (before any request leaves) a method or URI this run may not reach."""
         if not _is_http(uri):
             raise _refused("only absolute http(s) URIs without credentials may be called")
+        shown = _shown(uri)
         if self.targets is None:
             if not any(_under_prefix(uri, prefix) for prefix in self.allowlist):
-                raise _refused("the URI is not on the configured HTTP allowlist")
+                raise _refused(
+                    f"{method.upper()} {shown} is not on the configured HTTP allowlist for runs "
+                    "without a binding; add a prefix of it to execution.outbound.http_allowlist"
+                )
             return
         for target in self.targets:
             if not _in_environment(target, self.environment):
                 continue
             if _matches_target(uri, target.endpoint_uri):
                 if method.upper() not in target.allowed_methods:
-                    raise _refused(f"method {method.upper()} is not allowed on this endpoint")
+                    allowed = ", ".join(sorted(target.allowed_methods))
+                    raise _refused(
+                        f"method {method.upper()} is not allowed on {shown} (endpoint target "
+                        f"{target.endpoint_ref} allows {allowed}); add it to that target's "
+                        "allowedMethods in the binding's endpointTargets and publish again"
+                    )
                 return
-        raise _refused("the URI is not an endpoint target of the pinned binding revision")
+        raise _refused(
+            f"{method.upper()} {shown} is not an endpoint target of the pinned binding revision "
+            f"(environment {self.environment or 'any'}); add an endpointTargets entry whose "
+            "endpointUri matches it to the binding and publish again"
+        )
 
     def same_origin(self, first: str, second: str) -> bool:
         """Redirects may only stay on the origin of the original request."""
@@ -49,6 +62,14 @@ def _in_environment(target: EndpointTarget, environment: str | None) -> bool:
 
 def _refused(message: str) -> WorkflowError:
     return WorkflowError("WORKFLOW_POLICY_DENIED", message, status="failed")
+
+
+def _shown(uri: str) -> str:
+    # Without query, fragment or user info: those may carry run data or credentials.
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path or '/'}"
 
 
 def _is_http(uri: str) -> bool:

@@ -52,9 +52,28 @@ def _check_against(schema: Any, value: Any, what: str) -> None:
     if error is not None:
         # Path and rule only: messages would echo (possibly sensitive) input values.
         details = {"validation": {"path": error.json_path, "rule": str(error.validator)}}
+        missing = _missing_required(error)
+        if missing:
+            # Field names come from the schema, never from the input, so naming them is safe.
+            fields = ", ".join(f"{_child_path(error.json_path, name)}" for name in missing)
+            verb = "is" if len(missing) == 1 else "are"
+            raise input_invalid(f"{fields} {verb} required by the {what} input schema", details)
         raise input_invalid(
-            f"the input does not match the {what} input schema at {error.json_path}", details
+            f"the input does not match the {what} input schema at {error.json_path} "
+            f"(rule {error.validator})",
+            details,
         )
+
+
+def _missing_required(error: jsonschema.ValidationError) -> list[str]:
+    if error.validator != "required" or not isinstance(error.instance, dict):
+        return []
+    required = error.validator_value if isinstance(error.validator_value, list) else []
+    return [str(name) for name in required if name not in error.instance]
+
+
+def _child_path(parent: str, name: str) -> str:
+    return f"{parent}.{name}" if name.isidentifier() else f"{parent}[{json.dumps(name)}]"
 
 
 def check_input(value: Any, binding_schema: Any, document: Mapping[str, Any] | None) -> str:
@@ -73,6 +92,14 @@ def idempotency_key(policy: Mapping[str, Any], supplied: str | None, input_diges
     """The key within the scope: the input digest (derived) or the caller's key."""
     kind = policy.get("kind", "derived")
     if kind == "derived":
+        if supplied is not None:
+            # Ignoring it would let the caller believe its key scopes the replay; it does not.
+            raise input_invalid(
+                "this Tool derives its idempotency key from the input "
+                "(idempotencyPolicy.kind derived), so an idempotencyKey is refused: send the "
+                "same input to repeat a call, or publish the binding with kind explicit or "
+                "business to use caller keys"
+            )
         return input_digest
     if supplied is None or not 1 <= len(supplied) <= MAX_KEY_LENGTH:
         raise input_invalid(f"this Tool needs an idempotencyKey of 1-{MAX_KEY_LENGTH} characters")

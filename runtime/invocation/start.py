@@ -48,9 +48,12 @@ def _head_document(head: Mapping[str, Any] | None, expected: str | None) -> dict
 def _deadline(document: dict[str, Any], admitted: datetime) -> datetime:
     try:
         timeout_ms = parse_definition(document).timeout_ms
-    except DefinitionError:
+    except DefinitionError as error:
+        # The same problems publish would list, so the editor can show where to fix the head.
         raise WorkflowError(
-            "WORKFLOW_START_REJECTED", "the saved definition is not a valid workflow"
+            "WORKFLOW_START_REJECTED",
+            f"the saved definition is not a valid workflow: {error.message}",
+            details=error.details(),
         ) from None
     deadline = admitted + START_DEADLINE
     if timeout_ms is not None:

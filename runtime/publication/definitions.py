@@ -92,16 +92,27 @@ def validate_definition(document: dict[str, Any]) -> None:
     """
     try:
         parse_definition(document)
-    except (DefinitionError, ExpressionError) as error:
-        details = {
-            key: value
-            for key in ("task", "expression", "reason")
-            if isinstance(value := getattr(error, key, None), str)
-        }
-        message = getattr(error, "message", None) or str(error)
-        raise input_invalid(f"definition is invalid: {message}", details=details or None) from error
+    except DefinitionError as error:
+        raise input_invalid(
+            f"definition is invalid: {error.message}", details=error.details()
+        ) from error
+    except ExpressionError as error:
+        details = {"reason": error.reason}
+        raise input_invalid(f"definition is invalid: {error.message}", details=details) from error
     except Exception as error:  # any parser failure on user input is a refusal, never a 500
         raise input_invalid("definition is invalid: it does not match the DSL profile") from error
+
+
+def check_document_version(document: Mapping[str, Any], version: str) -> None:
+    """Refuse a version whose definition text declares another document.version."""
+    header = document.get("document")
+    written = header.get("version") if isinstance(header, Mapping) else None
+    if isinstance(written, str) and written != version:
+        raise input_invalid(
+            f"document.version {written!r} in the definition differs from the version argument "
+            f"{version!r}; publish it as {written!r} or change document.version to {version!r}",
+            details={"documentVersion": written, "version": version},
+        )
 
 
 # --- save -------------------------------------------------------------------------------------
@@ -264,6 +275,7 @@ async def _publish(
             "expectedDefinitionDigest differs from the digest of the definition text",
             details={"definitionDigest": digest},
         )
+    check_document_version(document, request.version)
     existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
     if existing is not None:
         return _existing_version_receipt(request, digest, existing)

@@ -20,7 +20,11 @@ def authorize_roles(ctx: InvocationContext, tool_name: str, settings: SecuritySe
     if allowed is None:
         return  # no role list: the tool itself is the capability (workflow_invoke)
     if not ctx.has_any_role(allowed):
-        raise policy_denied(f"the caller holds no role allowed to call {tool_name}")
+        # Role names are configuration, not secrets: naming them tells the user whom to ask.
+        raise policy_denied(
+            f"the caller holds no role allowed to call {tool_name}; allowed roles: "
+            f"{', '.join(sorted(allowed))} (security.tool_roles)"
+        )
 
 
 def is_position_holder(ctx: InvocationContext, position_id: str) -> bool:

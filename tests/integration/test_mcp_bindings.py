@@ -27,6 +27,7 @@ from tests.support.binding_builders import (
     write_binding,
 )
 from tests.support.mcp import MODERN, McpTestClient
+from tests.support.publication import versioned
 
 pytestmark = pytest.mark.requirement("000:Workflow owner approval")
 
@@ -89,7 +90,7 @@ async def definition(
             "active": True,
         }
         ok(await actors.owner.call_tool("workflow_definition_save", save))
-    text = definition_yaml(**options)
+    text = versioned(definition_yaml(**options), version)
     publish = {
         "hostId": HOST,
         "wfDefId": wf_def_id,

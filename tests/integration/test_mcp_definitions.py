@@ -17,6 +17,7 @@ from tests.support.publication import (
     new_id,
     publish_args,
     save_args,
+    versioned,
 )
 
 OTHER_HOST = "3f0c9a52-7b1e-4d2a-8e6f-1a2b3c4d5e6f"
@@ -162,7 +163,7 @@ async def test_twenty_racing_saves_end_at_the_highest_revision(
 @pytest.mark.requirement("000:Definition publish")
 async def test_publish_stores_an_immutable_version(mcp: McpTestClient) -> None:
     wf_def_id = new_id()
-    text = definition_text(1)
+    text = versioned(definition_text(1), "1.2.0")
     receipt = ok(
         await mcp.call_tool(
             "workflow_definition_publish", publish_args(wf_def_id, "1.2.0", definition=text)

@@ -10,6 +10,7 @@ from typing import Any
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.security import InvocationContext
 from runtime.store import Database
+from tests.support.publication import versioned
 from tests.support.publication_builders import HOST, context
 from tests.support.service_calls import publish_definition, save_definition
 
@@ -107,7 +108,7 @@ async def publish_version(
     binding_approval: str = "carryOver",
 ) -> dict[str, Any]:
     """Publish a definition version owned by OWNER; returns the version receipt."""
-    text = text if text is not None else definition_yaml()
+    text = versioned(text if text is not None else definition_yaml(), version)
     return await publish_definition(
         db,
         context(),

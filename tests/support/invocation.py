@@ -27,6 +27,7 @@ from tests.support.binding_builders import (
 )
 from tests.support.execution import FAST
 from tests.support.mcp import MODERN, McpTestClient
+from tests.support.publication import versioned
 
 CALLER = "caller-1"
 
@@ -124,7 +125,7 @@ async def save_head(owner: McpTestClient, wf_def_id: str, text: str, revision: i
 
 
 async def publish_version(owner: McpTestClient, wf_def_id: str, text: str, version: str) -> None:
-    """Publish one definition version."""
+    """Publish one definition version (text must declare that document.version)."""
     args = {
         "hostId": HOST,
         "wfDefId": wf_def_id,
@@ -151,7 +152,7 @@ async def publish_tool(
     **changes: Any,
 ) -> Tool:
     """Save (first time), publish a version and self-approve a binding revision as the owner."""
-    text = text if text is not None else definition_yaml()
+    text = versioned(text if text is not None else definition_yaml(), version)
     if wf_def_id is None:
         wf_def_id = new_id()
         await save_head(owner, wf_def_id, definition_yaml())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -10,6 +11,14 @@ from runtime.security.devtools import DEV_HOST_ID, DEV_USER_ID
 from tests.support.shared import SET_EXPORT_ASSERT
 
 SIMPLE_DEFINITION = SET_EXPORT_ASSERT.read_text(encoding="utf-8")
+
+
+_DOCUMENT_VERSION = re.compile(r'^(  version: )"?[^"\n]*"?$', re.MULTILINE)
+
+
+def versioned(text: str, version: str) -> str:
+    """The definition text with document.version set to version (publish refuses others)."""
+    return _DOCUMENT_VERSION.sub(lambda m: f'{m.group(1)}"{version}"', text, count=1)
 
 
 def new_id() -> str:
@@ -54,6 +63,7 @@ def publish_args(
     binding_approval: str = "carryOver",
 ) -> dict[str, Any]:
     """Arguments of workflow_definition_publish with the right expected digest."""
+    definition = versioned(definition, version)
     return {
         "hostId": host_id,
         "wfDefId": wf_def_id,

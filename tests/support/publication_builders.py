@@ -8,6 +8,7 @@ from typing import Any
 
 from runtime.canonical import definition_digest
 from runtime.security import InvocationContext, SecretToken
+from tests.support.publication import versioned
 
 HOST = "01964b05-552a-7c4b-9184-6857e7f3dc5f"
 OTHER_HOST = "01964b05-552a-7c4b-9184-000000000002"
@@ -74,7 +75,7 @@ def publish_args(
     wf_def_id: str, version: str = "1.2.0", *, marker: int = 1, **overrides: Any
 ) -> dict[str, Any]:
     """workflow_definition_publish arguments with a fresh operationId."""
-    text = definition_text(marker)
+    text = versioned(definition_text(marker), version)
     args: dict[str, Any] = {
         "hostId": HOST,
         "wfDefId": wf_def_id,

@@ -48,7 +48,7 @@ def test_a_caller_policy_admits_a_matching_role_or_position_and_refuses_others()
 
 
 def test_the_derived_key_is_the_input_digest_and_explicit_keys_are_required() -> None:
-    assert idempotency_key({"kind": "derived"}, "ignored", "sha256:x") == "sha256:x"
+    assert idempotency_key({"kind": "derived"}, None, "sha256:x") == "sha256:x"
     assert idempotency_key({"kind": "business"}, "order-1", "sha256:x") == "order-1"
     for supplied in (None, "", "k" * 257):
         with pytest.raises(WorkflowError):
@@ -124,3 +124,10 @@ def test_runtime_bounds_become_the_budget_ceilings() -> None:
     )
     assert (budget.attempts, budget.nested_calls, budget.cost_units) == (8, 4, 50)
     assert (budget.request_bytes, budget.intermediate_bytes, budget.result_bytes) == (100, 200, 300)
+
+
+def test_an_idempotency_key_sent_to_a_derived_key_tool_is_refused_with_the_reason() -> None:
+    with pytest.raises(WorkflowError) as caught:
+        idempotency_key({"kind": "derived"}, "order-1", "sha256:x")
+    assert caught.value.code == "WORKFLOW_INPUT_INVALID"
+    assert "derived" in caught.value.message and "idempotencyKey" in caught.value.message
