@@ -45,7 +45,7 @@ from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
 from runtime.engine.interpreter import run_workflow
-from runtime.engine.meter import StepBudgetExhausted, StepMeter
+from runtime.engine.meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.engine.offload import EngineThreads, LoopBoundEffects
 from runtime.engine.ports import EffectFailure, RealClock, RunLimits
 from runtime.engine.state import RunOutcome, RunState
@@ -198,7 +198,7 @@ class WorkflowRuntime:
             raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         except StepBudgetExhausted as exhausted:
             await _check_deadline(db, task)
-            raise _steps_exhausted(exhausted.limit) from None
+            raise _steps_exhausted(exhausted) from None
         await _check_deadline(db, task)
         if outcome.status == "completed":
             used = BudgetAmounts(
@@ -332,8 +332,16 @@ def _cost(meter: StepMeter) -> int:
     return 1 + -(-meter.steps // CEL_STEPS_PER_COST_UNIT)
 
 
-def _steps_exhausted(limit: int) -> WorkflowError:
-    """WORKFLOW_BUDGET_EXHAUSTED for a task that spent its whole step budget."""
+def _steps_exhausted(exhausted: StepBudgetExhausted) -> WorkflowError:
+    """WORKFLOW_BUDGET_EXHAUSTED for a task that spent its whole step budget or memory ceiling."""
+    limit = exhausted.limit
+    if isinstance(exhausted, MemoryBudgetExhausted):
+        return WorkflowError(
+            "WORKFLOW_BUDGET_EXHAUSTED",
+            f"a workflow task built more than its ceiling of {limit} bytes of values",
+            status="failed",
+            details={"counters": ["cost_units"], "memoryCeilingBytes": limit},
+        )
     return WorkflowError(
         "WORKFLOW_BUDGET_EXHAUSTED",
         f"a workflow task spent its budget of {limit} evaluation steps",
