@@ -39,7 +39,7 @@ def test_pattern_properties_and_additional_properties_run_on_re2() -> None:
     }
     errors = list(re2_validator(schema).iter_errors({"a" * 40 + "!": 1}))
     assert [error.validator for error in errors] == ["additionalProperties"]
-    assert list(re2_validator(schema).iter_errors({"aaa": "x"}))[0].validator == "type"
+    assert next(iter(re2_validator(schema).iter_errors({"aaa": "x"}))).validator == "type"
 
 
 def test_a_pattern_re2_cannot_compile_is_named_by_its_place_in_the_schema() -> None:
