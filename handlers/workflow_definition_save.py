@@ -5,8 +5,11 @@ from __future__ import annotations
 from generated.models import WorkflowDefinitionSaveInput, WorkflowDefinitionSaveOutput
 from runtime.mcp.call import ToolCall
 from runtime.publication import save_definition
+from runtime.publication.limits import check_definition_size
 
 
 async def handle(args: WorkflowDefinitionSaveInput, call: ToolCall) -> WorkflowDefinitionSaveOutput:
     """Save a definition head under the sourceRevision rules."""
+    # Size limits first: a huge definition is refused before any YAML or DSL parsing.
+    check_definition_size(args.definition, call.services.settings.publication.limits)
     return await save_definition(call.services.database, call.context, args)

@@ -49,6 +49,8 @@ class CelLimits:
     max_nesting_depth: int = 32
     max_steps: int = 100_000
     max_result_bytes: int = 1_048_576
+    # Bytes of values one evaluation may build (a task's own ceiling may bound it lower).
+    max_built_bytes: int = 16 * 1024 * 1024
 
 
 DEFAULT_LIMITS: Final = CelLimits()
@@ -212,28 +214,36 @@ def build_activation(
 def _run(compiled: CompiledExpression, variables: Mapping[str, Any], limits: CelLimits) -> Any:
     needed = {name: json_to_cel(variables[name]) for name in compiled.roots if name in variables}
     task = current_meter()
-    remaining = None if task is None else task.remaining()
-    # One evaluation never runs past the task's budget: the task meter stops it at that step.
-    budget = limits.max_steps if remaining is None else min(limits.max_steps, remaining)
-    meter = shim.StepMeter(budget, None if task is None else task.stop_event)
+    meter = _evaluation_meter(task, limits)
     try:
         value = shim.evaluate(compiled.ast, needed, meter)
-    except shim.BudgetError as exc:
-        _charge(task, meter.used)  # raises StepBudgetExhausted when the task's budget bound it
+    except (shim.BudgetError, shim.MemoryBudgetError) as exc:
+        _charge(task, meter)  # raises when the task's own budget or ceiling bound it
         raise ExpressionError(str(exc), reason="cost", expression=compiled.text) from None
     except shim.EvaluationStopped:
         raise StopRequested() from None
     except shim.CelEvaluationError as exc:
-        _charge(task, meter.used)
+        _charge(task, meter)
         reason = "missing" if exc.missing else "evaluate"
         raise ExpressionError(exc.message, reason=reason, expression=compiled.text) from None
-    _charge(task, meter.used)
+    _charge(task, meter)
     return value
 
 
-def _charge(task: StepMeter | None, steps: int) -> None:
+def _evaluation_meter(task: StepMeter | None, limits: CelLimits) -> shim.StepMeter:
+    # One evaluation never runs past the task's budget: the task meter stops it at that step.
+    if task is None:
+        return shim.StepMeter(limits.max_steps, None, limits.max_built_bytes)
+    remaining = task.remaining()
+    budget = limits.max_steps if remaining is None else min(limits.max_steps, remaining)
+    byte_budget = min(limits.max_built_bytes, task.remaining_bytes())
+    return shim.StepMeter(budget, task.stop_event, byte_budget)
+
+
+def _charge(task: StepMeter | None, meter: shim.StepMeter) -> None:
     if task is not None:
-        task.charge(steps)
+        task.charge_bytes(meter.bytes_built)
+        task.charge(meter.steps)
 
 
 def evaluate_predicate(

@@ -45,25 +45,71 @@ class CelEvaluationError(Exception):
         self.missing = missing
 
 
-class StepMeter:
-    """Counts evaluator node visits so the cost verdict depends only on expression and data."""
+# Building a value costs one step per this many bytes on top of the node that builds it, so
+# the step budget bounds the bytes an evaluation allocates as well as the nodes it visits.
+BYTES_PER_STEP = 1024
+# Nodes that build a new value (the rest pass one through): `a + b`, list and map literals,
+# macro and method results, global functions such as string().
+_BUILDING_NODES = frozenset({"addition", "exprlist", "mapinits", "member_dot_arg", "ident_arg"})
+# Rough per-slot cost of a container element (a pointer, or a key and a value pointer).
+_LIST_SLOT_BYTES = 8
+_MAP_SLOT_BYTES = 16
 
-    def __init__(self, budget: int, stop: threading.Event | None = None) -> None:
+
+def built_size(value: Any) -> int:
+    """Bytes a freshly built value adds: its own text or its slots (elements are counted where
+    they were built, and a reference to an existing value costs nothing)."""
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, dict):
+        return _MAP_SLOT_BYTES * len(value)
+    if isinstance(value, list | tuple):
+        return _LIST_SLOT_BYTES * len(value)
+    return 0
+
+
+class StepMeter:
+    """Counts evaluator node visits and built bytes so the cost verdict depends only on
+    expression and data; ``byte_budget`` caps the bytes one evaluation may build."""
+
+    def __init__(
+        self, budget: int, stop: threading.Event | None = None, byte_budget: int | None = None
+    ) -> None:
         self.budget = budget
+        self.byte_budget = byte_budget
         self.used = 0
+        self.bytes_built = 0
         self.exhausted = False
+        self.memory_exhausted = False
         # Set from another thread to end a long evaluation at its next node.
         self._stop = stop
         self.stopped = False
 
+    @property
+    def steps(self) -> int:
+        """Steps spent: one per node plus one per BYTES_PER_STEP bytes built."""
+        return self.used + self.bytes_built // BYTES_PER_STEP
+
     def charge(self) -> None:
         """Spend one step; raise once the budget is gone or a stop was asked (and keep raising)."""
         self.used += 1
-        if self.used > self.budget:
+        if self.steps > self.budget:
             self.exhausted = True
             raise _BudgetExhausted
         if self._stop is not None and self._stop.is_set():
             self.stopped = True
+            raise _BudgetExhausted
+
+    def charge_bytes(self, size: int) -> None:
+        """Spend the bytes of a built value; raise once the byte or step budget is gone."""
+        if size <= 0:
+            return
+        self.bytes_built += size
+        if self.byte_budget is not None and self.bytes_built > self.byte_budget:
+            self.memory_exhausted = True
+            raise _BudgetExhausted
+        if self.steps > self.budget:
+            self.exhausted = True
             raise _BudgetExhausted
 
 
@@ -82,7 +128,10 @@ class _MeteredEvaluator(Evaluator):  # type: ignore[misc]
 
     def _visit_tree(self, tree: Any) -> Any:
         self._meter.charge()
-        return super()._visit_tree(tree)
+        value = super()._visit_tree(tree)
+        if tree.data in _BUILDING_NODES and (tree.data != "addition" or len(tree.children) > 1):
+            self._meter.charge_bytes(built_size(value))
+        return value
 
 
 def parse(text: str) -> CelTree:
@@ -103,7 +152,7 @@ def evaluate(ast: CelTree, variables: dict[str, Any], meter: StepMeter) -> Any:
     except _BudgetExhausted:
         if meter.stopped:
             raise EvaluationStopped() from None
-        raise BudgetError(meter.budget) from None
+        raise _budget_error(meter) from None
     except CELEvalError as exc:
         raise _evaluation_error(exc) from None
     except RecursionError:
@@ -111,8 +160,8 @@ def evaluate(ast: CelTree, variables: dict[str, Any], meter: StepMeter) -> Any:
     except Exception as exc:  # celpy leaks plain Python errors for some operand types
         message = f"evaluation failed ({type(exc).__name__})"
         raise CelEvaluationError(message, missing=False) from None
-    if meter.exhausted:
-        raise BudgetError(meter.budget)
+    if meter.exhausted or meter.memory_exhausted:
+        raise _budget_error(meter)
     if isinstance(value, CELEvalError):
         raise _evaluation_error(value)
     return value
@@ -128,6 +177,20 @@ class BudgetError(Exception):
     def __init__(self, budget: int) -> None:
         super().__init__(f"evaluation cost exceeded {budget} steps")
         self.budget = budget
+
+
+class MemoryBudgetError(Exception):
+    """The evaluation built more bytes of values than its byte budget."""
+
+    def __init__(self, byte_budget: int) -> None:
+        super().__init__(f"evaluation built more than {byte_budget} bytes of values")
+        self.byte_budget = byte_budget
+
+
+def _budget_error(meter: StepMeter) -> Exception:
+    if meter.memory_exhausted and meter.byte_budget is not None:
+        return MemoryBudgetError(meter.byte_budget)
+    return BudgetError(meter.budget)
 
 
 def is_eval_error(value: Any) -> bool:

@@ -32,6 +32,19 @@ class StepBudgetExhausted(Exception):
         self.limit = limit
 
 
+class MemoryBudgetExhausted(StepBudgetExhausted):
+    """The task attempt built more bytes of values than its memory ceiling.
+
+    A StepBudgetExhausted, so every place that ends a run on an exhausted budget ends it here
+    too (WORKFLOW_BUDGET_EXHAUSTED on the first attempt, never retried).
+    """
+
+    def __init__(self, byte_limit: int) -> None:
+        Exception.__init__(self, f"the task built more than {byte_limit} bytes of values")
+        self.limit = byte_limit
+        self.byte_limit = byte_limit
+
+
 class StopRequested(Exception):
     """The owner of the task asked it to stop (cancelled, lease lost, shutting down)."""
 
@@ -41,15 +54,24 @@ class StopRequested(Exception):
 # interpreter's 5 ms switch interval on every wake-up.
 YIELD_EVERY_STEPS = 32
 
+# The bytes of values (strings, lists, maps) one task attempt may build in CEL. Counted from the
+# values themselves, not measured from the process, so the ceiling is deterministic too: a
+# comprehension that multiplies a large input stops at the same element on every machine.
+DEFAULT_BYTE_LIMIT = 16 * 1024 * 1024
+
 
 class StepMeter:
     """Counts the steps of one task attempt; ``limit`` None counts without a bound."""
 
-    def __init__(self, limit: int | None = None) -> None:
+    def __init__(self, limit: int | None = None, byte_limit: int = DEFAULT_BYTE_LIMIT) -> None:
         if limit is not None and limit < 0:
             raise ValueError("a step limit must be non-negative")
+        if byte_limit < 0:
+            raise ValueError("a byte limit must be non-negative")
         self.limit = limit
+        self.byte_limit = byte_limit
         self.steps = 0
+        self.bytes_built = 0
         # Set by the engine pool: this attempt runs off the serving loop and yields the GIL.
         self.yields_gil = False
         self._next_yield = YIELD_EVERY_STEPS
@@ -59,6 +81,16 @@ class StepMeter:
     def remaining(self) -> int | None:
         """Steps left before the budget is exhausted (None: unbounded)."""
         return None if self.limit is None else max(self.limit - self.steps, 0)
+
+    def remaining_bytes(self) -> int:
+        """Bytes of values the attempt may still build."""
+        return max(self.byte_limit - self.bytes_built, 0)
+
+    def charge_bytes(self, size: int) -> None:
+        """Add built bytes; raise once the memory ceiling is exceeded."""
+        self.bytes_built += size
+        if self.bytes_built > self.byte_limit:
+            raise MemoryBudgetExhausted(self.byte_limit)
 
     def charge(self, steps: int) -> None:
         """Add steps; raise once the budget is exceeded or a stop was requested."""

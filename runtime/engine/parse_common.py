@@ -9,6 +9,7 @@ from typing import Any
 
 import jsonschema
 
+from runtime.canonical.patterns import PatternError, check_schema_patterns
 from runtime.engine.durations import DurationError, parse_duration_ms
 from runtime.engine.errors import DefinitionError
 from runtime.engine.expressions import expression_text, rewrite_leading_dot_leaves
@@ -95,6 +96,10 @@ def parse_schema(holder: Mapping[str, Any], where: str) -> Schema | None:
     except jsonschema.exceptions.SchemaError as exc:
         message = f"{where}.schema is not a valid JSON Schema: {exc.message}"
         raise DefinitionError(message) from None
+    try:
+        check_schema_patterns(document)
+    except PatternError as exc:
+        raise DefinitionError(f"{where}.schema: {exc}") from None
     return Schema.of(document)
 
 

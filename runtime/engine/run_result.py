@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from runtime.engine.problems import standard_kind
 from runtime.engine.state import EffectState
 from runtime.errors import WorkflowError
+
+# Reasons the runtime itself writes for an outbound failure (runtime.execution.outbound). A
+# detail that is exactly one of them is kept in the stored error, because it says what went
+# wrong and can hold no response or run data; any other detail may, so it is dropped.
+_RUNTIME_REASON = re.compile(
+    r"response larger than \d{1,12} bytes|response is not valid JSON|the MCP response is not JSON"
+    r"|too many redirects|the (?:HTTP|MCP) call timed out|(?:HTTP|MCP) transport error: \w{1,60}"
+    r"|HTTP status \d{3}|the MCP server returned a JSON-RPC error|the MCP response has no result"
+    r"|the Gateway refused the call|the MCP call failed"
+)
+
+
+def runtime_reason(problem: dict[str, Any]) -> str | None:
+    """The runtime's own reason for an outbound failure, when the problem carries one."""
+    detail = problem.get("detail")
+    if isinstance(detail, str) and _RUNTIME_REASON.fullmatch(detail):
+        return detail
+    return None
 
 
 def _details(problem: dict[str, Any]) -> dict[str, Any]:
@@ -36,12 +55,16 @@ def map_fault(problem: dict[str, Any], effect_state: EffectState) -> WorkflowErr
             details=_details(problem),
         )
     # Only the kind, status and task pointer: titles and details may carry run data. An engine
-    # expression fault also names its expression and why (definition text, no run data).
+    # expression fault also names its expression and why (definition text, no run data); an
+    # outbound fault keeps the runtime's own reason.
     article = "an" if kind[0] in "aeiou" else "a"
     message = f"task {instance} failed with {article} {kind} error (status {problem.get('status')})"
     expression = problem.get("expression")
+    reason = runtime_reason(problem)
     if kind == "expression" and isinstance(expression, str):
         message = f"{message}: expression {expression!r}: {problem.get('detail')}"
+    elif reason is not None:
+        message = f"{message}: {reason}"
     return WorkflowError(
         "WORKFLOW_TASK_FAILED",
         message,

@@ -45,7 +45,7 @@ from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
 from runtime.engine.interpreter import run_workflow
-from runtime.engine.meter import StepBudgetExhausted, StepMeter
+from runtime.engine.meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.engine.offload import EngineThreads, LoopBoundEffects
 from runtime.engine.ports import EffectFailure, RealClock, RunLimits
 from runtime.engine.state import RunOutcome, RunState
@@ -72,6 +72,8 @@ CEL_STEPS_PER_COST_UNIT = 100
 # The ledger is the budget's single authority; the interpreter's own counter must not trip first.
 _UNBOUNDED_NESTED_CALLS = 1 << 30
 _SPEC_CACHE_SIZE = 4096
+# Parsed definitions kept per process (pinned versions and start runs), oldest out first.
+_DEFINITION_CACHE_SIZE = 1024
 
 
 class _TaskDone(Exception):
@@ -118,7 +120,7 @@ class WorkflowRuntime:
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
     # Where interpretation runs: off the serving loop (runtime.engine.offload).
     engine: EngineThreads = field(default_factory=EngineThreads)
-    _definitions: dict[tuple[str, str], WorkflowDefinition] = field(default_factory=dict)
+    _definitions: dict[tuple[str, ...], WorkflowDefinition] = field(default_factory=dict)
     _reaches: dict[tuple[str, str], Reach] = field(default_factory=dict)
     _specs: dict[tuple[str, str], store.RunSpec] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
@@ -198,7 +200,7 @@ class WorkflowRuntime:
             raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         except StepBudgetExhausted as exhausted:
             await _check_deadline(db, task)
-            raise _steps_exhausted(exhausted.limit) from None
+            raise _steps_exhausted(exhausted) from None
         await _check_deadline(db, task)
         if outcome.status == "completed":
             used = BudgetAmounts(
@@ -230,7 +232,7 @@ class WorkflowRuntime:
             if definition is not None:
                 return _Loaded(spec, definition, reach)
             if spec.definition is not None:
-                return _Loaded(spec, parse_definition(spec.definition), reach)
+                return _Loaded(spec, self._parsed(spec, spec.definition), reach)
         async with db.transaction(read_only=True) as conn:
             if spec is None:
                 spec = await store.select_run_spec(conn, task.host_id, task.process_id)
@@ -253,10 +255,18 @@ class WorkflowRuntime:
                 )
         if document is None:
             raise task_failed("the run's pinned definition version does not exist")
+        return _Loaded(spec, self._parsed(spec, document), reach)
+
+    def _parsed(self, spec: store.RunSpec, document: dict[str, Any]) -> WorkflowDefinition:
+        # Parsing costs in proportion to the definition: once per pinned version, and once per
+        # start run (whose saved document is fixed in its spec), never once per task.
         definition = parse_definition(document)
-        if spec.definition is None and spec.wf_def_id and spec.workflow_version:
-            self._definitions[(spec.wf_def_id, spec.workflow_version)] = definition
-        return _Loaded(spec, definition, reach)
+        key = _definition_key(spec)
+        if key is not None:
+            if len(self._definitions) >= _DEFINITION_CACHE_SIZE:
+                del self._definitions[next(iter(self._definitions))]
+            self._definitions[key] = definition
+        return definition
 
     def _remember(self, spec: store.RunSpec) -> None:
         # A run's spec never changes; the cache only spares later tasks of a run a read.
@@ -265,9 +275,8 @@ class WorkflowRuntime:
         self._specs[(spec.host_id, spec.process_id)] = spec
 
     def _cached_definition(self, spec: store.RunSpec | None) -> WorkflowDefinition | None:
-        if spec is None or spec.definition is not None or not spec.workflow_version:
-            return None
-        return self._definitions.get((spec.wf_def_id or "", spec.workflow_version))
+        key = None if spec is None else _definition_key(spec)
+        return None if key is None else self._definitions.get(key)
 
     def _cached_reach(self, spec: store.RunSpec | None) -> Reach | None:
         if spec is None or spec.binding_id is None:
@@ -332,8 +341,25 @@ def _cost(meter: StepMeter) -> int:
     return 1 + -(-meter.steps // CEL_STEPS_PER_COST_UNIT)
 
 
-def _steps_exhausted(limit: int) -> WorkflowError:
-    """WORKFLOW_BUDGET_EXHAUSTED for a task that spent its whole step budget."""
+def _definition_key(spec: store.RunSpec) -> tuple[str, ...] | None:
+    """The parsed-definition cache key: the run for a start run, else the pinned version."""
+    if spec.definition is not None:
+        return ("run", spec.host_id, spec.process_id)
+    if spec.wf_def_id and spec.workflow_version:
+        return ("version", spec.host_id, spec.wf_def_id, spec.workflow_version)
+    return None
+
+
+def _steps_exhausted(exhausted: StepBudgetExhausted) -> WorkflowError:
+    """WORKFLOW_BUDGET_EXHAUSTED for a task that spent its whole step budget or memory ceiling."""
+    limit = exhausted.limit
+    if isinstance(exhausted, MemoryBudgetExhausted):
+        return WorkflowError(
+            "WORKFLOW_BUDGET_EXHAUSTED",
+            f"a workflow task built more than its ceiling of {limit} bytes of values",
+            status="failed",
+            details={"counters": ["cost_units"], "memoryCeilingBytes": limit},
+        )
     return WorkflowError(
         "WORKFLOW_BUDGET_EXHAUSTED",
         f"a workflow task spent its budget of {limit} evaluation steps",

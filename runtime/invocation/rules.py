@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 
 from runtime.canonical import CanonicalError, canonical_digest, input_schema_of
+from runtime.canonical.patterns import PatternError, re2_validator
 from runtime.errors import WorkflowError, input_invalid, policy_denied
 from runtime.invocation.store import AdmissionCounts
 from runtime.scheduler import BudgetAmounts
@@ -35,10 +36,8 @@ def check_caller_policy(ctx: InvocationContext, policy: Mapping[str, Any] | None
 
 @lru_cache(maxsize=256)
 def _validator(schema_json: str) -> jsonschema.protocols.Validator:
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    validator: jsonschema.protocols.Validator = cls(schema)
-    return validator
+    # Patterns run on RE2 (linear time): caller input never meets a backtracking engine.
+    return re2_validator(json.loads(schema_json))
 
 
 def _check_against(schema: Any, value: Any, what: str) -> None:
@@ -46,6 +45,10 @@ def _check_against(schema: Any, value: Any, what: str) -> None:
         return
     try:
         validator = _validator(json.dumps(schema, sort_keys=True))
+    except PatternError as exc:
+        # Permanent: the same schema refuses every call, so a Gateway must not retry.
+        details = {"validation": {"path": exc.where, "rule": "pattern"}}
+        raise input_invalid(f"the {what} input schema: {exc}", details) from None
     except jsonschema.SchemaError:
         raise input_invalid(f"the {what} input schema cannot be used") from None
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))

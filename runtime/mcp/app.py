@@ -13,6 +13,11 @@ from litestar.datastructures import State
 
 from generated.routes import ROUTES
 from runtime.mcp.dispatch import ToolDispatcher
+from runtime.mcp.http_checks import (
+    duplicate_credential_fault,
+    is_json_content_type,
+    unsupported_media_fault,
+)
 from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
 from runtime.mcp.server import HttpReply, McpServer, decode_json
 from runtime.mcp.tools import ToolRegistry, ToolRoute
@@ -46,6 +51,17 @@ def _forbidden_origin() -> HttpReply:
     return HttpReply(403, fault.to_response(None))
 
 
+def _header_refusal(
+    request: Request[Any, Any, Any], headers: Mapping[str, str], *, json_only: bool
+) -> HttpReply | None:
+    fault = duplicate_credential_fault(request.scope["headers"])
+    if fault is None and json_only and not is_json_content_type(headers.get("content-type")):
+        fault = unsupported_media_fault()
+    if fault is None:
+        return None
+    return HttpReply(fault.http_status, fault.to_response(None), dict(fault.headers))
+
+
 @post("/mcp", status_code=200)
 async def mcp_post(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
     """One JSON-RPC message in, one reply out (stateless Streamable HTTP)."""
@@ -53,6 +69,8 @@ async def mcp_post(request: Request[Any, Any, Any], state: State) -> Response[by
     services: Services = state.services
     if not _origin_allowed(headers, services.settings.server.allowed_origins):
         return _reply(_forbidden_origin())
+    if (refusal := _header_refusal(request, headers, json_only=True)) is not None:
+        return _reply(refusal)
     body = await request.body()
     server: McpServer = state.mcp_server
     return _reply(await server.handle_post(body, headers))
@@ -71,6 +89,8 @@ async def tool_post(name: str, request: Request[Any, Any, Any], state: State) ->
     services: Services = state.services
     if not _origin_allowed(headers, services.settings.server.allowed_origins):
         return _reply(_forbidden_origin())
+    if (refusal := _header_refusal(request, headers, json_only=False)) is not None:
+        return _reply(refusal)
     dispatcher: ToolDispatcher = state.dispatcher
     try:
         arguments = decode_json(await request.body())

@@ -106,6 +106,7 @@ class ToolDispatcher:
             if isinstance(asserted_host, str):
                 check_host_assertion(context, asserted_host)
         authorize_roles(context, route.name, self.services.settings.security)
+        _check_storable_identity(context)
         call = ToolCall(route.name, context, self.services, arguments)
         try:
             failure = _schema_failure(route, arguments)
@@ -136,6 +137,22 @@ class ToolDispatcher:
             tool.route.validate_output(output)
         except Exception as exc:
             raise _unexpected(tool.route.name, "produced output outside its schema", exc) from None
+
+
+# The widest value each identity field's columns hold (user ids 126, subjects and clients 256).
+_IDENTITY_LIMITS = (("user id (uid)", 126), ("subject (sub)", 256), ("client id", 256))
+
+
+def _check_storable_identity(context: InvocationContext) -> None:
+    """A verified identity value longer than its columns is a permanent refusal, not a retry."""
+    values = (context.user_id, context.subject, context.user_client_id or context.client_id)
+    for (field, limit), value in zip(_IDENTITY_LIMITS, values, strict=True):
+        if len(value) > limit:
+            raise input_invalid(
+                f"the user token's {field} is longer than {limit} characters, "
+                "the most the workflow store holds",
+                details={"field": field, "maximumLength": limit},
+            )
 
 
 def _unexpected(tool_name: str, what: str, exc: Exception) -> WorkflowError:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from runtime.publication.limits import DefinitionLimits
+
 
 class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Workflow's own policy for endpoint targets a binding may reach (None: any)."""
@@ -18,3 +20,4 @@ class PublicationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
 
     destinations: DestinationSettings = msgspec.field(default_factory=DestinationSettings)
     receipt_sweep_interval_s: float = 3600.0
+    limits: DefinitionLimits = msgspec.field(default_factory=DefinitionLimits)

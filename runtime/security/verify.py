@@ -22,6 +22,10 @@ MAX_TOKEN_LENGTH = 16_384
 # remembered (by the token's SHA-256, never its text) for a short while and never past its exp.
 VERIFIED_CACHE_SIZE = 4_096
 VERIFIED_CACHE_SECONDS = 120.0
+# 9999-12-31T23:59:59Z: a later time claim cannot be a datetime, so it is refused as malformed
+# (401) here instead of failing wherever the claim is later turned into a time (a 500).
+MAX_TIME_CLAIM = 253_402_300_799
+_TIME_CLAIMS = ("exp", "nbf", "iat")
 _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 
@@ -111,6 +115,7 @@ class TokenVerifier:
             self._settings.user_token if expected is TokenKind.USER else self._settings.app_token
         )
         claims = self._decode(token, algorithm, candidates, trust, label)
+        _check_time_claims(claims, label)
         self._check_kind(claims, expected, label)
         return claims
 
@@ -163,6 +168,18 @@ class TokenVerifier:
             raise AuthenticationError("an application token is not accepted as the user token")
         if expected is TokenKind.APP and not application:
             raise AuthenticationError(f"{label} is not an application token")
+
+
+def _check_time_claims(claims: dict[str, Any], label: str) -> None:
+    """exp, nbf and iat, when present, are numbers within the years 1970 to 9999."""
+    for name in _TIME_CLAIMS:
+        value = claims.get(name)
+        if value is None and name not in claims:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise AuthenticationError(f"{label} has a malformed {name} claim")
+        if not 0 <= value <= MAX_TIME_CLAIM:
+            raise AuthenticationError(f"{label} has an out-of-range {name} claim")
 
 
 def _describe(exc: jwt.PyJWTError, label: str) -> str:

@@ -73,6 +73,11 @@ def translate_error(exc: psycopg.Error) -> BaseException:
             "WORKFLOW_INPUT_INVALID",
             "text contains a character the store cannot hold (U+0000 or an invalid code point)",
         )
+    if isinstance(exc, psycopg.errors.StringDataRightTruncation):
+        # Permanent: the same value fails every retry, so it is never "unavailable".
+        return WorkflowError(
+            "WORKFLOW_INPUT_INVALID", "a value is longer than the workflow store holds"
+        )
     return exc
 
 

@@ -106,12 +106,14 @@ async def publish_version(
     *,
     text: str | None = None,
     binding_approval: str = "carryOver",
+    publisher: str = OWNER,
 ) -> dict[str, Any]:
-    """Publish a definition version owned by OWNER; returns the version receipt."""
+    """Publish a definition version owned by OWNER (by OWNER unless publisher says otherwise:
+    only the owner's own versions carry approval over); returns the version receipt."""
     text = versioned(text if text is not None else definition_yaml(), version)
     return await publish_definition(
         db,
-        context(),
+        context(user_id=publisher),
         {
             "hostId": HOST,
             "wfDefId": wf_def_id,

@@ -47,6 +47,8 @@ class Candidate:
     write_tasks: Sequence[WriteTask]
     binding_approval: str  # of the pinned version: carryOver or reapprove
     static_fit_problems: Sequence[str] = ()
+    # Who published the pinned version (None: not known, as for versions read without it).
+    published_by: str | None = None
 
 
 def write_task_key(task: WriteTask) -> WriteTaskKey:
@@ -86,6 +88,9 @@ def carry_over_denied_reason(
         return "the active revision pins another workflow definition"
     if basis.owner != current_owner:
         return "the definition owner changed since the active revision was approved"
+    if candidate.published_by is not None and candidate.published_by != current_owner.user_id:
+        # New logic the owner has not seen: only the owner's own version may carry approval.
+        return "the definition version was published by someone other than the definition owner"
     if basis.approval_digest != candidate.approval_digest:
         return "approvalDigest differs from the active revision's"
     missing_dep = _first_missing(

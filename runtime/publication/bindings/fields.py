@@ -20,6 +20,7 @@ from msgspec import UNSET
 from generated.models import AdmissionLimits, ToolAnnotations, ToolBinding
 from runtime.binding_reach import UNANNOTATED as UNANNOTATED
 from runtime.binding_reach import Annotations as Annotations
+from runtime.canonical.patterns import PatternError, check_schema_patterns
 from runtime.publication.bindings.errors import InvalidBindingRequest, RequestSection
 
 DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -111,6 +112,11 @@ def _check_schemas(binding: ToolBinding) -> None:
     ):
         if schema is not UNSET and schema.get("type") != "object":
             _reject(f"binding.{key} must be a JSON Schema whose root type is object")
+        if schema is not UNSET:
+            try:
+                check_schema_patterns(schema)
+            except PatternError as exc:
+                _reject(f"binding.{key}: {exc}")
 
 
 def _runtime_bounds(binding: ToolBinding) -> dict[str, int]:

@@ -324,6 +324,7 @@ async def _publish(
         reach=request.reach,
         write_tasks=fit.write_tasks,
         binding_approval=version_row["binding_approval"],
+        published_by=version_row["published_by"],
     )
     status = await decide_status(conn, ctx, head, candidate, owner)
     await _supersede_previous(conn, ctx, head, status.active, operation_id)

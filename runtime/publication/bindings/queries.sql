@@ -5,7 +5,7 @@
 -- lock_version_for_share --
 -- Lock a pinned definition version against retirement while a binding operation runs.
 SELECT status, definition_digest, schema_digest, binding_approval, document,
-       owner_user_id, owner_position_id
+       owner_user_id, owner_position_id, published_by
 FROM wf_definition_version_t
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(version)s
 FOR SHARE;

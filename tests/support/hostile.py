@@ -1,0 +1,56 @@
+"""Hostile-input helpers: run one hostile call and probe /healthz while it is in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+T = TypeVar("T")
+
+# The issue's bound: the service keeps answering its liveness probe this fast during an attack.
+HEALTHZ_BOUND_S = 0.1
+
+
+@dataclass(frozen=True)
+class Probed:
+    """The hostile call's result and the slowest /healthz answer seen while it ran."""
+
+    result: Any
+    slowest_healthz_s: float
+    probes: int
+
+
+async def _healthz(http: httpx.AsyncClient) -> float:
+    started = time.perf_counter()
+    response = await http.get("/healthz")
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 200, response.status_code
+    return elapsed
+
+
+async def while_probing(http: httpx.AsyncClient, hostile: Awaitable[T]) -> Probed:
+    """Run the hostile call; probe /healthz as soon as it has started and until it ends.
+
+    The first probe is sent right after the call has started (it is scheduled first), so a
+    call that holds the serving loop delays that probe; later probes run while it is still in
+    flight. At least one probe is always made.
+    """
+    call = asyncio.ensure_future(hostile)
+    await asyncio.sleep(0)  # let the call start before the first probe
+    timings = [await _healthz(http)]
+    while not call.done():
+        timings.append(await _healthz(http))
+        await asyncio.wait({call}, timeout=0.05)
+    return Probed(await call, max(timings), len(timings))
+
+
+def assert_responsive(probed: Probed) -> None:
+    """/healthz answered within the bound during the hostile call."""
+    assert probed.slowest_healthz_s < HEALTHZ_BOUND_S, (
+        f"/healthz took {probed.slowest_healthz_s * 1000:.0f} ms during the hostile call"
+    )
