@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from runtime.binding_reach import EndpointTarget
 from runtime.errors import WorkflowError
 
 _PLACEHOLDER = re.compile(r"\\\{[A-Za-z_][A-Za-z0-9_]*\\\}")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,9 @@ class HttpPolicy:
         """Refuse (before any request leaves) a method or URI this run may not reach."""
         if not _is_http(uri):
             raise _refused("only absolute http(s) URIs without credentials may be called")
+        if _has_dot_segment(urlsplit(uri).path):
+            # A template value "..": the server (or httpx) would resolve it out of the target.
+            raise _refused("the URI path may not contain . or .. segments")
         if self.targets is None:
             if not any(_under_prefix(uri, prefix) for prefix in self.allowlist):
                 raise _refused("the URI is not on the configured HTTP allowlist")
@@ -51,6 +57,13 @@ def _refused(message: str) -> WorkflowError:
     return WorkflowError("WORKFLOW_POLICY_DENIED", message, status="failed")
 
 
+def refused_destination(reason: str) -> WorkflowError:
+    """The run's error when a connection would reach refused address space (nothing was sent)."""
+    return _refused(
+        f"{reason}; an operator may allow the network in publication.destinations.allowed_networks"
+    )
+
+
 def _is_http(uri: str) -> bool:
     parts = urlsplit(uri)
     return parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username
@@ -62,18 +75,37 @@ def _origin(uri: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or "").lower(), port
 
 
+def _has_dot_segment(path: str) -> bool:
+    """Whether any segment is, or percent-decodes to something with, a . or .. segment."""
+    for segment in path.split("/"):
+        decoded = unquote(segment).replace("\\", "/")
+        if any(part in (".", "..") for part in decoded.split("/")):
+            return True
+    return False
+
+
+def _normalised(path: str) -> str:
+    """RFC 3986 6.2.2 normal form: upper-case escapes, unreserved characters decoded."""
+    return _ESCAPE.sub(_normal_escape, path or "/")
+
+
+def _normal_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else match.group(0).upper()
+
+
 def _under_prefix(uri: str, prefix: str) -> bool:
     if _origin(uri) != _origin(prefix):
         return False
-    path, base = urlsplit(uri).path or "/", urlsplit(prefix).path or "/"
+    path, base = _normalised(urlsplit(uri).path), _normalised(urlsplit(prefix).path)
     return path == base or path.startswith(base if base.endswith("/") else base + "/")
 
 
 def _matches_target(uri: str, target_uri: str) -> bool:
     if _origin(uri) != _origin(target_uri):
         return False
-    path = urlsplit(uri).path or "/"
-    template = urlsplit(target_uri).path or "/"
+    path = _normalised(urlsplit(uri).path)
+    template = _normalised(urlsplit(target_uri).path)
     # A {name} placeholder stands for exactly one percent-encoded path segment.
     pattern = _PLACEHOLDER.sub("[^/]+", re.escape(template))
     return re.fullmatch(pattern, path) is not None
