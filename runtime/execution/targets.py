@@ -13,6 +13,7 @@ from runtime.errors import WorkflowError
 
 _PLACEHOLDER = re.compile(r"\\\{[A-Za-z_][A-Za-z0-9_]*\\\}")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_DECODING_ROUNDS = 4
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 
 
@@ -76,11 +77,19 @@ def _origin(uri: str) -> tuple[str, str, int | None]:
 
 
 def _has_dot_segment(path: str) -> bool:
-    """Whether any segment is, or percent-decodes to something with, a . or .. segment."""
+    """Whether any segment is, or decodes (even twice over) to text with, a . or .. segment.
+
+    Servers that decode %2F, %5C or a second round of escapes would otherwise see a dot segment
+    the runtime never did.
+    """
     for segment in path.split("/"):
-        decoded = unquote(segment).replace("\\", "/")
-        if any(part in (".", "..") for part in decoded.split("/")):
-            return True
+        for _ in range(_DECODING_ROUNDS):
+            if any(part in (".", "..") for part in re.split(r"[/\\]", segment)):
+                return True
+            decoded = unquote(segment)
+            if decoded == segment:
+                break
+            segment = decoded
     return False
 
 
