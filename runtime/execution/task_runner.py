@@ -144,8 +144,8 @@ class WorkflowRuntime:
             keyring,
             token_check=token_check_for(security),
             token_margin_seconds=security.run_credential.original_token_margin_seconds,
-            destinations=destinations or AddressPolicy(),
-            resolver=resolver or SystemResolver(),
+            destinations=AddressPolicy() if destinations is None else destinations,
+            resolver=SystemResolver() if resolver is None else resolver,
         )
 
     def handlers(self) -> dict[str, TaskHandler]:
