@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import unquote
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -100,9 +102,15 @@ def _ipv4_spelling(host: str) -> ipaddress.IPv4Address | None:
     return ipaddress.IPv4Address(total)
 
 
+def _host_text(host: str) -> str:
+    """The host as a URL parser reads it: percent-decoded, NFKC, ideographic dots as dots."""
+    text = unicodedata.normalize("NFKC", unquote(host)).replace("\u3002", ".")
+    return text.strip().lower()
+
+
 def parse_ip_literal(host: str) -> IPAddress | None:
     """The IP address a host spells (any IPv4 or bracketed/zoned IPv6 form), else None."""
-    text = host.strip().lower()
+    text = _host_text(host)
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
     if ":" in text:
@@ -145,7 +153,7 @@ def internal_reason(address: IPAddress) -> str | None:
 
 def is_loopback_name(host: str) -> bool:
     """localhost and every name under .localhost are loopback by definition (RFC 6761)."""
-    name = host.strip().lower().rstrip(".")
+    name = _host_text(host).rstrip(".")
     return name in _LOOPBACK_NAMES or name.endswith(".localhost")
 
 

@@ -61,6 +61,10 @@ INTERNAL_SPELLINGS = [
     ("0", "unspecified"),
     ("[::]", "unspecified"),
     ("[::127.0.0.1]", "IPv4-compatible"),
+    ("%31%32%37.0.0.1", "loopback"),
+    ("\uff11\uff12\uff17.0.0.1", "loopback"),
+    ("127\u30020\u30020\u30021", "loopback"),
+    ("169\uff0e254\uff0e169\uff0e254", "link-local"),
     ("255.255.255.255", "reserved"),
 ]
 
