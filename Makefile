@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# `make run` and `make worker` are the development configuration: local backends on loopback are
+# reachable (elsewhere no internal network is, unless publication.destinations.allowed_networks).
+run worker: export WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_NETWORKS ?= ["127.0.0.0/8", "::1/128"]
+
 run: venv
 	$(CLI) serve $(ARGS)
 

@@ -108,7 +108,12 @@ def _config(directory: Path, identity: DevIdentity, port: int, extra: dict[str, 
         "store": {"data_dir": str(directory / "data")},
         "security": msgspec.to_builtins(identity.settings()),
         # The backend listens on plain http on loopback; its endpoint targets say dev.
-        "publication": {"destinations": {"allowed_schemes": ["http", "https"]}},
+        "publication": {
+            "destinations": {
+                "allowed_schemes": ["http", "https"],
+                "allowed_networks": ["127.0.0.0/8", "::1/128"],
+            }
+        },
         "execution": {"outbound": {"environment": "dev"}},
     }
     for section, values in extra.items():

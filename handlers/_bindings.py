@@ -13,4 +13,6 @@ def destination_policy(call: ToolCall) -> DestinationPolicy:
         allowed_schemes=frozenset(scheme.lower() for scheme in settings.allowed_schemes),
         allowed_hosts=None if settings.allowed_hosts is None else frozenset(settings.allowed_hosts),
         allowed_ports=None if settings.allowed_ports is None else frozenset(settings.allowed_ports),
+        addresses=settings.address_policy(),
+        resolver=call.services.resolver,
     )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from runtime.addresses import Resolver, SystemResolver
 from runtime.store.migrations import DEFAULT_DIRECTORY, applied_migrations, discover_migrations
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ class Services:
     keyring: Keyring
     # Set by the in-process executor job: readiness then also reports whether it runs.
     executor_alive: Callable[[], bool] | None = None
+    # Resolves outbound host names for the destination policy (a test drives its own).
+    resolver: Resolver = field(default_factory=SystemResolver)
 
     async def readiness(self) -> dict[str, bool]:
         """Database reachable, every migration applied, a usable sealing key loaded."""

@@ -9,8 +9,10 @@ from urllib.parse import urljoin
 
 import httpx
 
+from runtime.addresses import DestinationRefused
 from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRequest
-from runtime.execution.targets import HttpPolicy
+from runtime.execution.decoding import BodyDecoder
+from runtime.execution.targets import HttpPolicy, refused_destination
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 # Only these keep method and body on a redirect; 301/302/303 turn a write into a plain GET.
@@ -24,11 +26,15 @@ def _timeout(seconds: float, connect_s: float) -> httpx.Timeout:
 
 
 async def _read_bounded(response: httpx.Response, max_bytes: int) -> bytes:
-    body = bytearray()
+    """The decoded body; both the bytes on the wire and the decoded bytes stay within max_bytes."""
+    decoder = BodyDecoder(response.headers.get("content-encoding"), max_bytes)
+    body, received = bytearray(), 0
     async for chunk in response.aiter_raw():
-        body.extend(chunk)
-        if len(body) > max_bytes:
+        received += len(chunk)
+        if received > max_bytes:
             raise EffectFailure("communication", f"response larger than {max_bytes} bytes")
+        body.extend(decoder.feed(chunk))
+    body.extend(decoder.finish())
     return bytes(body)
 
 
@@ -92,6 +98,8 @@ async def _send_following(
                 await response.aclose()
         except httpx.TimeoutException:
             raise EffectFailure("communication", "the HTTP call timed out") from None
+        except DestinationRefused as refused:
+            raise refused_destination(refused.reason) from None
         except httpx.HTTPError as exc:
             raise EffectFailure(
                 "communication", f"HTTP transport error: {type(exc).__name__}"
@@ -158,6 +166,8 @@ async def send_mcp(
             return await _call_tool(client, url, request, base, init, timeout, max_bytes)
     except (httpx.TimeoutException, TimeoutError):
         raise EffectFailure("communication", "the MCP call timed out") from None
+    except DestinationRefused as refused:
+        raise refused_destination(refused.reason) from None
     except httpx.HTTPError as exc:
         raise EffectFailure("communication", f"MCP transport error: {type(exc).__name__}") from None
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from runtime.binding_reach import EndpointTarget
 from runtime.errors import WorkflowError
 
 _PLACEHOLDER = re.compile(r"\\\{[A-Za-z_][A-Za-z0-9_]*\\\}")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_DECODING_ROUNDS = 4
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,9 @@ class HttpPolicy:
         if not _is_http(uri):
             raise _refused("only absolute http(s) URIs without credentials may be called")
         shown = _shown(uri)
+        if _has_dot_segment(urlsplit(uri).path):
+            # A template value "..": the server (or httpx) would resolve it out of the target.
+            raise _refused("the URI path may not contain . or .. segments")
         if self.targets is None:
             if not any(_under_prefix(uri, prefix) for prefix in self.allowlist):
                 raise _refused(
@@ -72,6 +79,13 @@ def _shown(uri: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path or '/'}"
 
 
+def refused_destination(reason: str) -> WorkflowError:
+    """The run's error when a connection would reach refused address space (nothing was sent)."""
+    return _refused(
+        f"{reason}; an operator may allow the network in publication.destinations.allowed_networks"
+    )
+
+
 def _is_http(uri: str) -> bool:
     parts = urlsplit(uri)
     return parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username
@@ -83,18 +97,45 @@ def _origin(uri: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or "").lower(), port
 
 
+def _has_dot_segment(path: str) -> bool:
+    """Whether any segment is, or decodes (even twice over) to text with, a . or .. segment.
+
+    Servers that decode %2F, %5C or a second round of escapes would otherwise see a dot segment
+    the runtime never did.
+    """
+    for segment in path.split("/"):
+        for _ in range(_DECODING_ROUNDS):
+            if any(part in (".", "..") for part in re.split(r"[/\\]", segment)):
+                return True
+            decoded = unquote(segment)
+            if decoded == segment:
+                break
+            segment = decoded
+    return False
+
+
+def _normalised(path: str) -> str:
+    """RFC 3986 6.2.2 normal form: upper-case escapes, unreserved characters decoded."""
+    return _ESCAPE.sub(_normal_escape, path or "/")
+
+
+def _normal_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else match.group(0).upper()
+
+
 def _under_prefix(uri: str, prefix: str) -> bool:
     if _origin(uri) != _origin(prefix):
         return False
-    path, base = urlsplit(uri).path or "/", urlsplit(prefix).path or "/"
+    path, base = _normalised(urlsplit(uri).path), _normalised(urlsplit(prefix).path)
     return path == base or path.startswith(base if base.endswith("/") else base + "/")
 
 
 def _matches_target(uri: str, target_uri: str) -> bool:
     if _origin(uri) != _origin(target_uri):
         return False
-    path = urlsplit(uri).path or "/"
-    template = urlsplit(target_uri).path or "/"
+    path = _normalised(urlsplit(uri).path)
+    template = _normalised(urlsplit(target_uri).path)
     # A {name} placeholder stands for exactly one percent-encoded path segment.
     pattern = _PLACEHOLDER.sub("[^/]+", re.escape(template))
     return re.fullmatch(pattern, path) is not None

@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from runtime.addresses import AddressPolicy, Resolver, SystemResolver
 from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
@@ -60,6 +61,7 @@ from runtime.execution.credential import (
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
+from runtime.execution.transport import outbound_client
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
@@ -116,6 +118,9 @@ class WorkflowRuntime:
     # Real verification of the run's token before every call (None: its stored exp only).
     token_check: TokenCheck | None = None
     transport: httpx.AsyncBaseTransport | None = None
+    # Internal networks outbound connections may reach (publication.destinations.allowed_networks).
+    destinations: AddressPolicy = field(default_factory=AddressPolicy)
+    resolver: Resolver = field(default_factory=SystemResolver)
     # run_credential.original_token_margin_seconds of the security settings (one place only).
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
     # Where interpretation runs: off the serving loop (runtime.engine.offload).
@@ -127,7 +132,13 @@ class WorkflowRuntime:
 
     @classmethod
     def verifying(
-        cls, settings: ExecutionSettings, keyring: Keyring, security: SecuritySettings
+        cls,
+        settings: ExecutionSettings,
+        keyring: Keyring,
+        security: SecuritySettings,
+        *,
+        destinations: AddressPolicy | None = None,
+        resolver: Resolver | None = None,
     ) -> WorkflowRuntime:
         """A runtime that verifies each run's token with the service's security settings."""
         return cls(
@@ -135,6 +146,8 @@ class WorkflowRuntime:
             keyring,
             token_check=token_check_for(security),
             token_margin_seconds=security.run_credential.original_token_margin_seconds,
+            destinations=AddressPolicy() if destinations is None else destinations,
+            resolver=SystemResolver() if resolver is None else resolver,
         )
 
     def handlers(self) -> dict[str, TaskHandler]:
@@ -146,7 +159,7 @@ class WorkflowRuntime:
         key = id(asyncio.get_running_loop())
         client = self._clients.get(key)
         if client is None or client.is_closed:
-            client = httpx.AsyncClient(transport=self.transport, follow_redirects=False)
+            client = outbound_client(self.destinations, self.resolver, self.transport)
             self._clients[key] = client
         return client
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import msgspec
 
+from runtime.addresses import AddressPolicy
 from runtime.publication.limits import DefinitionLimits
 
 
@@ -13,6 +16,20 @@ class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
     allowed_schemes: list[str] = msgspec.field(default_factory=lambda: ["https"])
     allowed_hosts: list[str] | None = None
     allowed_ports: list[int] | None = None
+    # Internal networks (CIDR) endpoint targets and outbound connections may reach; all other
+    # loopback, private, link-local, CGNAT, multicast and unspecified addresses are refused.
+    allowed_networks: list[str] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for cidr in self.allowed_networks:
+            try:
+                ipaddress.ip_network(cidr.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"allowed_networks: {cidr!r} is not a CIDR network") from None
+
+    def address_policy(self) -> AddressPolicy:
+        """The internal networks allowed, for publication and for every outbound connection."""
+        return AddressPolicy.from_cidrs(self.allowed_networks)
 
 
 class PublicationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -13,6 +13,7 @@ import pytest
 from litestar import Litestar
 from psycopg.rows import dict_row
 
+from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, Keyring, KeySet
@@ -40,6 +41,8 @@ def settings(dev_identity: DevIdentity) -> Settings:
     settings = Settings()
     settings.security = dev_identity.settings()
     settings.server.tools_list_page_size = 2
+    # Local backends of the tests listen on loopback (tests/hostile shows the default refusal).
+    settings.publication.destinations.allowed_networks = list(LOOPBACK_NETWORKS)
     return settings
 
 

@@ -11,6 +11,7 @@ from runtime.scheduler import BudgetAmounts, get_process
 from runtime.security import Keyring
 from runtime.store import Database
 from tests.support.execution import (
+    LOCAL_BACKENDS,
     LocalServer,
     document,
     executor,
@@ -61,7 +62,7 @@ async def test_each_http_dispatch_spends_one_attempt_and_one_cost_unit(
         settings = ExecutionSettings(http_allowlist=[server.base])
         get = {"call": "http", "with": {"method": "get", "endpoint": f"{server.base}/x"}}
         doc = document([{"a": get}, {"b": get}])
-        async with executor(db, WorkflowRuntime(settings, keyring)):
+        async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, doc, {}, host_id=host, budget=ROOMY)
             run = await finished(db, host, pid)
     counters = await get_process(db, host, pid)

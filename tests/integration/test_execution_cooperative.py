@@ -15,7 +15,7 @@ from runtime.invocation.waiting import cancel_run, cancelled_by_caller
 from runtime.security import Keyring
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
-from tests.support.execution import Receive, Send, document, executor, serving
+from tests.support.execution import LOCAL_BACKENDS, Receive, Send, document, executor, serving
 from tests.support.execution_runs import start
 from tests.support.scheduler import cancel_signalled
 from tests.support.waiting import wait_until
@@ -79,7 +79,7 @@ async def test_a_cooperative_run_cancelled_mid_call_sends_nothing_more_and_ends_
 
     async with serving(HookedServer(on_first=cancel_now)) as server:  # type: ignore[arg-type]
         settings = ExecutionSettings(http_allowlist=[server.base])
-        async with executor(db, WorkflowRuntime(settings, keyring)):
+        async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(
                 db, keyring, _two_writes(server.base), {}, host_id=host,
                 cancellation_policy="cooperative",
@@ -110,7 +110,7 @@ async def test_the_deadline_sweep_stops_a_cooperative_run_before_its_next_dispat
     hooked = HookedServer(on_first=hold_until_the_sweep_signals)
     async with serving(hooked) as server:  # type: ignore[arg-type]
         settings = ExecutionSettings(http_allowlist=[server.base])
-        async with executor(db, WorkflowRuntime(settings, keyring)):
+        async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(
                 db, keyring, _two_writes(server.base), {}, host_id=host,
                 cancellation_policy="cooperative", timeout_ms=700,

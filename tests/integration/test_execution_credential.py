@@ -13,7 +13,7 @@ from runtime.execution import ExecutionSettings, WorkflowRuntime, start_workflow
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
-from tests.support.execution import LocalServer, executor, serving
+from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
 from tests.support.publication_builders import HOST
 from tests.support.published_workflow import APP_TOKEN
 from tests.support.waiting import wait_until
@@ -33,7 +33,7 @@ async def run_with_token(
     # No clock-skew leeway: the test token's exp is the moment it stops verifying.
     security = msgspec.structs.replace(identity.settings(), clock_skew_seconds=0)
     settings = ExecutionSettings(gateway_mcp_url=f"{server.base}/mcp", app_token=APP_TOKEN)
-    runtime = WorkflowRuntime.verifying(settings, keyring, security)
+    runtime = WorkflowRuntime.verifying(settings, keyring, security, destinations=LOCAL_BACKENDS)
     async with executor(db, runtime):
         pid = await start_workflow_run(
             db, host_id=HOST, user_id="u-1", input={}, keyring=keyring,

@@ -14,7 +14,7 @@ from runtime.scheduler import BudgetAmounts
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
-from tests.support.execution import LocalServer, executor, serving
+from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
 from tests.support.publication_builders import HOST, context, grants_args
 from tests.support.published_workflow import APP_TOKEN, USER_TOKEN
 from tests.support.service_calls import sync_definition_grants
@@ -25,7 +25,7 @@ async def run_published(
 ) -> dict[str, Any]:
     keyring = Keyring.from_document(new_keyring_document("k1"))
     settings = ExecutionSettings(gateway_mcp_url=f"{server.base}/mcp", app_token=APP_TOKEN)
-    async with executor(db, WorkflowRuntime(settings, keyring)):
+    async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
         pid = await start_workflow_run(
             db, host_id=HOST, user_id="u-1", input={}, keyring=keyring,
             credential=SecretToken(USER_TOKEN), wf_def_id=wf_def_id, version="1.2.0", **kw,

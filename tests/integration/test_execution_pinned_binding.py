@@ -30,7 +30,7 @@ from tests.support.binding_builders import (
     save_owner,
     write_binding,
 )
-from tests.support.execution import LocalServer, executor, serving
+from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
 from tests.support.publication_builders import context
 from tests.support.service_calls import publish_binding, publish_definition, revoke_binding
 from tests.support.waiting import wait_until
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.requirement("000:Binding revisions")
 
 EVIDENCE = "sha256:" + "e" * 64
 TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.c2ln"
-LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}))
+LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}), addresses=LOCAL_BACKENDS)
 
 
 def posting_definition(base: str, second_path: str, pause_s: int) -> str:
@@ -127,7 +127,7 @@ async def test_a_republish_and_a_revocation_during_a_run_do_not_change_what_it_r
             db, wf_def_id, tool_id, text, [endpoint_target("claims", f"{server.base}/claims")], 0
         )
         assert pinned["status"] == "active"
-        runtime = WorkflowRuntime(ExecutionSettings(), keyring)
+        runtime = WorkflowRuntime(ExecutionSettings(), keyring, destinations=LOCAL_BACKENDS)
         async with executor(db, runtime):
             process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
             await wait_until(lambda: bool(server.requests), what="the run's first request")
@@ -174,7 +174,7 @@ async def test_a_uri_outside_the_pinned_targets_is_refused_before_any_request_le
             [endpoint_target("claims", f"{server.base}/claims")],
             0,
         )
-        runtime = WorkflowRuntime(ExecutionSettings(), keyring)
+        runtime = WorkflowRuntime(ExecutionSettings(), keyring, destinations=LOCAL_BACKENDS)
         async with executor(db, runtime):
             process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
             run = await wait_for_result(db, HOST, process_id, timeout=20)

@@ -16,6 +16,7 @@ from runtime.scheduler import BudgetAmounts
 from runtime.security import Keyring
 from runtime.store import Database
 from tests.support.execution import (
+    LOCAL_BACKENDS,
     LocalServer,
     document,
     executor,
@@ -72,7 +73,7 @@ async def test_a_run_past_its_deadline_times_out_and_a_dispatched_write_is_left_
         settings = ExecutionSettings(http_allowlist=[server.base])
         post = {"call": "http", "with": {"method": "post", "endpoint": f"{server.base}/orders"}}
         doc = document([{"save": post}, {"after": {"set": {"done": True}}}])
-        async with executor(db, WorkflowRuntime(settings, keyring)):
+        async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=700)
             run = await finished(db, host, pid)
     assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_TIMEOUT"
@@ -90,7 +91,7 @@ async def test_retries_spend_the_shared_attempt_budget_until_it_is_exhausted(
         retry = {"delay": {"milliseconds": 1}, "limit": {"attempt": {"count": 10}}}
         flaky = {"try": [get], "catch": {"errors": {"with": {"status": 503}}, "retry": retry}}
         budget = BudgetAmounts(attempts=4, nested_calls=4, request_bytes=1000, cost_units=10)
-        async with executor(db, WorkflowRuntime(settings, keyring)):
+        async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(
                 db, keyring, document([{"flaky": flaky}]), {}, host_id=host, budget=budget,
                 limits={"maximumTaskAttempts": 20},
@@ -108,7 +109,7 @@ async def test_http_outside_the_allowed_destinations_is_refused_before_any_reque
     async with serving(LocalServer()) as server:
         settings = ExecutionSettings(http_allowlist=[f"{server.base}/allowed"])
         get = {"call": "http", "with": {"method": "get", "endpoint": f"{server.base}/other"}}
-        async with executor(db, WorkflowRuntime(settings, keyring)):
+        async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, document([{"get": get}]), {}, host_id=host)
             run = await finished(db, host, pid)
     assert run["error"]["code"] == "WORKFLOW_POLICY_DENIED"

@@ -13,6 +13,7 @@ from typing import Any
 
 import uvicorn
 
+from runtime.addresses import LOOPBACK_NETWORKS, AddressPolicy
 from runtime.execution import WorkflowRuntime
 from runtime.scheduler import Executor, SchedulerSettings
 from tests.support.processes import worker_command
@@ -122,6 +123,9 @@ async def serving(app: LocalServer) -> AsyncIterator[LocalServer]:
         await task
 
 
+# The test configuration of in-process runtimes: local backends listen on loopback.
+LOCAL_BACKENDS = AddressPolicy.from_cidrs(LOOPBACK_NETWORKS)
+
 FAST = SchedulerSettings(
     lease_ms=600, renew_interval_ms=150, reap_interval_ms=150, sweep_interval_ms=150,
     poll_interval_ms=100, reclaim_min_remaining_ms=100,
@@ -142,6 +146,8 @@ async def worker_process(
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """A real worker process running the workflow handler, yielded once ready."""
     env = dict(os.environ, WORKFLOW_FAULTS=faults)
+    # The test configuration: local backends listen on loopback.
+    env["WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_NETWORKS"] = json.dumps(LOOPBACK_NETWORKS)
     for key, value in (settings or {}).items():
         name = f"WORKFLOW_EXECUTION_OUTBOUND_{key.upper()}"
         env[name] = value if isinstance(value, str) else json.dumps(value)

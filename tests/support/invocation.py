@@ -189,7 +189,12 @@ def invoke_args(tool: Tool, data: dict[str, Any] | None = None, **extra: Any) ->
 @asynccontextmanager
 async def running_executor(services: Services) -> AsyncIterator[Executor]:
     """An in-process executor running workflow tasks on the test database."""
-    runtime = WorkflowRuntime(ExecutionSettings(), services.keyring)
+    runtime = WorkflowRuntime(
+        ExecutionSettings(),
+        services.keyring,
+        destinations=services.settings.publication.destinations.address_policy(),
+        resolver=services.resolver,
+    )
     async with Executor(services.database, runtime.handlers(), FAST) as executor:
         yield executor
     await runtime.aclose()

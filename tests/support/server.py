@@ -29,6 +29,7 @@ import msgspec
 import pytest
 import yaml
 
+from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.security.devtools import DevIdentity
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ def write_config(directory: Path, identity: DevIdentity, port: int) -> Path:
         },
         "store": {"data_dir": str(directory / "data"), "pool_min_size": 1, "pool_max_size": 4},
         "security": msgspec.to_builtins(identity.settings()),
+        # The test configuration: backends of the tests listen on loopback.
+        "publication": {"destinations": {"allowed_networks": list(LOOPBACK_NETWORKS)}},
     }
     path = directory / "workflow.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=True), encoding="utf-8")

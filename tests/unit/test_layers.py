@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.execution",),
     ("runtime.publication", "runtime.scheduler"),
     ("runtime.engine", "runtime.store", "runtime.security"),
-    ("runtime.canonical", "runtime.binding_reach", "runtime.errors"),
+    ("runtime.canonical", "runtime.binding_reach", "runtime.addresses", "runtime.errors"),
 )
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 

@@ -1,10 +1,27 @@
-"""Workflow's own destination policy for resolved endpoint targets (the owner may refuse one)."""
+"""Workflow's own destination policy for resolved endpoint targets (the owner may refuse one).
+
+Internal address space (loopback, private, link-local, CGNAT, multicast, ...) is refused in
+every spelling of an address and for every address a target's name resolves to at publication,
+unless the operator allows the network (``publication.destinations.allowed_networks``). The
+names are resolved before the publish transaction; a name that does not resolve then is not
+refused here, because execution checks every connection again (``runtime.addresses``).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from runtime.addresses import (
+    AddressPolicy,
+    DestinationRefused,
+    IPAddress,
+    Resolver,
+    is_literal,
+)
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.reach import EndpointTarget
 
@@ -22,6 +39,12 @@ class DestinationPolicy:
     allowed_schemes: frozenset[str] = field(default_factory=lambda: frozenset({"https"}))
     allowed_hosts: frozenset[str] | None = None
     allowed_ports: frozenset[int] | None = None
+    # Internal networks the operator allows; everything else internal is refused.
+    addresses: AddressPolicy = field(default_factory=AddressPolicy)
+    # Resolves target names at publication (None: names are checked only at connect time).
+    resolver: Resolver | None = None
+    # The addresses each target name resolved to before the transaction (see resolve_names).
+    resolved: Mapping[str, tuple[IPAddress, ...]] = field(default_factory=dict)
 
     def host_allowed(self, host: str) -> bool:
         """True when host matches an allowed host exactly or a "*." suffix pattern."""
@@ -51,6 +74,7 @@ def check_destination(target: EndpointTarget, policy: DestinationPolicy) -> None
             f"endpoint target {target.endpoint_ref}: host is not allowed by the destination policy",
             code="WORKFLOW_POLICY_DENIED",
         )
+    _check_addresses(target, parts.hostname or "", policy)
     port = parts.port or _DEFAULT_PORTS.get(scheme)
     if policy.allowed_ports is not None and port not in policy.allowed_ports:
         raise BindingRuleViolation(
@@ -63,3 +87,42 @@ def check_destinations(targets: tuple[EndpointTarget, ...], policy: DestinationP
     """Check every endpoint target against the destination policy."""
     for target in targets:
         check_destination(target, policy)
+
+
+def _check_addresses(target: EndpointTarget, host: str, policy: DestinationPolicy) -> None:
+    """Refuse a host that spells, or whose name resolved to, internal address space."""
+    try:
+        policy.addresses.check_literal(host)
+        policy.addresses.check_all(policy.resolved.get(host.lower().rstrip("."), ()))
+    except DestinationRefused as refused:
+        raise BindingRuleViolation(
+            f"endpoint target {target.endpoint_ref}: {refused.reason}; an operator may allow "
+            "the network in publication.destinations.allowed_networks",
+            code="WORKFLOW_POLICY_DENIED",
+        ) from None
+
+
+async def resolve_names(policy: DestinationPolicy, uris: Iterable[str]) -> DestinationPolicy:
+    """The policy with the addresses of every target name (DNS outside any transaction)."""
+    if policy.resolver is None:
+        return policy
+    names = sorted({_name(uri) for uri in uris} - {""})
+    found = await asyncio.gather(*(_resolve(policy.resolver, name) for name in names))
+    resolved = {name: addresses for name, addresses in zip(names, found, strict=True) if addresses}
+    return dataclasses.replace(policy, resolved=resolved)
+
+
+def _name(uri: str) -> str:
+    """The host of uri when it is a name to resolve ("" for literals and unparsable URIs)."""
+    try:
+        host = (urlsplit(uri).hostname or "").rstrip(".")
+    except ValueError:
+        return ""
+    return "" if is_literal(host) else host
+
+
+async def _resolve(resolver: Resolver, name: str) -> tuple[IPAddress, ...]:
+    try:
+        return tuple(await resolver.resolve(name, 0))
+    except (OSError, TimeoutError):
+        return ()

@@ -22,7 +22,11 @@ from runtime.publication.bindings.carry_over import (
     write_task_key_of_document,
 )
 from runtime.publication.bindings.common import current_owner, is_owner, not_found
-from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
+from runtime.publication.bindings.destinations import (
+    DestinationPolicy,
+    check_destinations,
+    resolve_names,
+)
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.effects import check_pinned_version
 from runtime.publication.bindings.errors import (
@@ -375,7 +379,8 @@ async def publish_binding(
     arguments (the exact argument object) is what the ledger's request digest covers.
     """
     check_host_assertion(ctx, request.host_id)
-    destination_policy = policy or DestinationPolicy()
+    targets = (target.endpoint_uri for target in request.endpoint_targets)
+    destination_policy = await resolve_names(policy or DestinationPolicy(), targets)
 
     async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
         return await _publish(conn, ctx, request, destination_policy)
