@@ -28,8 +28,9 @@ SYNC_TASK_KINDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class PinnedVersionFit:
-    """What publication learns from the pinned version: its write tasks (for evidence)."""
+    """What publication learns from the pinned version: the parsed definition, its write tasks."""
 
+    definition: WorkflowDefinition
     write_tasks: tuple[WriteTask, ...]
 
 
@@ -150,4 +151,4 @@ def check_pinned_version(document: Any, binding: Binding, reach: Reach) -> Pinne
     definition = parse_pinned_definition(document)
     writes = check_effect_matrix(definition, binding, reach)
     check_static_fit(definition, binding)
-    return PinnedVersionFit(write_tasks=writes)
+    return PinnedVersionFit(definition=definition, write_tasks=writes)

@@ -22,6 +22,7 @@ from runtime.publication.bindings.carry_over import (
     write_task_key_of_document,
 )
 from runtime.publication.bindings.common import current_owner, is_owner, not_found
+from runtime.publication.bindings.coverage import check_endpoint_coverage
 from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.effects import check_pinned_version
@@ -312,6 +313,10 @@ async def _publish(
         check_destinations(request.reach.endpoint_targets, policy)
     except BindingRuleViolation as violation:
         raise violation.to_error() from None
+    try:
+        check_endpoint_coverage(fit.definition, request.reach.endpoint_targets)
+    except InvalidBindingRequest as rejection:
+        raise request_section_error(rejection, operation_id) from None
     head = await store.lock_head(conn, ctx.host_id, doc["toolId"])
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
