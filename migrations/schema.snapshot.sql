@@ -215,6 +215,19 @@ CREATE TABLE public.wf_definition_version_t (
     CONSTRAINT wf_definition_version_status_check CHECK ((status = ANY (ARRAY['active'::text, 'retired'::text])))
 );
 
+CREATE TABLE public.workflow_action_authority_t (
+    host_id uuid NOT NULL,
+    grant_id character varying(126) NOT NULL,
+    process_id uuid NOT NULL,
+    user_id character varying(126) NOT NULL,
+    deadline_ts timestamp with time zone NOT NULL,
+    action_limit integer NOT NULL,
+    credential_kind text NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_action_authority_kind_check CHECK ((credential_kind = ANY (ARRAY['invoke'::text, 'long'::text, 'broker'::text]))),
+    CONSTRAINT workflow_action_authority_limit_check CHECK ((action_limit >= 0))
+);
+
 CREATE TABLE public.workflow_action_permit (
     host_id uuid NOT NULL,
     action_id uuid NOT NULL,
@@ -575,6 +588,9 @@ ALTER TABLE ONLY public.wf_definition_t
 ALTER TABLE ONLY public.wf_definition_version_t
     ADD CONSTRAINT wf_definition_version_pk PRIMARY KEY (host_id, wf_def_id, version);
 
+ALTER TABLE ONLY public.workflow_action_authority_t
+    ADD CONSTRAINT workflow_action_authority_pk PRIMARY KEY (host_id, grant_id);
+
 ALTER TABLE ONLY public.workflow_action_permit
     ADD CONSTRAINT workflow_action_permit_pk PRIMARY KEY (host_id, action_id);
 
@@ -635,6 +651,8 @@ ALTER TABLE ONLY public.workflow_tool_grant_t
 ALTER TABLE ONLY public.workflow_tool_publication_t
     ADD CONSTRAINT workflow_tool_publication_pk PRIMARY KEY (host_id, tool_id);
 
+CREATE INDEX workflow_action_authority_process_idx ON public.workflow_action_authority_t USING btree (host_id, process_id);
+
 CREATE INDEX workflow_action_permit_process_idx ON public.workflow_action_permit USING btree (host_id, process_id);
 
 CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_reservation USING btree (host_id, task_id);
@@ -682,6 +700,9 @@ CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON 
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
 
 CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
+
+ALTER TABLE ONLY public.workflow_action_authority_t
+    ADD CONSTRAINT workflow_action_authority_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_action_permit
     ADD CONSTRAINT workflow_action_permit_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
