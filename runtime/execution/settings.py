@@ -62,6 +62,10 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
     reap_interval_ms: int = 250
     poll_interval_ms: int = 250
     credential_sweep_interval_s: float = 60.0
+    # The service's ceiling on fork width (seed 001: fork width is governed by this setting,
+    # whatever a binding's maximumParallelism says): refused at binding publish, enforced again
+    # by the executor for every run.
+    maximum_parallelism: int = 8
     outbound: ExecutionSettings = msgspec.field(default_factory=ExecutionSettings)
 
     def __post_init__(self) -> None:
@@ -72,6 +76,8 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
             raise ValueError("renew_interval_ms must be shorter than lease_ms")
         if self.credential_sweep_interval_s <= 0:
             raise ValueError("credential_sweep_interval_s must be positive")
+        if self.maximum_parallelism <= 0:
+            raise ValueError("maximum_parallelism must be positive")
 
     def scheduler(self) -> SchedulerSettings:
         """The executor settings of this section."""

@@ -123,7 +123,10 @@ def executor_job(services: Services) -> ExecutorJob:
     """The workflow executor of this process, configured by the `execution` settings."""
     section = services.settings.execution
     runtime = WorkflowRuntime.verifying(
-        section.outbound, services.keyring, services.settings.security
+        section.outbound,
+        services.keyring,
+        services.settings.security,
+        maximum_parallelism=section.maximum_parallelism,
     )
     executor = Executor(services.database, runtime.handlers(), section.scheduler())
     job = ExecutorJob("workflow-executor", executor, runtime)

@@ -61,7 +61,10 @@ async def run_worker(
     )
     store = await open_store(store_settings, run_migrations=False)
     runtime = WorkflowRuntime.verifying(
-        settings.execution.outbound, load_configured_keyring(settings.security), settings.security
+        settings.execution.outbound,
+        load_configured_keyring(settings.security),
+        settings.security,
+        maximum_parallelism=settings.execution.maximum_parallelism,
     )
     task_handlers = runtime.handlers() if handlers is None else load_handlers(handlers)
     executor = Executor(

@@ -302,6 +302,7 @@ async def _publish(
     ctx: InvocationContext,
     publish: WorkflowBindingPublishInput,
     policy: DestinationPolicy,
+    parallelism_ceiling: int | None,
 ) -> WorkflowBindingPublishOutput:
     request = validate_publish_request(publish)
     operation_id, expected = publish.operation_id, publish.expected_aggregate_version
@@ -309,7 +310,12 @@ async def _publish(
     version_row = await lock_pinned_version(conn, ctx.host_id, doc)
     owner = await current_owner(conn, ctx.host_id, doc["wfDefId"])
     try:
-        fit = check_pinned_version(version_row["document"], request.binding, request.reach)
+        fit = check_pinned_version(
+            version_row["document"],
+            request.binding,
+            request.reach,
+            parallelism_ceiling=parallelism_ceiling,
+        )
         check_destinations(request.reach.endpoint_targets, policy)
     except BindingRuleViolation as violation:
         raise violation.to_error() from None
@@ -370,6 +376,7 @@ async def publish_binding(
     arguments: Mapping[str, Any],
     *,
     policy: DestinationPolicy | None = None,
+    maximum_parallelism: int | None = None,
 ) -> WorkflowBindingPublishOutput:
     """workflow_binding_publish: record a revision as active or pendingApproval.
 
@@ -382,7 +389,7 @@ async def publish_binding(
     destination_policy = policy or DestinationPolicy()
 
     async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
-        return await _publish(conn, ctx, request, destination_policy)
+        return await _publish(conn, ctx, request, destination_policy, maximum_parallelism)
 
     return await run_binding_operation(
         db,
