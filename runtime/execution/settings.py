@@ -66,6 +66,11 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
     # whatever a binding's maximumParallelism says): refused at binding publish, enforced again
     # by the executor for every run.
     maximum_parallelism: int = 8
+    # The retention sweep: reservations whose run is over and whose window passed, and runs
+    # finished longer than run_retention_s ago that no reservation can still replay.
+    retention_sweep_interval_s: float = 3600.0
+    run_retention_s: float = 7 * 24 * 3600.0
+    retention_sweep_batch: int = 1000
     outbound: ExecutionSettings = msgspec.field(default_factory=ExecutionSettings)
 
     def __post_init__(self) -> None:
@@ -78,6 +83,10 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
             raise ValueError("credential_sweep_interval_s must be positive")
         if self.maximum_parallelism <= 0:
             raise ValueError("maximum_parallelism must be positive")
+        if min(self.retention_sweep_interval_s, self.run_retention_s) <= 0:
+            raise ValueError("retention_sweep_interval_s and run_retention_s must be positive")
+        if self.retention_sweep_batch <= 0:
+            raise ValueError("retention_sweep_batch must be positive")
 
     def scheduler(self) -> SchedulerSettings:
         """The executor settings of this section."""

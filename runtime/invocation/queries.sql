@@ -134,3 +134,8 @@ INSERT INTO workflow_action_authority_t (
     %(host_id)s, %(grant_id)s, %(process_id)s, %(user_id)s, %(deadline_ts)s, %(action_limit)s,
     %(credential_kind)s
 );
+
+-- sweep_retention --
+-- Remove expired idempotency reservations and finished runs past the retention window (bounded).
+SELECT reservations, runs
+FROM workflow_sweep_retention(%(retention_s)s * interval '1 second', %(batch)s);

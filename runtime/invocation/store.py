@@ -143,3 +143,10 @@ async def select_missing_evidence(conn: Connection, host_id: str, binding_id: st
 async def insert_action_authority(conn: Connection, row: dict[str, Any]) -> None:
     """Write a run's action authority row (once, in its admission transaction)."""
     await conn.execute(QUERIES["insert_action_authority"], row)
+
+
+async def sweep_retention(conn: Connection, retention_s: float, batch: int) -> tuple[int, int]:
+    """Delete expired reservations and old finished runs; (reservations, runs) removed."""
+    row = await _one(conn, QUERIES["sweep_retention"], {"retention_s": retention_s, "batch": batch})
+    assert row is not None  # the function always returns one row
+    return int(row["reservations"]), int(row["runs"])
