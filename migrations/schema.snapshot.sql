@@ -18,12 +18,12 @@ BEGIN
     IF (NEW.host_id, NEW.wf_def_id, NEW.version, NEW.namespace, NEW.name, NEW.definition,
         NEW.document, NEW.definition_digest, NEW.schema_digest, NEW.binding_approval,
         NEW.owner_user_id, NEW.owner_position_id, NEW.published_by, NEW.published_ts,
-        NEW.publish_operation_id)
+        NEW.publish_operation_id, NEW.normalized_document, NEW.expression_digests)
        IS DISTINCT FROM
        (OLD.host_id, OLD.wf_def_id, OLD.version, OLD.namespace, OLD.name, OLD.definition,
         OLD.document, OLD.definition_digest, OLD.schema_digest, OLD.binding_approval,
         OLD.owner_user_id, OLD.owner_position_id, OLD.published_by, OLD.published_ts,
-        OLD.publish_operation_id) THEN
+        OLD.publish_operation_id, OLD.normalized_document, OLD.expression_digests) THEN
         RAISE EXCEPTION 'published definition versions are immutable'
             USING ERRCODE = 'integrity_constraint_violation',
                   CONSTRAINT = 'wf_definition_version_immutable';
@@ -268,6 +268,8 @@ CREATE TABLE public.wf_definition_version_t (
     retired_by character varying(126),
     retired_ts timestamp with time zone,
     retire_operation_id uuid,
+    normalized_document jsonb,
+    expression_digests jsonb,
     CONSTRAINT wf_definition_version_binding_approval_check CHECK ((binding_approval = ANY (ARRAY['carryOver'::text, 'reapprove'::text]))),
     CONSTRAINT wf_definition_version_digest_check CHECK (((definition_digest ~ '^sha256:[0-9a-f]{64}$'::text) AND (schema_digest ~ '^sha256:[0-9a-f]{64}$'::text))),
     CONSTRAINT wf_definition_version_retired_check CHECK (((status = 'retired'::text) = (retired_ts IS NOT NULL))),
