@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import psycopg
@@ -107,3 +108,42 @@ async def _gone(caller: McpTestClient, process_id: str) -> bool:
     return bool(result["isError"]) and (
         result["structuredContent"]["error"]["code"] == "WORKFLOW_NOT_FOUND"
     )
+
+
+async def test_a_reservation_swept_under_a_claim_is_inserted_again(
+    owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin, database_url: str
+) -> None:
+    """The sweep deletes an expired reservation while a claim waits on its row lock: the claim
+    must reserve the scope anew, never admit a run without a reservation."""
+    tool = await publish_tool(owner)
+    first = await _completed(caller, invoke_args(tool))  # its window (0 ms) is over at once
+    async with await psycopg.AsyncConnection.connect(database_url) as sweeper:
+        async with sweeper.transaction():
+            # What the sweep does, held open: lock the expired reservation...
+            await sweeper.execute(
+                "SELECT 1 FROM workflow_idempotency_t WHERE host_id = %s AND process_id = %s"
+                " FOR UPDATE",
+                (HOST, first),
+            )
+            call = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool)))
+            await wait_until(
+                lambda: _has_lock_waiter(admin), what="the claim waiting on the reservation row"
+            )
+            # ...then delete it and commit while the claim waits on it.
+            await sweeper.execute(
+                "DELETE FROM workflow_idempotency_t WHERE host_id = %s AND process_id = %s",
+                (HOST, first),
+            )
+        result = await call
+    second = str(result["structuredContent"]["workflowInstanceId"])
+    assert second != first
+    assert await _reserved(admin, second)
+
+
+async def _has_lock_waiter(admin: Admin) -> bool:
+    cursor = await admin.execute(
+        "SELECT count(*) AS n FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    row = await cursor.fetchone()
+    return row is not None and int(row["n"]) > 0
