@@ -18,7 +18,12 @@ async def handle(args: WorkflowBindingPublishInput, call: ToolCall) -> WorkflowB
     """Publish a binding revision; its status follows the status rules."""
     database, context = call.services.database, call.context
     return await publish_binding(
-        database, context, args, call.arguments, policy=destination_policy(call)
+        database,
+        context,
+        args,
+        call.arguments,
+        policy=destination_policy(call),
+        maximum_parallelism=call.services.settings.execution.maximum_parallelism,
     )
 
 

@@ -18,12 +18,12 @@ BEGIN
     IF (NEW.host_id, NEW.wf_def_id, NEW.version, NEW.namespace, NEW.name, NEW.definition,
         NEW.document, NEW.definition_digest, NEW.schema_digest, NEW.binding_approval,
         NEW.owner_user_id, NEW.owner_position_id, NEW.published_by, NEW.published_ts,
-        NEW.publish_operation_id)
+        NEW.publish_operation_id, NEW.normalized_document, NEW.expression_digests)
        IS DISTINCT FROM
        (OLD.host_id, OLD.wf_def_id, OLD.version, OLD.namespace, OLD.name, OLD.definition,
         OLD.document, OLD.definition_digest, OLD.schema_digest, OLD.binding_approval,
         OLD.owner_user_id, OLD.owner_position_id, OLD.published_by, OLD.published_ts,
-        OLD.publish_operation_id) THEN
+        OLD.publish_operation_id, OLD.normalized_document, OLD.expression_digests) THEN
         RAISE EXCEPTION 'published definition versions are immutable'
             USING ERRCODE = 'integrity_constraint_violation',
                   CONSTRAINT = 'wf_definition_version_immutable';
@@ -40,22 +40,29 @@ DECLARE
     run_state text;
     same_call boolean;
 BEGIN
-    INSERT INTO workflow_idempotency_t AS i (
-        host_id, scope_digest, operation, key_kind, process_id, principal_subject,
-        input_digest, definition_digest, result_replay_ms, in_flight_until, result_replay_until
-    ) VALUES (
-        p_host_id, p_scope_digest, p_operation, p_key_kind, p_process_id, p_principal_subject,
-        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts, p_deadline_ts
-    )
-    ON CONFLICT ON CONSTRAINT workflow_idempotency_pk DO NOTHING;
-    IF FOUND THEN
-        RETURN QUERY SELECT 'accepted'::text, p_process_id;
-        RETURN;
-    END IF;
+    LOOP
+        INSERT INTO workflow_idempotency_t AS i (
+            host_id, scope_digest, operation, key_kind, process_id, principal_subject,
+            input_digest, definition_digest, result_replay_ms, in_flight_until,
+            result_replay_until
+        ) VALUES (
+            p_host_id, p_scope_digest, p_operation, p_key_kind, p_process_id,
+            p_principal_subject, p_input_digest, p_definition_digest, p_result_replay_ms,
+            p_deadline_ts, p_deadline_ts
+        )
+        ON CONFLICT ON CONSTRAINT workflow_idempotency_pk DO NOTHING;
+        IF FOUND THEN
+            RETURN QUERY SELECT 'accepted'::text, p_process_id;
+            RETURN;
+        END IF;
 
-    SELECT * INTO current_row FROM workflow_idempotency_t i
-    WHERE i.host_id = p_host_id AND i.scope_digest = p_scope_digest
-    FOR UPDATE;
+        SELECT * INTO current_row FROM workflow_idempotency_t i
+        WHERE i.host_id = p_host_id AND i.scope_digest = p_scope_digest
+        FOR UPDATE;
+        -- Not found: the retention sweep removed the expired row between the two statements;
+        -- insert again rather than accept a run without a reservation.
+        EXIT WHEN FOUND;
+    END LOOP;
     SELECT p.state INTO run_state FROM workflow_process p
     WHERE p.host_id = p_host_id AND p.process_id = current_row.process_id;
     same_call := current_row.principal_subject = p_principal_subject
@@ -109,6 +116,58 @@ BEGIN
     DELETE FROM workflow_run_credential
     WHERE host_id = NEW.host_id AND process_id = NEW.process_id;
     RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION public.workflow_sweep_retention(p_retention interval, p_limit integer) RETURNS TABLE(reservations bigint, runs bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    cutoff timestamptz := clock_timestamp() - p_retention;
+    swept_reservations bigint;
+    swept_runs bigint;
+BEGIN
+    -- A reservation is expired once its run is no longer live (a live run is never re-accepted,
+    -- so its reservation must stay) and its replay window has passed; a window without end
+    -- (workflow_start) ends with the retention of its run.
+    WITH expired AS (
+        SELECT i.host_id, i.scope_digest
+        FROM workflow_idempotency_t i
+        LEFT JOIN workflow_process p ON p.host_id = i.host_id AND p.process_id = i.process_id
+        WHERE (p.process_id IS NULL OR p.finished_ts IS NOT NULL)
+          AND (i.result_replay_until < clock_timestamp()
+               OR p.process_id IS NULL
+               OR (i.result_replay_until = 'infinity' AND p.finished_ts < cutoff))
+        ORDER BY i.result_replay_until
+        LIMIT p_limit
+        FOR UPDATE OF i SKIP LOCKED
+    )
+    DELETE FROM workflow_idempotency_t i
+    USING expired e
+    WHERE i.host_id = e.host_id AND i.scope_digest = e.scope_digest;
+    GET DIAGNOSTICS swept_reservations = ROW_COUNT;
+
+    -- A finished run past the cutoff goes unless a reservation still names it (inside its
+    -- replay window: the run's stored result is what a retry gets back).
+    WITH old_runs AS (
+        SELECT p.host_id, p.process_id
+        FROM workflow_process p
+        WHERE p.finished_ts < cutoff
+          AND NOT EXISTS (
+              SELECT 1 FROM workflow_idempotency_t i
+              WHERE i.host_id = p.host_id AND i.process_id = p.process_id
+          )
+        ORDER BY p.finished_ts
+        LIMIT p_limit
+        FOR UPDATE OF p SKIP LOCKED
+    )
+    DELETE FROM workflow_process p
+    USING old_runs o
+    WHERE p.host_id = o.host_id AND p.process_id = o.process_id;
+    GET DIAGNOSTICS swept_runs = ROW_COUNT;
+
+    RETURN QUERY SELECT swept_reservations, swept_runs;
 END
 $$;
 
@@ -209,10 +268,25 @@ CREATE TABLE public.wf_definition_version_t (
     retired_by character varying(126),
     retired_ts timestamp with time zone,
     retire_operation_id uuid,
+    normalized_document jsonb,
+    expression_digests jsonb,
     CONSTRAINT wf_definition_version_binding_approval_check CHECK ((binding_approval = ANY (ARRAY['carryOver'::text, 'reapprove'::text]))),
     CONSTRAINT wf_definition_version_digest_check CHECK (((definition_digest ~ '^sha256:[0-9a-f]{64}$'::text) AND (schema_digest ~ '^sha256:[0-9a-f]{64}$'::text))),
     CONSTRAINT wf_definition_version_retired_check CHECK (((status = 'retired'::text) = (retired_ts IS NOT NULL))),
     CONSTRAINT wf_definition_version_status_check CHECK ((status = ANY (ARRAY['active'::text, 'retired'::text])))
+);
+
+CREATE TABLE public.workflow_action_authority_t (
+    host_id uuid NOT NULL,
+    grant_id character varying(126) NOT NULL,
+    process_id uuid NOT NULL,
+    user_id character varying(126) NOT NULL,
+    deadline_ts timestamp with time zone NOT NULL,
+    action_limit integer NOT NULL,
+    credential_kind text NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_action_authority_kind_check CHECK ((credential_kind = ANY (ARRAY['invoke'::text, 'long'::text, 'broker'::text]))),
+    CONSTRAINT workflow_action_authority_limit_check CHECK ((action_limit >= 0))
 );
 
 CREATE TABLE public.workflow_action_permit (
@@ -575,6 +649,9 @@ ALTER TABLE ONLY public.wf_definition_t
 ALTER TABLE ONLY public.wf_definition_version_t
     ADD CONSTRAINT wf_definition_version_pk PRIMARY KEY (host_id, wf_def_id, version);
 
+ALTER TABLE ONLY public.workflow_action_authority_t
+    ADD CONSTRAINT workflow_action_authority_pk PRIMARY KEY (host_id, grant_id);
+
 ALTER TABLE ONLY public.workflow_action_permit
     ADD CONSTRAINT workflow_action_permit_pk PRIMARY KEY (host_id, action_id);
 
@@ -635,13 +712,19 @@ ALTER TABLE ONLY public.workflow_tool_grant_t
 ALTER TABLE ONLY public.workflow_tool_publication_t
     ADD CONSTRAINT workflow_tool_publication_pk PRIMARY KEY (host_id, tool_id);
 
+CREATE INDEX workflow_action_authority_process_idx ON public.workflow_action_authority_t USING btree (host_id, process_id);
+
 CREATE INDEX workflow_action_permit_process_idx ON public.workflow_action_permit USING btree (host_id, process_id);
 
 CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_reservation USING btree (host_id, task_id);
 
 CREATE INDEX workflow_idempotency_process_idx ON public.workflow_idempotency_t USING btree (host_id, process_id);
 
+CREATE INDEX workflow_idempotency_replay_until_idx ON public.workflow_idempotency_t USING btree (result_replay_until);
+
 CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING btree (host_id, tool_id, created_ts) WHERE (tool_id IS NOT NULL);
+
+CREATE INDEX workflow_process_finished_idx ON public.workflow_process USING btree (finished_ts) WHERE (finished_ts IS NOT NULL);
 
 CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
 
@@ -682,6 +765,9 @@ CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON 
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
 
 CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
+
+ALTER TABLE ONLY public.workflow_action_authority_t
+    ADD CONSTRAINT workflow_action_authority_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_action_permit
     ADD CONSTRAINT workflow_action_permit_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;

@@ -62,6 +62,19 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
     reap_interval_ms: int = 250
     poll_interval_ms: int = 250
     credential_sweep_interval_s: float = 60.0
+    # The service's ceiling on fork width (seed 001: fork width is governed by this setting,
+    # whatever a binding's maximumParallelism says): refused at binding publish, enforced again
+    # by the executor for every run.
+    maximum_parallelism: int = 8
+    # The result waiter's dedicated LISTEN connections (seed 001, also read from
+    # WORKFLOW_WAIT_LISTENER_CONNECTIONS): all waiters share one, so any positive bound opens
+    # one; 0 opens none and waiters poll durable status.
+    wait_listener_connections: int = 8
+    # The retention sweep: reservations whose run is over and whose window passed, and runs
+    # finished longer than run_retention_s ago that no reservation can still replay.
+    retention_sweep_interval_s: float = 3600.0
+    run_retention_s: float = 7 * 24 * 3600.0
+    retention_sweep_batch: int = 1000
     outbound: ExecutionSettings = msgspec.field(default_factory=ExecutionSettings)
 
     def __post_init__(self) -> None:
@@ -72,6 +85,14 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
             raise ValueError("renew_interval_ms must be shorter than lease_ms")
         if self.credential_sweep_interval_s <= 0:
             raise ValueError("credential_sweep_interval_s must be positive")
+        if self.maximum_parallelism <= 0:
+            raise ValueError("maximum_parallelism must be positive")
+        if min(self.retention_sweep_interval_s, self.run_retention_s) <= 0:
+            raise ValueError("retention_sweep_interval_s and run_retention_s must be positive")
+        if self.wait_listener_connections < 0:
+            raise ValueError("wait_listener_connections must not be negative")
+        if self.retention_sweep_batch <= 0:
+            raise ValueError("retention_sweep_batch must be positive")
 
     def scheduler(self) -> SchedulerSettings:
         """The executor settings of this section."""

@@ -34,6 +34,7 @@ every time, never by a lapsed lease and a reclaim.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -125,6 +126,8 @@ class WorkflowRuntime:
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
     # Where interpretation runs: off the serving loop (runtime.engine.offload).
     engine: EngineThreads = field(default_factory=EngineThreads)
+    # execution.maximum_parallelism: the service's fork-width ceiling over every run's own.
+    maximum_parallelism: int | None = None
     _definitions: dict[tuple[str, ...], WorkflowDefinition] = field(default_factory=dict)
     _reaches: dict[tuple[str, str], Reach] = field(default_factory=dict)
     _specs: dict[tuple[str, str], store.RunSpec] = field(default_factory=dict)
@@ -139,6 +142,7 @@ class WorkflowRuntime:
         *,
         destinations: AddressPolicy | None = None,
         resolver: Resolver | None = None,
+        maximum_parallelism: int | None = None,
     ) -> WorkflowRuntime:
         """A runtime that verifies each run's token with the service's security settings."""
         return cls(
@@ -148,6 +152,7 @@ class WorkflowRuntime:
             token_margin_seconds=security.run_credential.original_token_margin_seconds,
             destinations=AddressPolicy() if destinations is None else destinations,
             resolver=SystemResolver() if resolver is None else resolver,
+            maximum_parallelism=maximum_parallelism,
         )
 
     def handlers(self) -> dict[str, TaskHandler]:
@@ -190,7 +195,7 @@ class WorkflowRuntime:
                 loaded.definition,
                 task.payload.get("input"),
                 bound_effects,
-                _limits(loaded),
+                _limits(loaded, self.maximum_parallelism),
                 clock=clock,
                 resume=resume,
                 on_checkpoint=stop_after_task,
@@ -389,7 +394,7 @@ def _stop_after_task(task_count: int) -> Any:
     return checkpoint
 
 
-def _limits(loaded: _Loaded) -> RunLimits:
+def _limits(loaded: _Loaded, parallelism_ceiling: int | None = None) -> RunLimits:
     limits: Mapping[str, Any] = loaded.spec.limits
     read_only = set(limits.get("readOnlyTools", []))
     if loaded.reach is not None:
@@ -399,7 +404,9 @@ def _limits(loaded: _Loaded) -> RunLimits:
     return RunLimits(
         total_deadline_ms=None,  # the durable deadline is enforced here, not by asyncio.timeout
         maximum_task_attempts=int(limits.get("maximumTaskAttempts", 8)),
-        maximum_parallelism=int(limits.get("maximumParallelism", 8)),
+        maximum_parallelism=min(
+            int(limits.get("maximumParallelism", 8)), parallelism_ceiling or sys.maxsize
+        ),
         maximum_nested_calls=_UNBOUNDED_NESTED_CALLS,
         maximum_iterations=int(limits.get("maximumIterations", 100)),
         read_only_tools=frozenset(read_only),

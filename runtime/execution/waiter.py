@@ -3,6 +3,11 @@
 A run completed by an executor of this process is handed to its waiters directly (the
 scheduler's outcome hub), so they need no read; NOTIFY plus a read serves runs completed
 elsewhere.
+
+Seed 001 bounds the dedicated LISTEN connections (WORKFLOW_WAIT_LISTENER_CONNECTIONS, default
+8) and has further waiters poll durable status. Here every waiter shares one connection, so
+any positive bound opens exactly one; a bound of 0 opens none and every waiter polls durable
+status at a short interval.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from runtime.store import Database
 
 __all__ = ["TERMINAL_STATES", "ResultWaiter", "Wakeup", "close_waiter", "waiter_for"]
 DEFAULT_POLL_INTERVAL_S = 1.0
+# Without a LISTEN connection nothing wakes a waiter for a run completed elsewhere: poll often.
+POLLING_ONLY_INTERVAL_S = 0.25
 
 
 class Wakeup:
@@ -59,23 +66,37 @@ class Wakeup:
 class ResultWaiter:
     """Routes process-state notifications to the waiters of each run."""
 
-    def __init__(self, conninfo: str, poll_interval_s: float = DEFAULT_POLL_INTERVAL_S) -> None:
-        self.poll_interval_s = poll_interval_s
+    def __init__(
+        self,
+        conninfo: str,
+        poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+        *,
+        listener_connections: int = 1,
+    ) -> None:
+        if listener_connections < 0:
+            raise ValueError("listener_connections must not be negative")
         self._waiting: dict[str, set[Wakeup]] = {}
-        self._listener = NotificationListener(conninfo, [PROCESS_STATE_CHANNEL], self._notified)
+        self._listener: NotificationListener | None = None
+        if listener_connections > 0:
+            self._listener = NotificationListener(conninfo, [PROCESS_STATE_CHANNEL], self._notified)
+            self.poll_interval_s = poll_interval_s
+        else:
+            self.poll_interval_s = min(poll_interval_s, POLLING_ONLY_INTERVAL_S)
         self._started = False
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
-        """LISTEN once (idempotent)."""
+        """LISTEN once (idempotent; nothing to start when polling only)."""
         async with self._lock:
             if not self._started:
-                await self._listener.start()
+                if self._listener is not None:
+                    await self._listener.start()
                 self._started = True
 
     async def close(self) -> None:
         """Stop listening."""
-        await self._listener.close()
+        if self._listener is not None:
+            await self._listener.close()
         self._started = False
 
     def _notified(self, payload: dict[str, Any] | None) -> None:
@@ -111,12 +132,15 @@ class ResultWaiter:
 _WAITERS: weakref.WeakKeyDictionary[Database, ResultWaiter] = weakref.WeakKeyDictionary()
 
 
-def configure_waiter(db: Database, *, poll_interval_s: float) -> ResultWaiter:
-    """Create a database's shared waiter with its own fallback poll interval (before first use)."""
+def configure_waiter(
+    db: Database, *, poll_interval_s: float = DEFAULT_POLL_INTERVAL_S, listener_connections: int = 1
+) -> ResultWaiter:
+    """Create a database's shared waiter (before first use): its fallback poll interval and its
+    LISTEN connection bound (0: none, waiters poll durable status)."""
     conninfo = db.pool.conninfo
     if not isinstance(conninfo, str):
         raise ValueError("the pool's conninfo is computed; cannot open a LISTEN connection")
-    waiter = ResultWaiter(conninfo, poll_interval_s)
+    waiter = ResultWaiter(conninfo, poll_interval_s, listener_connections=listener_connections)
     _WAITERS[db] = waiter
     return waiter
 

@@ -108,6 +108,43 @@ def _plan(revision: Mapping[str, Any], request: InvokeRequest, process_id: str) 
     )
 
 
+def _authority(ctx: InvocationContext, plan: RunPlan, action_limit: int) -> dict[str, Any]:
+    # Seed 000: an invoke run has no LONG grant, so the run id is its grant id.
+    return {
+        "host_id": ctx.host_id,
+        "grant_id": plan.process_id,
+        "process_id": plan.process_id,
+        "user_id": ctx.user_id,
+        "deadline_ts": plan.deadline_ts,
+        "action_limit": action_limit,
+        "credential_kind": "invoke",
+    }
+
+
+async def _admit_new_run(
+    conn: Connection,
+    ctx: InvocationContext,
+    revision: Mapping[str, Any],
+    plan: RunPlan,
+    sealed: Sealed,
+    principal: str,
+) -> None:
+    """Step 7 for a new run: evidence, capacity, admission limits, then the run and authority.
+
+    Any refusal rolls the reservation back with the rest of the admission transaction.
+    """
+    binding_id, tool_id = revision["binding_id"], revision["tool_id"]
+    rules.check_evidence(await store.select_missing_evidence(conn, ctx.host_id, binding_id))
+    wait_ms = min(int(revision["sync_wait_ms"]), int(revision["total_deadline_ms"]))
+    capacity.admit(plan.execution_class, wait_ms)
+    await store.lock_tool_admission(conn, ctx.host_id, tool_id)
+    counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
+    rules.check_admission_limits(revision["admission_limits"], counts)
+    await write_run(conn, ctx, plan, sealed.secret, principal)
+    limit = rules.action_limit_from(revision["runtime_bounds"])
+    await store.insert_action_authority(conn, _authority(ctx, plan, limit))
+
+
 async def _admit(
     conn: Connection,
     ctx: InvocationContext,
@@ -121,6 +158,7 @@ async def _admit(
     document = await _pinned_document(conn, ctx.host_id, revision)
     rules.check_caller_policy(ctx, revision["caller_policy"])
     input_digest = rules.check_input(request.input, revision["input_schema"], document)
+    rules.check_request_bytes(request.input, revision["runtime_bounds"])
     policy = revision["idempotency_policy"]
     key = rules.idempotency_key(policy, request.idempotency_key, input_digest)
     plan = _plan(revision, request, sealed.process_id)
@@ -150,12 +188,8 @@ async def _admit(
             workflow_instance_id=claim.process_id,
         )
     if claim.outcome == "accepted":
-        # Re-attach and replay return above this point: they never count as starts.
-        capacity.admit(plan.execution_class, min(sync_wait_ms, revision["total_deadline_ms"]))
-        await store.lock_tool_admission(conn, ctx.host_id, tool_id)
-        counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
-        rules.check_admission_limits(revision["admission_limits"], counts)
-        await write_run(conn, ctx, plan, sealed.secret, principal)
+        # Re-attach and replay never reach this branch: they never count as starts.
+        await _admit_new_run(conn, ctx, revision, plan, sealed, principal)
         run = {"state": "ACCEPTED", "deadline_ts": plan.deadline_ts, "effect_state": "none"}
     else:
         if claim.outcome == "attach":

@@ -109,3 +109,33 @@ SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.tool_id::text
 FROM workflow_invocation_t i
 JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
 WHERE i.host_id = %(host_id)s AND i.process_id = %(process_id)s;
+
+-- select_missing_evidence --
+-- The first write task of a revision without an approval evidence row of its digest, if any.
+SELECT t.doc->>'taskName' AS task_name
+FROM workflow_tool_binding_t r
+CROSS JOIN LATERAL jsonb_array_elements(r.write_tasks) AS t(doc)
+WHERE r.host_id = %(host_id)s AND r.binding_id = %(binding_id)s
+  AND NOT EXISTS (
+      SELECT 1
+      FROM workflow_tool_approval_evidence_t e
+      WHERE e.host_id = r.host_id AND e.binding_id = r.binding_id
+        AND e.task_name = t.doc->>'taskName'
+        AND e.evidence_digest = t.doc->>'approvalEvidenceDigest'
+  )
+ORDER BY 1
+LIMIT 1;
+
+-- insert_action_authority --
+-- The run's action authority (grant id = run id for workflow_invoke), written at admission.
+INSERT INTO workflow_action_authority_t (
+    host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
+) VALUES (
+    %(host_id)s, %(grant_id)s, %(process_id)s, %(user_id)s, %(deadline_ts)s, %(action_limit)s,
+    %(credential_kind)s
+);
+
+-- sweep_retention --
+-- Remove expired idempotency reservations and finished runs past the retention window (bounded).
+SELECT reservations, runs
+FROM workflow_sweep_retention(%(retention_s)s * interval '1 second', %(batch)s);

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from runtime.canonical import CanonicalError, canonical_digest, input_schema_of
+from runtime.canonical import CanonicalError, canonical_bytes, canonical_digest, input_schema_of
 from runtime.canonical.patterns import PatternError, re2_validator
 from runtime.errors import WorkflowError, input_invalid, policy_denied
 from runtime.invocation.store import AdmissionCounts
@@ -89,6 +89,38 @@ def check_input(value: Any, binding_schema: Any, document: Mapping[str, Any] | N
     if document is not None:
         _check_against(input_schema_of(dict(document)), value, "workflow")
     return digest
+
+
+def check_request_bytes(value: Any, bounds: Mapping[str, Any]) -> None:
+    """Refuse an input whose canonical JSON exceeds runtimeBounds.maximumRequestBytes.
+
+    The Gateway's pre-check is only an early rejection; Workflow enforces the full budget
+    (seed 000), before any reservation, so an oversized call changes nothing.
+    """
+    limit = int(bounds["maximumRequestBytes"])
+    try:
+        size = len(canonical_bytes(value))
+    except CanonicalError as exc:
+        raise input_invalid(f"the input is not canonical JSON: {exc}") from None
+    if size > limit:
+        raise input_invalid(
+            f"the input is {size} bytes, over the Tool's maximumRequestBytes {limit}",
+            {"limit": "maximumRequestBytes", "maximum": limit, "size": size},
+        )
+
+
+def check_evidence(missing_task: str | None) -> None:
+    """Refuse admission when a write task of the pinned version has no approval evidence row."""
+    if missing_task is not None:
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED",
+            f"write task {missing_task} has no approval evidence for this binding revision",
+        )
+
+
+def action_limit_from(bounds: Mapping[str, Any]) -> int:
+    """The action limit of a run's authority: the nested calls its runtimeBounds allow."""
+    return int(bounds["maximumNestedCalls"])
 
 
 def idempotency_key(policy: Mapping[str, Any], supplied: str | None, input_digest: str) -> str:

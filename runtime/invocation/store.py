@@ -130,3 +130,23 @@ async def select_owned_run(
     return await _one(
         conn, QUERIES["select_owned_run"], {"host_id": host_id, "process_id": process_id}
     )
+
+
+async def select_missing_evidence(conn: Connection, host_id: str, binding_id: str) -> str | None:
+    """The name of a write task of the revision that lacks its evidence row, or None."""
+    row = await _one(
+        conn, QUERIES["select_missing_evidence"], {"host_id": host_id, "binding_id": binding_id}
+    )
+    return None if row is None else str(row["task_name"])
+
+
+async def insert_action_authority(conn: Connection, row: dict[str, Any]) -> None:
+    """Write a run's action authority row (once, in its admission transaction)."""
+    await conn.execute(QUERIES["insert_action_authority"], row)
+
+
+async def sweep_retention(conn: Connection, retention_s: float, batch: int) -> tuple[int, int]:
+    """Delete expired reservations and old finished runs; (reservations, runs) removed."""
+    row = await _one(conn, QUERIES["sweep_retention"], {"retention_s": retention_s, "batch": batch})
+    assert row is not None  # the function always returns one row
+    return int(row["reservations"]), int(row["runs"])

@@ -30,10 +30,11 @@ from runtime.canonical import (
     load_definition_yaml,
     schema_digest,
 )
-from runtime.engine import DefinitionError, ExpressionError, parse_definition
+from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition, parse_definition
 from runtime.engine.datacheck import publication_warnings
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.ids import normalize_uuid
+from runtime.publication.normalized import expression_digests, normalized_document
 from runtime.publication.operations import rejections_with_codes, run_operation
 from runtime.publication.revisions import judge_revision
 from runtime.publication.store import constraints as _constraints  # noqa: F401 (registers errors)
@@ -84,14 +85,14 @@ def _load(text: str) -> dict[str, Any]:
         ) from error
 
 
-def validate_definition(document: dict[str, Any]) -> None:
+def validate_definition(document: dict[str, Any]) -> WorkflowDefinition:
     """Run the engine's definition model validation (runtime definition and CEL checks).
 
     The document is user input, so any exception the parser raises means "invalid definition":
     a parser gap must refuse the definition, never surface as a server fault.
     """
     try:
-        parse_definition(document)
+        return parse_definition(document)
     except DefinitionError as error:
         raise input_invalid(
             f"definition is invalid: {error.message}", details=error.details()
@@ -279,7 +280,7 @@ async def _publish(
     existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
     if existing is not None:
         return _existing_version_receipt(request, digest, existing)
-    validate_definition(document)
+    definition = validate_definition(document)
     warnings = publication_warnings(document)  # refuses the data bugs it proves
     created = await store.insert_version(
         conn,
@@ -298,6 +299,8 @@ async def _publish(
             "owner_position_id": position_of(request.owner),
             "published_by": ctx.user_id,
             "operation_id": request.operation_id,
+            "normalized_document": normalized_document(definition),
+            "expression_digests": expression_digests(definition),
         },
     )
     if created is None:  # another operation published this version since our lookup

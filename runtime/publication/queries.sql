@@ -57,11 +57,12 @@ WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s;
 INSERT INTO wf_definition_version_t (
     host_id, wf_def_id, version, namespace, name, definition, document, definition_digest,
     schema_digest, binding_approval, owner_user_id, owner_position_id, published_by,
-    publish_operation_id
+    publish_operation_id, normalized_document, expression_digests
 ) VALUES (
     %(host_id)s, %(wf_def_id)s, %(version)s, %(namespace)s, %(name)s, %(definition)s,
     %(document)s::jsonb, %(definition_digest)s, %(schema_digest)s, %(binding_approval)s,
-    %(owner_user_id)s, %(owner_position_id)s, %(published_by)s, %(operation_id)s
+    %(owner_user_id)s, %(owner_position_id)s, %(published_by)s, %(operation_id)s,
+    %(normalized_document)s::jsonb, %(expression_digests)s::jsonb
 )
 ON CONFLICT (host_id, wf_def_id, version) DO NOTHING
 RETURNING status, definition_digest, schema_digest, binding_approval;

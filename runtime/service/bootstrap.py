@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from runtime.execution import configure_waiter
 from runtime.security import Authenticator, KeySet, load_configured_keyring
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
@@ -27,6 +28,9 @@ async def build_services(
 ) -> tuple[Services, Callable[[], Awaitable[None]]]:
     """Open the store (starting and migrating an embedded cluster when needed) and wire services."""
     store = await open_store(settings.store)
+    configure_waiter(
+        store.database, listener_connections=settings.execution.wait_listener_connections
+    )
     keyset = KeySet.from_settings(settings.security)
     services = Services(
         settings=settings,

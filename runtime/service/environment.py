@@ -11,6 +11,12 @@ import msgspec
 import yaml
 
 PREFIX = "WORKFLOW_"
+# The seeds' own variable names for settings that have a WORKFLOW_<SECTION>_<KEY> name too;
+# the canonical name wins when both are set.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "WORKFLOW_LONG_KEYRING_FILE": ("security", "keyring_file"),
+    "WORKFLOW_WAIT_LISTENER_CONNECTIONS": ("execution", "wait_listener_connections"),
+}
 
 
 class EnvironmentSettingError(ValueError):
@@ -80,7 +86,8 @@ def apply_environment(
 ) -> dict[str, Any]:
     """raw (the decoded configuration file) with every WORKFLOW_<SECTION>_<KEY> applied."""
     for path, annotation in setting_paths(struct):
-        name = variable_name(path)
-        if name in environ:
-            _set(raw, path, _parse(name, environ[name], annotation))
+        names = [alias for alias, target in ALIASES.items() if target == path]
+        for name in [*names, variable_name(path)]:
+            if name in environ:
+                _set(raw, path, _parse(name, environ[name], annotation))
     return raw

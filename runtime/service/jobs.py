@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
+from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts
 from runtime.scheduler import Executor, capacity
@@ -128,6 +129,7 @@ def executor_job(services: Services) -> ExecutorJob:
         services.settings.security,
         destinations=services.settings.publication.destinations.address_policy(),
         resolver=services.resolver,
+        maximum_parallelism=section.maximum_parallelism,
     )
     executor = Executor(services.database, runtime.handlers(), section.scheduler())
     job = ExecutorJob("workflow-executor", executor, runtime)
@@ -170,6 +172,17 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
             "sweep-run-credentials",
             settings.execution.credential_sweep_interval_s,
             lambda: forget_expired_credentials(db),
+        ),
+        # Reservations outlive their windows and finished runs pile up: both are swept once no
+        # call can replay them any more (a live run and its reservation are never touched).
+        PeriodicJob(
+            "sweep-retention",
+            settings.execution.retention_sweep_interval_s,
+            lambda: sweep_retention(
+                db,
+                retention_s=settings.execution.run_retention_s,
+                batch=settings.execution.retention_sweep_batch,
+            ),
         ),
     ]
     if settings.execution.workers_enabled:

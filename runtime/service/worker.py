@@ -65,6 +65,7 @@ async def run_worker(
         load_configured_keyring(settings.security),
         settings.security,
         destinations=settings.publication.destinations.address_policy(),
+        maximum_parallelism=settings.execution.maximum_parallelism,
     )
     task_handlers = runtime.handlers() if handlers is None else load_handlers(handlers)
     executor = Executor(

@@ -58,7 +58,9 @@ async def test_every_binding_result_matches_its_output_schema(db: Database) -> N
     )
     _check_output("workflow_binding_publish", active)
     pending = await publish_binding(
-        db, author_ctx(), publish_args({**value, "totalDeadlineMs": 25000}, 1)
+        db,
+        author_ctx(),
+        publish_args({**value, "totalDeadlineMs": 25000}, 1, endpoint_targets=[endpoint_target()]),
     )
     _check_output("workflow_binding_publish", pending)
     _check_output(

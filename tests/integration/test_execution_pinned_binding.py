@@ -137,7 +137,10 @@ async def test_a_republish_and_a_revocation_during_a_run_do_not_change_what_it_r
                 wf_def_id,
                 tool_id,
                 text,
-                [endpoint_target("elsewhere", f"{server.base}/elsewhere")],
+                [
+                    endpoint_target("moved", f"{server.base}/claims"),
+                    endpoint_target("elsewhere", f"{server.base}/elsewhere"),
+                ],
                 pinned["aggregateVersion"],
             )
             assert moved["status"] == "active"
@@ -171,10 +174,19 @@ async def test_a_uri_outside_the_pinned_targets_is_refused_before_any_request_le
             wf_def_id,
             str(uuid.uuid4()),
             text,
-            [endpoint_target("claims", f"{server.base}/claims")],
+            [
+                endpoint_target("claims", f"{server.base}/claims"),
+                # Publication needs every call covered; this target serves another environment.
+                {
+                    **endpoint_target("other", f"{server.base}/not-a-target"),
+                    "environments": ["prod"],
+                },
+            ],
             0,
         )
-        runtime = WorkflowRuntime(ExecutionSettings(), keyring, destinations=LOCAL_BACKENDS)
+        runtime = WorkflowRuntime(
+            ExecutionSettings(environment="dev"), keyring, destinations=LOCAL_BACKENDS
+        )
         async with executor(db, runtime):
             process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
             run = await wait_for_result(db, HOST, process_id, timeout=20)

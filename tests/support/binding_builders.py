@@ -41,9 +41,17 @@ def definition_yaml(
     evidence: bool = True,
     mcp_tool: str | None = None,
     extra_task: str = "",
+    calls: tuple[tuple[str, str], ...] = (),
 ) -> str:
-    """A valid definition; options add a fork, an HTTP write, an MCP call or raw task YAML."""
+    """A valid definition; options add a fork, an HTTP write, an MCP call, HTTP calls given as
+    (method, endpoint) pairs (writes carry evidence) or raw task YAML."""
     tasks = [f"  - first:\n      set:\n        marker: {marker}\n"]
+    for index, (method, endpoint) in enumerate(calls):
+        meta = f"      metadata:\n        approvalEvidenceDigest: {EVIDENCE}\n"
+        tasks.append(
+            f"  - call{index}:\n      call: http\n      with:\n        method: {method}\n"
+            f"        endpoint: {endpoint}\n" + ("" if method in ("GET", "HEAD") else meta)
+        )
     if write:
         meta = f"      metadata:\n        approvalEvidenceDigest: {EVIDENCE}\n" if evidence else ""
         tasks.append(
@@ -202,13 +210,15 @@ def publish_args(
 
 
 def endpoint_target(
-    ref: str = "claims-api", uri: str = "https://api.example.com/claims"
+    ref: str = "claims-api",
+    uri: str = "https://api.example.com/claims",
+    methods: tuple[str, ...] = ("post", "GET", "POST"),
 ) -> dict[str, Any]:
-    """One resolved endpoint target."""
+    """One resolved endpoint target (the default covers definition_yaml(write=True)'s call)."""
     return {
         "endpointRef": ref,
         "endpointUri": uri,
-        "allowedMethods": ["post", "GET", "POST"],
+        "allowedMethods": list(methods),
         "environments": ["prod", "dev"],
         "authorizationPolicyDigest": POLICY_DIGEST,
     }

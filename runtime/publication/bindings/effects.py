@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.binding_reach import dependency_for as dependency_for
-from runtime.engine.analysis import WriteTask, static_requirements, write_tasks
+from runtime.engine.analysis import WriteTask, fork_widths, static_requirements, write_tasks
 from runtime.engine.errors import DefinitionError, ExpressionError
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.engine.parser import parse_definition
@@ -28,8 +28,9 @@ SYNC_TASK_KINDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class PinnedVersionFit:
-    """What publication learns from the pinned version: its write tasks (for evidence)."""
+    """What publication learns from the pinned version: the parsed definition, its write tasks."""
 
+    definition: WorkflowDefinition
     write_tasks: tuple[WriteTask, ...]
 
 
@@ -145,9 +146,28 @@ def check_static_fit(definition: WorkflowDefinition, binding: Binding) -> None:
         raise BindingRuleViolation(f"the pinned version does not fit the binding: {problems[0]}")
 
 
-def check_pinned_version(document: Any, binding: Binding, reach: Reach) -> PinnedVersionFit:
-    """Parse the pinned version, run the effect matrix and the static fit check."""
+def check_service_parallelism(definition: WorkflowDefinition, ceiling: int | None) -> None:
+    """Reject a fork wider than the service's execution.maximum_parallelism.
+
+    Seed 001: fork width is governed by the service setting, whatever the binding allows. It
+    is runtime configuration, not the request, so the rejection carries no evidence.
+    """
+    if ceiling is None:
+        return
+    for pointer, width in sorted(fork_widths(definition).items()):
+        if width > ceiling:
+            raise BindingRuleViolation(
+                f"the pinned version does not fit the service: fork {pointer} has {width} "
+                f"branches, over execution.maximum_parallelism {ceiling}"
+            )
+
+
+def check_pinned_version(
+    document: Any, binding: Binding, reach: Reach, *, parallelism_ceiling: int | None = None
+) -> PinnedVersionFit:
+    """Parse the pinned version, run the effect matrix, the static fit and service ceilings."""
     definition = parse_pinned_definition(document)
     writes = check_effect_matrix(definition, binding, reach)
     check_static_fit(definition, binding)
-    return PinnedVersionFit(write_tasks=writes)
+    check_service_parallelism(definition, parallelism_ceiling)
+    return PinnedVersionFit(definition=definition, write_tasks=writes)

@@ -22,6 +22,7 @@ from runtime.publication.bindings.carry_over import (
     write_task_key_of_document,
 )
 from runtime.publication.bindings.common import current_owner, is_owner, not_found
+from runtime.publication.bindings.coverage import check_endpoint_coverage
 from runtime.publication.bindings.destinations import (
     DestinationPolicy,
     check_destinations,
@@ -305,6 +306,7 @@ async def _publish(
     ctx: InvocationContext,
     publish: WorkflowBindingPublishInput,
     policy: DestinationPolicy,
+    parallelism_ceiling: int | None,
 ) -> WorkflowBindingPublishOutput:
     request = validate_publish_request(publish)
     operation_id, expected = publish.operation_id, publish.expected_aggregate_version
@@ -312,10 +314,19 @@ async def _publish(
     version_row = await lock_pinned_version(conn, ctx.host_id, doc)
     owner = await current_owner(conn, ctx.host_id, doc["wfDefId"])
     try:
-        fit = check_pinned_version(version_row["document"], request.binding, request.reach)
+        fit = check_pinned_version(
+            version_row["document"],
+            request.binding,
+            request.reach,
+            parallelism_ceiling=parallelism_ceiling,
+        )
         check_destinations(request.reach.endpoint_targets, policy)
     except BindingRuleViolation as violation:
         raise violation.to_error() from None
+    try:
+        check_endpoint_coverage(fit.definition, request.reach.endpoint_targets)
+    except InvalidBindingRequest as rejection:
+        raise request_section_error(rejection, operation_id) from None
     head = await store.lock_head(conn, ctx.host_id, doc["toolId"])
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
@@ -370,6 +381,7 @@ async def publish_binding(
     arguments: Mapping[str, Any],
     *,
     policy: DestinationPolicy | None = None,
+    maximum_parallelism: int | None = None,
 ) -> WorkflowBindingPublishOutput:
     """workflow_binding_publish: record a revision as active or pendingApproval.
 
@@ -383,7 +395,7 @@ async def publish_binding(
     destination_policy = await resolve_names(policy or DestinationPolicy(), targets)
 
     async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
-        return await _publish(conn, ctx, request, destination_policy)
+        return await _publish(conn, ctx, request, destination_policy, maximum_parallelism)
 
     return await run_binding_operation(
         db,

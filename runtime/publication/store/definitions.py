@@ -78,7 +78,13 @@ def _version_state(row: dict[str, Any] | None) -> VersionState | None:
 
 async def insert_version(conn: Connection, version: dict[str, Any]) -> VersionState | None:
     """Insert a published version; None when (host, wfDefId, version) already exists."""
-    params = {**version, "document": json.dumps(version["document"], ensure_ascii=False)}
+    params = {
+        **version,
+        **{
+            key: json.dumps(version[key], ensure_ascii=False)
+            for key in ("document", "normalized_document", "expression_digests")
+        },
+    }
     return _version_state(await _one(conn, QUERIES["insert_definition_version"], params))
 
 
