@@ -26,7 +26,7 @@ def _owned_by(run: dict[str, Any], ctx: InvocationContext) -> bool:
     A shared service principal alone is not isolation, and neither is a user id alone: the same
     user through another client, or another subject carrying the same user id, sees nothing.
     """
-    return (
+    return bool(
         run["user_id"] == ctx.user_id
         and run["end_user_subject"] == ctx.subject
         and run["principal_subject"] == rules.principal_of(ctx)
