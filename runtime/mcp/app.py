@@ -12,6 +12,7 @@ from litestar import Litestar, Request, Response, get, post, route
 from litestar.datastructures import State
 
 from generated.routes import ROUTES
+from runtime.mcp.bearer_gate import BearerGate
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
 from runtime.mcp.server import HttpReply, McpServer, decode_json
@@ -111,6 +112,7 @@ def attach_services(
         dispatcher,
         page_size=services.settings.server.tools_list_page_size,
         list_ttl_ms=services.settings.server.tools_list_ttl_ms,
+        gate=BearerGate(services.authenticator, services.settings.server.anonymous_discovery),
     )
 
 

@@ -208,7 +208,7 @@ class DevIdentity:
         audience: str = DEV_AUDIENCE,
         extra_claims: dict[str, Any] | None = None,
     ) -> str:
-        """A signed application token (RFC 9068: sub equals client_id) for a calling service."""
+        """A signed RFC 9068 application token (typ at+jwt, sub equals client_id)."""
         client = client_id or service_id
         claims: dict[str, Any] = {
             "iss": issuer,
@@ -224,7 +224,7 @@ class DevIdentity:
         if environment is not None:
             claims["env"] = environment
         claims.update(extra_claims or {})
-        return self.sign(claims)
+        return self.sign(claims, headers={"typ": "at+jwt"})
 
     def auth_headers(
         self, user_token: str | None = None, app_token: str | None = None

@@ -72,6 +72,23 @@ class ClaimNames(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     environment: str = "env"
 
 
+class ApplicationTokenMarks(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What marks a token as an application token besides RFC 9068's `sub == client id`.
+
+    Identity providers shape client-credentials tokens differently: some give them a subject
+    other than the client id, but state the grant in a claim (`gty: client-credentials`,
+    `idtyp: app`) or issue only them as RFC 9068 access tokens (`typ: at+jwt`). Any mark makes
+    the token an application token, which is never accepted as the user's. Set header_types to
+    [] when the identity provider issues user access tokens as at+jwt too.
+    """
+
+    header_types: list[str] = msgspec.field(default_factory=lambda: ["at+jwt"])
+    type_claim: str | None = "gty"
+    type_values: list[str] = msgspec.field(
+        default_factory=lambda: ["client-credentials", "client_credentials", "app"]
+    )
+
+
 class RunCredentialSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How outbound calls of a run pick the user token."""
 
@@ -95,6 +112,7 @@ class SecuritySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # When set, the application token's environment claim must equal it.
     app_environment: str | None = None
     claims: ClaimNames = msgspec.field(default_factory=ClaimNames)
+    application_token: ApplicationTokenMarks = msgspec.field(default_factory=ApplicationTokenMarks)
     # Configured entries override the defaults tool by tool; unlisted tools keep their default.
     tool_roles: dict[str, list[str]] = msgspec.field(default_factory=default_tool_roles)
     keyring_file: str | None = None
