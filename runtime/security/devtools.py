@@ -21,6 +21,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from runtime.security.dev_token_exchange import DevTokenExchange
 from runtime.security.keyring import Keyring, new_keyring_document
 from runtime.security.keys import jwk_thumbprint, public_jwk
 from runtime.security.settings import SecuritySettings, TokenTrust
@@ -249,6 +250,12 @@ class DevIdentity:
     def keyring(self) -> Keyring:
         """The dev keyring."""
         return Keyring.load(self.paths.keyring)
+
+    def token_exchange(self, client_secret: str, *, ttl: int = 3600) -> DevTokenExchange:
+        """A local RFC 8693 endpoint (ASGI) that exchanges this identity's user tokens."""
+        return DevTokenExchange(
+            sign=self.sign, security=self.settings(), client_secret=client_secret, ttl=ttl
+        )
 
 
 def _split(value: str | None) -> list[str]:

@@ -89,10 +89,40 @@ class ApplicationTokenMarks(msgspec.Struct, kw_only=True, forbid_unknown_fields=
     )
 
 
+class TokenExchangeSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """An OAuth 2.0 Token Exchange endpoint (RFC 8693) for workflow_start runs; none: off."""
+
+    endpoint: str | None = None
+    # Client authentication at the endpoint (HTTP Basic, RFC 6749 section 2.3.1).
+    client_id: str | None = None
+    client_secret: str | None = None
+    audience: str | None = None  # the audience asked for, when the endpoint needs one
+    timeout_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.endpoint is not None and (not self.client_id or not self.client_secret):
+            raise ValueError("token_exchange needs client_id and client_secret with an endpoint")
+        if self.timeout_seconds <= 0:
+            raise ValueError("token_exchange.timeout_seconds must be positive")
+
+    @property
+    def configured(self) -> bool:
+        """True when runs can exchange their token before it expires."""
+        return self.endpoint is not None
+
+    def __repr__(self) -> str:
+        # The client secret is a secret: never show it.
+        return (
+            f"TokenExchangeSettings(endpoint={self.endpoint!r}, client_id={self.client_id!r}, "
+            f"audience={self.audience!r})"
+        )
+
+
 class RunCredentialSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How outbound calls of a run pick the user token."""
 
     original_token_margin_seconds: int = 300
+    token_exchange: TokenExchangeSettings = msgspec.field(default_factory=TokenExchangeSettings)
 
     def __post_init__(self) -> None:
         if self.original_token_margin_seconds < 0:
