@@ -7,8 +7,10 @@ Usage: ``python -m runtime.security.devtools init --dir .data/dev`` then
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import secrets
 import sys
 import time
 import uuid
@@ -38,6 +40,7 @@ SIGNING_KEY_FILE = "signing-key.pem"
 PUBLIC_KEY_FILE = "public-key.pem"
 JWKS_FILE = "jwks.json"
 KEYRING_FILE = "keyring.json"
+EXCHANGE_SECRET_FILE = "token-exchange-secret"
 
 SigningKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 
@@ -250,6 +253,15 @@ class DevIdentity:
     def keyring(self) -> Keyring:
         """The dev keyring."""
         return Keyring.load(self.paths.keyring)
+
+    def exchange_secret(self) -> str:
+        """The client secret of the local token exchange endpoint (created on first use)."""
+        path = self.paths.directory / EXCHANGE_SECRET_FILE
+        if not path.exists():
+            # Another process of the same checkout may have created it first.
+            with contextlib.suppress(FileExistsError):
+                _write_private(path, secrets.token_urlsafe(32).encode("ascii"))
+        return path.read_text("ascii").strip()
 
     def token_exchange(self, client_secret: str, *, ttl: int = 3600) -> DevTokenExchange:
         """A local RFC 8693 endpoint (ASGI) that exchanges this identity's user tokens."""

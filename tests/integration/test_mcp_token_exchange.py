@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
+from runtime.errors import AuthenticationError
 from runtime.execution import ExecutionSettings
-from runtime.security import KeySet, TokenExchangeSettings, TokenKind, TokenVerifier
+from runtime.execution.token_exchange import TokenExchanger
+from runtime.mcp.app import create_app
+from runtime.security import KeySet, SecretToken, TokenExchangeSettings, TokenKind, TokenVerifier
 from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID, DevTokenExchange
 from runtime.security.devtools import DevIdentity
+from runtime.service.bootstrap import (
+    DEV_TOKEN_EXCHANGE_PATH,
+    apply_dev_identity,
+    dev_token_exchange_route,
+)
 from runtime.services import Services
 from runtime.settings import Settings
 from tests.support.binding_builders import HOST, new_id
@@ -142,3 +153,31 @@ async def test_without_an_exchange_endpoint_a_start_that_would_outlive_its_token
     async with db.connection() as conn:
         cursor = await conn.execute("SELECT count(*) AS n FROM workflow_invocation_t")
         assert (await cursor.fetchone())["n"] == 0
+
+
+@pytest.mark.requirement("000:QC-28")
+async def test_make_run_exchanges_at_the_dev_identitys_own_endpoint_with_client_authentication(
+    tmp_path: Path,
+) -> None:
+    settings = Settings()
+    settings.store.data_dir = str(tmp_path)
+    identity = apply_dev_identity(settings)
+    assert identity is not None
+    configured = settings.security.run_credential.token_exchange
+    assert configured.endpoint == f"http://127.0.0.1:8787{DEV_TOKEN_EXCHANGE_PATH}"
+    app = create_app()
+    app.register(dev_token_exchange_route(identity))
+    transport = httpx.ASGITransport(app=app)
+    served = f"http://localhost{DEV_TOKEN_EXCHANGE_PATH}"
+    exchanger = TokenExchanger.from_settings(
+        msgspec.structs.replace(configured, endpoint=served), transport
+    )
+    assert exchanger is not None
+    original = identity.user_token(user_id=CALLER)
+    exchanged = await exchanger.exchange(SecretToken(original))
+    verifier = TokenVerifier(settings.security, KeySet.from_settings(settings.security))
+    claims = verifier.verify(exchanged.reveal(), TokenKind.USER)
+    assert claims["sub"] == CALLER and exchanged.reveal() != original
+    impostor = dataclasses.replace(exchanger, client_secret=SecretToken("not-the-secret"))
+    with pytest.raises(AuthenticationError):
+        await impostor.exchange(SecretToken(original))
