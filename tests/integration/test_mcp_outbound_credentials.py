@@ -130,6 +130,37 @@ async def test_a_token_that_expires_mid_run_stops_the_next_protected_call(
     assert user not in str(body) and user not in caplog.text
 
 
+async def test_a_grant_the_backend_revoked_mid_run_stops_the_next_call_with_a_stable_error(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: ProtectedBackend,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    uri = f"{backend.base}/claims"
+    text = calling_definition(
+        http_task("first", "GET", uri, authenticated=True, write=False),
+        http_task("second", "GET", uri, authenticated=True, write=False),
+    )
+    tool = await publish_calling_tool(owner, text, uri)
+    caller, user = _caller(http, dev_identity)
+    backend.accepted.add(user)
+
+    def revoke() -> None:
+        # The user's delegation is withdrawn at the protected backend once the first call ran.
+        backend.accepted.discard(user)
+
+    backend.after_reply = revoke
+    async with verifying_executor(services):
+        result = await until_settled(lambda: caller.call_tool("workflow_invoke", invoke_args(tool)))
+    body = refused(result, "WORKFLOW_TASK_FAILED")
+    assert backend.seen == [f"Bearer {user}"] * 2  # the second call was refused
+    assert body["error"]["details"]["status"] == 401
+    assert user not in str(body) and user not in caplog.text
+
+
 @pytest.mark.requirement("000:Idempotency")
 @pytest.mark.requirement("000:Task evidence")
 async def test_a_write_tool_sends_the_users_token_once_and_replays_within_the_window(

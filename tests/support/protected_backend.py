@@ -42,6 +42,8 @@ class ProtectedBackend:
     seen: list[str | None] = field(default_factory=list)
     # Awaited before the first request is answered (a test holds the run there).
     before_first_reply: Callable[[], Awaitable[None]] | None = None
+    # Called once each reply was sent (a test revokes a grant there).
+    after_reply: Callable[[], None] | None = None
     port: int = 0
 
     @property
@@ -68,6 +70,8 @@ class ProtectedBackend:
         start["headers"] = [(b"content-type", b"application/json")]
         await send(start)
         await send({"type": "http.response.body", "body": body})
+        if self.after_reply is not None:
+            self.after_reply()
 
 
 def http_task(name: str, method: str, uri: str, *, authenticated: bool, write: bool) -> str:
