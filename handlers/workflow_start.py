@@ -16,4 +16,11 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
         expected_definition_digest=given(args.expected_definition_digest),
     )
     services = call.services
-    return await start_workflow(services.database, call.context, request, services.keyring)
+    exchange = services.settings.security.run_credential.token_exchange
+    return await start_workflow(
+        services.database,
+        call.context,
+        request,
+        services.keyring,
+        can_exchange=exchange.configured,
+    )

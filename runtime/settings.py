@@ -26,6 +26,8 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     )
     tools_list_page_size: int = 50
     tools_list_ttl_ms: int = 300_000
+    # Whether tools/list answers without a bearer (a bearer that is sent must verify anyway).
+    anonymous_discovery: bool = False
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -24,6 +24,10 @@ _REJECTED_CALLS = {
     "asyncapi": "it waits for messages",
 }
 _MCP_SHORTHAND = {"endpoint", "tool", "arguments"}
+# The one runtime-managed credential: the run token picked by the run credential selector
+# (the user's delegated token). `use.authentications.<name>: {bearer: {use: runCredential}}`.
+RUN_CREDENTIAL = "runCredential"
+_HONOURED_POLICY = {"bearer": {"use": RUN_CREDENTIAL}}
 
 
 def parse_call(
@@ -120,6 +124,16 @@ def _parse_http(node: Mapping[str, Any], pointer: str, ctx: ParseContext) -> Htt
         redirect=redirect,
         authentication=authentication,
     )
+
+
+def check_authentication_policies(section: Mapping[str, Any]) -> None:
+    """Refuse every use.authentications entry the runtime cannot honour, naming it."""
+    for name, policy in section.items():
+        if not isinstance(policy, Mapping) or dict(policy) != _HONOURED_POLICY:
+            raise DefinitionError(
+                f"use.authentications entry {name!r} cannot be honoured: the runtime supplies "
+                f"only the run's delegated user token, as {{bearer: {{use: {RUN_CREDENTIAL}}}}}"
+            )
 
 
 def _authentication(value: Any, pointer: str, ctx: ParseContext) -> str | None:

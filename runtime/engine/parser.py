@@ -13,6 +13,7 @@ from runtime.engine.durations import DurationError
 from runtime.engine.errors import DefinitionError
 from runtime.engine.model import FLOW_DIRECTIVES, Schema, TaskList, Transform, WorkflowDefinition
 from runtime.engine.model import freeze as _freeze
+from runtime.engine.parse_calls import check_authentication_policies
 from runtime.engine.parse_common import ParseContext, parse_schema, parse_transform
 from runtime.engine.parse_tasks import parse_task_list
 
@@ -177,6 +178,7 @@ def _parse_use(value: Any) -> dict[str, Mapping[str, Any]]:
         if not isinstance(section, Mapping):
             raise DefinitionError(f"use.{key} must be a mapping")
         sections[key] = section
+    check_authentication_policies(sections["authentications"])
     return sections
 
 

@@ -24,6 +24,7 @@ from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
 from runtime.execution.outbound import encode_body, send_http, send_mcp
+from runtime.execution.outbound_auth import with_credential
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import HttpPolicy
 from runtime.scheduler import faults
@@ -145,6 +146,7 @@ class DurableEffects:
         step_no = self._next_write_step() if request.write else None
         if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return _response_from_record(recorded)
+        request = await with_credential(request, self._ctx.token)
         body_bytes = len(encode_body(request.body) or b"")
         reservation = await self._ctx.lease.reserve(
             attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS

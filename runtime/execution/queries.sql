@@ -34,6 +34,15 @@ SELECT key_id, nonce, ciphertext, token_expires_ts
 FROM workflow_run_credential
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 
+-- replace_exchanged_credential --
+-- A run's exchanged token (RFC 8693): kept only when it outlives the stored one, so two tasks
+-- exchanging at once leave the later-expiring token.
+UPDATE workflow_run_credential
+SET key_id = %(key_id)s, nonce = %(nonce)s, ciphertext = %(ciphertext)s,
+    token_expires_ts = %(token_expires_ts)s
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+  AND (token_expires_ts IS NULL OR token_expires_ts < %(token_expires_ts)s);
+
 -- delete_expired_credentials --
 -- Forget sealed credentials that outlived their run's deadline; a live run whose policy is
 -- disabled runs past its deadline, so its credential stays until it ends or the token expires.

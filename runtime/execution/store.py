@@ -143,6 +143,28 @@ async def select_credential(
     return StoredCredential(sealed, row["token_expires_ts"])
 
 
+async def replace_credential(
+    conn: Connection,
+    host_id: str,
+    process_id: str,
+    sealed: SealedSecret,
+    token_expires_ts: datetime | None,
+) -> bool:
+    """Store an exchanged token for a live run when it outlives the stored one; whether it did."""
+    cursor = await conn.execute(
+        QUERIES["replace_exchanged_credential"],
+        {
+            "host_id": host_id,
+            "process_id": process_id,
+            "key_id": sealed.key_id,
+            "nonce": sealed.nonce,
+            "ciphertext": sealed.ciphertext,
+            "token_expires_ts": token_expires_ts,
+        },
+    )
+    return cursor.rowcount == 1
+
+
 async def delete_expired_credentials(conn: Connection) -> int:
     """Forget credentials past their run's deadline; how many."""
     cursor = await conn.execute(QUERIES["delete_expired_credentials"])

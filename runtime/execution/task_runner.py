@@ -62,6 +62,7 @@ from runtime.execution.credential import (
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
+from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
 from runtime.execution.transport import outbound_client
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
@@ -124,6 +125,8 @@ class WorkflowRuntime:
     resolver: Resolver = field(default_factory=SystemResolver)
     # run_credential.original_token_margin_seconds of the security settings (one place only).
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
+    # RFC 8693 exchange for workflow_start runs near their token's expiry (None: not configured).
+    exchanger: TokenExchanger | None = None
     # Where interpretation runs: off the serving loop (runtime.engine.offload).
     engine: EngineThreads = field(default_factory=EngineThreads)
     # execution.maximum_parallelism: the service's fork-width ceiling over every run's own.
@@ -153,6 +156,7 @@ class WorkflowRuntime:
             destinations=AddressPolicy() if destinations is None else destinations,
             resolver=SystemResolver() if resolver is None else resolver,
             maximum_parallelism=maximum_parallelism,
+            exchanger=TokenExchanger.from_settings(security.run_credential.token_exchange),
         )
 
     def handlers(self) -> dict[str, TaskHandler]:
@@ -318,8 +322,11 @@ class WorkflowRuntime:
         targets = None if loaded.reach is None else loaded.reach.endpoint_targets
         policy = policy_for(targets, self.settings.http_allowlist, self.settings.environment)
 
+        # Only workflow_start runs (no binding revision) may outlive their token by exchange.
+        exchangeable = loaded.spec.binding_id is None
+
         async def token() -> SecretToken:
-            return await self._run_token(db, task)
+            return await self._run_token(db, task, exchangeable)
 
         return CallContext(
             db=db,
@@ -335,16 +342,23 @@ class WorkflowRuntime:
             prior_calls=prior,
         )
 
-    async def _run_token(self, db: Database, task: ClaimedTask) -> SecretToken:
+    async def _run_token(self, db: Database, task: ClaimedTask, exchangeable: bool) -> SecretToken:
         async with db.transaction(read_only=True) as conn:
             stored = await store.select_credential(conn, task.host_id, task.process_id)
         try:
             if stored is None:
                 raise AuthenticationError("the run has no stored credential")
             token = open_credential(self.keyring, stored.sealed, task.host_id, task.process_id)
+            expires_at = stored.token_expires_ts
+            if exchangeable and self.exchanger is not None:
+                where = (task.host_id, task.process_id)
+                token, expires_at = await renew_near_expiry(
+                    db, self.keyring, self.exchanger, where, token, expires_at,
+                    self.token_margin_seconds,
+                )  # fmt: skip
             return select_run_token(
                 token,
-                stored.token_expires_ts,
+                expires_at,
                 margin_seconds=self.token_margin_seconds,
                 check=self.token_check,
             )

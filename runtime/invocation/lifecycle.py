@@ -12,7 +12,7 @@ from generated.models import (
     WorkflowGetStatusOutput,
 )
 from runtime.errors import WorkflowError
-from runtime.invocation import store
+from runtime.invocation import rules, store
 from runtime.invocation.results import not_visible, result_document, status_document
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
 from runtime.scheduler.models import LIVE_STATES
@@ -20,15 +20,28 @@ from runtime.security import InvocationContext
 from runtime.store import Database
 
 
+def _owned_by(run: dict[str, Any], ctx: InvocationContext) -> bool:
+    """Seed 001 "Asynchronous Tools": host (the query's scope), client principal and subject.
+
+    A shared service principal alone is not isolation, and neither is a user id alone: the same
+    user through another client, or another subject carrying the same user id, sees nothing.
+    """
+    return bool(
+        run["user_id"] == ctx.user_id
+        and run["end_user_subject"] == ctx.subject
+        and run["principal_subject"] == rules.principal_of(ctx)
+    )
+
+
 async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
-    """The run if it belongs to the caller (same host and user); one refusal otherwise."""
+    """The run if it belongs to the caller (host, client principal, subject); else one refusal."""
     try:
         process_id = str(uuid.UUID(instance_id))
     except ValueError:
         raise not_visible() from None
     async with db.transaction(read_only=True) as conn:
         run = await store.select_owned_run(conn, ctx.host_id, process_id)
-    if run is None or run["user_id"] != ctx.user_id:
+    if run is None or not _owned_by(run, ctx):
         raise not_visible()
     return run
 

@@ -102,7 +102,8 @@ WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 
 -- select_owned_run --
 -- A run with who admitted it (the lifecycle tools check the owner).
-SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.tool_id::text AS tool_id,
+SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.end_user_subject,
+       i.principal_subject, i.tool_id::text AS tool_id,
        i.wf_def_id::text AS wf_def_id, i.definition_digest, p.state, p.effect_state,
        p.cancellation_policy, p.cancel_requested, p.result, p.error, p.deadline_ts,
        p.created_ts, p.updated_ts, p.finished_ts

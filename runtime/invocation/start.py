@@ -15,6 +15,7 @@ from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, seal_for, write_run
 from runtime.invocation.requests import StartRequest
 from runtime.invocation.results import timestamp
+from runtime.invocation.token_cover import check_token_covers_run
 from runtime.scheduler import capacity
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
@@ -85,9 +86,17 @@ def _sealed_or_none(
 
 
 async def start_workflow(
-    db: Database, ctx: InvocationContext, request: StartRequest, keyring: Keyring
+    db: Database,
+    ctx: InvocationContext,
+    request: StartRequest,
+    keyring: Keyring,
+    *,
+    can_exchange: bool = False,
 ) -> WorkflowStartOutput:
-    """workflow_start: idempotent (body key, else a fresh one) async start of the saved head."""
+    """workflow_start: idempotent (body key, else a fresh one) async start of the saved head.
+
+    can_exchange: a token exchange endpoint is configured, so the run may outlive the token.
+    """
     wf_def_id = str(uuid.UUID(request.wf_def_id))
     key = request.idempotency_key or str(uuid.uuid4())
     process_id = str(uuid.uuid4())
@@ -134,6 +143,7 @@ async def start_workflow(
                 "this idempotencyKey was used with another input, definition or client",
             )
         if claim.outcome == "accepted":
+            check_token_covers_run(ctx, document, plan.deadline_ts, can_exchange=can_exchange)
             capacity.admit(
                 plan.execution_class, (plan.deadline_ts - admitted).total_seconds() * 1000
             )

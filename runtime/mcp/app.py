@@ -12,6 +12,7 @@ from litestar import Litestar, Request, Response, get, post, route
 from litestar.datastructures import State
 
 from generated.routes import ROUTES
+from runtime.mcp.bearer_gate import BearerGate
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.http_checks import (
     duplicate_credential_fault,
@@ -131,6 +132,7 @@ def attach_services(
         dispatcher,
         page_size=services.settings.server.tools_list_page_size,
         list_ttl_ms=services.settings.server.tools_list_ttl_ms,
+        gate=BearerGate(services.authenticator, services.settings.server.anonymous_discovery),
     )
 
 

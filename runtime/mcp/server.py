@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from runtime.mcp.bearer_gate import BearerGate
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import (
     INVALID_REQUEST,
@@ -57,8 +58,10 @@ class McpServer:
         *,
         page_size: int = 50,
         list_ttl_ms: int = 300_000,
+        gate: BearerGate | None = None,
     ) -> None:
         self.registry = registry
+        self.gate = gate
         self.dispatcher = dispatcher
         self.page_size = page_size
         self.list_ttl_ms = list_ttl_ms
@@ -91,6 +94,11 @@ class McpServer:
             return _fault_reply(fault, None if is_notification else request_id)
         try:
             era = resolve_era(message, headers)
+        except JsonRpcFault as fault:
+            return _fault_reply(fault, None if is_notification else request_id)
+        try:
+            if self.gate is not None:
+                self.gate.check(method, headers)
         except JsonRpcFault as fault:
             return _fault_reply(fault, None if is_notification else request_id)
         if is_notification:

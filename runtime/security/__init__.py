@@ -18,6 +18,7 @@ from runtime.security.settings import (
     ClaimNames,
     RunCredentialSettings,
     SecuritySettings,
+    TokenExchangeSettings,
     TokenTrust,
 )
 from runtime.security.verify import TokenKind, TokenVerifier, is_application_token
@@ -35,6 +36,7 @@ __all__ = [
     "SealedSecret",
     "SecretToken",
     "SecuritySettings",
+    "TokenExchangeSettings",
     "TokenKind",
     "TokenTrust",
     "TokenVerifier",

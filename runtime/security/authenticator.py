@@ -49,6 +49,10 @@ def bearer_token(header: str | None, label: str) -> str:
     return match.group(1)
 
 
+def _present(header: str | None) -> bool:
+    return header is not None and bool(header.strip())
+
+
 class Authenticator:
     """Verifies the user bearer and the Gateway scope bearer of every call."""
 
@@ -73,6 +77,25 @@ class Authenticator:
             raise AuthenticationError("scope token does not name its client")
         self._check_caller(app_claims, service_id, host_id)
         return self._context(user_claims, user_token, host_id, service_id, client_id)
+
+    def check_present(
+        self,
+        authorization_header: str | None,
+        scope_token_header: str | None,
+        *,
+        user_required: bool,
+    ) -> None:
+        """Verify each bearer that is present (the user's also when absent and user_required).
+
+        For MCP methods other than tools/call: no context is built and no caller policy applies,
+        but a credential that is sent must be a valid one (MCP authorization: 401).
+        """
+        if user_required or _present(authorization_header):
+            user_token = bearer_token(authorization_header, "Authorization bearer")
+            self._verifier.verify(user_token, TokenKind.USER)
+        if _present(scope_token_header):
+            app_token = bearer_token(scope_token_header, "X-Scope-Token bearer")
+            self._verifier.verify(app_token, TokenKind.APP)
 
     def _check_caller(self, app_claims: dict[str, Any], service_id: str, host_id: str) -> None:
         if service_id not in self._settings.allowed_caller_service_ids:

@@ -7,8 +7,10 @@ Usage: ``python -m runtime.security.devtools init --dir .data/dev`` then
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import secrets
 import sys
 import time
 import uuid
@@ -21,6 +23,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from runtime.security.dev_token_exchange import DevTokenExchange
 from runtime.security.keyring import Keyring, new_keyring_document
 from runtime.security.keys import jwk_thumbprint, public_jwk
 from runtime.security.settings import SecuritySettings, TokenTrust
@@ -37,6 +40,7 @@ SIGNING_KEY_FILE = "signing-key.pem"
 PUBLIC_KEY_FILE = "public-key.pem"
 JWKS_FILE = "jwks.json"
 KEYRING_FILE = "keyring.json"
+EXCHANGE_SECRET_FILE = "token-exchange-secret"
 
 SigningKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 
@@ -208,7 +212,7 @@ class DevIdentity:
         audience: str = DEV_AUDIENCE,
         extra_claims: dict[str, Any] | None = None,
     ) -> str:
-        """A signed application token (RFC 9068: sub equals client_id) for a calling service."""
+        """A signed RFC 9068 application token (typ at+jwt, sub equals client_id)."""
         client = client_id or service_id
         claims: dict[str, Any] = {
             "iss": issuer,
@@ -224,7 +228,7 @@ class DevIdentity:
         if environment is not None:
             claims["env"] = environment
         claims.update(extra_claims or {})
-        return self.sign(claims)
+        return self.sign(claims, headers={"typ": "at+jwt"})
 
     def auth_headers(
         self, user_token: str | None = None, app_token: str | None = None
@@ -249,6 +253,21 @@ class DevIdentity:
     def keyring(self) -> Keyring:
         """The dev keyring."""
         return Keyring.load(self.paths.keyring)
+
+    def exchange_secret(self) -> str:
+        """The client secret of the local token exchange endpoint (created on first use)."""
+        path = self.paths.directory / EXCHANGE_SECRET_FILE
+        if not path.exists():
+            # Another process of the same checkout may have created it first.
+            with contextlib.suppress(FileExistsError):
+                _write_private(path, secrets.token_urlsafe(32).encode("ascii"))
+        return path.read_text("ascii").strip()
+
+    def token_exchange(self, client_secret: str, *, ttl: int = 3600) -> DevTokenExchange:
+        """A local RFC 8693 endpoint (ASGI) that exchanges this identity's user tokens."""
+        return DevTokenExchange(
+            sign=self.sign, security=self.settings(), client_secret=client_secret, ttl=ttl
+        )
 
 
 def _split(value: str | None) -> list[str]:

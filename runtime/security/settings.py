@@ -72,10 +72,57 @@ class ClaimNames(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     environment: str = "env"
 
 
+class ApplicationTokenMarks(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What marks a token as an application token besides RFC 9068's `sub == client id`.
+
+    Identity providers shape client-credentials tokens differently: some give them a subject
+    other than the client id, but state the grant in a claim (`gty: client-credentials`,
+    `idtyp: app`) or issue only them as RFC 9068 access tokens (`typ: at+jwt`). Any mark makes
+    the token an application token, which is never accepted as the user's. Set header_types to
+    [] when the identity provider issues user access tokens as at+jwt too.
+    """
+
+    header_types: list[str] = msgspec.field(default_factory=lambda: ["at+jwt"])
+    type_claim: str | None = "gty"
+    type_values: list[str] = msgspec.field(
+        default_factory=lambda: ["client-credentials", "client_credentials", "app"]
+    )
+
+
+class TokenExchangeSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """An OAuth 2.0 Token Exchange endpoint (RFC 8693) for workflow_start runs; none: off."""
+
+    endpoint: str | None = None
+    # Client authentication at the endpoint (HTTP Basic, RFC 6749 section 2.3.1).
+    client_id: str | None = None
+    client_secret: str | None = None
+    audience: str | None = None  # the audience asked for, when the endpoint needs one
+    timeout_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.endpoint is not None and (not self.client_id or not self.client_secret):
+            raise ValueError("token_exchange needs client_id and client_secret with an endpoint")
+        if self.timeout_seconds <= 0:
+            raise ValueError("token_exchange.timeout_seconds must be positive")
+
+    @property
+    def configured(self) -> bool:
+        """True when runs can exchange their token before it expires."""
+        return self.endpoint is not None
+
+    def __repr__(self) -> str:
+        # The client secret is a secret: never show it.
+        return (
+            f"TokenExchangeSettings(endpoint={self.endpoint!r}, client_id={self.client_id!r}, "
+            f"audience={self.audience!r})"
+        )
+
+
 class RunCredentialSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How outbound calls of a run pick the user token."""
 
     original_token_margin_seconds: int = 300
+    token_exchange: TokenExchangeSettings = msgspec.field(default_factory=TokenExchangeSettings)
 
     def __post_init__(self) -> None:
         if self.original_token_margin_seconds < 0:
@@ -95,6 +142,7 @@ class SecuritySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # When set, the application token's environment claim must equal it.
     app_environment: str | None = None
     claims: ClaimNames = msgspec.field(default_factory=ClaimNames)
+    application_token: ApplicationTokenMarks = msgspec.field(default_factory=ApplicationTokenMarks)
     # Configured entries override the defaults tool by tool; unlisted tools keep their default.
     tool_roles: dict[str, list[str]] = msgspec.field(default_factory=default_tool_roles)
     keyring_file: str | None = None

@@ -52,13 +52,21 @@ def first_string(claims: dict[str, Any], *names: str) -> str | None:
 
 def client_id_of(claims: dict[str, Any], settings: SecuritySettings) -> str | None:
     """The OAuth client id of a token (configured claim, then "cid")."""
-    return first_string(claims, settings.claims.client_id, "cid")
+    return first_string(claims, settings.claims.client_id, "cid", "azp")
 
 
-def is_application_token(claims: dict[str, Any], settings: SecuritySettings) -> bool:
-    """RFC 9068: a token whose subject is its own client id is an application token."""
+def is_application_token(
+    claims: dict[str, Any], settings: SecuritySettings, header_type: str | None = None
+) -> bool:
+    """An application token: subject equals its client id (RFC 9068), or a configured mark."""
     client_id = client_id_of(claims, settings)
-    return client_id is not None and claims.get("sub") == client_id
+    if client_id is not None and claims.get("sub") == client_id:
+        return True
+    marks = settings.application_token
+    if header_type is not None and header_type.lower() in {t.lower() for t in marks.header_types}:
+        return True
+    token_type = claims.get(marks.type_claim) if marks.type_claim else None
+    return isinstance(token_type, str) and token_type in marks.type_values
 
 
 class TokenVerifier:
@@ -116,7 +124,7 @@ class TokenVerifier:
         )
         claims = self._decode(token, algorithm, candidates, trust, label)
         _check_time_claims(claims, label)
-        self._check_kind(claims, expected, label)
+        self._check_kind(claims, _header_type(token), expected, label)
         return claims
 
     def _pinned_header(self, token: str, label: str) -> tuple[str, str | None]:
@@ -162,8 +170,10 @@ class TokenVerifier:
                 raise AuthenticationError(_describe(exc, label)) from None
         raise AuthenticationError(f"{label} could not be verified")
 
-    def _check_kind(self, claims: dict[str, Any], expected: TokenKind, label: str) -> None:
-        application = is_application_token(claims, self._settings)
+    def _check_kind(
+        self, claims: dict[str, Any], header_type: str | None, expected: TokenKind, label: str
+    ) -> None:
+        application = is_application_token(claims, self._settings, header_type)
         if expected is TokenKind.USER and application:
             raise AuthenticationError("an application token is not accepted as the user token")
         if expected is TokenKind.APP and not application:
@@ -180,6 +190,12 @@ def _check_time_claims(claims: dict[str, Any], label: str) -> None:
             raise AuthenticationError(f"{label} has a malformed {name} claim")
         if not 0 <= value <= MAX_TIME_CLAIM:
             raise AuthenticationError(f"{label} has an out-of-range {name} claim")
+
+
+def _header_type(token: str) -> str | None:
+    """The `typ` header of a token whose signature already verified."""
+    typ = jwt.get_unverified_header(token).get("typ")
+    return typ if isinstance(typ, str) else None
 
 
 def _describe(exc: jwt.PyJWTError, label: str) -> str:

@@ -5,22 +5,58 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from litestar import asgi
+from litestar.handlers import ASGIRouteHandler
+from litestar.types import Receive, Scope, Send
+
 from runtime.execution import configure_waiter
-from runtime.security import Authenticator, KeySet, load_configured_keyring
+from runtime.security import (
+    Authenticator,
+    KeySet,
+    TokenExchangeSettings,
+    load_configured_keyring,
+)
+from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store.bootstrap import open_store
 
+DEV_TOKEN_EXCHANGE_PATH = "/dev/token-exchange"
+
 
 def apply_dev_identity(settings: Settings) -> DevIdentity | None:
-    """With no trusted keys configured, trust a development key pair under the data dir."""
+    """With no trusted keys configured, trust a development key pair under the data dir.
+
+    workflow_start runs then exchange their tokens at the dev identity's own RFC 8693 endpoint,
+    served by `workflow-mcp serve` (dev_token_exchange_route), unless another is configured.
+    """
     security = settings.security
     if security.jwks_file or security.public_key_files:
         return None
     identity = DevIdentity(Path(settings.store.data_dir) / "dev")
-    settings.security = identity.settings()
+    settings.security = identity.settings(run_credential=security.run_credential)
+    if not security.run_credential.token_exchange.configured:
+        host = (
+            settings.server.host if settings.server.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        )
+        settings.security.run_credential.token_exchange = TokenExchangeSettings(
+            endpoint=f"http://{host}:{settings.server.port}{DEV_TOKEN_EXCHANGE_PATH}",
+            client_id=DEV_EXCHANGE_CLIENT_ID,
+            client_secret=identity.exchange_secret(),
+        )
     return identity
+
+
+def dev_token_exchange_route(identity: DevIdentity) -> ASGIRouteHandler:
+    """The dev identity's token exchange endpoint, mounted at DEV_TOKEN_EXCHANGE_PATH."""
+    endpoint = identity.token_exchange(identity.exchange_secret())
+
+    @asgi(DEV_TOKEN_EXCHANGE_PATH, is_mount=True)
+    async def token_exchange(scope: Scope, receive: Receive, send: Send) -> None:
+        await endpoint(dict(scope), receive, send)  # type: ignore[arg-type]
+
+    return token_exchange
 
 
 async def build_services(

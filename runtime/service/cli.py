@@ -19,7 +19,11 @@ import uvicorn
 from runtime.mcp.app import create_app
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
-from runtime.service.bootstrap import apply_dev_identity, build_services
+from runtime.service.bootstrap import (
+    apply_dev_identity,
+    build_services,
+    dev_token_exchange_route,
+)
 from runtime.service.check import run_check
 from runtime.service.config import load_settings
 from runtime.service.environment import EnvironmentSettingError
@@ -65,8 +69,11 @@ def serve(args: argparse.Namespace) -> int:
     if args.no_workers:
         # Execution is left to `workflow-mcp worker` processes on the same database.
         settings.execution.workers_enabled = False
-    dev = apply_dev_identity(settings) is not None
+    identity = apply_dev_identity(settings)
+    dev = identity is not None
     app = create_app(with_service_jobs(lambda: build_services(settings)))
+    if identity is not None:
+        app.register(dev_token_exchange_route(identity))
     server = settings.server
     print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
     uvicorn.run(app, host=server.host, port=server.port, log_level="info")

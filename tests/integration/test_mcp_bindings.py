@@ -559,8 +559,8 @@ async def test_reject_requires_a_comment(actors: Actors) -> None:
 
 
 def third_party(http: httpx.AsyncClient, dev_identity: DevIdentity, user_id: str) -> McpTestClient:
-    """An MCP client for another reviewer of the same host."""
-    user = dev_identity.user_token(host_id=HOST, user_id=user_id, roles=("admin",))
+    """An MCP client for another reviewer of the same host (who may not retire Tools)."""
+    user = dev_identity.user_token(host_id=HOST, user_id=user_id, roles=("workflow-admin",))
     app = dev_identity.app_token(host_id=HOST)
     return McpTestClient(http, MODERN, dev_identity.auth_headers(user, app))
 

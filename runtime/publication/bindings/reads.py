@@ -79,18 +79,29 @@ def _decision_document(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def get_binding(
-    db: Database, ctx: InvocationContext, request: WorkflowBindingGetInput
+    db: Database,
+    ctx: InvocationContext,
+    request: WorkflowBindingGetInput,
+    *,
+    may_retire: bool = False,
 ) -> WorkflowBindingGetOutput:
     """workflow_binding_get: a revision (by id, else pending, else active, else the newest), the
-    Tool's head pointers, its active revision for comparison, and the decision history."""
+    Tool's head pointers, its active revision for comparison, and the decision history.
+
+    may_retire: the caller holds a role that may retire any Tool of the host, so it may read the
+    head it needs for retirement (the aggregate version) without owning or requesting the Tool.
+    """
     check_host_assertion(ctx, request.host_id)
     tool_id = request.tool_id
     binding_id = None if request.binding_id is UNSET else request.binding_id
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
         head = await store.read_head(conn, ctx.host_id, tool_id)
         # A caller with no relationship to the Tool learns nothing, not even that it exists.
-        related = head is not None and await store.tool_related_to_caller(
-            conn, ctx.host_id, tool_id, ctx.user_id, sorted(ctx.positions)
+        related = head is not None and (
+            may_retire
+            or await store.tool_related_to_caller(
+                conn, ctx.host_id, tool_id, ctx.user_id, sorted(ctx.positions)
+            )
         )
         if head is None or not related:
             raise not_found("binding publication for that toolId")
