@@ -199,7 +199,7 @@ class WorkflowRuntime:
         except StepBudgetExhausted as exhausted:
             await _check_deadline(db, task)
             raise _steps_exhausted(exhausted.limit) from None
-        await _check_deadline(db, task)
+        await _check_deadline(db, task, finished=outcome.status == "completed")
         if outcome.status == "completed":
             used = BudgetAmounts(
                 result_bytes=canonical_size(outcome.output), cost_units=_cost(meter)
@@ -373,8 +373,16 @@ async def _effect_seen(db: Database, task: ClaimedTask) -> bool:
     return row is not None and row["effect_state"] != "none"
 
 
-async def _check_deadline(db: Database, task: ClaimedTask) -> None:
-    """Past the deadline nothing new starts: the run ends with a stable WORKFLOW_TIMEOUT."""
+async def _check_deadline(db: Database, task: ClaimedTask, *, finished: bool = False) -> None:
+    """Past the deadline nothing new starts: the run ends with a stable WORKFLOW_TIMEOUT.
+
+    A run that finished after dispatching an effect keeps its result (seed 000 "Waiting,
+    timeout and re-attach"): the write was left to finish, so its output is what a retry
+    within the replay window must get; throwing it away would only invite a second write.
+    """
     if task.cancellation_policy == "disabled" or datetime.now(UTC) < task.deadline_ts:
         return
-    raise timeout_error(after_effect=await _effect_seen(db, task))
+    after_effect = await _effect_seen(db, task)
+    if finished and after_effect:
+        return
+    raise timeout_error(after_effect=after_effect)
