@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from runtime.canonical import definition_digest
+from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.publication.bindings import DestinationPolicy
+from runtime.scheduler import Executor
 from runtime.services import Services
 from tests.support.binding_builders import (
     endpoint_target,
@@ -19,7 +24,7 @@ from tests.support.binding_builders import (
     publish_args,
     write_binding,
 )
-from tests.support.execution import Receive, Send, read_body, serving
+from tests.support.execution import FAST, Receive, Send, read_body, serving
 from tests.support.invocation import (
     Tool,
     caller,
@@ -173,3 +178,65 @@ async def test_past_the_deadline_the_timeout_is_final_even_when_cancelling_is_di
     )
     # A disabled policy is never cancelled by the wait: the run stays live.
     assert status["state"] == "ACCEPTED"
+
+
+@asynccontextmanager
+async def _executor(services: Services, overrun_s: float) -> AsyncIterator[Executor]:
+    """An executor whose write overrun (the disabled policy's hard ceiling) is overrun_s."""
+    runtime = WorkflowRuntime(ExecutionSettings(write_overrun_s=overrun_s), services.keyring)
+    settings = dataclasses.replace(FAST, overrun_ms=round(overrun_s * 1000))
+    async with Executor(services.database, runtime.handlers(), settings) as executor:
+        yield executor
+    await runtime.aclose()
+
+
+async def _settled(caller: McpTestClient, instance: str) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    async def ended() -> bool:
+        status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+        found.update(status)
+        return status["state"] in ("COMPLETED", "FAILED", "CANCELLED")
+
+    await wait_until(ended, what="the run ending")
+    return found
+
+
+async def _disabled_run_past_its_deadline(caller: McpTestClient, owner: McpTestClient) -> str:
+    tool = await publish_tool(
+        owner, syncWaitMs=200, totalDeadlineMs=300, cancellationPolicy="disabled"
+    )
+    body = await _timed_out_past_deadline(caller, tool)
+    return str(body["workflowInstanceId"])
+
+
+@pytest.mark.requirement("000:Waiting, timeout and re-attach")
+async def test_a_disabled_run_past_its_hard_ceiling_is_not_claimed_and_times_out(
+    owner: McpTestClient, caller: McpTestClient, services: Services
+) -> None:
+    instance = await _disabled_run_past_its_deadline(caller, owner)
+    status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+    ceiling = datetime.fromisoformat(status["deadlineAt"]) + timedelta(milliseconds=500)
+    await wait_until(lambda: datetime.now(UTC) > ceiling, what="the hard ceiling passing")
+    async with _executor(services, overrun_s=0.5):
+        ended = await _settled(caller, instance)
+    assert ended["state"] != "COMPLETED"
+    assert ended["error"]["code"] == "WORKFLOW_TIMEOUT"
+    # Ended by the deadline sweep: no worker ever took a slot for it.
+    async with services.database.transaction() as conn:
+        cursor = await conn.execute(
+            "SELECT max(attempts) AS claims FROM workflow_task WHERE process_id = %(p)s",
+            {"p": instance},
+        )
+        row = await cursor.fetchone()
+    assert row is not None and row["claims"] == 0
+
+
+@pytest.mark.requirement("000:Waiting, timeout and re-attach")
+async def test_a_disabled_run_past_its_deadline_but_within_the_ceiling_still_runs(
+    owner: McpTestClient, caller: McpTestClient, services: Services
+) -> None:
+    instance = await _disabled_run_past_its_deadline(caller, owner)
+    async with _executor(services, overrun_s=30.0):
+        ended = await _settled(caller, instance)
+    assert ended["state"] == "COMPLETED"
