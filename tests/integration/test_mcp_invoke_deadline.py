@@ -147,6 +147,7 @@ async def test_a_write_dispatched_before_the_deadline_finishes_and_its_result_is
     instance = body["workflowInstanceId"]
     assert body["error"]["retryable"] is False
     assert body["error"]["afterEffect"] is True
+    assert "kept for the replay window" in body["error"]["message"]
     assert backend.received == 1
     # The write is still in flight past the deadline; now the backend answers.
     backend.gate.set()
