@@ -1,4 +1,4 @@
-"""Canonical JSON (`rfc8785-safe-json-v1`), `sha256:` digests and the YAML 1.2 definition loader."""
+"""Canonical JSON (the v1 and v2 profiles), `sha256:` digests and the YAML 1.2 definition loader."""
 
 from __future__ import annotations
 
@@ -14,10 +14,14 @@ from runtime.canonical.definition import (
 )
 from runtime.canonical.errors import CanonicalError, CanonicalErrorKind
 from runtime.canonical.safe_json import (
+    INPUT_PROFILE,
     PROFILE,
+    PROFILE_V2,
+    PROFILES,
     SAFE_INTEGER_MAX,
     canonical_bytes,
     canonical_digest,
+    narrowest_profile,
     normalize_value,
     parse_json_strict,
     sha256_digest,
@@ -25,8 +29,11 @@ from runtime.canonical.safe_json import (
 
 __all__ = [
     "DIGEST_PROFILE",
+    "INPUT_PROFILE",
     "MAX_DEFINITION_BYTES",
     "PROFILE",
+    "PROFILES",
+    "PROFILE_V2",
     "SAFE_INTEGER_MAX",
     "CanonicalError",
     "CanonicalErrorKind",
@@ -37,6 +44,7 @@ __all__ = [
     "input_schema_of",
     "load_definition_yaml",
     "load_yaml_core",
+    "narrowest_profile",
     "normalize_value",
     "parse_json_strict",
     "schema_digest",

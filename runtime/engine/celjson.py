@@ -1,4 +1,9 @@
-"""Conversions between JSON and CEL values (contract reference/cel-value-v1.json)."""
+"""Conversions between JSON and CEL values (contract v2; v1 is reference/cel-value-v1.json).
+
+v2 differs from v1 in one rule: a finite double converts to a JSON number (the canonical input
+profile rfc8785-json-v2 admits decimals, so expressions see them) within the same
++/-(2^53 - 1) magnitude the profile accepts; v1 refuses every double.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from typing import Any, Final
 from runtime.engine import cel_shim as shim
 from runtime.engine.errors import ExpressionError
 
-CEL_VALUE_CONTRACT_VERSION: Final = 1
+CEL_VALUE_CONTRACT_VERSION: Final = 2
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
@@ -51,16 +56,20 @@ def json_to_cel(value: Any) -> Any:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
-def cel_to_json(value: Any, *, max_depth: int = 64) -> Any:
+def cel_to_json(
+    value: Any, *, max_depth: int = 64, contract: int = CEL_VALUE_CONTRACT_VERSION
+) -> Any:
     """Convert one CEL result to exactly one JSON value, or raise a typed ExpressionError."""
-    return _convert(value, max_depth)
+    if contract not in (1, 2):
+        raise ValueError(f"unknown CEL value contract {contract}")
+    return _convert(value, max_depth, contract >= 2)
 
 
 def _reject(message: str) -> ExpressionError:
     return ExpressionError(message, reason="convert")
 
 
-def _convert(value: Any, depth: int) -> Any:  # noqa: C901 - one branch per CEL type is clearest
+def _convert(value: Any, depth: int, doubles: bool) -> Any:  # noqa: C901 - one branch a CEL type
     if depth < 0:
         raise _reject("result nests too deeply")
     if value is None:
@@ -70,7 +79,11 @@ def _convert(value: Any, depth: int) -> Any:  # noqa: C901 - one branch per CEL 
     if isinstance(value, float | shim.DoubleType):
         if math.isnan(value) or math.isinf(value):
             raise _reject("a non-finite double has no JSON form")
-        raise _reject("doubles are not supported by the CEL value contract v1")
+        if not doubles:
+            raise _reject("doubles are not supported by the CEL value contract v1")
+        if abs(float(value)) > MAX_SAFE_INTEGER:
+            raise _reject("double outside the safe range ±(2^53−1)")
+        return float(value)
     if isinstance(value, int):
         if abs(int(value)) > MAX_SAFE_INTEGER:
             raise _reject("integer outside the safe range ±(2^53−1)")
@@ -84,13 +97,13 @@ def _convert(value: Any, depth: int) -> Any:  # noqa: C901 - one branch per CEL 
     if isinstance(value, dt.timedelta):
         return format_duration(value)
     if isinstance(value, list):
-        return [_convert(item, depth - 1) for item in value]
+        return [_convert(item, depth - 1, doubles) for item in value]
     if isinstance(value, dict) and type(value) in (dict, shim.MapType):
         result: dict[str, Any] = {}
         for key, item in value.items():
             if isinstance(key, bool | shim.BoolType) or not isinstance(key, str):
                 raise _reject("map keys must be strings")
-            result[str(key)] = _convert(item, depth - 1)
+            result[str(key)] = _convert(item, depth - 1, doubles)
         return result
     if value is MISSING:
         raise _reject("a missing value cannot appear here")

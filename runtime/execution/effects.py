@@ -85,13 +85,17 @@ class DurableEffects:
             # A cancelled run sends nothing more: the task and the run end as cancelled.
             await self._ctx.lease.check_cancelled()
         remaining = self.remaining_s()
-        if remaining <= 0 and self._ctx.task.cancellation_policy != "disabled":
+        if self._ctx.task.cancellation_policy == "disabled":
+            # Never cancelled, but never unbounded: the hard ceiling is the deadline plus the
+            # write overrun, after which nothing new is dispatched (the sweep ends the run).
+            remaining += self._ctx.settings.write_overrun_s
+        if remaining <= 0:
             raise RunDeadlineExpired()
         return max(remaining, 0.001)
 
     def _timeout(self, remaining: float, write: bool) -> float:
         if self._ctx.task.cancellation_policy == "disabled":
-            return max(remaining, self._ctx.settings.write_overrun_s)
+            return remaining  # already the time left before the hard ceiling
         # A started write is left to finish (before-effects-only); a read ends at the deadline.
         return remaining + self._ctx.settings.write_overrun_s if write else remaining
 

@@ -104,4 +104,5 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
             renew_interval_ms=self.renew_interval_ms,
             reap_interval_ms=self.reap_interval_ms,
             poll_interval_ms=self.poll_interval_ms,
+            overrun_ms=round(self.outbound.write_overrun_s * 1000),
         )

@@ -37,7 +37,7 @@ import asyncio
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -89,16 +89,15 @@ class _TaskDone(Exception):
 
 
 class DeadlineClock(RealClock):
-    """Waits never outlast the run's deadline (unless the policy disables cancelling)."""
+    """Waits never outlast the point the run must stop (its deadline, or a disabled ceiling)."""
 
-    def __init__(self, deadline: datetime, enforced: bool) -> None:
-        self._deadline = deadline
-        self._enforced = enforced
+    def __init__(self, stop_at: datetime) -> None:
+        self._deadline = stop_at
 
     async def sleep(self, seconds: float) -> None:
         """Sleep, or sleep until the deadline and end the run."""
         remaining = (self._deadline - datetime.now(UTC)).total_seconds()
-        if self._enforced and seconds >= remaining:
+        if seconds >= remaining:
             await asyncio.sleep(max(remaining, 0))
             raise RunDeadlineExpired()
         await asyncio.sleep(seconds)
@@ -186,12 +185,11 @@ class WorkflowRuntime:
         prior = await self._prior_calls(db, task) if task.attempts > 1 else {}
         effects = DurableEffects(self._call_context(db, task, lease, loaded, prior))
         resume = RunState.from_json(task.payload["state"]) if "state" in task.payload else None
-        enforced = task.cancellation_policy != "disabled"
         # Lets a test kill a worker at an exact top-level task (after its claim).
         await faults.point(f"before_workflow_task_{resume.position if resume else 0}")
         meter = StepMeter(self._step_budget(loaded))
         bound_effects = LoopBoundEffects(effects, asyncio.get_running_loop())
-        clock = DeadlineClock(task.deadline_ts, enforced)
+        clock = DeadlineClock(_stop_at(task, self.settings))
         stop_after_task = _stop_after_task(len(loaded.definition.tasks.tasks))
 
         async def interpret() -> RunOutcome:
@@ -208,7 +206,7 @@ class WorkflowRuntime:
         try:
             outcome = await self.engine.run(interpret, meter)
         except _TaskDone as done:
-            await _check_deadline(db, task)
+            await _check_deadline(db, task, self.settings)
             used = BudgetAmounts(
                 intermediate_bytes=canonical_size(done.state), cost_units=_cost(meter)
             )
@@ -221,9 +219,9 @@ class WorkflowRuntime:
         except RunDeadlineExpired:
             raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         except StepBudgetExhausted as exhausted:
-            await _check_deadline(db, task)
+            await _check_deadline(db, task, self.settings)
             raise _steps_exhausted(exhausted) from None
-        await _check_deadline(db, task)
+        await _check_deadline(db, task, self.settings, finished=outcome.status == "completed")
         if outcome.status == "completed":
             used = BudgetAmounts(
                 result_bytes=canonical_size(outcome.output), cost_units=_cost(meter)
@@ -433,8 +431,30 @@ async def _effect_seen(db: Database, task: ClaimedTask) -> bool:
     return row is not None and row["effect_state"] != "none"
 
 
-async def _check_deadline(db: Database, task: ClaimedTask) -> None:
-    """Past the deadline nothing new starts: the run ends with a stable WORKFLOW_TIMEOUT."""
-    if task.cancellation_policy == "disabled" or datetime.now(UTC) < task.deadline_ts:
+def _stop_at(task: ClaimedTask, settings: ExecutionSettings) -> datetime:
+    """When nothing new may start: the deadline, or for a disabled policy its hard ceiling.
+
+    cancellationPolicy: disabled means the caller cannot cancel the run, not that it may run
+    for ever: past the deadline plus the write overrun it stops like any other (seed 000
+    "Waiting, timeout and re-attach"; the scheduler's claims, leases and sweep use the same).
+    """
+    if task.cancellation_policy == "disabled":
+        return task.deadline_ts + timedelta(seconds=settings.write_overrun_s)
+    return task.deadline_ts
+
+
+async def _check_deadline(
+    db: Database, task: ClaimedTask, settings: ExecutionSettings, *, finished: bool = False
+) -> None:
+    """Past the deadline nothing new starts: the run ends with a stable WORKFLOW_TIMEOUT.
+
+    A run that finished after dispatching an effect keeps its result (seed 000 "Waiting,
+    timeout and re-attach"): the write was left to finish, so its output is what a retry
+    within the replay window must get; throwing it away would only invite a second write.
+    """
+    if datetime.now(UTC) < _stop_at(task, settings):
         return
-    raise timeout_error(after_effect=await _effect_seen(db, task))
+    after_effect = await _effect_seen(db, task)
+    if finished and after_effect:
+        return
+    raise timeout_error(after_effect=after_effect)

@@ -168,7 +168,12 @@ async def _admit(
         {
             "host_id": ctx.host_id,
             "scope_digest": rules.scope_digest(
-                policy["kind"], ctx.host_id, tool_id, ctx.subject, key
+                policy["kind"],
+                ctx.host_id,
+                tool_id,
+                ctx.subject,
+                key,
+                profile=rules.input_profile(request.input),
             ),
             "operation": "invoke",
             "key_kind": policy["kind"],

@@ -58,11 +58,16 @@ def stored_error(run: Mapping[str, Any], instance_id: str) -> WorkflowError:
 
 def still_running(instance_id: str, *, retryable: bool, after_effect: bool) -> WorkflowError:
     """WORKFLOW_TIMEOUT naming the instance: the wait ended without a result."""
-    message = (
-        "the run did not finish within the wait; retry to re-attach to it"
-        if retryable
-        else "the run's deadline passed before it finished"
-    )
+    if retryable:
+        message = "the run did not finish within the wait; retry to re-attach to it"
+    elif after_effect:
+        # The dispatched write is not cut off: its result is kept for the replay window.
+        message = (
+            "the run's deadline passed; a write already dispatched is left to finish and its "
+            "result is kept for the replay window"
+        )
+    else:
+        message = "the run's deadline passed before it finished"
     return WorkflowError(
         "WORKFLOW_TIMEOUT",
         message,

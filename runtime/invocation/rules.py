@@ -10,7 +10,15 @@ from typing import Any
 
 import jsonschema
 
-from runtime.canonical import CanonicalError, canonical_bytes, canonical_digest, input_schema_of
+from runtime.canonical import (
+    INPUT_PROFILE,
+    PROFILE,
+    CanonicalError,
+    canonical_bytes,
+    canonical_digest,
+    input_schema_of,
+    narrowest_profile,
+)
 from runtime.canonical.patterns import PatternError, re2_validator
 from runtime.errors import WorkflowError, input_invalid, policy_denied
 from runtime.invocation.store import AdmissionCounts
@@ -18,6 +26,7 @@ from runtime.scheduler import BudgetAmounts
 from runtime.security import InvocationContext
 
 SCOPE_VERSION = 1
+SCOPE_VERSION_PROFILED = 2
 MAX_KEY_LENGTH = 256
 MINUTE_MS = 60_000
 
@@ -82,7 +91,7 @@ def _child_path(parent: str, name: str) -> str:
 def check_input(value: Any, binding_schema: Any, document: Mapping[str, Any] | None) -> str:
     """Validate the input against the Tool's and the definition's schemas; its digest."""
     try:
-        digest = canonical_digest(value)
+        digest = canonical_digest(value, profile=INPUT_PROFILE)
     except CanonicalError as exc:
         raise input_invalid(f"the input is not canonical JSON: {exc}") from None
     _check_against(binding_schema, value, "Tool")
@@ -141,18 +150,34 @@ def idempotency_key(policy: Mapping[str, Any], supplied: str | None, input_diges
     return supplied
 
 
-def scope_digest(kind: str, host_id: str, target_id: str, subject: str, key: str) -> str:
-    """canonical_sha256({v, kind, hostId, toolId, endUserSubject, key})."""
-    return canonical_digest(
-        {
-            "v": SCOPE_VERSION,
-            "kind": kind,
-            "hostId": host_id,
-            "toolId": target_id,
-            "endUserSubject": subject,
-            "key": key,
-        }
-    )
+def input_profile(value: Any) -> str:
+    """The canonical profile a derived key of this (already checked) input is scoped under."""
+    return narrowest_profile(value)
+
+
+def scope_digest(
+    kind: str, host_id: str, target_id: str, subject: str, key: str, *, profile: str = PROFILE
+) -> str:
+    """canonical_sha256({v, kind, hostId, toolId, endUserSubject, key}), v2 with its profile.
+
+    A derived key is the digest of the input's canonical bytes, so its scope names the profile
+    that made them. Scope version 1 means rfc8785-safe-json-v1 (every stored reservation made
+    before v2, and every input v1 can express, whose bytes v2 leaves unchanged, so a retry after
+    the upgrade still replays); an input only v2 accepts gets version 2 with its profile named.
+    An explicit or business key is the caller's text, not canonical bytes: its scope stays put,
+    so reusing it with another input is still a conflict whatever numbers that input holds.
+    """
+    scope: dict[str, Any] = {
+        "v": SCOPE_VERSION,
+        "kind": kind,
+        "hostId": host_id,
+        "toolId": target_id,
+        "endUserSubject": subject,
+        "key": key,
+    }
+    if kind == "derived" and profile != PROFILE:
+        scope.update(v=SCOPE_VERSION_PROFILED, profile=profile)
+    return canonical_digest(scope)
 
 
 def principal_of(ctx: InvocationContext) -> str:

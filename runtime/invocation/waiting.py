@@ -82,8 +82,10 @@ async def finish_invoke(
     outcome = await cancel_run(db, host_id, process_id, timeout_error(after_effect=after_effect))
     if outcome == "alreadyTerminal":
         return invoke_output(await _owned(db, host_id, process_id), process_id, definition_digest)
-    # A disabled policy ignores the deadline: the run can still finish and a retry re-attaches.
-    raise still_running(process_id, retryable=outcome == "disabled", after_effect=after_effect)
+    # Past deadline_ts the answer is final whatever the policy (seed 000 "Waiting, timeout and
+    # re-attach"); a run left to finish (a dispatched write, or a disabled policy) still keeps
+    # its result for the replay window, where a later call with the same key finds it.
+    raise still_running(process_id, retryable=False, after_effect=after_effect)
 
 
 async def _owned(db: Database, host_id: str, process_id: str) -> dict[str, Any]:

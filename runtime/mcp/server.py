@@ -6,16 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from runtime.mcp.bearer_gate import BearerGate
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    PARSE_ERROR,
     JsonRpcFault,
     RequestId,
+    decode_body,
     is_request_id,
     result_response,
 )
@@ -175,11 +173,8 @@ class McpServer:
 
 
 def decode_json(body: bytes) -> Any:
-    """Decode a request body; malformed or absurdly nested JSON is a -32700 parse error."""
-    try:
-        return msgspec.json.decode(body)
-    except (msgspec.DecodeError, RecursionError, ValueError):
-        raise JsonRpcFault(PARSE_ERROR, "parse error: invalid JSON") from None
+    """Decode a request body (runtime.mcp.jsonrpc.decode_body: duplicate members refused)."""
+    return decode_body(body)
 
 
 def _with_cursor(body: dict[str, Any], next_cursor: str | None) -> dict[str, Any]:

@@ -76,7 +76,9 @@ class Executor:
         self._monitor_task: asyncio.Task[None] | None = None
         self.claim_rounds = 0
         self._parked = False
-        self._successor = Successor(self.worker_id, self.settings.lease_ms)
+        self._successor = Successor(
+            self.worker_id, self.settings.lease_ms, self.settings.overrun_ms
+        )
 
     @property
     def listener(self) -> NotificationListener | None:
@@ -340,7 +342,7 @@ class Executor:
             return
         async with self._db.transaction() as conn:
             renewed = await queue.renew_leases(
-                conn, [r.lease for r in held], self.settings.lease_ms
+                conn, [r.lease for r in held], self.settings.lease_ms, self.settings.overrun_ms
             )
         for running in held:
             renewal = renewed.get(running.task.task_id)

@@ -41,13 +41,14 @@ async def sweep_deadlines_once(db: Database, settings: SchedulerSettings) -> Swe
 
     before-effects-only: time out unless an effect may be in flight on a live worker, which
     is left to finish (its completion then ends the run). cooperative: signal a live worker,
-    time out otherwise. disabled runs are never selected.
+    time out otherwise. disabled: selected only past the hard ceiling (deadline plus the write
+    overrun), where the run times out whatever it is doing, so it never holds a slot for ever.
     """
     timed_out = signalled = left = 0
     async with db.transaction() as conn:
         for row in await queue.late_runs(conn, settings):
             host_id, process_id = str(row["host_id"]), str(row["process_id"])
-            live = row["has_live_task"]
+            live = row["has_live_task"] and row["cancellation_policy"] != "disabled"
             if live and row["cancellation_policy"] == "cooperative":
                 signalled += await runs.request_cancel(conn, host_id, process_id)
             elif live and row["effect_state"] != "none":

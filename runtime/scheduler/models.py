@@ -155,6 +155,7 @@ class Successor:
 
     worker_id: str
     lease_ms: int
+    overrun_ms: int = 30_000
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,10 @@ class SchedulerSettings:
     reclaim_min_remaining_ms: int = 250
     reap_batch: int = 100
     stop_grace_s: float = 5.0
+    # How long past its deadline a run whose cancellationPolicy is disabled may still be
+    # claimed, leased and left running: the write overrun (execution.outbound.write_overrun_s).
+    # At deadline + overrun such a run stops like any other, so none holds a slot for ever.
+    overrun_ms: int = 30_000
 
     @property
     def effective_borrow_slots(self) -> int:

@@ -60,7 +60,10 @@ WITH run AS (
     FROM workflow_process
     WHERE host_id = %(host_id)s AND process_id = %(process_id)s
       AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-      AND (deadline_ts > now() OR cancellation_policy = 'disabled')
+      -- A disabled policy is never cancelled, but stops at its hard ceiling (deadline + overrun).
+      AND (deadline_ts > now()
+           OR (cancellation_policy = 'disabled'
+               AND deadline_ts > now() - %(overrun_ms)s * interval '1 millisecond'))
 ),
 inserted AS (
     INSERT INTO workflow_task (
@@ -74,6 +77,9 @@ inserted AS (
            CASE
                WHEN r.execution_class = 'interactive' AND r.cancellation_policy <> 'disabled'
                    THEN least(now() + %(lease_ms)s * interval '1 millisecond', r.deadline_ts)
+               WHEN r.cancellation_policy = 'disabled'
+                   THEN least(now() + %(lease_ms)s * interval '1 millisecond',
+                              r.deadline_ts + %(overrun_ms)s * interval '1 millisecond')
                ELSE now() + %(lease_ms)s * interval '1 millisecond'
            END
     FROM run r
@@ -140,7 +146,10 @@ ranked AS (
     JOIN workflow_process p ON p.host_id = c.host_id AND p.process_id = c.process_id
     LEFT JOIN busy b ON b.host_id = c.host_id
     WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-      AND (p.deadline_ts > now() OR p.cancellation_policy = 'disabled')
+      -- A disabled policy is never cancelled, but stops at its hard ceiling (deadline + overrun).
+      AND (p.deadline_ts > now()
+           OR (p.cancellation_policy = 'disabled'
+               AND p.deadline_ts > now() - %(overrun_ms)s * interval '1 millisecond'))
 ),
 ordered AS (
     SELECT r.*,
@@ -185,6 +194,9 @@ claimed AS (
         lease_expires_ts = CASE
             WHEN t.execution_class = 'interactive' AND p.cancellation_policy <> 'disabled'
                 THEN least(now() + %(lease_ms)s * interval '1 millisecond', p.deadline_ts)
+            WHEN p.cancellation_policy = 'disabled'
+                THEN least(now() + %(lease_ms)s * interval '1 millisecond',
+                           p.deadline_ts + %(overrun_ms)s * interval '1 millisecond')
             ELSE now() + %(lease_ms)s * interval '1 millisecond'
         END
     FROM locked l, workflow_process p
@@ -213,6 +225,9 @@ SET heartbeat_ts = now(),
     lease_expires_ts = CASE
         WHEN t.execution_class = 'interactive' AND p.cancellation_policy <> 'disabled'
             THEN least(now() + %(lease_ms)s * interval '1 millisecond', p.deadline_ts)
+        WHEN p.cancellation_policy = 'disabled'
+            THEN least(now() + %(lease_ms)s * interval '1 millisecond',
+                       p.deadline_ts + %(overrun_ms)s * interval '1 millisecond')
         ELSE now() + %(lease_ms)s * interval '1 millisecond'
     END
 FROM unnest(%(host_ids)s::uuid[], %(task_ids)s::uuid[], %(lease_ids)s::uuid[],
@@ -321,8 +336,10 @@ WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 WITH expired AS (
     SELECT t.host_id, t.task_id, t.process_id, p.effect_state,
            CASE
-               WHEN p.cancellation_policy = 'disabled'
-                   OR p.deadline_ts - now() >= %(min_remaining_ms)s * interval '1 millisecond'
+               WHEN p.deadline_ts - now() >= %(min_remaining_ms)s * interval '1 millisecond'
+                   OR (p.cancellation_policy = 'disabled'
+                       AND p.deadline_ts + %(overrun_ms)s * interval '1 millisecond' - now()
+                           >= %(min_remaining_ms)s * interval '1 millisecond')
                    THEN 'reclaim'
                -- Past the deadline a live worker may still be finishing a dispatched write.
                WHEN t.heartbeat_ts > now() - %(stale_ms)s * interval '1 millisecond'
@@ -356,7 +373,8 @@ SELECT e.host_id, e.task_id, e.process_id, e.effect_state, e.decision,
 FROM expired e;
 
 -- sweep_deadlines --
--- Lock live runs past their deadline (policy not disabled) and say whether a live worker holds a task.
+-- Lock live runs past their deadline (a disabled policy's: past deadline + overrun) and say
+-- whether a live worker holds a task.
 SELECT p.host_id, p.process_id, p.cancellation_policy, p.effect_state, p.cancel_requested,
        EXISTS (
            SELECT 1 FROM workflow_task t
@@ -366,7 +384,8 @@ SELECT p.host_id, p.process_id, p.cancellation_policy, p.effect_state, p.cancel_
        ) AS has_live_task
 FROM workflow_process p
 WHERE p.state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND p.deadline_ts <= now()
-  AND p.cancellation_policy <> 'disabled'
+  AND (p.cancellation_policy <> 'disabled'
+       OR p.deadline_ts <= now() - %(overrun_ms)s * interval '1 millisecond')
 ORDER BY p.deadline_ts
 LIMIT %(limit)s
 FOR UPDATE OF p SKIP LOCKED;

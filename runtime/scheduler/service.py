@@ -183,6 +183,7 @@ async def _after_completion(
                 step_no,
                 worker_id=successor.worker_id,
                 lease_ms=successor.lease_ms,
+                overrun_ms=successor.overrun_ms,
             )
             if claimed is not None:
                 return None, claimed

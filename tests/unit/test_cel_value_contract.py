@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
+from runtime.engine import cel_shim as shim
 from runtime.engine.cel import CelLimits, evaluate_value
-from runtime.engine.celjson import MISSING
+from runtime.engine.celjson import MISSING, cel_to_json
 from runtime.engine.errors import DefinitionError, ExpressionError
 from runtime.engine.expressions import evaluate_tree
 from runtime.engine.parser import parse_definition
@@ -72,7 +73,19 @@ def test_large_integer_beyond_two_to_the_53_is_rejected() -> None:
 
 
 def test_finite_double_is_rejected_in_contract_v1() -> None:
-    assert "v1" in rejected(CASES["finite-double"]["input"]).message
+    double = shim.DoubleType(float(CASES["finite-double"]["input"]))
+    with pytest.raises(ExpressionError) as caught:
+        cel_to_json(double, contract=1)
+    assert "v1" in caught.value.message
+
+
+@pytest.mark.requirement("001:Canonical effective input")
+def test_finite_double_converts_to_a_json_number_in_contract_v2() -> None:
+    assert value(CASES["finite-double"]["input"]) == float(CASES["finite-double"]["input"])
+    assert value("amount * 2.0", amount=100000.25) == 200000.5
+    assert value("[0.1, {'x': -2.5}]") == [0.1, {"x": -2.5}]
+    assert rejected("1e300").reason == "convert"
+    assert rejected("double('NaN')").reason == "convert"
 
 
 def test_nan_is_rejected() -> None:

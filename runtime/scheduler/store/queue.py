@@ -53,6 +53,7 @@ async def claim_tasks(
             "tenant_limit": settings.tenant_limit,
             "aging_s": settings.aging_s,
             "lease_ms": settings.lease_ms,
+            "overrun_ms": settings.overrun_ms,
         },
     )
     return [_claimed(row) for row in await cursor.fetchall()]
@@ -66,6 +67,7 @@ async def insert_claimed_task(
     *,
     worker_id: str,
     lease_ms: int,
+    overrun_ms: int,
 ) -> tuple[ClaimedTask, LeaseState] | None:
     """Insert the run's next task already claimed by worker_id; None when the run cannot go on."""
     cursor = await conn.execute(
@@ -80,6 +82,7 @@ async def insert_claimed_task(
             "idempotent": task.idempotent,
             "worker_id": worker_id,
             "lease_ms": lease_ms,
+            "overrun_ms": overrun_ms,
         },
     )
     row = await cursor.fetchone()
@@ -113,7 +116,7 @@ def _claimed(row: dict[str, Any]) -> tuple[ClaimedTask, LeaseState]:
 
 
 async def renew_leases(
-    conn: Connection, leases: list[LeaseState], lease_ms: int
+    conn: Connection, leases: list[LeaseState], lease_ms: int, overrun_ms: int
 ) -> dict[str, Renewal]:
     """Renew the given leases in one statement; a task missing from the result lost its lease."""
     if not leases:
@@ -126,6 +129,7 @@ async def renew_leases(
             "lease_ids": [lease.lease_id for lease in leases],
             "fencing_tokens": [lease.fencing_token for lease in leases],
             "lease_ms": lease_ms,
+            "overrun_ms": overrun_ms,
         },
     )
     return {
@@ -141,6 +145,7 @@ async def reap_expired(conn: Connection, settings: SchedulerSettings) -> list[di
         {
             "min_remaining_ms": settings.reclaim_min_remaining_ms,
             "stale_ms": settings.lease_ms,
+            "overrun_ms": settings.overrun_ms,
             "limit": settings.reap_batch,
         },
     )
@@ -148,8 +153,13 @@ async def reap_expired(conn: Connection, settings: SchedulerSettings) -> list[di
 
 
 async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[dict[str, Any]]:
-    """Lock live runs past their deadline whose policy allows cancelling them."""
+    """Lock live runs past their deadline (a disabled policy's: past its hard ceiling)."""
     cursor = await conn.execute(
-        QUERIES["sweep_deadlines"], {"stale_ms": settings.lease_ms, "limit": settings.reap_batch}
+        QUERIES["sweep_deadlines"],
+        {
+            "stale_ms": settings.lease_ms,
+            "limit": settings.reap_batch,
+            "overrun_ms": settings.overrun_ms,
+        },
     )
     return [dict(row) for row in await cursor.fetchall()]
