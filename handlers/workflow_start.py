@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from generated.models import WorkflowStartInput, WorkflowStartOutput
+from runtime import telemetry
 from runtime.invocation import StartRequest, given, start_workflow
 from runtime.mcp.call import ToolCall
 
@@ -16,4 +17,6 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
         expected_definition_digest=given(args.expected_definition_digest),
     )
     services = call.services
-    return await start_workflow(services.database, call.context, request, services.keyring)
+    return await telemetry.admission(
+        "start", start_workflow(services.database, call.context, request, services.keyring)
+    )

@@ -11,6 +11,7 @@ import httpx
 
 from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRequest
 from runtime.execution.targets import HttpPolicy
+from runtime.telemetry import inject_trace
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 # Only these keep method and body on a redirect; 301/302/303 turn a write into a plain GET.
@@ -76,6 +77,7 @@ async def _send_following(
 ) -> HttpResponse:
     body = encode_body(request.body)
     headers = dict(request.headers)
+    inject_trace(headers)
     if body is not None and not isinstance(request.body, str):
         headers.setdefault("content-type", "application/json")
     uri, method = request.uri, request.method.upper()
@@ -142,6 +144,7 @@ async def send_mcp(
         "content-type": "application/json",
         "mcp-protocol-version": request.protocol_version,
     }
+    inject_trace(base)
     timeout = _timeout(timeout_s, connect_timeout_s)
     init = {
         "jsonrpc": "2.0",
