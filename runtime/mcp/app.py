@@ -150,4 +150,7 @@ def create_app(
         lifespan=[lifespan] if services_factory is not None else [],
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,
+        # Logging is the process's (runtime.telemetry): litestar's default would replace the
+        # root handlers with its own format.
+        logging_config=None,
     )

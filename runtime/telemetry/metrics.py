@@ -203,3 +203,8 @@ def render() -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
         return generate_latest(merged), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+for _name in EXECUTION_CLASSES:
+    # Known label values start at zero, so a dashboard sees the series before the first event.
+    BUDGET_EXHAUSTIONS.labels(_name)
