@@ -31,9 +31,7 @@ SLOTS = 4
 async def test_two_api_and_two_worker_processes_serve_a_thousand_invokes_and_survive_a_kill(
     database_url: str, live_identity: DevIdentity, tmp_path: Path
 ) -> None:
-    with serving_processes(
-        database_url, tmp_path, live_identity, 2, ["--no-workers"]
-    ) as apis:  # fmt: skip
+    with serving_processes(database_url, tmp_path, live_identity, 2, ["--no-workers"]) as apis:
         config = tmp_path / "process-0" / "workflow.yaml"
         async with (
             httpx.AsyncClient(base_url=apis[0].base_url, timeout=120.0) as first,
@@ -61,6 +59,10 @@ async def test_two_api_and_two_worker_processes_serve_a_thousand_invokes_and_sur
                     every_s=0.2,
                 )
                 assert not invokes.done()
+                # Work is waiting when the third worker starts: its first claim finds it.
+                await wait_until(
+                    lambda: _backlog(database_url), what="ready tasks", within_s=60, every_s=0.05
+                )
                 async with worker(database_url, config, "joiner", SLOTS):
                     await wait_until(
                         lambda: _claimed_by(database_url, "joiner"),
@@ -87,6 +89,11 @@ async def test_two_api_and_two_worker_processes_serve_a_thousand_invokes_and_sur
     assert await scalar(database_url, tasks, tool.binding_id) == INVOKES
     # The killed worker's claims were reclaimed and run again by another worker.
     assert await scalar(database_url, tasks + " AND t.attempts > 1", tool.binding_id) >= 1
+
+
+async def _backlog(database_url: str) -> bool:
+    sql = "SELECT count(*) FROM workflow_task WHERE state = 'ready'"
+    return bool(await scalar(database_url, sql))
 
 
 async def _claimed_by(database_url: str, worker_id: str) -> bool:
