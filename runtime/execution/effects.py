@@ -18,13 +18,11 @@ from typing import Any
 
 import httpx
 
-from runtime import telemetry
 from runtime.binding_reach import Dependency, Reach, dependency_for
 from runtime.canonical import CanonicalError, canonical_digest, sha256_digest
 from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
-from runtime.execution.endpoint_label import endpoint_label
 from runtime.execution.outbound import encode_body, send_http, send_mcp
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import HttpPolicy
@@ -154,18 +152,14 @@ class DurableEffects:
         try:
             if step_no is not None:
                 await self._ctx.lease.mark_effect_possible(step_no, request_digest=fingerprint)
-            response = await telemetry.outbound(
-                "http",
-                endpoint_label(self._ctx.policy, request.method, request.uri),
-                send_http(
-                    self._ctx.client,
-                    request,
-                    self._ctx.policy,
-                    timeout_s=self._timeout(remaining, request.write),
-                    connect_timeout_s=self._ctx.settings.connect_timeout_s,
-                    max_bytes=self._ctx.settings.max_response_bytes,
-                    max_redirects=self._ctx.settings.max_redirects,
-                ),
+            response = await send_http(
+                self._ctx.client,
+                request,
+                self._ctx.policy,
+                timeout_s=self._timeout(remaining, request.write),
+                connect_timeout_s=self._ctx.settings.connect_timeout_s,
+                max_bytes=self._ctx.settings.max_response_bytes,
+                max_redirects=self._ctx.settings.max_redirects,
             )
             await faults.point(AFTER_DISPATCH_POINT)
             if step_no is not None:
@@ -199,18 +193,14 @@ class DurableEffects:
             action_id = await self._record_permit(request.tool, grant, dependency)
             if step_no is not None:
                 await self._ctx.lease.mark_effect_possible(step_no, request_digest=fingerprint)
-            result = await telemetry.outbound(
-                "mcp",
-                "gateway",
-                send_mcp(
-                    self._ctx.client,
-                    gateway,
-                    request,
-                    self._headers(token, action_id),
-                    timeout_s=self._timeout(remaining, request.write),
-                    connect_timeout_s=self._ctx.settings.connect_timeout_s,
-                    max_bytes=self._ctx.settings.max_response_bytes,
-                ),
+            result = await send_mcp(
+                self._ctx.client,
+                gateway,
+                request,
+                self._headers(token, action_id),
+                timeout_s=self._timeout(remaining, request.write),
+                connect_timeout_s=self._ctx.settings.connect_timeout_s,
+                max_bytes=self._ctx.settings.max_response_bytes,
             )
             await faults.point(AFTER_DISPATCH_POINT)
             if step_no is not None:

@@ -10,6 +10,7 @@ from urllib.parse import urljoin
 import httpx
 
 from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRequest
+from runtime.execution.endpoint_label import observed_http, observed_mcp
 from runtime.execution.targets import HttpPolicy
 from runtime.telemetry import inject_trace
 
@@ -42,6 +43,7 @@ def encode_body(body: Any) -> bytes | None:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+@observed_http
 async def send_http(
     client: httpx.AsyncClient,
     request: HttpRequest,
@@ -127,6 +129,7 @@ def _response(response: httpx.Response, content: bytes) -> HttpResponse:
     return HttpResponse(status_code=response.status_code, headers=headers, body=content)
 
 
+@observed_mcp
 async def send_mcp(
     client: httpx.AsyncClient,
     url: str,

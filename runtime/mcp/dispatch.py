@@ -18,7 +18,7 @@ from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
 from runtime.services import Services
 from runtime.store import StoreUnavailable
-from runtime.telemetry import caller, correlation_id, tool_call
+from runtime.telemetry import caller, tool_call
 
 log = logging.getLogger("workflow.mcp")
 
@@ -44,14 +44,22 @@ class ToolOutcome:
 
 
 def error_outcome(error: WorkflowError) -> ToolOutcome:
-    """The isError result of a typed workflow error, naming the call's correlation id."""
-    structured = error.to_structured()
-    correlation = correlation_id()
-    if correlation is not None:
-        # Seed 001 "Error Envelopes": the id to quote to an operator (the trace id).
-        details = structured["error"].get("details") or {}
-        structured["error"]["details"] = {**details, "correlationId": correlation}
-    return ToolOutcome(structured, True, error.text())
+    """The isError result of a typed workflow error."""
+    return ToolOutcome(error.to_structured(), True, error.text())
+
+
+def with_correlation(outcome: ToolOutcome, correlation: str | None) -> ToolOutcome:
+    """An error result naming the call's correlation id (its trace id) in error.details.
+
+    Seed 001: the envelope carries the id an operator finds the call's logs and trace by.
+    Publication tools are left as they are: their refusals replay byte for byte by operationId.
+    """
+    error = outcome.structured.get("error")
+    if not outcome.is_error or correlation is None or not isinstance(error, dict):
+        return outcome
+    details = {**(error.get("details") or {}), "correlationId": correlation}
+    structured = {**outcome.structured, "error": {**error, "details": details}}
+    return ToolOutcome(structured, True, outcome.text)
 
 
 def _compact_json(value: Any) -> str:
@@ -76,6 +84,8 @@ class ToolDispatcher:
                 observed.code = f"jsonrpc:{fault.code}"
                 raise
             observed.code = _outcome_code(outcome)
+            if tool is not None and not tool.is_publication:
+                outcome = with_correlation(outcome, observed.correlation_id)
             return outcome
 
     async def _call(

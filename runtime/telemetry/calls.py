@@ -47,7 +47,8 @@ def tool_call(tool: str, headers: Mapping[str, str]) -> Iterator[ObservedCall]:
         try:
             yield observed
         except BaseException as error:
-            observed.code = getattr(error, "telemetry_code", None) or type(error).__name__
+            if observed.code == "ok":  # the caller sets the code of what it expected
+                observed.code = type(error).__name__
             raise
         finally:
             seconds = time.perf_counter() - observed.started
