@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from generated.models import WorkflowStartInput, WorkflowStartOutput
+from runtime import telemetry
 from runtime.invocation import StartRequest, given, start_workflow
 from runtime.mcp.call import ToolCall
 
@@ -17,10 +18,13 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
     )
     services = call.services
     exchange = services.settings.security.run_credential.token_exchange
-    return await start_workflow(
-        services.database,
-        call.context,
-        request,
-        services.keyring,
-        can_exchange=exchange.configured,
+    return await telemetry.admission(
+        "start",
+        start_workflow(
+            services.database,
+            call.context,
+            request,
+            services.keyring,
+            can_exchange=exchange.configured,
+        ),
     )

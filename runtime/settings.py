@@ -14,6 +14,7 @@ from runtime.publication.settings import PublicationSettings
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.security.settings import SecuritySettings
 from runtime.store.settings import StoreSettings
+from runtime.telemetry.settings import TelemetrySettings
 
 
 class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -41,3 +42,5 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     execution: ServiceExecutionSettings = msgspec.field(default_factory=ServiceExecutionSettings)
     # Deadline-aware admission (load shedding) from measured executor capacity.
     capacity: CapacitySettings = msgspec.field(default_factory=CapacitySettings)
+    # Log format and level, trace export (runtime/telemetry).
+    telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)

@@ -29,6 +29,8 @@ from runtime.store.admin import create_database, drop_database, with_database
 from runtime.store.migrations import DEFAULT_DIRECTORY
 
 RUNTIME_ROLE = "workflow_runtime"
+# Every log line of the session, scanned for tokens and input values at its end.
+pytest_plugins = ["tests.support.log_scan"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

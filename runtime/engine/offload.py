@@ -39,6 +39,7 @@ engine loop awaits; the caller returns only after the engine thread has let go.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -96,7 +97,10 @@ class EngineThreads:
         meter.yields_gil = True
         running = _Running(meter)
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._pool, self._run_here, work, running)
+        # The caller's context (its trace span, log fields) reaches the effects the attempt
+        # sends back to this loop; run_in_executor alone would start the thread with none.
+        context = contextvars.copy_context()
+        future = loop.run_in_executor(self._pool, context.run, self._run_here, work, running)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:

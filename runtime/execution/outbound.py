@@ -12,7 +12,9 @@ import httpx
 from runtime.addresses import DestinationRefused
 from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRequest
 from runtime.execution.decoding import BodyDecoder
+from runtime.execution.endpoint_label import observed_http, observed_mcp
 from runtime.execution.targets import HttpPolicy, refused_destination
+from runtime.telemetry import inject_trace
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 # Only these keep method and body on a redirect; 301/302/303 turn a write into a plain GET.
@@ -47,6 +49,7 @@ def encode_body(body: Any) -> bytes | None:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+@observed_http
 async def send_http(
     client: httpx.AsyncClient,
     request: HttpRequest,
@@ -82,6 +85,7 @@ async def _send_following(
 ) -> HttpResponse:
     body = encode_body(request.body)
     headers = dict(request.headers)
+    inject_trace(headers)
     if body is not None and not isinstance(request.body, str):
         headers.setdefault("content-type", "application/json")
     uri, method = request.uri, request.method.upper()
@@ -133,6 +137,7 @@ def _response(response: httpx.Response, content: bytes) -> HttpResponse:
     return HttpResponse(status_code=response.status_code, headers=headers, body=content)
 
 
+@observed_mcp
 async def send_mcp(
     client: httpx.AsyncClient,
     url: str,
@@ -150,6 +155,7 @@ async def send_mcp(
         "content-type": "application/json",
         "mcp-protocol-version": request.protocol_version,
     }
+    inject_trace(base)
     timeout = _timeout(timeout_s, connect_timeout_s)
     init = {
         "jsonrpc": "2.0",

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from generated.models import WorkflowInvokeOutput
+from runtime import telemetry
 from runtime.errors import WorkflowError, policy_denied
 from runtime.execution import watch_run
 from runtime.invocation import rules, store
@@ -224,7 +225,9 @@ async def invoke_tool(
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
     async with watch_run(db, process_id) as watch:
         async with db.transaction() as conn:
-            admitted = await _admit(conn, ctx, request, keyring, sealed)
+            admitted = await telemetry.admission(
+                "invoke", _admit(conn, ctx, request, keyring, sealed)
+            )
         if admitted.outcome == "accepted":
             return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
     async with watch_run(db, admitted.process_id) as watch:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from runtime import telemetry
 from runtime.execution import RunSpec, admit_run
 from runtime.execution.credential import seal_credential, token_expiry
 from runtime.invocation import store
@@ -62,6 +63,7 @@ async def write_run(
         user_id=ctx.user_id,
         limits=plan.limits,
     )
+    telemetry.run_admitted(plan.process_id)
     await admit_run(
         conn,
         spec,

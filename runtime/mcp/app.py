@@ -23,6 +23,7 @@ from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
 from runtime.mcp.server import HttpReply, McpServer, decode_json
 from runtime.mcp.tools import ToolRegistry, ToolRoute
 from runtime.services import Services
+from runtime.telemetry import metrics
 
 log = logging.getLogger("workflow.http")
 
@@ -110,6 +111,13 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+@get("/metrics")
+async def metrics_get() -> Response[bytes]:
+    """Prometheus exposition (seed 001 "Observability And Audit"; see docs/OPERATIONS.md)."""
+    body, content_type = metrics.render()
+    return Response(body, status_code=200, media_type=content_type)
+
+
 @get("/readyz")
 async def readyz(state: State) -> Response[dict[str, Any]]:
     """Readiness: database reachable, migrations current, keyring loaded."""
@@ -126,6 +134,7 @@ def attach_services(
     registry = ToolRegistry(ROUTES if routes is None else routes)
     dispatcher = ToolDispatcher(registry, services)
     app.state.services = services
+    metrics.watch_pool("service", services.database.pool.get_stats)
     app.state.dispatcher = dispatcher
     app.state.mcp_server = McpServer(
         registry,
@@ -159,8 +168,11 @@ def create_app(
             await close()
 
     return Litestar(
-        route_handlers=[mcp_post, mcp_other, tool_post, healthz, readyz],
+        route_handlers=[mcp_post, mcp_other, tool_post, healthz, readyz, metrics_get],
         lifespan=[lifespan] if services_factory is not None else [],
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,
+        # Logging is the process's (runtime.telemetry): litestar's default would replace the
+        # root handlers with its own format.
+        logging_config=None,
     )

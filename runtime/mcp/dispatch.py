@@ -18,6 +18,7 @@ from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
 from runtime.services import Services
 from runtime.store import StoreUnavailable
+from runtime.telemetry import caller, tool_call
 
 log = logging.getLogger("workflow.mcp")
 
@@ -47,6 +48,20 @@ def error_outcome(error: WorkflowError) -> ToolOutcome:
     return ToolOutcome(error.to_structured(), True, error.text())
 
 
+def with_correlation(outcome: ToolOutcome, correlation: str | None) -> ToolOutcome:
+    """An error result naming the call's correlation id (its trace id) in error.details.
+
+    Seed 001: the envelope carries the id an operator finds the call's logs and trace by.
+    Publication tools are left as they are: their refusals replay byte for byte by operationId.
+    """
+    error = outcome.structured.get("error")
+    if not outcome.is_error or correlation is None or not isinstance(error, dict):
+        return outcome
+    details = {**(error.get("details") or {}), "correlationId": correlation}
+    structured = {**outcome.structured, "error": {**error, "details": details}}
+    return ToolOutcome(structured, True, outcome.text)
+
+
 def _compact_json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
@@ -61,6 +76,21 @@ class ToolDispatcher:
     async def call(self, name: Any, arguments: Any, headers: Mapping[str, str]) -> ToolOutcome:
         """Dispatch one call; protocol faults raise JsonRpcFault, refusals return isError."""
         tool = self.registry.get(name) if isinstance(name, str) else None
+        # Served names only as metric labels: any other name is one bounded "unknown".
+        with tool_call(tool.route.name if tool is not None else "unknown", headers) as observed:
+            try:
+                outcome = await self._call(tool, arguments, headers)
+            except JsonRpcFault as fault:
+                observed.code = f"jsonrpc:{fault.code}"
+                raise
+            observed.code = _outcome_code(outcome)
+            if tool is not None and not tool.is_publication:
+                outcome = with_correlation(outcome, observed.correlation_id)
+            return outcome
+
+    async def _call(
+        self, tool: ServedTool | None, arguments: Any, headers: Mapping[str, str]
+    ) -> ToolOutcome:
         if tool is None:
             raise JsonRpcFault(INVALID_PARAMS, "unknown tool")
         if arguments is None:
@@ -105,6 +135,7 @@ class ToolDispatcher:
             asserted_host = arguments.get("hostId")
             if isinstance(asserted_host, str):
                 check_host_assertion(context, asserted_host)
+        caller(context.host_id)
         authorize_roles(context, route.name, self.services.settings.security)
         _check_storable_identity(context)
         call = ToolCall(route.name, context, self.services, arguments)
@@ -162,7 +193,10 @@ def _unexpected(tool_name: str, what: str, exc: Exception) -> WorkflowError:
     the exception type is logged: messages may quote SQL, stored data or output values.
     """
     incident = str(uuid.uuid4())
-    log.error("tool %s %s: %s (incident %s)", tool_name, what, type(exc).__name__, incident)
+    log.error(
+        "tool %s %s: %s (incident %s)",
+        tool_name, what, type(exc).__name__, incident, extra={"incident": incident},
+    )  # fmt: skip
     return WorkflowError(
         "WORKFLOW_INVOCATION_UNAVAILABLE",
         f"the workflow service could not complete the call (incident {incident})",
@@ -189,3 +223,12 @@ def _schema_failure(route: ToolRoute, arguments: dict[str, Any]) -> InputFailure
 def _validation_message(exc: JsonSchemaValueException) -> str:
     message = exc.message or _SCHEMA_MISMATCH
     return f"invalid arguments: {str(message)[:300]}"
+
+
+def _outcome_code(outcome: ToolOutcome) -> str:
+    """ok, or the error code of an isError result (a bounded label)."""
+    if not outcome.is_error:
+        return "ok"
+    error = outcome.structured.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else "error"

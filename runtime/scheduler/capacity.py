@@ -34,6 +34,7 @@ import msgspec
 
 from runtime.errors import WorkflowError
 from runtime.scheduler.models import EXECUTION_CLASSES, ExecutionClass
+from runtime.telemetry import metrics
 
 
 class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -272,11 +273,13 @@ def admit(execution_class: ExecutionClass, budget_ms: float | None = None) -> No
 def record_claim(seconds: float) -> None:
     """The executor's claim round trip."""
     ESTIMATOR.record_claim(seconds)
+    metrics.observe_claim(seconds)
 
 
 def record_service(execution_class: str, seconds: float) -> None:
     """One task's time in an executor slot (claim to completion)."""
     ESTIMATOR.record_service(execution_class, seconds)
+    metrics.observe_service(execution_class, seconds)
 
 
 def reset(settings: CapacitySettings | None = None) -> CapacityEstimator:

@@ -15,6 +15,7 @@ from runtime.scheduler import capacity
 from runtime.scheduler.capacity import ClassLoad
 from runtime.scheduler.store.sql import QUERIES
 from runtime.store import Database
+from runtime.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ async def sample_once(db: Database) -> None:
     """Read the queue and hand it to this process's estimator."""
     load = await read_class_load(db)
     capacity.ESTIMATOR.record_sample(load)
+    metrics.record_queue({name: (c.ready, c.oldest_ready_ms) for name, c in load.items()})
 
 
 @dataclass

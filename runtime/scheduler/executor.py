@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from runtime import telemetry
 from runtime.errors import WorkflowError
 from runtime.scheduler import capacity, faults, maintenance, service
 from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
@@ -210,8 +211,12 @@ class Executor:
         running = _Running(task, lease, borrowed)
         self._running[task.task_id] = running
         running.job = asyncio.create_task(self._execute(task, lease), name=f"task-{task.task_id}")
+        telemetry.metrics.record_slots(self.settings, self._running_classes())
         if self._on_claim is not None:
             self._on_claim(task)
+
+    def _running_classes(self) -> list[str]:
+        return [running.task.execution_class for running in self._running.values()]
 
     async def _execute(self, task: ClaimedTask, lease: LeaseState) -> None:
         # A completion may hand back the run's next task already claimed for this slot; the
@@ -229,7 +234,10 @@ class Executor:
         began = time.perf_counter()
         try:
             await faults.point("after_claim")
-            completion = await self._run_handler(task, lease)
+            completion = await telemetry.task(
+                task.process_id, task.host_id, task.kind, task.execution_class,
+                self._run_handler(task, lease),
+            )  # fmt: skip
         except LeaseLost as lost:
             log.info("task %s: %s", task.task_id, lost)
         except WorkflowError as error:
@@ -244,6 +252,7 @@ class Executor:
         finally:
             running = self._running.pop(task.task_id, None)
             capacity.record_service(task.execution_class, time.perf_counter() - began)
+            telemetry.metrics.record_slots(self.settings, self._running_classes())
             successor = completion.successor
             if successor is not None and running is not None:
                 self._running[successor[0].task_id] = _Running(

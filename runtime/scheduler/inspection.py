@@ -1,17 +1,30 @@
-"""Run inspection for operators: list a host's runs, show one run with its tasks."""
+"""Run inspection for operators: list a host's runs; show one run's timeline, effects, budget."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from runtime.errors import input_invalid
-from runtime.scheduler.service import get_process
+from runtime.scheduler.service import DEFAULT_BUDGET, get_process
 from runtime.scheduler.store import inspection as store
 from runtime.store import Database
 
 RUN_STATES = ("ACCEPTED", "RUNNING", "WAITING", "COMPLETED", "FAILED", "CANCELLED")
 MAX_LISTED = 1000
+MAX_TOOL_LENGTH = 256
+# Budget counters and the runtimeBounds member that sets each ceiling of an invoked run.
+BUDGET_BOUNDS = {
+    "attempts": "maximumTaskAttempts",
+    "nested_calls": "maximumNestedCalls",
+    "request_bytes": "maximumRequestBytes",
+    "intermediate_bytes": "maximumIntermediateBytes",
+    "result_bytes": "maximumResultBytes",
+    "cost_units": "maximumCostUnits",
+}
 
 
 def _uuid(value: str, name: str) -> str:
@@ -22,23 +35,82 @@ def _uuid(value: str, name: str) -> str:
 
 
 async def list_runs(
-    db: Database, host_id: str, *, state: str | None = None, limit: int = 50
+    db: Database,
+    host_id: str,
+    *,
+    state: str | None = None,
+    tool: str | None = None,
+    limit: int = 50,
 ) -> list[dict[str, Any]]:
-    """A host's runs, newest first; state narrows them to one run state."""
+    """A host's runs, newest first; state and tool (its id or name) narrow them."""
     if state is not None and state not in RUN_STATES:
         raise input_invalid(f"state must be one of {', '.join(RUN_STATES)}")
     if not 0 < limit <= MAX_LISTED:
         raise input_invalid(f"limit must be between 1 and {MAX_LISTED}")
+    if tool is not None and not 0 < len(tool) <= MAX_TOOL_LENGTH:
+        raise input_invalid(f"tool must be a Tool id or name of at most {MAX_TOOL_LENGTH} chars")
     async with db.transaction(read_only=True) as conn:
-        return await store.select_runs(conn, _uuid(host_id, "host"), state, limit)
+        return await store.select_runs(conn, _uuid(host_id, "host"), state, tool, limit)
 
 
 async def show_run(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
-    """One run (state, effect state, budget left, result, error) with its tasks, or None."""
+    """One run (state, effect state, budget, result, error), its tasks, effects and timeline."""
     host, process = _uuid(host_id, "host"), _uuid(process_id, "run id")
     run = await get_process(db, host, process)
     if run is None:
         return None
-    async with db.transaction(read_only=True) as conn:
+    async with db.transaction(read_only=True, isolation="repeatable read") as conn:
         tasks = await store.select_tasks(conn, host, process)
-    return {**run, "tasks": tasks}
+        steps = await store.select_steps(conn, host, process)
+        origin = await store.select_origin(conn, host, process)
+    return {
+        **run,
+        "operation": None if origin is None else origin["operation"],
+        "tool_id": None if origin is None else origin["tool_id"],
+        "tool_name": None if origin is None else origin["tool_name"],
+        "budget": budget_of(run, origin),
+        "tasks": tasks,
+        "effects": steps,
+        "timeline": timeline(run, tasks, steps),
+    }
+
+
+def budget_of(run: Mapping[str, Any], origin: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Per counter: the ceiling (when known), what remains and what was used."""
+    ceilings: dict[str, int] | None = None
+    if origin is not None and origin.get("runtime_bounds"):
+        bounds = origin["runtime_bounds"]
+        ceilings = {name: int(bounds[member]) for name, member in BUDGET_BOUNDS.items()}
+    elif origin is not None and origin["operation"] == "start":
+        ceilings = asdict(DEFAULT_BUDGET)  # workflow_start runs get the default ceilings
+    budget: dict[str, Any] = {}
+    for name in BUDGET_BOUNDS:
+        remaining = run.get(f"remaining_{name}")
+        limit = None if ceilings is None else ceilings[name]
+        used = None if limit is None or remaining is None else limit - int(remaining)
+        budget[name] = {"limit": limit, "remaining": remaining, "used": used}
+    return budget
+
+
+def timeline(
+    run: Mapping[str, Any], tasks: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The run's events in time order: accepted, each task's enqueue and last state, effects."""
+    events: list[dict[str, Any]] = [_event(run["created_ts"], "run.accepted")]
+    for task in tasks:
+        where = {"step_no": task["step_no"], "kind": task["kind"]}
+        events.append(_event(task["created_ts"], "task.enqueued", **where))
+        if task["state"] != "ready" or task["attempts"]:
+            last = {**where, "attempts": task["attempts"], "worker_id": task["worker_id"]}
+            events.append(_event(task["updated_ts"], f"task.{task['state']}", **last))
+    for step in steps:
+        events.append(_event(step["possible_ts"], "effect.possible", step_no=step["step_no"]))
+        if step["confirmed_ts"] is not None:
+            events.append(_event(step["confirmed_ts"], "effect.confirmed", step_no=step["step_no"]))
+    if run.get("finished_ts") is not None:
+        events.append(_event(run["finished_ts"], f"run.{str(run['state']).lower()}"))
+    return sorted(events, key=lambda event: event["ts"])
+
+
+def _event(ts: datetime, event: str, **fields: Any) -> dict[str, Any]:
+    return {"ts": ts, "event": event, **fields}

@@ -8,6 +8,7 @@ from runtime.scheduler.errors import timeout_error
 from runtime.scheduler.models import SchedulerSettings
 from runtime.scheduler.store import queue, runs
 from runtime.store import Database
+from runtime.telemetry import metrics
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ async def reap_expired_once(db: Database, settings: SchedulerSettings) -> SweepR
                 error = timeout_error(after_effect=row["effect_state"] != "none")
                 host_id, process_id = str(row["host_id"]), str(row["process_id"])
                 timed_out += await runs.fail_process(conn, host_id, process_id, error)
+    metrics.record_reclaims(reclaimed)
     return SweepReport(reclaimed=reclaimed, timed_out=timed_out, left_running=waiting)
 
 

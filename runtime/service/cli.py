@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import shlex
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from collections.abc import Sequence
 import msgspec
 import uvicorn
 
+from runtime import telemetry
 from runtime.mcp.app import create_app
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
@@ -60,6 +60,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(args.config)
     if getattr(args, "database_url", None):
         settings.store.database_url = args.database_url
+    telemetry.configure(settings.telemetry)
     return settings
 
 
@@ -211,7 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The development token minter keeps its own options (and --help).
         return devtools_main(["mint", *args[1:]])
     parsed = build_parser().parse_args(args)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s")
+    # Defaults until a command has loaded its settings (which may choose another format).
+    telemetry.configure_logging(telemetry.TelemetrySettings())
     try:
         code: int = parsed.run(parsed)
     except (msgspec.ValidationError, EnvironmentSettingError) as error:

@@ -18,12 +18,13 @@ from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.bootstrap import open_store
 
-LIST_COLUMNS = ("process_id", "state", "execution_class", "effect_state", "created_ts")
-TASK_COLUMNS = ("step_no", "kind", "state", "attempts", "worker_id", "updated_ts")
+LIST_COLUMNS = ("process_id", "state", "tool_name", "execution_class", "effect_state", "created_ts")
+TIMELINE_COLUMNS = ("ts", "event", "step_no", "kind", "attempts", "worker_id")
+BUDGET_COLUMNS = ("counter", "limit", "used", "remaining")
 RUN_FIELDS = (
-    "process_id", "state", "execution_class", "cancellation_policy", "effect_state",
-    "cancel_requested", "binding_id", "created_ts", "deadline_ts", "finished_ts",
-    "remaining_attempts", "remaining_nested_calls", "remaining_cost_units", "error",
+    "process_id", "state", "operation", "tool_name", "tool_id", "execution_class",
+    "cancellation_policy", "effect_state", "cancel_requested", "binding_id", "created_ts",
+    "deadline_ts", "finished_ts", "error",
 )  # fmt: skip
 
 
@@ -68,7 +69,7 @@ async def _with_database(settings: Settings, work: Callable[[Database], Awaitabl
 
 
 async def _list(db: Database, args: argparse.Namespace) -> int:
-    runs = await list_runs(db, args.host, state=args.state, limit=args.limit)
+    runs = await list_runs(db, args.host, state=args.state, tool=args.tool, limit=args.limit)
     print(_json(runs) if args.json else table(runs, LIST_COLUMNS))
     return 0
 
@@ -83,8 +84,11 @@ async def _show(db: Database, args: argparse.Namespace) -> int:
         return 0
     width = max(map(len, RUN_FIELDS))
     print("\n".join(f"{name.ljust(width)}  {_text(run.get(name))}" for name in RUN_FIELDS))
+    budget = [{"counter": name, **amounts} for name, amounts in run["budget"].items()]
     print()
-    print(table(run["tasks"], TASK_COLUMNS))
+    print(table(budget, BUDGET_COLUMNS))
+    print()
+    print(table(run["timeline"], TIMELINE_COLUMNS))
     return 0
 
 
@@ -115,8 +119,11 @@ def add_runs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     verbs = runs.add_subparsers(dest="runs_command", required=True, metavar="VERB")
     listing = verbs.add_parser("list", help="a host's runs, newest first")
     listing.add_argument("--state", choices=RUN_STATES, default=None)
+    listing.add_argument("--tool", default=None, help="only runs of this Tool (its id or name)")
     listing.add_argument("--limit", type=int, default=50)
-    show = verbs.add_parser("show", help="one run: state, effect state, budget, error, tasks")
+    show = verbs.add_parser(
+        "show", help="one run: state, effect state, budget used, error, timeline of tasks"
+    )
     show.add_argument("run_id", help="the workflowInstanceId")
     cancel = verbs.add_parser("cancel", help="cancel one run per its cancellation policy")
     cancel.add_argument("run_id", help="the workflowInstanceId")

@@ -10,11 +10,27 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runtime.execution import start_workflow_run
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.support.execution import document, set_tasks
+from tests.support.binding_builders import HOST
+from tests.support.execution import LocalServer, document, serving, set_tasks
+from tests.support.invocation import (
+    caller,
+    invoke_args,
+    ok,
+    owner,
+    publish_tool,
+    until_settled,
+    workers,
+)
+from tests.support.mcp import McpTestClient
+from tests.support.telemetry import publish_fetching_tool
+
+__all__ = ["caller", "owner", "workers"]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,3 +119,58 @@ async def test_runs_cancel_ends_a_run_before_effects_through_the_cancel_path(
     # Idempotent: a second cancel finds the run already ended.
     again = await _cli(database_url, "runs", "cancel", run_id, "--host", host)
     assert again[:2] == (0, "alreadyTerminal\n")
+
+
+@pytest.mark.requirement("issue-14:run-inspection")
+async def test_runs_list_narrows_to_one_tool_by_its_id_or_its_name(
+    owner: McpTestClient, caller: McpTestClient, workers: object, database_url: str
+) -> None:
+    first = await publish_tool(owner)
+    other = await publish_tool(owner, toolName="claims.other")
+    mine = ok(await until_settled(lambda: caller.call_tool("workflow_invoke", invoke_args(first))))
+    ok(await until_settled(lambda: caller.call_tool("workflow_invoke", invoke_args(other))))
+    by_id = await _listed(database_url, HOST, "--tool", first.tool_id)
+    assert [run["process_id"] for run in by_id] == [mine["workflowInstanceId"]]
+    assert by_id[0]["tool_name"] == "claims.summarize" and by_id[0]["operation"] == "invoke"
+    by_name = await _listed(database_url, HOST, "--tool", "claims.other")
+    assert [run["tool_id"] for run in by_name] == [other.tool_id]
+    assert await _listed(database_url, HOST, "--tool", "claims.none") == []
+    code, out, _ = await _cli(
+        database_url, "runs", "list", "--host", HOST, "--tool", "claims.other"
+    )
+    assert code == 0 and "claims.other" in out and "claims.summarize" not in out
+
+
+@pytest.mark.requirement("issue-14:run-inspection")
+async def test_runs_show_gives_the_timeline_of_tasks_with_attempts_and_the_budget_used(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    workers: object,
+    database_url: str,
+    services: Services,
+) -> None:
+    services.settings.publication.destinations.allowed_schemes = ["http", "https"]
+    backend = LocalServer()
+    async with serving(backend):
+        tool = await publish_fetching_tool(owner, backend.base)
+        done = ok(
+            await until_settled(lambda: caller.call_tool("workflow_invoke", invoke_args(tool)))
+        )
+    run_id = done["workflowInstanceId"]
+    code, out, err = await _cli(database_url, "runs", "show", run_id, "--host", HOST, "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["state"] == "COMPLETED" and shown["tool_id"] == tool.tool_id
+    events = [event["event"] for event in shown["timeline"]]
+    assert events[0] == "run.accepted" and events[-1] == "run.completed"
+    assert "task.enqueued" in events and "task.done" in events
+    done_tasks = [e for e in shown["timeline"] if e["event"] == "task.done"]
+    assert all(e["attempts"] >= 1 and e["kind"] for e in done_tasks)
+    assert shown["effects"] == []  # a read-only Tool: no write step in the effect ledger
+    cost = shown["budget"]["cost_units"]
+    assert cost["limit"] == 100 and cost["used"] > 0 and cost["used"] + cost["remaining"] == 100
+    attempts = shown["budget"]["attempts"]
+    assert attempts["limit"] == 8 and attempts["used"] >= 1
+    code, out, _ = await _cli(database_url, "runs", "show", run_id, "--host", HOST)
+    assert code == 0
+    assert "run.completed" in out and "cost_units" in out and "task.done" in out

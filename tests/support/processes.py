@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -21,15 +21,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 @contextmanager
 def serving_processes(
-    database_url: str, directory: Path, identity: DevIdentity, count: int
+    database_url: str,
+    directory: Path,
+    identity: DevIdentity,
+    count: int,
+    args: Sequence[str] = (),
 ) -> Iterator[list[LiveServer]]:
-    """Run `count` service processes (each with its executor) on database_url."""
+    """Run `count` service processes (each with its executor unless args say --no-workers)."""
     with ExitStack() as stack:
         servers = []
         for index in range(count):
             own = directory / f"process-{index}"
             own.mkdir(parents=True, exist_ok=True)
-            servers.append(stack.enter_context(run_server(database_url, own, identity)))
+            servers.append(stack.enter_context(run_server(database_url, own, identity, args)))
         yield servers
 
 

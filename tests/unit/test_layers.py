@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.settings",),
     ("runtime.execution",),
     ("runtime.publication", "runtime.scheduler"),
-    ("runtime.engine", "runtime.store", "runtime.security"),
+    ("runtime.engine", "runtime.store", "runtime.security", "runtime.telemetry"),
     ("runtime.canonical", "runtime.binding_reach", "runtime.addresses", "runtime.errors"),
 )
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}

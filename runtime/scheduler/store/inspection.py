@@ -1,24 +1,42 @@
-"""Read-only store queries of run inspection: a host's runs and one run's tasks."""
+"""Read-only store queries of run inspection: runs, tasks, effect steps and a run's origin."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from runtime.scheduler.store.sql import QUERIES
-from runtime.store import Connection
+from runtime.store import Connection, load_queries
+
+INSPECTION_QUERIES_PATH = Path(__file__).resolve().parent / "inspection.sql"
+INSPECTION_QUERIES = load_queries(INSPECTION_QUERIES_PATH)
 
 
 async def select_runs(
-    conn: Connection, host_id: str, state: str | None, limit: int
+    conn: Connection, host_id: str, state: str | None, tool: str | None, limit: int
 ) -> list[dict[str, Any]]:
-    """A host's runs, newest first (optionally only those in state)."""
-    params = {"host_id": host_id, "state": state, "limit": limit}
-    cursor = await conn.execute(QUERIES["list_runs"], params)
+    """A host's runs, newest first (optionally only those in state, or of one Tool)."""
+    params = {"host_id": host_id, "state": state, "tool": tool, "limit": limit}
+    cursor = await conn.execute(INSPECTION_QUERIES["list_runs"], params)
     return [dict(row) for row in await cursor.fetchall()]
 
 
 async def select_tasks(conn: Connection, host_id: str, process_id: str) -> list[dict[str, Any]]:
     """The tasks of one run in step order."""
     params = {"host_id": host_id, "process_id": process_id}
-    cursor = await conn.execute(QUERIES["list_tasks"], params)
+    cursor = await conn.execute(INSPECTION_QUERIES["list_tasks"], params)
     return [dict(row) for row in await cursor.fetchall()]
+
+
+async def select_steps(conn: Connection, host_id: str, process_id: str) -> list[dict[str, Any]]:
+    """The effect ledger of one run in step order."""
+    params = {"host_id": host_id, "process_id": process_id}
+    cursor = await conn.execute(INSPECTION_QUERIES["list_steps"], params)
+    return [dict(row) for row in await cursor.fetchall()]
+
+
+async def select_origin(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
+    """The invocation record of one run (operation, Tool, runtime bounds), if it has one."""
+    params = {"host_id": host_id, "process_id": process_id}
+    cursor = await conn.execute(INSPECTION_QUERIES["run_origin"], params)
+    row = await cursor.fetchone()
+    return None if row is None else dict(row)

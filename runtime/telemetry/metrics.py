@@ -1,0 +1,210 @@
+"""Prometheus metrics with bounded labels: tool name, execution class, outcome code, endpoint.
+
+Never a host id, user, run id or digest as a label (seed 001 "Observability And Audit").
+Several processes: set PROMETHEUS_MULTIPROC_DIR (an empty directory shared by the service and
+worker processes of one machine, cleared before they start) and any service process's
+GET /metrics reports them all; without it each process reports only itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+EXECUTION_CLASSES = ("interactive", "standard", "batch")
+_LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+
+REGISTRY = CollectorRegistry()
+
+TOOL_CALLS = Counter(
+    "workflow_tool_calls",
+    "tools/call requests by tool and outcome code (ok, an error code, or a protocol fault)",
+    ["tool", "code"],
+    registry=REGISTRY,
+)
+TOOL_CALL_SECONDS = Histogram(
+    "workflow_tool_call_seconds",
+    "tools/call duration, end to end in this process (workflow_invoke: admission to result)",
+    ["tool"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+ADMISSION_SECONDS = Histogram(
+    "workflow_admission_seconds",
+    "Admission transaction of workflow_invoke / workflow_start (idempotency, limits, enqueue)",
+    ["operation"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "workflow_queue_depth",
+    "Runnable (ready, due) tasks in the shared queue per execution class, last sample",
+    ["execution_class"],
+    multiprocess_mode="livemax",
+    registry=REGISTRY,
+)
+QUEUE_OLDEST_SECONDS = Gauge(
+    "workflow_queue_oldest_runnable_seconds",
+    "How long the oldest runnable task of the class has waited, last sample",
+    ["execution_class"],
+    multiprocess_mode="livemax",
+    registry=REGISTRY,
+)
+CLAIM_SECONDS = Histogram(
+    "workflow_claim_seconds",
+    "One claim round trip of an executor",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+TASK_SERVICE_SECONDS = Histogram(
+    "workflow_task_service_seconds",
+    "A task's time in an executor slot, claim to completion",
+    ["execution_class"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+SLOTS_AVAILABLE = Gauge(
+    "workflow_executor_slots_available",
+    "Free executor slots per class in this process (summed over live processes)",
+    ["execution_class"],
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+LEASE_RECLAIMS = Counter(
+    "workflow_lease_reclaims",
+    "Expired task leases the reaper handed back to the queue",
+    registry=REGISTRY,
+)
+BUDGET_EXHAUSTIONS = Counter(
+    "workflow_budget_exhaustions",
+    "Tasks failed with WORKFLOW_BUDGET_EXHAUSTED",
+    ["execution_class"],
+    registry=REGISTRY,
+)
+OUTBOUND_SECONDS = Histogram(
+    "workflow_outbound_seconds",
+    "Outbound HTTP and MCP calls of runs by endpoint reference",
+    ["kind", "endpoint"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+OUTBOUND_FAILURES = Counter(
+    "workflow_outbound_failures",
+    "Outbound calls that raised (transport errors, timeouts, refusals) by endpoint reference",
+    ["kind", "endpoint"],
+    registry=REGISTRY,
+)
+POOL_CONNECTIONS = Gauge(
+    "workflow_db_pool_connections",
+    "PostgreSQL pool connections by pool and state (open, idle, waiting requests)",
+    ["pool", "state"],
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+
+
+class SlotSettings(Protocol):
+    """The per-class slot counts of an executor (runtime.scheduler SchedulerSettings)."""
+
+    @property
+    def interactive_slots(self) -> int: ...
+    @property
+    def standard_slots(self) -> int: ...
+    @property
+    def batch_slots(self) -> int: ...
+
+
+_pools: dict[str, Callable[[], Mapping[str, int]]] = {}
+
+
+def observe_claim(seconds: float) -> None:
+    """One claim round trip."""
+    CLAIM_SECONDS.observe(seconds)
+
+
+def observe_service(execution_class: str, seconds: float) -> None:
+    """One task's slot time."""
+    TASK_SERVICE_SECONDS.labels(_class(execution_class)).observe(seconds)
+
+
+def record_queue(load: Mapping[str, tuple[int, float]]) -> None:
+    """A queue sample: (runnable tasks, oldest runnable age in ms) per execution class."""
+    for name in EXECUTION_CLASSES:
+        ready, oldest_ms = load.get(name, (0, 0.0))
+        QUEUE_DEPTH.labels(name).set(ready)
+        QUEUE_OLDEST_SECONDS.labels(name).set(oldest_ms / 1000)
+
+
+def record_slots(settings: SlotSettings, running_classes: Iterable[str]) -> None:
+    """Free slots per class of this process's executor after a claim or a completion."""
+    running = {name: 0 for name in EXECUTION_CLASSES}
+    for name in running_classes:
+        running[_class(name)] = running.get(_class(name), 0) + 1
+    configured = {
+        "interactive": settings.interactive_slots,
+        "standard": settings.standard_slots,
+        "batch": settings.batch_slots,
+    }
+    for name in EXECUTION_CLASSES:
+        SLOTS_AVAILABLE.labels(name).set(max(0, configured[name] - running[name]))
+
+
+def record_reclaims(count: int) -> None:
+    """Leases the reaper reclaimed in one sweep."""
+    if count:
+        LEASE_RECLAIMS.inc(count)
+
+
+def record_task_error(execution_class: str, code: str) -> None:
+    """A task that ended with a typed error (only budget exhaustion is counted)."""
+    if code == "WORKFLOW_BUDGET_EXHAUSTED":
+        BUDGET_EXHAUSTIONS.labels(_class(execution_class)).inc()
+
+
+def watch_pool(name: str, stats: Callable[[], Mapping[str, int]]) -> None:
+    """Report a connection pool's psycopg_pool statistics at each scrape of this process."""
+    _pools[name] = stats
+
+
+def _class(name: str) -> str:
+    # Bounded: anything unexpected is one label value, never a new series per input.
+    return name if name in EXECUTION_CLASSES else "other"
+
+
+def _sample_pools() -> None:
+    for name, stats in list(_pools.items()):
+        try:
+            values = stats()
+        except Exception:
+            continue  # a closed pool reports nothing rather than failing the scrape
+        POOL_CONNECTIONS.labels(name, "open").set(values.get("pool_size", 0))
+        POOL_CONNECTIONS.labels(name, "idle").set(values.get("pool_available", 0))
+        POOL_CONNECTIONS.labels(name, "waiting").set(values.get("requests_waiting", 0))
+
+
+def render() -> tuple[bytes, str]:
+    """The exposition of this process, or of every process sharing PROMETHEUS_MULTIPROC_DIR."""
+    _sample_pools()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
+        return generate_latest(merged), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+for _name in EXECUTION_CLASSES:
+    # Known label values start at zero, so a dashboard sees the series before the first event.
+    BUDGET_EXHAUSTIONS.labels(_name)
