@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
+import msgspec
 import pytest
 
 from runtime.addresses import (
@@ -14,6 +15,8 @@ from runtime.addresses import (
     IPAddress,
     parse_ip_literal,
 )
+from runtime.publication.settings import DestinationSettings
+from runtime.service.config import load_settings
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")
 
@@ -117,6 +120,19 @@ def test_an_allowed_network_opens_exactly_that_network_in_every_form() -> None:
 def test_a_malformed_allowed_network_is_a_configuration_error() -> None:
     with pytest.raises(ValueError):
         AddressPolicy.from_cidrs(["10.0.0.0/33"])
+    with pytest.raises(msgspec.ValidationError, match="not a CIDR network"):
+        msgspec.convert({"allowed_networks": ["10.0.0.0/33"]}, DestinationSettings)
+
+
+def test_the_operator_allows_networks_through_the_environment() -> None:
+    variable = {"WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_NETWORKS": '["10.20.0.0/16"]'}
+    policy = load_settings(None, variable).publication.destinations.address_policy()
+    assert policy.check_literal("10.20.3.4") == ipaddress.ip_address("10.20.3.4")
+    with pytest.raises(DestinationRefused):
+        policy.check_literal("10.21.3.4")
+    # Nothing configured: no internal network at all.
+    with pytest.raises(DestinationRefused):
+        load_settings(None, {}).publication.destinations.address_policy().check_literal("[::1]")
 
 
 class TableResolver:
