@@ -62,9 +62,7 @@ async def test_a_failed_task_returns_task_failed_with_the_stored_message_on_the_
         )
     )
     assert status["state"] == "FAILED"
-    # The call's own correlation id (its trace id) is not part of the stored error.
-    stored = {k: v for k, v in body["error"]["details"].items() if k != "correlationId"}
-    assert status["error"] == {**body["error"], "details": stored}
+    assert status["error"] == body["error"]
 
 
 async def test_a_call_with_a_parent_action_is_refused_and_never_becomes_a_root_start(

@@ -81,13 +81,17 @@ async def test_an_error_result_names_the_calls_correlation_id_which_is_its_trace
     result = await caller.call_tool(
         "workflow_invoke", args, headers={"traceparent": GATEWAY_PARENT}
     )
-    body = refused(result, "WORKFLOW_DEFINITION_MISMATCH")
-    assert body["error"]["details"]["correlationId"] == GATEWAY_TRACE
+    refused(result, "WORKFLOW_DEFINITION_MISMATCH")
+    assert result["structuredContent"]["error"]["details"]["correlationId"] == GATEWAY_TRACE
     # Without a Gateway trace the service starts one: still a 32-hex-digit trace id.
-    alone = refused(await caller.call_tool("workflow_invoke", args), "WORKFLOW_DEFINITION_MISMATCH")
-    correlation = alone["error"]["details"]["correlationId"]
+    alone = await caller.call_tool("workflow_invoke", args)
+    correlation = alone["structuredContent"]["error"]["details"]["correlationId"]
     assert len(correlation) == 32 and correlation != GATEWAY_TRACE
     int(correlation, 16)
+    # Publication refusals replay byte for byte by operationId: they carry no call's id.
+    denied = await owner.call_tool("workflow_definition_retire", {"hostId": "not-a-host"})
+    assert denied["isError"] is True
+    assert "correlationId" not in (denied["structuredContent"]["error"].get("details") or {})
 
 
 @pytest.mark.requirement("001:Observability And Audit")

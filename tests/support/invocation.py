@@ -59,11 +59,21 @@ def ok(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
-    """The structuredContent of an isError result whose error has that code."""
+    """The structuredContent of an isError result whose error has that code.
+
+    Without details.correlationId: each call has its own (its trace id), so a replay or a
+    stored error compares equal without it (tests/integration/test_telemetry.py checks it).
+    """
     assert result["isError"] is True, result
     body = dict(result["structuredContent"])
     assert body["error"]["code"] == code, body
-    return body
+    error = dict(body["error"])
+    details = {k: v for k, v in (error.get("details") or {}).items() if k != "correlationId"}
+    if details:
+        error["details"] = details
+    else:
+        error.pop("details", None)
+    return {**body, "error": error}
 
 
 async def until_settled(
