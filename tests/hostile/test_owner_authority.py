@@ -22,6 +22,7 @@ from tests.support.binding_builders import (
 from tests.support.hostile import assert_responsive, while_probing
 from tests.support.invocation import client, ok, save_head
 from tests.support.mcp import McpTestClient
+from tests.support.publication import versioned
 
 pytestmark = pytest.mark.requirement("000:Carry-over")
 
@@ -65,7 +66,7 @@ async def test_a_repin_to_a_version_published_by_someone_else_goes_to_the_owner(
     owner = client(http, dev_identity, OWNER)
     author = client(http, dev_identity, AUTHOR)
     wf_def_id, tool_id, first = await approved_tool(owner)
-    new_logic = definition_yaml(marker=2)
+    new_logic = versioned(definition_yaml(marker=2), "1.3.0")
     await publish_version_as(author, wf_def_id, new_logic, "1.3.0")
     repinned = binding(wf_def_id, tool_id, new_logic, version="1.3.0")
     probed = await while_probing(
@@ -91,7 +92,7 @@ async def test_a_repin_to_the_owners_own_new_version_still_carries_over(
     owner = client(http, dev_identity, OWNER)
     author = client(http, dev_identity, AUTHOR)
     wf_def_id, tool_id, first = await approved_tool(owner)
-    new_logic = definition_yaml(marker=2)
+    new_logic = versioned(definition_yaml(marker=2), "1.3.0")
     await publish_version_as(owner, wf_def_id, new_logic, "1.3.0")
     repinned = binding(wf_def_id, tool_id, new_logic, version="1.3.0")
     receipt = ok(

@@ -8,7 +8,7 @@ import uuid
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.security import Keyring
 from runtime.store import Database
-from tests.support.execution import LocalServer, document, executor, serving
+from tests.support.execution import LOCAL_BACKENDS, LocalServer, document, executor, serving
 from tests.support.execution_runs import finished, start
 
 
@@ -19,7 +19,7 @@ async def test_a_response_over_the_size_bound_is_stored_as_that_reason(
     async with serving(LocalServer()) as server:
         settings = ExecutionSettings(http_allowlist=[f"{server.base}/"], max_response_bytes=8)
         get = {"call": "http", "with": {"method": "get", "endpoint": f"{server.base}/claims"}}
-        async with executor(db, WorkflowRuntime(settings, keyring)):
+        async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, document([{"get": get}]), {}, host_id=host)
             run = await finished(db, host, pid)
     error = run["error"]

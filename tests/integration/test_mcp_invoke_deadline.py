@@ -184,7 +184,11 @@ async def test_past_the_deadline_the_timeout_is_final_even_when_cancelling_is_di
 @asynccontextmanager
 async def _executor(services: Services, overrun_s: float) -> AsyncIterator[Executor]:
     """An executor whose write overrun (the disabled policy's hard ceiling) is overrun_s."""
-    runtime = WorkflowRuntime(ExecutionSettings(write_overrun_s=overrun_s), services.keyring)
+    runtime = WorkflowRuntime(
+        ExecutionSettings(write_overrun_s=overrun_s),
+        services.keyring,
+        destinations=services.settings.publication.destinations.address_policy(),
+    )
     settings = dataclasses.replace(FAST, overrun_ms=round(overrun_s * 1000))
     async with Executor(services.database, runtime.handlers(), settings) as executor:
         yield executor

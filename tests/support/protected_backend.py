@@ -133,7 +133,11 @@ async def verifying_executor(
 ) -> AsyncIterator[Executor]:
     """An executor whose runs verify their token before every call, as the service does."""
     runtime = WorkflowRuntime.verifying(
-        settings or ExecutionSettings(), services.keyring, services.settings.security
+        settings or ExecutionSettings(),
+        services.keyring,
+        services.settings.security,
+        destinations=services.settings.publication.destinations.address_policy(),
+        resolver=services.resolver,
     )
     async with Executor(services.database, runtime.handlers(), FAST) as executor:
         yield executor
