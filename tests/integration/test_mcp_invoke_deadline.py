@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,7 +16,7 @@ import pytest
 from runtime.canonical import definition_digest
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.publication.bindings import DestinationPolicy
-from runtime.scheduler import Executor
+from runtime.scheduler import Executor, capacity
 from runtime.services import Services
 from tests.support.binding_builders import (
     endpoint_target,
@@ -72,6 +72,13 @@ class GatedBackend:
         await send({"type": "http.response.body", "body": body})
 
 
+@pytest.fixture(autouse=True)
+def fresh_estimator() -> Iterator[None]:
+    """Forget this module's slow tasks: the process-wide capacity estimator outlives a test."""
+    yield
+    capacity.reset()
+
+
 @pytest.fixture
 async def backend() -> AsyncIterator[GatedBackend]:
     server = GatedBackend()
@@ -117,7 +124,8 @@ async def _write_tool(owner: McpTestClient, services: Services, base: str, **cha
 async def _timed_out_past_deadline(caller: McpTestClient, tool: Tool) -> dict[str, Any]:
     """Call until the answer is the final (past-deadline) WORKFLOW_TIMEOUT."""
     body = refused(await caller.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_TIMEOUT")
-    for _ in range(5):
+    # Each call waits min(syncWaitMs, what is left of the deadline): bounded, not timed.
+    for _ in range(100):
         if body["error"]["retryable"] is False:
             break
         # Still inside the deadline: the retry re-attaches and waits out the rest.
@@ -142,7 +150,8 @@ async def test_a_write_dispatched_before_the_deadline_finishes_and_its_result_is
     workers: object,
     backend: GatedBackend,
 ) -> None:
-    tool = await _write_tool(owner, services, backend.base, syncWaitMs=300, totalDeadlineMs=600)
+    # A deadline long enough for a busy executor to dispatch the write before it passes.
+    tool = await _write_tool(owner, services, backend.base, syncWaitMs=300, totalDeadlineMs=3000)
     body = await _timed_out_past_deadline(caller, tool)
     instance = body["workflowInstanceId"]
     assert body["error"]["retryable"] is False
