@@ -65,7 +65,11 @@ async def test_within_a_positive_replay_window_the_same_call_replays_the_result(
 async def test_a_retry_after_a_timeout_re_attaches_to_the_same_instance(
     owner: McpTestClient, caller: McpTestClient, services: Services
 ) -> None:
-    tool = await publish_tool(owner, syncWaitMs=100)
+    # A replay window, so a run that completes between two polls of until_settled is
+    # replayed to the next poll instead of a new run being started (window 0 would race).
+    tool = await publish_tool(
+        owner, syncWaitMs=100, idempotencyPolicy={"kind": "derived", "resultReplayMs": 600000}
+    )
     first = refused(await _invoke(caller, tool), "WORKFLOW_TIMEOUT")
     assert first["status"] == "timeout"
     assert first["error"]["retryable"] is True
