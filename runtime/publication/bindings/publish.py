@@ -9,7 +9,11 @@ from typing import Any, Literal
 
 from msgspec import UNSET
 
-from generated.models import WorkflowBindingPublishInput, WorkflowBindingPublishOutput
+from generated.models import (
+    PublicationWarning,
+    WorkflowBindingPublishInput,
+    WorkflowBindingPublishOutput,
+)
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings import store
@@ -23,6 +27,7 @@ from runtime.publication.bindings.carry_over import (
 )
 from runtime.publication.bindings.common import current_owner, is_owner, not_found
 from runtime.publication.bindings.coverage import check_endpoint_coverage
+from runtime.publication.bindings.datacheck import pinned_version_warnings
 from runtime.publication.bindings.destinations import (
     DestinationPolicy,
     check_destinations,
@@ -119,8 +124,9 @@ def revision_receipt(
     revision: Mapping[str, Any],
     aggregate_version: int,
     decision_id: str | None,
+    warnings: list[dict[str, str]] | None = None,
 ) -> WorkflowBindingPublishOutput:
-    """The publish receipt of a stored revision."""
+    """The publish receipt of a stored revision, with the pinned version's checker warnings."""
     active = revision["revision_status"] == "approved"
     denied = None if active else revision.get("carry_over_denied_reason")
     return WorkflowBindingPublishOutput(
@@ -136,6 +142,7 @@ def revision_receipt(
         aggregate_version=aggregate_version,
         decision_id=UNSET if decision_id is None else decision_id,
         carry_over_denied_reason=denied or UNSET,
+        warnings=[PublicationWarning(**w) for w in warnings] if warnings else UNSET,
     )
 
 
@@ -268,14 +275,18 @@ def _revision_row(
 
 
 async def _unchanged(
-    conn: Connection, ctx: InvocationContext, head: store.PublicationHead, digest: str
+    conn: Connection,
+    ctx: InvocationContext,
+    head: store.PublicationHead,
+    digest: str,
+    warnings: list[dict[str, str]],
 ) -> WorkflowBindingPublishOutput | None:
     for binding_id in (head.active_binding_id, head.pending_binding_id):
         if binding_id is None:
             continue
         revision = await store.select_revision(conn, ctx.host_id, binding_id)
         if revision is not None and revision["binding_digest"] == digest:
-            return revision_receipt("unchanged", revision, head.aggregate_version, None)
+            return revision_receipt("unchanged", revision, head.aggregate_version, None, warnings)
     return None
 
 
@@ -327,10 +338,11 @@ async def _publish(
         check_endpoint_coverage(fit.definition, request.reach.endpoint_targets)
     except InvalidBindingRequest as rejection:
         raise request_section_error(rejection, operation_id) from None
+    warnings = pinned_version_warnings(version_row["document"], doc["workflowVersion"])
     head = await store.lock_head(conn, ctx.host_id, doc["toolId"])
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
-    unchanged = await _unchanged(conn, ctx, head, request.binding_digest)
+    unchanged = await _unchanged(conn, ctx, head, request.binding_digest, warnings)
     if unchanged is not None:
         return unchanged
     candidate = Candidate(
@@ -371,7 +383,7 @@ async def _publish(
     )
     stored = await store.select_revision(conn, ctx.host_id, binding_id)
     assert stored is not None
-    return revision_receipt("published", stored, version, decision_id)
+    return revision_receipt("published", stored, version, decision_id, warnings)
 
 
 async def publish_binding(
