@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from runtime.execution import configure_waiter
+from runtime.execution.waiter import shard_index
 from runtime.store import Database
 from tests.support.binding_builders import definition_yaml
 from tests.support.invocation import (
@@ -21,6 +22,7 @@ from tests.support.invocation import (
     workers,
 )
 from tests.support.mcp import McpTestClient
+from tests.support.waiting import wait_until
 
 __all__ = ["caller", "owner", "workers"]
 
@@ -39,6 +41,14 @@ async def _result_listeners(admin: Admin) -> int:
     return int(row["n"])
 
 
+async def _listener_pids(admin: Admin) -> set[int]:
+    cursor = await admin.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND query = 'LISTEN \"workflow_process_state\"'"
+    )
+    return {int(row["pid"]) for row in await cursor.fetchall()}
+
+
 async def test_with_no_listener_connections_waiters_poll_durable_status(
     db: Database, owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin
 ) -> None:
@@ -50,11 +60,59 @@ async def test_with_no_listener_connections_waiters_poll_durable_status(
     assert await _result_listeners(admin) == 0
 
 
-async def test_any_positive_bound_shares_one_listener_connection(
+async def test_a_listener_connection_opens_only_when_a_waiter_needs_it(
     db: Database, owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin
 ) -> None:
     configure_waiter(db, listener_connections=8)
+    # One run's waiter uses one of the 8 listeners; the other seven stay closed.
     tool = await publish_tool(owner)
     body = ok(await until_settled(lambda: caller.call_tool("workflow_invoke", invoke_args(tool))))
     assert body["status"] == "completed"
     assert await _result_listeners(admin) == 1
+
+
+async def _invoke_until_every_listener_is_used(caller: McpTestClient, tool: Any) -> set[str]:
+    """Invoke with distinct inputs until the runs hash to all 3 listeners (and at least 9 runs)."""
+    ids: set[str] = set()
+    n = 0
+    while n < 9 or {shard_index(i, 3) for i in ids} != {0, 1, 2}:
+        n += 1
+        args = invoke_args(tool, {"claimId": f"C-{n}"})
+        body = ok(await until_settled(lambda args=args: caller.call_tool("workflow_invoke", args)))
+        assert body["status"] == "completed"
+        ids.add(body["workflowInstanceId"])
+        assert n < 200, "the run ids never covered all three listeners"
+    return ids
+
+
+async def test_waiters_are_spread_over_n_listener_connections(
+    db: Database, owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin
+) -> None:
+    configure_waiter(db, listener_connections=3)
+    tool = await publish_tool(owner)
+    ids = await _invoke_until_every_listener_is_used(caller, tool)
+    assert len(ids) >= 9
+    assert await _result_listeners(admin) == 3
+
+
+async def test_a_dropped_listener_reconnects_and_its_waiters_still_get_results(
+    db: Database, owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin
+) -> None:
+    configure_waiter(db, listener_connections=3)
+    tool = await publish_tool(owner)
+    await _invoke_until_every_listener_is_used(caller, tool)
+    before = await _listener_pids(admin)
+    dropped = min(before)
+    await admin.execute("SELECT pg_terminate_backend(%s)", (dropped,))
+
+    async def reconnected() -> bool:
+        pids = await _listener_pids(admin)
+        return len(pids) == 3 and dropped not in pids
+
+    await wait_until(reconnected, what="the dropped listener to reconnect")
+    # Only the dropped connection was replaced: the other two listeners never noticed.
+    assert before - {dropped} <= await _listener_pids(admin)
+    for n in range(6):
+        args = invoke_args(tool, {"claimId": f"D-{n}"})
+        body = ok(await until_settled(lambda args=args: caller.call_tool("workflow_invoke", args)))
+        assert body["status"] == "completed"
