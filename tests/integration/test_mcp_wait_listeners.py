@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import psycopg
@@ -71,17 +72,35 @@ async def test_a_listener_connection_opens_only_when_a_waiter_needs_it(
     assert await _result_listeners(admin) == 1
 
 
-async def _invoke_until_every_listener_is_used(caller: McpTestClient, tool: Any) -> set[str]:
-    """Invoke with distinct inputs until the runs hash to all 3 listeners (and at least 9 runs)."""
-    ids: set[str] = set()
-    n = 0
-    while n < 9 or {shard_index(i, 3) for i in ids} != {0, 1, 2}:
-        n += 1
-        args = invoke_args(tool, {"claimId": f"C-{n}"})
-        body = ok(await until_settled(lambda args=args: caller.call_tool("workflow_invoke", args)))
+# Room for the runs below: the builder's per-user limits would refuse them.
+ROOMY_LIMITS = {
+    "maximumConcurrentRuns": 50,
+    "maximumConcurrentRunsPerUser": 20,
+    "startsPerMinute": 600,
+    "startsPerMinutePerUser": 600,
+}
+
+
+async def _invoke_batch(caller: McpTestClient, tool: Any, prefix: str) -> set[str]:
+    """Six concurrent invocations with distinct inputs; every one completes."""
+
+    async def one(n: int) -> str:
+        args = invoke_args(tool, {"claimId": f"{prefix}-{n}"})
+        body = ok(await until_settled(lambda: caller.call_tool("workflow_invoke", args)))
         assert body["status"] == "completed"
-        ids.add(body["workflowInstanceId"])
-        assert n < 200, "the run ids never covered all three listeners"
+        return str(body["workflowInstanceId"])
+
+    return set(await asyncio.gather(*(one(n) for n in range(6))))
+
+
+async def _invoke_until_every_listener_is_used(caller: McpTestClient, tool: Any) -> set[str]:
+    """Invoke in concurrent batches until the runs hash to all 3 listeners."""
+    ids: set[str] = set()
+    batch = 0
+    while len(ids) < 9 or {shard_index(i, 3) for i in ids} != {0, 1, 2}:
+        batch += 1
+        assert batch < 20, "the run ids never covered all three listeners"
+        ids |= await _invoke_batch(caller, tool, f"C{batch}")
     return ids
 
 
@@ -89,7 +108,7 @@ async def test_waiters_are_spread_over_n_listener_connections(
     db: Database, owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin
 ) -> None:
     configure_waiter(db, listener_connections=3)
-    tool = await publish_tool(owner)
+    tool = await publish_tool(owner, admissionLimits=ROOMY_LIMITS)
     ids = await _invoke_until_every_listener_is_used(caller, tool)
     assert len(ids) >= 9
     assert await _result_listeners(admin) == 3
@@ -99,7 +118,7 @@ async def test_a_dropped_listener_reconnects_and_its_waiters_still_get_results(
     db: Database, owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin
 ) -> None:
     configure_waiter(db, listener_connections=3)
-    tool = await publish_tool(owner)
+    tool = await publish_tool(owner, admissionLimits=ROOMY_LIMITS)
     await _invoke_until_every_listener_is_used(caller, tool)
     before = await _listener_pids(admin)
     dropped = min(before)
@@ -112,7 +131,4 @@ async def test_a_dropped_listener_reconnects_and_its_waiters_still_get_results(
     await wait_until(reconnected, what="the dropped listener to reconnect")
     # Only the dropped connection was replaced: the other two listeners never noticed.
     assert before - {dropped} <= await _listener_pids(admin)
-    for n in range(6):
-        args = invoke_args(tool, {"claimId": f"D-{n}"})
-        body = ok(await until_settled(lambda args=args: caller.call_tool("workflow_invoke", args)))
-        assert body["status"] == "completed"
+    assert len(await _invoke_batch(caller, tool, "D")) == 6
