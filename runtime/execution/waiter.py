@@ -5,8 +5,8 @@ scheduler's outcome hub), so they need no read; NOTIFY plus a read serves runs c
 elsewhere.
 
 Seed 001 bounds the dedicated LISTEN connections (WORKFLOW_WAIT_LISTENER_CONNECTIONS, default
-8). Waiters are spread over N connections by a stable hash of the run id; each connection is
-opened when its first waiter arrives and wakes only its own waiters, so a dropped connection
+8). Waiters are spread over N connections by a stable hash of the run id; all N LISTEN from the
+waiter's start, and each wakes only its own waiters, so a dropped connection
 only sends its share to polling until it reconnects. A bound of 0 opens none and every waiter
 polls durable status at a short interval.
 """
@@ -68,8 +68,8 @@ class Wakeup:
 class _Shard:
     """One LISTEN connection and the waiters whose runs hash to it.
 
-    Opened on its first waiter; a drop and reconnect wakes only this shard's waiters (they poll
-    durable status at the fallback interval meanwhile).
+    A drop and reconnect wakes only this shard's waiters (they poll durable status at the
+    fallback interval meanwhile).
     """
 
     def __init__(self, conninfo: str, index: int, shards: int) -> None:
@@ -137,7 +137,9 @@ class ResultWaiter:
             self.poll_interval_s = min(poll_interval_s, POLLING_ONLY_INTERVAL_S)
 
     async def start(self) -> None:
-        """Nothing to do up front: each shard LISTENs when its first waiter arrives."""
+        """LISTEN on every shard (idempotent; nothing to start when polling only)."""
+        for shard in self._shards:
+            await shard.start()
 
     async def close(self) -> None:
         """Stop listening on every shard."""
@@ -189,7 +191,7 @@ def configure_waiter(
 
 
 async def waiter_for(db: Database) -> ResultWaiter:
-    """The shared waiter of a database (its LISTEN shards open on first use)."""
+    """The shared waiter of a database (its LISTEN connections open on first use)."""
     waiter = _WAITERS.get(db)
     if waiter is None:
         waiter = configure_waiter(db, poll_interval_s=DEFAULT_POLL_INTERVAL_S)

@@ -61,15 +61,14 @@ async def test_with_no_listener_connections_waiters_poll_durable_status(
     assert await _result_listeners(admin) == 0
 
 
-async def test_a_listener_connection_opens_only_when_a_waiter_needs_it(
+async def test_a_positive_bound_opens_that_many_listener_connections(
     db: Database, owner: McpTestClient, caller: McpTestClient, workers: object, admin: Admin
 ) -> None:
     configure_waiter(db, listener_connections=8)
-    # One run's waiter uses one of the 8 listeners; the other seven stay closed.
     tool = await publish_tool(owner)
     body = ok(await until_settled(lambda: caller.call_tool("workflow_invoke", invoke_args(tool))))
     assert body["status"] == "completed"
-    assert await _result_listeners(admin) == 1
+    assert await _result_listeners(admin) == 8
 
 
 # Room for the runs below: the builder's per-user limits would refuse them.
