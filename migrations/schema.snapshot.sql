@@ -285,7 +285,7 @@ CREATE TABLE public.workflow_action_authority_t (
     action_limit integer NOT NULL,
     credential_kind text NOT NULL,
     created_ts timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT workflow_action_authority_kind_check CHECK ((credential_kind = ANY (ARRAY['invoke'::text, 'long'::text, 'broker'::text]))),
+    CONSTRAINT workflow_action_authority_kind_check CHECK ((credential_kind = ANY (ARRAY['invoke'::text, 'long'::text, 'broker'::text, 'start'::text]))),
     CONSTRAINT workflow_action_authority_limit_check CHECK ((action_limit >= 0))
 );
 

@@ -67,8 +67,8 @@ class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fiel
     # by the executor for every run.
     maximum_parallelism: int = 8
     # The result waiter's dedicated LISTEN connections (seed 001, also read from
-    # WORKFLOW_WAIT_LISTENER_CONNECTIONS): all waiters share one, so any positive bound opens
-    # one; 0 opens none and waiters poll durable status.
+    # WORKFLOW_WAIT_LISTENER_CONNECTIONS): waiters are spread over this many by a hash of the
+    # run id; 0 opens none and waiters poll durable status.
     wait_listener_connections: int = 8
     # The retention sweep: reservations whose run is over and whose window passed, and runs
     # finished longer than run_retention_s ago that no reservation can still replay.

@@ -5,9 +5,10 @@ scheduler's outcome hub), so they need no read; NOTIFY plus a read serves runs c
 elsewhere.
 
 Seed 001 bounds the dedicated LISTEN connections (WORKFLOW_WAIT_LISTENER_CONNECTIONS, default
-8) and has further waiters poll durable status. Here every waiter shares one connection, so
-any positive bound opens exactly one; a bound of 0 opens none and every waiter polls durable
-status at a short interval.
+8). Waiters are spread over N connections by a stable hash of the run id; all N LISTEN from the
+waiter's start, and each wakes only its own waiters, so a dropped connection
+only sends its share to polling until it reconnects. A bound of 0 opens none and every waiter
+polls durable status at a short interval.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -63,8 +65,58 @@ class Wakeup:
         return woken
 
 
+class _Shard:
+    """One LISTEN connection and the waiters whose runs hash to it.
+
+    A drop and reconnect wakes only this shard's waiters (they poll durable status at the
+    fallback interval meanwhile).
+    """
+
+    def __init__(self, conninfo: str, index: int, shards: int) -> None:
+        self.index, self.shards = index, shards
+        self.waiting: dict[str, set[Wakeup]] = {}
+        self.listener = NotificationListener(conninfo, [PROCESS_STATE_CHANNEL], self._notified)
+        self._started = False
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """LISTEN once (idempotent)."""
+        if self._started:
+            return
+        async with self._lock:
+            if not self._started:
+                await self.listener.start()
+                self._started = True
+
+    async def close(self) -> None:
+        """Stop listening."""
+        async with self._lock:
+            await self.listener.close()
+            self._started = False
+
+    def _notified(self, payload: dict[str, Any] | None) -> None:
+        if payload is None:
+            # Reconnected: anything may have been missed, wake this shard's waiters to re-read.
+            for wakeups in self.waiting.values():
+                for wakeup in wakeups:
+                    wakeup.set()
+            return
+        process_id = str(payload.get("id"))
+        if shard_index(process_id, self.shards) != self.index:
+            return  # another shard's run (every shard hears every NOTIFY)
+        if HUB.hold(process_id):
+            return  # its completion is in flight here: it hands the end over (or wakes us)
+        for wakeup in self.waiting.get(process_id, ()):
+            wakeup.set()
+
+
+def shard_index(process_id: str, shards: int) -> int:
+    """The listener a run's waiters use: a stable hash of the run id (same in every process)."""
+    return zlib.crc32(process_id.encode()) % shards
+
+
 class ResultWaiter:
-    """Routes process-state notifications to the waiters of each run."""
+    """Routes process-state notifications to the waiters of each run, over N LISTEN shards."""
 
     def __init__(
         self,
@@ -75,58 +127,51 @@ class ResultWaiter:
     ) -> None:
         if listener_connections < 0:
             raise ValueError("listener_connections must not be negative")
-        self._waiting: dict[str, set[Wakeup]] = {}
-        self._listener: NotificationListener | None = None
-        if listener_connections > 0:
-            self._listener = NotificationListener(conninfo, [PROCESS_STATE_CHANNEL], self._notified)
+        self._shards = [
+            _Shard(conninfo, index, listener_connections) for index in range(listener_connections)
+        ]
+        self._polling: dict[str, set[Wakeup]] = {}
+        if self._shards:
             self.poll_interval_s = poll_interval_s
         else:
             self.poll_interval_s = min(poll_interval_s, POLLING_ONLY_INTERVAL_S)
-        self._started = False
-        self._lock = asyncio.Lock()
 
     async def start(self) -> None:
-        """LISTEN once (idempotent; nothing to start when polling only)."""
-        async with self._lock:
-            if not self._started:
-                if self._listener is not None:
-                    await self._listener.start()
-                self._started = True
+        """LISTEN on every shard (idempotent; nothing to start when polling only)."""
+        for shard in self._shards:
+            await shard.start()
 
     async def close(self) -> None:
-        """Stop listening."""
-        if self._listener is not None:
-            await self._listener.close()
-        self._started = False
+        """Stop listening on every shard."""
+        for shard in self._shards:
+            await shard.close()
 
-    def _notified(self, payload: dict[str, Any] | None) -> None:
-        if payload is None:
-            # Reconnected: anything may have been missed, wake everyone to re-read.
-            for wakeups in self._waiting.values():
-                for wakeup in wakeups:
-                    wakeup.set()
-            return
-        process_id = str(payload.get("id"))
-        if HUB.hold(process_id):
-            return  # its completion is in flight here: it hands the end over (or wakes us)
-        for wakeup in self._waiting.get(process_id, ()):
-            wakeup.set()
+    def _waiting_for(self, process_id: str) -> dict[str, set[Wakeup]]:
+        if not self._shards:
+            return self._polling
+        return self._shards[shard_index(process_id, len(self._shards))].waiting
+
+    async def _listen_for(self, process_id: str) -> None:
+        if self._shards:
+            await self._shards[shard_index(process_id, len(self._shards))].start()
 
     @contextlib.asynccontextmanager
     async def watch(self, process_id: str) -> AsyncIterator[Wakeup]:
         """Register interest in one run before reading it, so no NOTIFY slips between."""
+        await self._listen_for(process_id)
         wakeup = Wakeup()
-        self._waiting.setdefault(process_id, set()).add(wakeup)
+        waiting = self._waiting_for(process_id)
+        waiting.setdefault(process_id, set()).add(wakeup)
         unsubscribe = HUB.subscribe(process_id, wakeup.hand)
         try:
             yield wakeup
         finally:
             unsubscribe()
-            wakeups = self._waiting.get(process_id)
+            wakeups = waiting.get(process_id)
             if wakeups is not None:
                 wakeups.discard(wakeup)
                 if not wakeups:
-                    del self._waiting[process_id]
+                    del waiting[process_id]
 
 
 _WAITERS: weakref.WeakKeyDictionary[Database, ResultWaiter] = weakref.WeakKeyDictionary()
@@ -146,7 +191,7 @@ def configure_waiter(
 
 
 async def waiter_for(db: Database) -> ResultWaiter:
-    """The shared waiter of a database (one LISTEN connection), started on first use."""
+    """The shared waiter of a database (its LISTEN connections open on first use)."""
     waiter = _WAITERS.get(db)
     if waiter is None:
         waiter = configure_waiter(db, poll_interval_s=DEFAULT_POLL_INTERVAL_S)

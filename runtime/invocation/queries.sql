@@ -128,7 +128,8 @@ ORDER BY 1
 LIMIT 1;
 
 -- insert_action_authority --
--- The run's action authority (grant id = run id for workflow_invoke), written at admission.
+-- The run's action authority (grant id = run id for workflow_invoke and workflow_start runs),
+-- written in the transaction that admits the run.
 INSERT INTO workflow_action_authority_t (
     host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
 ) VALUES (

@@ -76,6 +76,20 @@ async def _receipt(
     )
 
 
+def _authority(ctx: InvocationContext, plan: RunPlan) -> dict[str, Any]:
+    # Like an invoke run, a start run has no LONG grant: the run id is its grant id. The seed
+    # names no credential kind for it, so it gets its own ('start', migration 0060).
+    return {
+        "host_id": ctx.host_id,
+        "grant_id": plan.process_id,
+        "process_id": plan.process_id,
+        "user_id": ctx.user_id,
+        "deadline_ts": plan.deadline_ts,
+        "action_limit": plan.budget.nested_calls,
+        "credential_kind": "start",
+    }
+
+
 def _sealed_or_none(
     keyring: Keyring, ctx: InvocationContext, process_id: str
 ) -> SealedSecret | None:
@@ -148,5 +162,6 @@ async def start_workflow(
                 plan.execution_class, (plan.deadline_ts - admitted).total_seconds() * 1000
             )
             await write_run(conn, ctx, plan, sealed, principal)
+            await store.insert_action_authority(conn, _authority(ctx, plan))
         receipt = await _receipt(conn, ctx.host_id, claim.process_id, wf_def_id)
     return receipt
