@@ -98,7 +98,8 @@ def _finite_double(value: float) -> float:
 def _parse_double(text: str) -> float:
     # float() rounds correctly: 100000.5 and 1.000005e5 are the same double.
     value = float(text)
-    if value == 0.0 and any(digit in re.split("[eE]", text, maxsplit=1)[0] for digit in "123456789"):
+    mantissa = re.split("[eE]", text, maxsplit=1)[0]
+    if value == 0.0 and any(digit in mantissa for digit in "123456789"):
         # Admitting 1e-400 as 0 would digest a value the caller did not send.
         raise CanonicalError("unsupported-number", "a non-zero number underflows to zero")
     return _finite_double(value)
