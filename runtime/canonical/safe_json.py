@@ -19,13 +19,14 @@ and ``1e0`` canonicalize to ``1``, exactly as RFC 8785 writes them), anything el
 ``NaN``) is `unsupported-number` in v1; absent members stay absent (never null); strings keep
 their code points (no Unicode normalization), except U+0000, which is refused
 (`nul-character`): PostgreSQL cannot store it in text or jsonb, so accepting it would only move
-the failure after admission.
+the failure after admission; a lone surrogate is refused (`lone-surrogate`) for the same reason.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, NoReturn
@@ -96,7 +97,12 @@ def _finite_double(value: float) -> float:
 
 def _parse_double(text: str) -> float:
     # float() rounds correctly: 100000.5 and 1.000005e5 are the same double.
-    return _finite_double(float(text))
+    value = float(text)
+    mantissa = re.split("[eE]", text, maxsplit=1)[0]
+    if value == 0.0 and any(digit in mantissa for digit in "123456789"):
+        # Admitting 1e-400 as 0 would digest a value the caller did not send.
+        raise CanonicalError("unsupported-number", "a non-zero number underflows to zero")
+    return _finite_double(value)
 
 
 def _check_profile(profile: str) -> None:
@@ -125,9 +131,17 @@ def parse_json_strict(text: str | bytes, *, profile: str = PROFILE) -> Any:
         raise CanonicalError("invalid-json", "text is not valid JSON") from error
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _no_nul(text: str) -> str:
     if "\x00" in text:
         raise CanonicalError("nul-character", "strings and keys must not contain U+0000")
+    # Checked here, before the library sorts keys by UTF-16, so no path meets its encode error.
+    if _SURROGATE.search(text):
+        raise CanonicalError(
+            "lone-surrogate", "strings and keys must be Unicode text (a lone surrogate is not)"
+        )
     return text
 
 

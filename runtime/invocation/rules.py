@@ -108,7 +108,8 @@ def check_request_bytes(value: Any, bounds: Mapping[str, Any]) -> None:
     """
     limit = int(bounds["maximumRequestBytes"])
     try:
-        size = len(canonical_bytes(value))
+        # The input profile, as check_input: a decimal v2 admits must not fail here under v1.
+        size = len(canonical_bytes(value, profile=INPUT_PROFILE))
     except CanonicalError as exc:
         raise input_invalid(f"the input is not canonical JSON: {exc}") from None
     if size > limit:

@@ -28,17 +28,30 @@ def duplicate_credential_fault(raw_headers: Iterable[tuple[bytes, bytes]]) -> Js
 
 
 def is_json_content_type(value: str | None) -> bool:
-    """Content-Type is application/json (parameters such as charset allowed)."""
+    """Content-Type is application/json; a charset parameter, if any, must be utf-8."""
     if value is None:
         return False
-    return value.split(";", 1)[0].strip().lower() == JSON_MEDIA_TYPE
+    media_type, *parameters = value.split(";")
+    if media_type.strip().lower() != JSON_MEDIA_TYPE:
+        return False
+    # The body is always decoded as UTF-8 (RFC 8259), so another declared charset would be
+    # read as something the client did not send.
+    return all(_utf8_or_other_parameter(parameter) for parameter in parameters)
+
+
+def _utf8_or_other_parameter(parameter: str) -> bool:
+    name, _, raw = parameter.partition("=")
+    if name.strip().lower() != "charset":
+        return True
+    return raw.strip().strip('"').lower() == "utf-8"
 
 
 def unsupported_media_fault() -> JsonRpcFault:
     """HTTP 415 for a POST /mcp whose body is not declared as JSON."""
     return JsonRpcFault(
         INVALID_REQUEST,
-        "unsupported media type: POST /mcp takes Content-Type: application/json",
+        "unsupported media type: POST /mcp takes Content-Type: application/json "
+        "(charset utf-8 if one is named)",
         http_status=415,
         headers={"Accept": JSON_MEDIA_TYPE},
     )

@@ -22,6 +22,7 @@ from tests.support.invocation import (
     workers,
 )
 from tests.support.mcp import McpReply, McpTestClient
+from tests.support.publication_builders import new_id, save_args
 
 __all__ = ["caller", "owner", "workers"]
 
@@ -136,3 +137,63 @@ async def test_the_scope_names_v2_only_for_inputs_v1_cannot_express(
         _scope(tool, decimal_key, v=2, profile=PROFILE_V2),
     ]
     assert list(stored) == expected
+
+
+async def _call_raw(client: McpTestClient, name: str, arguments: dict[str, Any]) -> McpReply:
+    """tools/call whose arguments json.dumps writes, lone surrogates as \\uXXXX escapes."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": client.params_with_meta({"name": name, "arguments": arguments}),
+    }
+    headers = {**client.envelope_headers("tools/call", name), **client.auth}
+    return await client.post_raw(json.dumps(message), headers)
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "where"),
+    [
+        ("workflow_invoke", "input key"),
+        ("workflow_start", "input value"),
+        ("workflow_definition_save", "actor"),
+        ("workflow_definition_save", "definition"),
+    ],
+)
+async def test_a_lone_surrogate_is_a_permanent_parse_error_and_changes_nothing(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    tool_name: str,
+    where: str,
+) -> None:
+    tool = await _loan_tool(owner)
+    lone = {"\ud800": 1} if where == "input key" else {"note": "x\udc00"}
+    client, args = caller, invoke_args(tool, {"loanAmount": 5, **lone})
+    if tool_name == "workflow_start":
+        args = {"wfDefId": tool.wf_def_id, "input": {"loanAmount": 5, **lone}}
+    elif tool_name == "workflow_definition_save":
+        client, args = owner, save_args(new_id(), 1)
+        args[where] = "\ud800" if where == "actor" else args[where] + "# \udc00\n"
+    definitions = await _scalar(services, "SELECT count(*) FROM wf_definition_t")
+    reply = await _call_raw(client, tool_name, args)
+    assert reply.status == 400
+    assert reply.error["code"] == -32700
+    assert reply.error["data"] == {"reason": "lone-surrogate"}
+    assert await _scalar(services, "SELECT count(*) FROM workflow_process") == 0
+    assert await _scalar(services, "SELECT count(*) FROM wf_definition_t") == definitions
+
+
+@pytest.mark.parametrize(
+    ("number", "why"), [("9" * 5000, "2^53 - 1"), ("1e-400", "underflows to zero")]
+)
+async def test_a_number_no_double_holds_is_refused_with_its_reason(
+    owner: McpTestClient, caller: McpTestClient, services: Services, number: str, why: str
+) -> None:
+    tool = await _loan_tool(owner)
+    reply = await _invoke_raw(caller, tool, '{"loanAmount": ' + number + "}")
+    assert reply.status == 400
+    assert reply.error["code"] == -32700
+    assert reply.error["data"] == {"reason": "unsupported-number"}
+    assert why in reply.error["message"]
+    assert await _scalar(services, "SELECT count(*) FROM workflow_process") == 0

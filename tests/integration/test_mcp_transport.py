@@ -235,6 +235,22 @@ async def test_malformed_json_is_a_parse_error(mcp: McpTestClient) -> None:
     assert_valid_mcp(mcp.era, "JSONRPCErrorResponse", reply.body)
 
 
+@pytest.mark.parametrize("charset", ["latin-1", "utf-16", '"iso-8859-1"'])
+async def test_a_body_declared_in_another_charset_is_415(mcp: McpTestClient, charset: str) -> None:
+    headers = {
+        **mcp.envelope_headers("tools/list"),
+        "Content-Type": f"application/json; charset={charset}",
+    }
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    reply = await mcp.post_raw(json.dumps(message), headers)
+    assert reply.status == 415
+    assert "utf-8" in reply.error["message"]
+    utf8 = await mcp.request(
+        "tools/list", headers={"Content-Type": 'application/json; charset="UTF-8"'}
+    )
+    assert utf8.status == 200
+
+
 @pytest.mark.parametrize(
     "message",
     [

@@ -99,3 +99,20 @@ def test_a_decimal_needs_v2_and_v1_still_refuses_it() -> None:
 def test_an_unknown_profile_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown canonical profile"):
         canonical_bytes({}, profile="rfc8785-json-v3")
+
+
+@pytest.mark.parametrize("profile", [PROFILE, PROFILE_V2])
+@pytest.mark.parametrize("value", [{"a": 1, "\ud800": 1}, ["x\udc00"], {"b": {"\udfff": "y"}}])
+def test_a_lone_surrogate_is_a_canonical_error_under_every_profile(
+    value: Any, profile: str
+) -> None:
+    with pytest.raises(CanonicalError) as caught:
+        canonical_bytes(value, profile=profile)
+    assert caught.value.discriminator == "lone-surrogate"
+
+
+def test_a_non_zero_literal_that_underflows_to_zero_is_refused() -> None:
+    with pytest.raises(CanonicalError, match="underflows to zero") as caught:
+        parse_json_strict('{"rate": 1e-400}', profile=PROFILE_V2)
+    assert caught.value.discriminator == "unsupported-number"
+    assert parse_json_strict('{"rate": 0.0e-400}', profile=PROFILE_V2) == {"rate": 0.0}

@@ -53,6 +53,9 @@ def test_a_repeated_credential_header_is_refused_by_name() -> None:
     [
         ("application/json", True),
         ("Application/JSON; charset=utf-8", True),
+        ('application/json; charset="UTF-8"', True),
+        ("application/json; charset=latin-1", False),
+        ("application/json;charset=utf-16", False),
         ("text/plain", False),
         ("application/x-www-form-urlencoded", False),
         (None, False),
