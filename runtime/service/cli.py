@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "token":
         # The development token minter keeps its own options (and --help).
-        return devtools_main(["mint", *args[1:]])
+        return devtools_main(["mint", *args[1:]], mint_prog="workflow-mcp token")
     parsed = build_parser().parse_args(args)
     # Defaults until a command has loaded its settings (which may choose another format).
     telemetry.configure_logging(telemetry.TelemetrySettings())
