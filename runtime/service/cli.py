@@ -77,7 +77,12 @@ def serve(args: argparse.Namespace) -> int:
         app.register(dev_token_exchange_route(identity))
     server = settings.server
     print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
-    uvicorn.run(app, host=server.host, port=server.port, log_level="info")
+    # log_config=None: uvicorn's lines go through the telemetry handler (JSON outside a
+    # terminal) instead of its own plain-text handlers; our access record replaces its own.
+    uvicorn.run(
+        app, host=server.host, port=server.port, log_level="info", log_config=None,
+        access_log=False,
+    )  # fmt: skip
     return 0
 
 
