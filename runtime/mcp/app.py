@@ -185,7 +185,13 @@ def create_app(
 
     return Litestar(
         route_handlers=[
-            mcp_post, mcp_other, tool_post, healthz, readyz, metrics_get, protected_resource_get
+            mcp_post,
+            mcp_other,
+            tool_post,
+            healthz,
+            readyz,
+            metrics_get,
+            protected_resource_get,
         ],
         lifespan=[lifespan] if services_factory is not None else [],
         request_max_body_size=MAX_BODY_BYTES,

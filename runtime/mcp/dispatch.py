@@ -12,8 +12,8 @@ import msgspec
 from fastjsonschema import JsonSchemaValueException
 
 from runtime.errors import AuthenticationError, WorkflowError, input_invalid
-from runtime.mcp.call import InputFailure, ToolCall
 from runtime.mcp.bearer_gate import unauthenticated
+from runtime.mcp.call import InputFailure, ToolCall
 from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
 from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion

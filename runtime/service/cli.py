@@ -17,6 +17,7 @@ import uvicorn
 
 from runtime import telemetry
 from runtime.mcp.app import create_app
+from runtime.publication.bindings.destinations import policy_from_settings
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import (
@@ -131,8 +132,13 @@ def migrate_command(args: argparse.Namespace) -> int:
 
 def check(args: argparse.Namespace) -> int:
     """Check definition files offline, as publication would; exit 0 clean, 1, or 2."""
+    settings = _settings(args)
     code, text = run_check(
-        args.files, binding=args.binding, strict=args.strict, output_format=args.format
+        args.files,
+        binding=args.binding,
+        strict=args.strict,
+        output_format=args.format,
+        destinations=policy_from_settings(settings.publication.destinations),
     )
     print(text)
     return code
@@ -175,6 +181,7 @@ def _check_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "analysis a binding needs. Exit 0 when clean, 1 for warnings with --strict, 2 when "
         "publication would refuse a file (or the --binding payload).",
     )
+    _config_option(run)
     run.add_argument("files", nargs="+", metavar="FILE", help="definitions, YAML or JSON")
     run.add_argument(
         "--binding", default=None, help="workflow_binding_publish arguments to check (YAML/JSON)"

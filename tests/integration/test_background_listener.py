@@ -41,7 +41,7 @@ async def test_closing_the_service_closes_the_run_waiters_listen_connection_firs
     settings.store.runtime_role = None
     services, close = await build_services(settings)
     waiter = await waiter_for(services.database)
-    listener = waiter._listener  # noqa: SLF001 - the connection this test watches
+    listener = waiter._listener
     assert listener is not None and listener.backend_pid is not None
     pid = listener.backend_pid
     await close()

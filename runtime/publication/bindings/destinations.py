@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from runtime.addresses import (
@@ -24,6 +25,9 @@ from runtime.addresses import (
 )
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.reach import EndpointTarget
+
+if TYPE_CHECKING:
+    from runtime.publication.settings import DestinationSettings
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
@@ -58,6 +62,24 @@ class DestinationPolicy:
             if host == pattern:
                 return True
         return False
+
+
+def policy_from_settings(
+    settings: DestinationSettings, resolver: Resolver | None = None
+) -> DestinationPolicy:
+    """The policy publication.destinations configures (resolver None: no DNS lookups)."""
+    return DestinationPolicy(
+        allowed_schemes=frozenset(scheme.lower() for scheme in settings.allowed_schemes),
+        allowed_hosts=None if settings.allowed_hosts is None else frozenset(settings.allowed_hosts),
+        allowed_ports=None if settings.allowed_ports is None else frozenset(settings.allowed_ports),
+        addresses=settings.address_policy(),
+        resolver=resolver,
+    )
+
+
+def unresolved_names(targets: Iterable[EndpointTarget]) -> list[str]:
+    """The target hosts that are names (not address literals): checked by DNS only online."""
+    return sorted({_name(target.endpoint_uri) for target in targets} - {""})
 
 
 def check_destination(target: EndpointTarget, policy: DestinationPolicy) -> None:
