@@ -6,7 +6,7 @@ from typing import Any
 
 import psycopg
 
-from runtime.execution import waiter_for
+from runtime.execution.waiter import waiter_for
 from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
 from runtime.service.bootstrap import build_services
 from runtime.settings import Settings
