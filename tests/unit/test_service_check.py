@@ -233,3 +233,18 @@ def test_check_applies_the_destination_policy_of_its_config_and_lists_unresolved
     assert body["files"][0]["binding"]["unresolvedNames"] == ["api.example.com"]
     assert main(["check", "--config", config, definition, "--binding", payload]) == code
     assert "names not resolved offline (api.example.com)" in capsys.readouterr().out
+
+
+def test_check_takes_the_destination_policy_from_the_environment_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WORKFLOW_CONFIG", raising=False)
+    text = definition_yaml(write=True)
+    targets = [endpoint_target(uri="http://api.example.com/claims")]
+    payload = _binding_file(tmp_path, text, write=True, endpoint_targets=targets)
+    definition = write(tmp_path, "d.yaml", text)
+    _, body = run(capsys, definition, "--binding", payload)
+    assert len(_destination_problems(body)) == 1
+    monkeypatch.setenv("WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES", '["http", "https"]')
+    _, body = run(capsys, definition, "--binding", payload)
+    assert _destination_problems(body) == []
