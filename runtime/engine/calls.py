@@ -76,9 +76,16 @@ async def dispatch_http(port: EffectPort, request: HttpRequest, spec: HttpCallSp
             request.task,
             status=response.status_code,
             title="HTTP call failed",
-            detail=f"HTTP status {response.status_code}",
+            detail=_status_reason(response.status_code),
         )
     return _http_output(spec, request, response)
+
+
+def _status_reason(status: int) -> str:
+    if 300 <= status < 400:
+        # The Location is the server's data: the reason says why it was not followed.
+        return f"redirect refused: the call does not follow redirects (HTTP status {status})"
+    return f"HTTP status {status}"
 
 
 def _content(response: HttpResponse, pointer: str) -> Any:

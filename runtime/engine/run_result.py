@@ -17,6 +17,7 @@ _RUNTIME_REASON = re.compile(
     r"|too many redirects|the (?:HTTP|MCP) call timed out|(?:HTTP|MCP) transport error: \w{1,60}"
     r"|HTTP status \d{3}|the MCP server returned a JSON-RPC error|the MCP response has no result"
     r"|the Gateway refused the call|the MCP call failed"
+    r"|redirect refused: the call does not follow redirects \(HTTP status 3\d\d\)"
 )
 
 

@@ -11,12 +11,14 @@ import httpx
 
 from runtime.addresses import DestinationRefused
 from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRequest
+from runtime.errors import WorkflowError
 from runtime.execution.decoding import BodyDecoder
 from runtime.execution.endpoint_label import observed_http, observed_mcp
 from runtime.execution.targets import HttpPolicy, refused_destination
 from runtime.telemetry import inject_trace
 
 _REDIRECTS = (301, 302, 303, 307, 308)
+_OUTSIDE_TARGETS = "redirect to a URI outside the endpoint targets refused"
 # Only these keep method and body on a redirect; 301/302/303 turn a write into a plain GET.
 _METHOD_PRESERVING = (307, 308)
 _SAFE_METHODS = ("GET", "HEAD")
@@ -122,7 +124,11 @@ async def _send_following(
             method = "HEAD" if method == "HEAD" else "GET"
             body = None
             headers = _without_body_headers(headers)
-        policy.check(method, target)
+        try:
+            policy.check(method, target)
+        except WorkflowError as refused:
+            # The refusal would show the Location's path (server data): keep only the reason.
+            raise WorkflowError(refused.code, _OUTSIDE_TARGETS, status="failed") from None
         uri = target
     raise EffectFailure("communication", "too many redirects")
 

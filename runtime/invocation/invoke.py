@@ -66,7 +66,9 @@ def _check_digests(revision: Mapping[str, Any], request: InvokeRequest) -> None:
     expected_binding = request.expected_binding_digest
     if expected_binding is None:
         raise WorkflowError(
-            "WORKFLOW_START_REJECTED", "the Gateway entry has no bindingDigest: republish this Tool"
+            "WORKFLOW_START_REJECTED",
+            "expectedBindingDigest is required: pass the Tool's bindingDigest"
+            " (workflow_tools_list_full or workflow_binding_get)",
         )
     if expected_binding != revision["binding_digest"]:
         raise WorkflowError(

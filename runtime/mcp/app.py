@@ -20,6 +20,7 @@ from runtime.mcp.http_checks import (
     unsupported_media_fault,
 )
 from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
+from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
 from runtime.mcp.server import HttpReply, McpServer, decode_json
 from runtime.mcp.tools import ToolRegistry, ToolRoute
 from runtime.services import Services
@@ -33,9 +34,12 @@ JSON = "application/json"
 ServicesFactory = Callable[[], Awaitable[tuple[Services, Callable[[], Awaitable[None]]]]]
 
 
-def _reply(reply: HttpReply) -> Response[bytes]:
+def _reply(reply: HttpReply, request: Request[Any, Any, Any]) -> Response[bytes]:
     content = b"" if reply.body is None else msgspec.json.encode(reply.body)
-    return Response(content, status_code=reply.status, media_type=JSON, headers=reply.headers)
+    headers = dict(reply.headers)
+    if (challenge := headers.get("WWW-Authenticate")) is not None:
+        headers["WWW-Authenticate"] = with_resource_metadata(challenge, str(request.base_url))
+    return Response(content, status_code=reply.status, media_type=JSON, headers=headers)
 
 
 def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:
@@ -70,12 +74,12 @@ async def mcp_post(request: Request[Any, Any, Any], state: State) -> Response[by
     headers = _headers(request)
     services: Services = state.services
     if not _origin_allowed(headers, services.settings.server.allowed_origins):
-        return _reply(_forbidden_origin())
+        return _reply(_forbidden_origin(), request)
     if (refusal := _header_refusal(request, headers, json_only=True)) is not None:
-        return _reply(refusal)
+        return _reply(refusal, request)
     body = await request.body()
     server: McpServer = state.mcp_server
-    return _reply(await server.handle_post(body, headers))
+    return _reply(await server.handle_post(body, headers), request)
 
 
 @route("/mcp", http_method=["GET", "DELETE"], status_code=405)
@@ -90,19 +94,19 @@ async def tool_post(name: str, request: Request[Any, Any, Any], state: State) ->
     headers = _headers(request)
     services: Services = state.services
     if not _origin_allowed(headers, services.settings.server.allowed_origins):
-        return _reply(_forbidden_origin())
+        return _reply(_forbidden_origin(), request)
     if (refusal := _header_refusal(request, headers, json_only=False)) is not None:
-        return _reply(refusal)
+        return _reply(refusal, request)
     dispatcher: ToolDispatcher = state.dispatcher
     try:
         arguments = decode_json(await request.body())
     except JsonRpcFault as fault:
-        return _reply(HttpReply(fault.http_status, fault.to_response(None)))
+        return _reply(HttpReply(fault.http_status, fault.to_response(None)), request)
     try:
         outcome = await dispatcher.call(name, arguments, headers)
     except JsonRpcFault as fault:
-        return _reply(HttpReply(fault.http_status, fault.to_response(None), fault.headers))
-    return _reply(HttpReply(200, outcome.to_call_result()))
+        return _reply(HttpReply(fault.http_status, fault.to_response(None), fault.headers), request)
+    return _reply(HttpReply(200, outcome.to_call_result()), request)
 
 
 @get("/healthz")
@@ -115,7 +119,19 @@ async def healthz() -> dict[str, str]:
 async def metrics_get() -> Response[bytes]:
     """Prometheus exposition (seed 001 "Observability And Audit"; see docs/OPERATIONS.md)."""
     body, content_type = metrics.render()
-    return Response(body, status_code=200, media_type=content_type)
+    # litestar appends "; charset=utf-8" to a text/ media type itself: send it once.
+    media_type = "; ".join(
+        part.strip() for part in content_type.split(";") if not part.strip().startswith("charset=")
+    )
+    return Response(body, status_code=200, media_type=media_type)
+
+
+@get(METADATA_PATH)
+async def protected_resource_get(request: Request[Any, Any, Any], state: State) -> dict[str, Any]:
+    """OAuth protected resource metadata (RFC 9728), as MCP authorization asks."""
+    services: Services = state.services
+    issuers = services.settings.security.user_token.issuers
+    return resource_metadata(str(request.base_url), issuers)
 
 
 @get("/readyz")
@@ -168,7 +184,15 @@ def create_app(
             await close()
 
     return Litestar(
-        route_handlers=[mcp_post, mcp_other, tool_post, healthz, readyz, metrics_get],
+        route_handlers=[
+            mcp_post,
+            mcp_other,
+            tool_post,
+            healthz,
+            readyz,
+            metrics_get,
+            protected_resource_get,
+        ],
         lifespan=[lifespan] if services_factory is not None else [],
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,

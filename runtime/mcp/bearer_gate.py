@@ -7,23 +7,28 @@ from dataclasses import dataclass
 
 from runtime.errors import AuthenticationError
 from runtime.mcp.jsonrpc import UNAUTHENTICATED, JsonRpcFault
+from runtime.mcp.protected_resource import bearer_challenge
 from runtime.security import Authenticator
 
 SCOPE_TOKEN_HEADER = "x-scope-token"
-WWW_AUTHENTICATE = 'Bearer realm="workflow", error="invalid_token"'
 # tools/call authenticates per tool in the dispatcher (publication tools answer with isError).
 _TOOL_CALL = "tools/call"
 _DISCOVERY = "tools/list"
 
 
-def unauthenticated(message: str) -> JsonRpcFault:
+def unauthenticated(message: str, headers: Mapping[str, str]) -> JsonRpcFault:
     """The JSON-RPC 401 answer with its WWW-Authenticate challenge."""
     return JsonRpcFault(
         UNAUTHENTICATED,
         f"authentication failed: {message}",
         http_status=401,
-        headers={"WWW-Authenticate": WWW_AUTHENTICATE},
+        headers={"WWW-Authenticate": bearer_challenge(credentials_sent=credentials_sent(headers))},
     )
+
+
+def credentials_sent(headers: Mapping[str, str]) -> bool:
+    """True when the request carries a credential header (even an empty or malformed one)."""
+    return any(headers.get(name) is not None for name in ("authorization", SCOPE_TOKEN_HEADER))
 
 
 @dataclass(frozen=True)
@@ -45,4 +50,4 @@ class BearerGate:
                 user_required=required,
             )
         except AuthenticationError as failure:
-            raise unauthenticated(failure.message) from None
+            raise unauthenticated(failure.message, headers) from None

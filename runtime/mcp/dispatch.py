@@ -12,8 +12,9 @@ import msgspec
 from fastjsonschema import JsonSchemaValueException
 
 from runtime.errors import AuthenticationError, WorkflowError, input_invalid
+from runtime.mcp.bearer_gate import unauthenticated
 from runtime.mcp.call import InputFailure, ToolCall
-from runtime.mcp.jsonrpc import INVALID_PARAMS, UNAUTHENTICATED, JsonRpcFault
+from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
 from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
 from runtime.services import Services
@@ -120,12 +121,7 @@ class ToolDispatcher:
                 raise WorkflowError(
                     "WORKFLOW_POLICY_DENIED", f"authentication failed: {failure.message}"
                 ) from None
-            raise JsonRpcFault(
-                UNAUTHENTICATED,
-                f"authentication failed: {failure.message}",
-                http_status=401,
-                headers={"WWW-Authenticate": 'Bearer realm="workflow"'},
-            ) from None
+            raise unauthenticated(failure.message, headers) from None
 
     async def _run(
         self, tool: ServedTool, context: InvocationContext, arguments: dict[str, Any]

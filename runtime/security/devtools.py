@@ -287,13 +287,17 @@ def _extra_claims(pairs: Sequence[str]) -> dict[str, Any]:
     return claims
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(mint_prog: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runtime.security.devtools")
     commands = parser.add_subparsers(dest="command", required=True)
     init = commands.add_parser("init", help="create the dev key pair, JWKS and keyring")
     init.add_argument("--dir", default=".data/dev")
     init.add_argument("--alg", choices=["ES256", "RS256"], default="ES256")
-    mint = commands.add_parser("mint", help="print one signed dev token")
+    mint = commands.add_parser(
+        "mint",
+        help="print one signed dev token",
+        prog=mint_prog or f"{parser.prog} mint",
+    )
     mint.add_argument("--dir", default=".data/dev")
     mint.add_argument("--kind", choices=["user", "app"], required=True)
     mint.add_argument("--host", default=DEV_HOST_ID)
@@ -342,9 +346,9 @@ def _mint(args: argparse.Namespace) -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the devtools CLI."""
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, mint_prog: str | None = None) -> int:
+    """Run the devtools CLI; mint_prog names the mint command in its help and usage lines."""
+    args = _parser(mint_prog).parse_args(argv)
     if args.command == "init":
         paths = init_dev_dir(args.dir, args.alg)
         print(f"jwks: {paths.jwks}")

@@ -9,7 +9,7 @@ from litestar import asgi
 from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
-from runtime.execution import configure_waiter
+from runtime.execution import close_waiter, configure_waiter
 from runtime.security import (
     Authenticator,
     KeySet,
@@ -76,6 +76,8 @@ async def build_services(
     )
 
     async def close() -> None:
+        # The LISTEN connection goes first: stopping the cluster under it is no lost connection.
+        await close_waiter(store.database)
         # A cluster this process started stops with it; a reused one keeps running.
         await store.close(stop_embedded=True)
 

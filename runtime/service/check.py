@@ -4,7 +4,9 @@ For each file: its definition and schema digests, every problem (what would refu
 warning with its pointer, and the static analysis a binding needs (write tasks and their
 evidence, HTTP calls and the endpoint targets they need, MCP calls, fork widths, worst-case
 attempts and time). With ``--binding`` the workflow_binding_publish arguments are checked
-against the definition too. No database is used.
+against the definition too, and its endpoint targets against the configured destination policy
+(``publication.destinations``, from ``--config`` and the environment); names are not resolved
+offline, so the report lists them. No database is used.
 """
 
 from __future__ import annotations
@@ -35,9 +37,15 @@ from runtime.engine.parser import parse_definition
 from runtime.errors import WorkflowError
 from runtime.execution.targets import policy_for
 from runtime.publication import validate_definition
+from runtime.publication.bindings.destinations import (
+    DestinationPolicy,
+    check_destination,
+    unresolved_names,
+)
 from runtime.publication.bindings.effects import check_effect_matrix, static_fit_problems
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.publish import validate_publish_request
+from runtime.publication.bindings.reach import EndpointTarget
 
 EXIT_CLEAN: Final = 0
 EXIT_WARNINGS: Final = 1  # only with --strict
@@ -165,7 +173,9 @@ def _sample_uri(endpoint: str) -> str:
     return _PLACEHOLDER.sub("x", endpoint)
 
 
-def check_binding(payload_path: Path, document: dict[str, Any]) -> dict[str, Any]:
+def check_binding(
+    payload_path: Path, document: dict[str, Any], destinations: DestinationPolicy
+) -> dict[str, Any]:
     """Check workflow_binding_publish arguments against a definition that parses."""
     problems: list[dict[str, str]] = []
     result: dict[str, Any] = {"path": str(payload_path), "problems": problems}
@@ -215,6 +225,9 @@ def check_binding(payload_path: Path, document: dict[str, Any]) -> dict[str, Any
         definition, binding.runtime_bounds, binding.total_deadline_ms
     ):
         problems.append(_problem("/binding/runtimeBounds", "static-fit", message))
+    problems.extend(_destination_problems(validated.reach.endpoint_targets, destinations))
+    # Offline: names are not resolved, so what they resolve to is checked at publish time.
+    result["unresolvedNames"] = unresolved_names(validated.reach.endpoint_targets)
     policy = policy_for(validated.reach.endpoint_targets, (), None)
     for call in http_calls(definition):
         try:
@@ -225,13 +238,32 @@ def check_binding(payload_path: Path, document: dict[str, Any]) -> dict[str, Any
     return result
 
 
-def check_files(paths: Sequence[Path], binding: Path | None = None) -> list[FileReport]:
+def _destination_problems(
+    targets: Sequence[EndpointTarget], destinations: DestinationPolicy
+) -> list[dict[str, str]]:
+    """Each endpoint target publication.destinations refuses (spelled addresses included)."""
+    problems = []
+    for index, target in enumerate(targets):
+        try:
+            check_destination(target, destinations)
+        except BindingRuleViolation as violation:
+            pointer = f"/binding/endpointTargets/{index}"
+            problems.append(_problem(pointer, "destination", str(violation)))
+    return problems
+
+
+def check_files(
+    paths: Sequence[Path],
+    binding: Path | None = None,
+    destinations: DestinationPolicy | None = None,
+) -> list[FileReport]:
     """Check every file (and the binding payload against each definition that parses)."""
+    policy = DestinationPolicy() if destinations is None else destinations
     reports = []
     for path in paths:
         report, document = check_definition(path)
         if binding is not None and document is not None and report.analysis is not None:
-            report.binding = check_binding(binding, document)
+            report.binding = check_binding(binding, document, policy)
         reports.append(report)
     return reports
 
@@ -302,14 +334,26 @@ def _binding_lines(binding: dict[str, Any]) -> list[str]:
     for problem in problems:
         where = problem["pointer"] or "/"
         lines.append(f"    error {where} [{problem['rule']}]: {problem['message']}")
+    names = binding.get("unresolvedNames") or []
+    if names:
+        lines.append(
+            f"    note: names not resolved offline ({', '.join(names)}); publication refuses "
+            "them too if they resolve to internal addresses"
+        )
     return lines
 
 
 def run_check(
-    files: Sequence[str], *, binding: str | None, strict: bool, output_format: str
+    files: Sequence[str],
+    *,
+    binding: str | None,
+    strict: bool,
+    output_format: str,
+    destinations: DestinationPolicy | None = None,
 ) -> tuple[int, str]:
     """Check the files; returns the exit code and the text to print."""
-    reports = check_files([Path(f) for f in files], None if binding is None else Path(binding))
+    payload = None if binding is None else Path(binding)
+    reports = check_files([Path(f) for f in files], payload, destinations)
     code = exit_code(reports, strict=strict)
     if output_format == "json":
         return code, render_json(reports, code)

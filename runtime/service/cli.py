@@ -17,6 +17,7 @@ import uvicorn
 
 from runtime import telemetry
 from runtime.mcp.app import create_app
+from runtime.publication.bindings.destinations import policy_from_settings
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import (
@@ -77,7 +78,12 @@ def serve(args: argparse.Namespace) -> int:
         app.register(dev_token_exchange_route(identity))
     server = settings.server
     print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
-    uvicorn.run(app, host=server.host, port=server.port, log_level="info")
+    # log_config=None: uvicorn's lines go through the telemetry handler (JSON outside a
+    # terminal) instead of its own plain-text handlers; our access record replaces its own.
+    uvicorn.run(
+        app, host=server.host, port=server.port, log_level="info", log_config=None,
+        access_log=False,
+    )  # fmt: skip
     return 0
 
 
@@ -126,8 +132,13 @@ def migrate_command(args: argparse.Namespace) -> int:
 
 def check(args: argparse.Namespace) -> int:
     """Check definition files offline, as publication would; exit 0 clean, 1, or 2."""
+    settings = _settings(args)
     code, text = run_check(
-        args.files, binding=args.binding, strict=args.strict, output_format=args.format
+        args.files,
+        binding=args.binding,
+        strict=args.strict,
+        output_format=args.format,
+        destinations=policy_from_settings(settings.publication.destinations),
     )
     print(text)
     return code
@@ -170,6 +181,7 @@ def _check_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "analysis a binding needs. Exit 0 when clean, 1 for warnings with --strict, 2 when "
         "publication would refuse a file (or the --binding payload).",
     )
+    _config_option(run)
     run.add_argument("files", nargs="+", metavar="FILE", help="definitions, YAML or JSON")
     run.add_argument(
         "--binding", default=None, help="workflow_binding_publish arguments to check (YAML/JSON)"
@@ -210,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "token":
         # The development token minter keeps its own options (and --help).
-        return devtools_main(["mint", *args[1:]])
+        return devtools_main(["mint", *args[1:]], mint_prog="workflow-mcp token")
     parsed = build_parser().parse_args(args)
     # Defaults until a command has loaded its settings (which may choose another format).
     telemetry.configure_logging(telemetry.TelemetrySettings())

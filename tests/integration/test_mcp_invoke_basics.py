@@ -75,7 +75,7 @@ async def test_a_call_with_a_parent_action_is_refused_and_never_becomes_a_root_s
     assert await _runs(services) == 0
 
 
-async def test_a_stale_binding_digest_is_a_mismatch_and_a_missing_one_asks_to_republish(
+async def test_a_stale_binding_digest_is_a_mismatch_and_a_missing_one_is_named_as_required(
     owner: McpTestClient, caller: McpTestClient
 ) -> None:
     tool = await publish_tool(owner)
@@ -84,7 +84,8 @@ async def test_a_stale_binding_digest_is_a_mismatch_and_a_missing_one_asks_to_re
     missing = invoke_args(tool)
     del missing["expectedBindingDigest"]
     body = refused(await caller.call_tool("workflow_invoke", missing), "WORKFLOW_START_REJECTED")
-    assert "republish this Tool" in body["error"]["message"]
+    assert "expectedBindingDigest is required" in body["error"]["message"]
+    assert "republish" not in body["error"]["message"]
     other = invoke_args(tool, expectedDefinitionDigest="sha256:" + "1" * 64)
     refused(await caller.call_tool("workflow_invoke", other), "WORKFLOW_DEFINITION_MISMATCH")
 

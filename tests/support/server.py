@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,22 +122,31 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def run_server(
-    database_url: str, directory: Path, identity: DevIdentity, args: Sequence[str] = ()
+    database_url: str,
+    directory: Path,
+    identity: DevIdentity,
+    args: Sequence[str] = (),
+    stderr_path: Path | None = None,
 ) -> Iterator[LiveServer]:
-    """Run `runtime.cli serve [args]` on database_url until the block exits (also on failure)."""
+    """Run `runtime.cli serve [args]` on database_url until the block exits (also on failure).
+
+    Its output goes to the LiveServer's log; stderr alone to stderr_path when one is given.
+    """
     port = free_port()
     config = write_config(directory, identity, port)
     env = dict(os.environ, DATABASE_URL=database_url, WORKFLOW_CONFIG=str(config))
     env["PYTHONUNBUFFERED"] = "1"
     server = LiveServer(f"http://127.0.0.1:{port}", identity, directory / "server.log")
-    with server.log_path.open("wb") as log:
+    with ExitStack() as files:
+        log = files.enter_context(server.log_path.open("wb"))
+        errors = log if stderr_path is None else files.enter_context(stderr_path.open("wb"))
         process = subprocess.Popen(
             [sys.executable, "-m", "runtime.cli", "serve", "--config", str(config), *args],
             cwd=REPO_ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
-            stderr=subprocess.STDOUT,
+            stderr=errors,
             start_new_session=True,
         )
     # Covers exits where fixture teardown never runs; unregistered after a normal stop.

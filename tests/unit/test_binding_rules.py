@@ -270,13 +270,15 @@ def test_the_destination_policy_refuses_unlisted_schemes_hosts_and_ports() -> No
         allowed_hosts=frozenset({"*.example.com"}), allowed_ports=frozenset({443})
     )
     check_destinations(checked_reach([], [endpoint_target()]).endpoint_targets, policy)
-    for uri in (
-        "http://api.example.com/x",
-        "https://api.other.com/x",
-        "https://api.example.com:8443/x",
+    for uri, setting in (
+        ("http://api.example.com/x", "publication.destinations.allowed_schemes"),
+        ("https://api.other.com/x", "publication.destinations.allowed_hosts"),
+        ("https://api.example.com:8443/x", "publication.destinations.allowed_ports"),
     ):
         with pytest.raises(BindingRuleViolation) as caught:
             check_destinations(
                 checked_reach([], [endpoint_target(uri=uri)]).endpoint_targets, policy
             )
         assert caught.value.code == "WORKFLOW_POLICY_DENIED"
+        # The refusal teaches: it names the setting an operator changes to allow the target.
+        assert setting in str(caught.value)

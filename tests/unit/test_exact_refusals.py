@@ -67,7 +67,12 @@ def test_only_json_is_a_json_content_type(value: str | None, accepted: bool) -> 
 
 @pytest.mark.parametrize(
     "reason",
-    ["response larger than 1048576 bytes", "response is not valid JSON", "too many redirects"],
+    [
+        "response larger than 1048576 bytes",
+        "response is not valid JSON",
+        "too many redirects",
+        "redirect refused: the call does not follow redirects (HTTP status 302)",
+    ],
 )
 def test_the_stored_error_keeps_the_runtimes_own_outbound_reason(reason: str) -> None:
     problem = {

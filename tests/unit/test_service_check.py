@@ -188,3 +188,63 @@ def test_a_binding_for_another_definition_or_too_small_bounds_exits_2(
     assert code == 2
     rules = [p["rule"] for p in body["files"][0]["binding"]["problems"]]
     assert rules == ["digest", "static-fit"]
+
+
+def _destination_problems(body: dict[str, Any]) -> list[dict[str, str]]:
+    problems = body["files"][0]["binding"]["problems"]
+    return [p for p in problems if p["rule"] == "destination"]
+
+
+def test_a_binding_whose_targets_the_destination_policy_refuses_exits_2_naming_the_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WORKFLOW_CONFIG", raising=False)
+    text = definition_yaml(write=True)
+    targets = [
+        endpoint_target(uri="http://api.example.com/claims"),
+        endpoint_target(ref="decimal-loopback", uri="https://2130706433/claims"),
+    ]
+    payload = _binding_file(tmp_path, text, write=True, endpoint_targets=targets)
+    code, body = run(capsys, write(tmp_path, "d.yaml", text), "--binding", payload)
+    assert code == 2
+    refused = _destination_problems(body)
+    assert [p["pointer"] for p in refused] == [
+        "/binding/endpointTargets/0",
+        "/binding/endpointTargets/1",
+    ]
+    assert "publication.destinations.allowed_schemes" in refused[0]["message"]
+    assert "publication.destinations.allowed_networks" in refused[1]["message"]
+
+
+def test_check_applies_the_destination_policy_of_its_config_and_lists_unresolved_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(
+        tmp_path,
+        "workflow.yaml",
+        yaml.safe_dump({"publication": {"destinations": {"allowed_schemes": ["http", "https"]}}}),
+    )
+    text = definition_yaml(write=True)
+    targets = [endpoint_target(), endpoint_target(ref="plain", uri="http://api.example.com/x")]
+    payload = _binding_file(tmp_path, text, write=True, endpoint_targets=targets)
+    definition = write(tmp_path, "d.yaml", text)
+    code, body = run(capsys, "--config", config, definition, "--binding", payload)
+    assert _destination_problems(body) == []
+    assert body["files"][0]["binding"]["unresolvedNames"] == ["api.example.com"]
+    assert main(["check", "--config", config, definition, "--binding", payload]) == code
+    assert "names not resolved offline (api.example.com)" in capsys.readouterr().out
+
+
+def test_check_takes_the_destination_policy_from_the_environment_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WORKFLOW_CONFIG", raising=False)
+    text = definition_yaml(write=True)
+    targets = [endpoint_target(uri="http://api.example.com/claims")]
+    payload = _binding_file(tmp_path, text, write=True, endpoint_targets=targets)
+    definition = write(tmp_path, "d.yaml", text)
+    _, body = run(capsys, definition, "--binding", payload)
+    assert len(_destination_problems(body)) == 1
+    monkeypatch.setenv("WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES", '["http", "https"]')
+    _, body = run(capsys, definition, "--binding", payload)
+    assert _destination_problems(body) == []

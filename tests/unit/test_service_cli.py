@@ -18,6 +18,14 @@ def test_every_command_answers_help(command: str, capsys: pytest.CaptureFixture[
     assert "usage:" in capsys.readouterr().out
 
 
+def test_token_help_names_the_workflow_mcp_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["token", "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: workflow-mcp token ")
+    assert "runtime.security.devtools" not in out
+
+
 def test_the_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])

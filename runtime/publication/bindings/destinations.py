@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from runtime.addresses import (
@@ -24,6 +25,9 @@ from runtime.addresses import (
 )
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.reach import EndpointTarget
+
+if TYPE_CHECKING:
+    from runtime.publication.settings import DestinationSettings
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
@@ -60,25 +64,46 @@ class DestinationPolicy:
         return False
 
 
+def policy_from_settings(
+    settings: DestinationSettings, resolver: Resolver | None = None
+) -> DestinationPolicy:
+    """The policy publication.destinations configures (resolver None: no DNS lookups)."""
+    return DestinationPolicy(
+        allowed_schemes=frozenset(scheme.lower() for scheme in settings.allowed_schemes),
+        allowed_hosts=None if settings.allowed_hosts is None else frozenset(settings.allowed_hosts),
+        allowed_ports=None if settings.allowed_ports is None else frozenset(settings.allowed_ports),
+        addresses=settings.address_policy(),
+        resolver=resolver,
+    )
+
+
+def unresolved_names(targets: Iterable[EndpointTarget]) -> list[str]:
+    """The target hosts that are names (not address literals): checked by DNS only online."""
+    return sorted({_name(target.endpoint_uri) for target in targets} - {""})
+
+
 def check_destination(target: EndpointTarget, policy: DestinationPolicy) -> None:
     """Refuse a target whose scheme, host or port the policy does not allow."""
     parts = urlsplit(target.endpoint_uri)
     scheme = parts.scheme.lower()
     if scheme not in policy.allowed_schemes:
         raise BindingRuleViolation(
-            f"endpoint target {target.endpoint_ref}: scheme {scheme} is not allowed",
+            f"endpoint target {target.endpoint_ref}: scheme {scheme} is not allowed"
+            " (allowed by publication.destinations.allowed_schemes)",
             code="WORKFLOW_POLICY_DENIED",
         )
     if not policy.host_allowed(parts.hostname or ""):
         raise BindingRuleViolation(
-            f"endpoint target {target.endpoint_ref}: host is not allowed by the destination policy",
+            f"endpoint target {target.endpoint_ref}: host is not allowed"
+            " (allowed by publication.destinations.allowed_hosts)",
             code="WORKFLOW_POLICY_DENIED",
         )
     _check_addresses(target, parts.hostname or "", policy)
     port = parts.port or _DEFAULT_PORTS.get(scheme)
     if policy.allowed_ports is not None and port not in policy.allowed_ports:
         raise BindingRuleViolation(
-            f"endpoint target {target.endpoint_ref}: port {port} is not allowed",
+            f"endpoint target {target.endpoint_ref}: port {port} is not allowed"
+            " (allowed by publication.destinations.allowed_ports)",
             code="WORKFLOW_POLICY_DENIED",
         )
 

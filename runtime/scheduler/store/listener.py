@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import random
@@ -49,15 +50,22 @@ class NotificationListener:
         self._max_backoff_s = max_backoff_s
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._pump: asyncio.Task[None] | None = None
+        self._closing = False
         self.reconnects = 0
 
     async def start(self) -> None:
         """Connect and LISTEN; returns once LISTEN is in effect (before any catch-up claim)."""
         self._conn = await self._connect()
-        self._pump = asyncio.create_task(self._run(), name="notification-listener")
+        self._closing = False
+        # A fresh context: started lazily inside a tools/call, the pump must not carry that
+        # call's correlation id, host or tool into its own log lines for the process's life.
+        self._pump = asyncio.create_task(
+            self._run(), name="notification-listener", context=contextvars.Context()
+        )
 
     async def close(self) -> None:
         """Stop listening and close the connection."""
+        self._closing = True
         if self._pump is not None:
             self._pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -79,6 +87,8 @@ class NotificationListener:
             try:
                 await self._drain()
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if self._closing:
+                    return  # our own shutdown closed it
                 log.warning("notification listener lost its connection: %s", type(exc).__name__)
             await self._reconnect()
 

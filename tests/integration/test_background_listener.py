@@ -1,0 +1,52 @@
+"""Long-lived background tasks: no call's context, and a quiet shutdown of their connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from runtime.execution.waiter import waiter_for
+from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
+from runtime.service.bootstrap import build_services
+from runtime.settings import Settings
+from runtime.telemetry.context import bound, current_fields
+from tests.support.waiting import wait_until
+
+
+async def test_a_listener_started_inside_a_call_does_not_run_with_that_calls_fields(
+    database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    seen: list[dict[str, str]] = []
+    listener = NotificationListener(
+        database_url, [TASK_READY_CHANNEL], lambda _payload: seen.append(current_fields())
+    )
+    # As the shared run waiter is: started lazily by the first tools/call that waits.
+    with bound(host_id="host-of-an-earlier-call", tool="workflow_invoke"):
+        await listener.start()
+    try:
+        await admin.execute("SELECT pg_terminate_backend(%s)", (listener.backend_pid,))
+        await wait_until(lambda: listener.reconnects >= 1, what="the listener reconnected")
+    finally:
+        await listener.close()
+    # The reconnect callback (and the lost-connection warning before it) run in the
+    # listener's own empty context, not in the call's that started it.
+    assert seen == [{}]
+
+
+async def test_closing_the_service_closes_the_run_waiters_listen_connection_first(
+    settings: Settings, database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    settings.store.database_url = database_url
+    settings.store.runtime_role = None
+    services, close = await build_services(settings)
+    waiter = await waiter_for(services.database)
+    listener = waiter._listener
+    assert listener is not None and listener.backend_pid is not None
+    pid = listener.backend_pid
+    await close()
+    # Gone before the store closed: stopping an embedded cluster under it would be logged
+    # as a lost connection on every clean shutdown.
+    cursor = await admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,))
+    row = await cursor.fetchone()
+    assert row is not None and row["count"] == 0
