@@ -1,4 +1,4 @@
-"""`make run` and `make worker` are the development set-up: local `http://` backends on loopback work."""
+"""`make run` and `make worker` are the development set-up: local `http://` backends work."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def test_make_run_and_worker_allow_local_http_backends(target: str) -> None:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_a_scheme_setting_already_in_the_environment_wins() -> None:
-    environ = clean_environment() | {"WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES": '["https"]'}
+    schemes = {"WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES": '["https"]'}
+    environ = clean_environment() | schemes
     settings = load_settings(None, make_environment("run", environ))
     assert settings.publication.destinations.allowed_schemes == ["https"]
