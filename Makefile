@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # `make run` and `make worker` are the development configuration: local backends on loopback are
-# reachable (elsewhere no internal network is, unless publication.destinations.allowed_networks).
+# reachable over plain `http://` (elsewhere no internal network is, unless
+# publication.destinations.allowed_networks, and only https is, unless allowed_schemes). A variable
+# already set in the environment wins.
 run worker: export WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_NETWORKS ?= ["127.0.0.0/8", "::1/128"]
+run worker: export WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES ?= ["http", "https"]
 
 run: venv
 	$(CLI) serve $(ARGS)

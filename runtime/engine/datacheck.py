@@ -6,6 +6,7 @@ import logging
 from typing import Any, Final
 
 from runtime.engine.dataflow import DataFlowReport, check_data_flow
+from runtime.engine.model import WorkflowDefinition
 from runtime.engine.parser import parse_definition
 from runtime.engine.shape_eval import Finding
 from runtime.errors import WorkflowError, input_invalid
@@ -17,6 +18,20 @@ _log = logging.getLogger(__name__)
 def problem_entry(finding: Finding) -> dict[str, str]:
     """One refusal problem as details.problems lists it: {pointer, rule, message}."""
     return {"pointer": finding.pointer, "rule": finding.code, "message": finding.message}
+
+
+def parse_warning_entry(text: str) -> dict[str, str]:
+    """One parser warning ("/pointer: message") as a receipt warning, code definition.warning."""
+    pointer, _, message = text.partition(": ")
+    if not pointer.startswith("/") or not message:
+        pointer, message = "", text
+    return {"code": "definition.warning", "pointer": pointer, "message": message}
+
+
+def definition_warnings(definition: WorkflowDefinition, document: Any) -> list[dict[str, str]]:
+    """Every warning `check` prints, parser's then data-flow's; raise on proved data bugs."""
+    parsed = [parse_warning_entry(text) for text in definition.warnings]
+    return [*parsed, *publication_warnings(document)][:MAX_WARNINGS]
 
 
 def warning_entry(finding: Finding) -> dict[str, str]:

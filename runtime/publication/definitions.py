@@ -31,7 +31,7 @@ from runtime.canonical import (
     schema_digest,
 )
 from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition, parse_definition
-from runtime.engine.datacheck import publication_warnings
+from runtime.engine.datacheck import definition_warnings
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.normalized import expression_digests, normalized_document
@@ -281,7 +281,7 @@ async def _publish(
     if existing is not None:
         return _existing_version_receipt(request, digest, existing)
     definition = validate_definition(document)
-    warnings = publication_warnings(document)  # refuses the data bugs it proves
+    warnings = definition_warnings(definition, document)  # refuses the data bugs it proves
     created = await store.insert_version(
         conn,
         {

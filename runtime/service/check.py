@@ -31,7 +31,12 @@ from runtime.canonical import (
     schema_digest,
 )
 from runtime.engine.analysis import http_calls, mcp_calls, static_requirements
-from runtime.engine.datacheck import check_document, problem_entry, warning_entry
+from runtime.engine.datacheck import (
+    check_document,
+    parse_warning_entry,
+    problem_entry,
+    warning_entry,
+)
 from runtime.engine.model import WorkflowDefinition
 from runtime.engine.parser import parse_definition
 from runtime.errors import WorkflowError
@@ -96,13 +101,6 @@ def _refusal_problems(error: WorkflowError) -> list[dict[str, str]]:
     return [_problem(pointer if isinstance(pointer, str) else "", "definition", error.message)]
 
 
-def _parse_warning(text: str) -> dict[str, str]:
-    pointer, _, message = text.partition(": ")
-    if not pointer.startswith("/") or not message:
-        pointer, message = "", text
-    return {"code": "definition.warning", "pointer": pointer, "message": message}
-
-
 def analysis_of(definition: WorkflowDefinition) -> dict[str, Any]:
     """The static facts a binding needs, as plain JSON."""
     needs = static_requirements(definition)
@@ -160,7 +158,7 @@ def check_definition(path: Path) -> tuple[FileReport, dict[str, Any] | None]:
         report.problems.extend(_refusal_problems(error))
         return report, document
     definition = parse_definition(document)
-    report.warnings.extend(_parse_warning(text) for text in definition.warnings)
+    report.warnings.extend(parse_warning_entry(text) for text in definition.warnings)
     data_flow = check_document(document)
     report.problems.extend(problem_entry(finding) for finding in data_flow.errors)
     report.warnings.extend(warning_entry(finding) for finding in data_flow.warnings)

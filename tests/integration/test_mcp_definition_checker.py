@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from runtime.service.check import check_definition
 from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.checker import decision_yaml, optional_read_yaml, publish_arguments
 from tests.support.invocation import (
@@ -75,3 +78,22 @@ async def test_a_clean_definition_has_no_warnings_field(owner: McpTestClient) ->
         await owner.call_tool("workflow_definition_publish", publish_arguments(wf_def_id, text))
     )
     assert "warnings" not in receipt
+
+
+async def test_publish_returns_the_parser_warnings_check_prints(
+    owner: McpTestClient, tmp_path: Path
+) -> None:
+    text = definition_yaml().replace("marker: 1", 'summary: "${ .content }"')
+    path = tmp_path / "reads-outside-data.yaml"
+    path.write_text(text, encoding="utf-8")
+    report, _ = check_definition(path)
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, definition_yaml())
+    arguments = publish_arguments(wf_def_id, text)
+    receipt = ok(await owner.call_tool("workflow_definition_publish", arguments))
+    assert receipt["result"] == "published"
+    assert receipt["warnings"] == report.warnings
+    [warning] = receipt["warnings"]
+    assert warning["code"] == "definition.warning"
+    assert warning["pointer"] == "/do/0/first"
+    assert "undeclared identifier 'content'" in warning["message"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ import pytest
 
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.security.devtools import DevIdentity
-from tests.support.invocation import client, ok, refused, workers
+from runtime.service.cli import main
+from tests.support.invocation import ok, refused, workers
+from tests.support.mcp import MODERN, McpTestClient
 
 __all__ = ["workers"]
 
@@ -42,6 +45,28 @@ def _one(lang: str, info: str) -> str:
     return body
 
 
+_TOKEN_COMMAND = re.compile(r'^(?P<name>\w+)=\$\(make -s token ARGS="(?P<args>[^"]*)"\)$')
+
+
+def _doc_tokens(identity: DevIdentity, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    """The doc's `make -s token` commands, run as `workflow-mcp token` with the test's dev key."""
+    tokens = {}
+    for line in _one("sh", "tokens").splitlines():
+        command = _TOKEN_COMMAND.match(line)
+        assert command is not None, line
+        args = shlex.split(command["args"])
+        assert args[:2] == ["--dir", ".data/dev"]  # where `make run` keeps the dev key
+        capsys.readouterr()
+        assert main(["token", "--dir", str(identity.paths.directory), *args[2:]]) == 0
+        tokens[command["name"]] = capsys.readouterr().out.strip()
+    return tokens
+
+
+def _client(http: httpx.AsyncClient, user: str, app: str) -> McpTestClient:
+    headers = {"Authorization": f"Bearer {user}", "X-Scope-Token": f"Bearer {app}"}
+    return McpTestClient(http, MODERN, headers)
+
+
 def test_the_example_definition_and_its_digests_are_what_the_doc_says() -> None:
     text = _one("yaml", "file=quick-decision.yaml")
     calls = dict(_tool_calls())
@@ -59,7 +84,10 @@ def test_the_example_definition_and_its_digests_are_what_the_doc_says() -> None:
 
 @pytest.mark.requirement("000:Binding publish")
 async def test_the_worked_example_runs_verbatim_from_save_to_invoke(
-    http: httpx.AsyncClient, dev_identity: DevIdentity, workers: object
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    workers: object,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     calls = _tool_calls()
     assert [name for name, _ in calls] == [
@@ -68,9 +96,10 @@ async def test_the_worked_example_runs_verbatim_from_save_to_invoke(
         "workflow_binding_publish",
         "workflow_invoke",
     ]
-    host = calls[0][1]["hostId"]
-    owner = client(http, dev_identity, calls[0][1]["owner"]["userId"], host_id=host)
-    user = client(http, dev_identity, "bob", host_id=host)
+    tokens = _doc_tokens(dev_identity, capsys)
+    assert sorted(tokens) == ["APP", "BOB", "OWNER"]
+    owner = _client(http, tokens["OWNER"], tokens["APP"])
+    user = _client(http, tokens["BOB"], tokens["APP"])
     receipts = {}
     for name, arguments in calls[:3]:
         receipts[name] = ok(await owner.call_tool(name, arguments))
