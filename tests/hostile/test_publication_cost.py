@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from runtime.engine.datacheck import MAX_WARNINGS
 from runtime.publication.limits import DefinitionLimits
 from tests.support.binding_builders import new_id
 from tests.support.checker import publish_arguments
@@ -107,3 +108,16 @@ def save_arguments(publish: dict[str, Any]) -> dict[str, Any]:
         "owner": publish["owner"],
         "active": True,
     }
+
+
+async def test_a_refusal_lists_at_most_the_cap_of_problems_and_counts_them_all(
+    owner: McpTestClient,
+) -> None:
+    reads = "".join(
+        f'  - t{i}:\n      set:\n        n: "${{ size(.x{i}) }}"\n' for i in range(1, 301)
+    )
+    text = HEADER + "  - t0:\n      set:\n        n: 1\n" + reads
+    result = await owner.call_tool("workflow_definition_publish", publish_arguments(new_id(), text))
+    error = refused(result, "WORKFLOW_INPUT_INVALID")["error"]
+    assert len(error["details"]["problems"]) == MAX_WARNINGS
+    assert "(and 299 more problem(s))" in error["message"]
