@@ -37,6 +37,14 @@ def big_expressions(tasks: int) -> str:
     return HEADER + body
 
 
+def small_expressions(tasks: int, per_task: int) -> str:
+    """tasks `set` tasks of per_task small expressions each."""
+    fields = "".join(
+        f'        f{j}: "${{ size(workflow.input.x{j}) + {j} }}"\n' for j in range(per_task)
+    )
+    return HEADER + "".join(f"  - t{i}:\n      set:\n{fields}" for i in range(tasks))
+
+
 async def _save_and_publish_while_probing(http: Any, owner: McpTestClient, text: str) -> None:
     # The arguments (and the digest the test computes) are built before probing: only the
     # service's work may count against the loop.
@@ -58,6 +66,13 @@ async def test_sixty_4kb_expressions_publish_while_healthz_keeps_answering(
     http: Any, owner: McpTestClient
 ) -> None:
     await _save_and_publish_while_probing(http, owner, big_expressions(60))
+
+
+@pytest.mark.timeout(300)
+async def test_a_thousand_tasks_of_small_expressions_publish_while_healthz_keeps_answering(
+    http: Any, owner: McpTestClient
+) -> None:
+    await _save_and_publish_while_probing(http, owner, small_expressions(1_000, 3))
 
 
 @pytest.mark.parametrize("tool_name", ["workflow_definition_save", "workflow_definition_publish"])
