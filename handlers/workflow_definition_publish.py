@@ -6,12 +6,16 @@ from generated.models import WorkflowDefinitionPublishInput, WorkflowDefinitionP
 from runtime.mcp.call import ToolCall
 from runtime.publication import publish_definition
 from runtime.publication.limits import check_definition_size
+from runtime.publication.offload import off_loop
 
 
 async def handle(
     args: WorkflowDefinitionPublishInput, call: ToolCall
 ) -> WorkflowDefinitionPublishOutput:
     """Publish an immutable definition version (idempotent per operationId)."""
-    # Size limits first: a huge definition is refused before any YAML or DSL parsing.
-    check_definition_size(args.definition, call.services.settings.publication.limits)
+    # Size limits first: a huge definition is refused before any YAML or DSL parsing
+    # (the scan itself runs off the serving loop).
+    await off_loop(
+        check_definition_size, args.definition, call.services.settings.publication.limits
+    )
     return await publish_definition(call.services.database, call.context, args, call.arguments)

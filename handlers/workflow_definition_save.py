@@ -6,10 +6,14 @@ from generated.models import WorkflowDefinitionSaveInput, WorkflowDefinitionSave
 from runtime.mcp.call import ToolCall
 from runtime.publication import save_definition
 from runtime.publication.limits import check_definition_size
+from runtime.publication.offload import off_loop
 
 
 async def handle(args: WorkflowDefinitionSaveInput, call: ToolCall) -> WorkflowDefinitionSaveOutput:
     """Save a definition head under the sourceRevision rules."""
-    # Size limits first: a huge definition is refused before any YAML or DSL parsing.
-    check_definition_size(args.definition, call.services.settings.publication.limits)
+    # Size limits first: a huge definition is refused before any YAML or DSL parsing
+    # (the scan itself runs off the serving loop).
+    await off_loop(
+        check_definition_size, args.definition, call.services.settings.publication.limits
+    )
     return await save_definition(call.services.database, call.context, args)

@@ -45,7 +45,12 @@ def data_flow_refusal(errors: tuple[Finding, ...]) -> WorkflowError:
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     return input_invalid(
         f"definition is invalid: {first.message}{more}",
-        details={"task": first.pointer, "problems": [problem_entry(e) for e in errors]},
+        # The count is in the message; the list keeps the receipt's cap (a hostile definition
+        # once listed 3,000 problems).
+        details={
+            "task": first.pointer,
+            "problems": [problem_entry(e) for e in errors[:MAX_WARNINGS]],
+        },
     )
 
 

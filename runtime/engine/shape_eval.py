@@ -32,7 +32,7 @@ from runtime.engine.shapes import (
 )
 
 FIELD_ABSENT: Final = "data.field-absent"
-_QUOTED_CHARS: Final = 200  # messages quote at most this much of an expression
+_QUOTED_CHARS: Final = 120  # messages quote at most this much of an expression
 FIELD_MAYBE_ABSENT: Final = "data.field-maybe-absent"
 TYPE_MISMATCH: Final = "data.type-mismatch"
 
@@ -102,7 +102,7 @@ class _Walk:
     omissible: bool = False  # a read that some path leaves out (the entry may be omitted)
 
     def report(self, severity: str, code: str, message: str) -> None:
-        text = self.text if len(self.text) <= _QUOTED_CHARS else self.text[:_QUOTED_CHARS] + "..."
+        text = self.text if len(self.text) <= _QUOTED_CHARS else self.text[:_QUOTED_CHARS] + "…"
         where = f"expression {text!r} at {self.site.pointer}"
         self.findings.append(Finding(severity, code, self.site.pointer, f"{where}: {message}"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -159,6 +160,10 @@ def attach_services(
         list_ttl_ms=services.settings.server.tools_list_ttl_ms,
         gate=BearerGate(services.authenticator, services.settings.server.anonymous_discovery),
     )
+    # What startup built (modules, routes, schemas) lives as long as the process: out of the
+    # collector's way, a full collection triggered by a publication thread no longer holds the
+    # GIL (and so the serving loop) for the whole heap, measured at ~170 ms.
+    gc.freeze()
 
 
 def create_app(

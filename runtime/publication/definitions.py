@@ -9,6 +9,7 @@ receipts are the generated output structs.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from msgspec import UNSET
@@ -35,6 +36,7 @@ from runtime.engine.datacheck import definition_warnings
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.normalized import expression_digests, normalized_document
+from runtime.publication.offload import off_loop
 from runtime.publication.operations import rejections_with_codes, run_operation
 from runtime.publication.revisions import judge_revision
 from runtime.publication.store import constraints as _constraints  # noqa: F401 (registers errors)
@@ -209,7 +211,7 @@ async def save_definition(
     replaced. Every receipt carries the head's applied revision and its definition digest.
     """
     check_host_assertion(ctx, request.host_id)
-    row = _head_row(ctx, request)
+    row = await off_loop(_head_row, ctx, request)  # loads the YAML: off the serving loop
     async with db.transaction() as conn:
         result, head = await _apply_save(conn, row)
     return _save_receipt(result, request.wf_def_id, head)
@@ -265,11 +267,36 @@ def _existing_version_receipt(
     return _version_receipt("unchanged", request.wf_def_id, request.version, existing)
 
 
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """What publication computes from a document before storing it (all pure CPU work)."""
+
+    warnings: list[dict[str, str]]
+    schema_digest: str
+    normalized_document: dict[str, Any]
+    expression_digests: list[dict[str, str]]
+
+
+def _loaded_with_digest(text: str) -> tuple[dict[str, Any], str]:
+    document = _load(text)
+    return document, definition_digest(document)
+
+
+def _checked_for_publication(document: dict[str, Any]) -> _Checked:
+    definition = validate_definition(document)
+    warnings = definition_warnings(definition, document)  # refuses the data bugs it proves
+    return _Checked(
+        warnings=warnings,
+        schema_digest=schema_digest(document),
+        normalized_document=normalized_document(definition),
+        expression_digests=expression_digests(definition),
+    )
+
+
 async def _publish(
     conn: Connection, ctx: InvocationContext, request: WorkflowDefinitionPublishInput
 ) -> WorkflowDefinitionPublishOutput:
-    document = _load(request.definition)
-    digest = definition_digest(document)
+    document, digest = await off_loop(_loaded_with_digest, request.definition)
     if digest != request.expected_definition_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
@@ -280,8 +307,7 @@ async def _publish(
     existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
     if existing is not None:
         return _existing_version_receipt(request, digest, existing)
-    definition = validate_definition(document)
-    warnings = definition_warnings(definition, document)  # refuses the data bugs it proves
+    checked = await off_loop(_checked_for_publication, document)
     created = await store.insert_version(
         conn,
         {
@@ -293,21 +319,23 @@ async def _publish(
             "definition": request.definition,
             "document": document,
             "definition_digest": digest,
-            "schema_digest": schema_digest(document),
+            "schema_digest": checked.schema_digest,
             "binding_approval": requested_approval(request),
             "owner_user_id": request.owner.user_id,
             "owner_position_id": position_of(request.owner),
             "published_by": ctx.user_id,
             "operation_id": request.operation_id,
-            "normalized_document": normalized_document(definition),
-            "expression_digests": expression_digests(definition),
+            "normalized_document": checked.normalized_document,
+            "expression_digests": checked.expression_digests,
         },
     )
     if created is None:  # another operation published this version since our lookup
         raced = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
         assert raced is not None
         return _existing_version_receipt(request, digest, raced)
-    return _version_receipt("published", request.wf_def_id, request.version, created, warnings)
+    return _version_receipt(
+        "published", request.wf_def_id, request.version, created, checked.warnings
+    )
 
 
 async def publish_definition(

@@ -18,6 +18,8 @@ from runtime.errors import WorkflowError, input_invalid
 
 # Keys whose value is a task list in the DSL (do, try, fork branches).
 TASK_LIST_KEYS = frozenset({"do", "try", "branches"})
+# libyaml's own nesting limit, hit while scanning, before any event of the nested collections.
+LIBYAML_NESTING_PROBLEM = "exceeded maximum nesting depth"
 
 
 class DefinitionLimits(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -77,9 +79,12 @@ def check_definition_size(text: str, limits: DefinitionLimits) -> None:
 
 
 def _structure(text: str) -> Iterator[tuple[bool, int]]:
-    """(a task was opened, collection depth) per collection start; stops at a YAML error.
+    """(a task was opened, collection depth) per collection start, sequences and maps alike.
 
-    A text that is not YAML is left to the loader, whose message says where it fails.
+    libyaml stops at its own nesting limit (1,000 flow levels) before it emits the events
+    counted above; handing such a text on to the full loader cost a second of serving time for
+    nothing, so that error refuses the definition here. Any other YAML error is left to the
+    loader, whose message and discriminator (lone-surrogate, duplicate-key, ...) say more.
     """
     stack: list[_Frame] = []
     try:
@@ -87,8 +92,18 @@ def _structure(text: str) -> Iterator[tuple[bool, int]]:
             opened = _step(stack, event)
             if opened is not None:
                 yield opened, len(stack)
-    except yaml.YAMLError:
-        return
+    except yaml.YAMLError as error:
+        if LIBYAML_NESTING_PROBLEM not in str(error):
+            return
+        raise input_invalid(
+            f"definition is not accepted: it is not valid YAML: {_first_line(error)}",
+            details={"discriminator": "invalid-yaml"},
+        ) from error
+
+
+def _first_line(error: yaml.YAMLError) -> str:
+    # libyaml's message spans lines (problem, then where); keep it short and single-line.
+    return " ".join(str(error).split())[:300]
 
 
 def _step(stack: list[_Frame], event: yaml.Event) -> bool | None:

@@ -32,6 +32,7 @@ from runtime.canonical import (
 )
 from runtime.engine.analysis import http_calls, mcp_calls, static_requirements
 from runtime.engine.datacheck import (
+    MAX_WARNINGS,
     check_document,
     parse_warning_entry,
     problem_entry,
@@ -68,6 +69,7 @@ class FileReport:
     schema_digest: str | None = None
     problems: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    warnings_left_out: int = 0  # warnings past MAX_WARNINGS, counted but not listed
     analysis: dict[str, Any] | None = None
     binding: dict[str, Any] | None = None
 
@@ -79,6 +81,7 @@ class FileReport:
             "schemaDigest": self.schema_digest,
             "problems": self.problems,
             "warnings": self.warnings,
+            "warningsLeftOut": self.warnings_left_out,
             "analysis": self.analysis,
             "binding": self.binding,
         }
@@ -162,8 +165,15 @@ def check_definition(path: Path) -> tuple[FileReport, dict[str, Any] | None]:
     data_flow = check_document(document)
     report.problems.extend(problem_entry(finding) for finding in data_flow.errors)
     report.warnings.extend(warning_entry(finding) for finding in data_flow.warnings)
+    _cap_warnings(report)
     report.analysis = analysis_of(definition)
     return report, document
+
+
+def _cap_warnings(report: FileReport) -> None:
+    # The receipt's cap holds here too: a hostile file once printed 72 MB of warnings.
+    report.warnings_left_out = max(0, len(report.warnings) - MAX_WARNINGS)
+    del report.warnings[MAX_WARNINGS:]
 
 
 def _sample_uri(endpoint: str) -> str:
@@ -295,6 +305,8 @@ def render_text(report: FileReport) -> str:
     for warning in report.warnings:
         where = warning["pointer"] or "/"
         lines.append(f"  warning {where} [{warning['code']}]: {warning['message']}")
+    if report.warnings_left_out:
+        lines.append(f"  ... and {report.warnings_left_out} more warning(s) left out")
     if report.analysis is not None:
         lines.extend(_analysis_lines(report.analysis))
     if report.binding is not None:

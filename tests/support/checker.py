@@ -59,3 +59,11 @@ def publish_arguments(wf_def_id: str, text: str, version: str = "1.2.0") -> dict
         "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
         "operationId": new_id(),
     }
+
+
+def many_optional_reads_yaml(count: int, padding: int = 0) -> str:
+    """count tasks that each read the optional nickname (one warning each), every expression
+    padded with a string literal of padding characters."""
+    expression = "${ workflow.input.nickname + '" + "p" * padding + "' }"
+    tasks = "".join(f'  - t{i}:\n      set:\n        nick: "{expression}"\n' for i in range(count))
+    return _HEADER + "do:\n" + tasks

@@ -54,3 +54,27 @@ def assert_responsive(probed: Probed) -> None:
     assert probed.slowest_healthz_s < HEALTHZ_BOUND_S, (
         f"/healthz took {probed.slowest_healthz_s * 1000:.0f} ms during the hostile call"
     )
+
+
+async def while_probing_steadily(http: httpx.AsyncClient, hostile: Awaitable[T]) -> Probed:
+    """Like while_probing, but a probe is always due: each one counts the time it waited for
+    the loop as well as its answer.
+
+    Over in-process ASGI a probe may run entirely between two steps of the hostile call, so
+    while_probing can miss a call that holds the loop while no probe is in flight. Here a
+    probe "arrives" every TICK_S; when the loop was held past that tick, the excess is part
+    of how long that probe waited, as a request arriving over the network would.
+    """
+    call = asyncio.ensure_future(hostile)
+    timings: list[float] = []
+    while True:
+        arrived = time.perf_counter()
+        await asyncio.wait({call}, timeout=TICK_S)
+        held = max(0.0, time.perf_counter() - arrived - TICK_S)
+        timings.append(held + await _healthz(http))
+        if call.done():
+            break
+    return Probed(await call, max(timings), len(timings))
+
+
+TICK_S = 0.02

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from runtime.engine.datacheck import MAX_WARNINGS
 from runtime.service.cli import main
 from tests.support.binding_builders import (
     binding,
@@ -19,7 +20,7 @@ from tests.support.binding_builders import (
     publish_args,
     write_binding,
 )
-from tests.support.checker import decision_yaml, optional_read_yaml
+from tests.support.checker import decision_yaml, many_optional_reads_yaml, optional_read_yaml
 from tests.support.engine import FIXTURES
 from tests.support.publication import SIMPLE_DEFINITION, definition_text
 from tests.support.published_workflow import two_calls_yaml
@@ -108,6 +109,21 @@ def test_warnings_exit_0_but_1_with_strict(
     assert main(["check", path]) == 0
     assert "warning /do/0/greet [data.field-maybe-absent]" in capsys.readouterr().out
     assert main(["check", "--strict", path]) == 1
+
+
+def test_check_lists_at_most_the_receipt_cap_of_warnings_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "many.yaml", many_optional_reads_yaml(MAX_WARNINGS + 30, 3_000))
+    code, body = run(capsys, path)
+    assert code == 0
+    [report] = body["files"]
+    assert len(report["warnings"]) == MAX_WARNINGS
+    assert report["warningsLeftOut"] == 30
+    assert all(len(w["message"]) < 400 for w in report["warnings"])
+    assert "…" in report["warnings"][0]["message"]
+    assert main(["check", path]) == 0
+    assert "and 30 more warning(s) left out" in capsys.readouterr().out
 
 
 def test_a_proved_data_bug_exits_2_naming_task_field_and_fix(

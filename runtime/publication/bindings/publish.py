@@ -46,6 +46,7 @@ from runtime.publication.bindings.errors import (
 from runtime.publication.bindings.fields import Binding, validate_binding
 from runtime.publication.bindings.operation import run_binding_operation
 from runtime.publication.bindings.reach import Reach, normalize_reach
+from runtime.publication.offload import off_loop
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -325,7 +326,8 @@ async def _publish(
     version_row = await lock_pinned_version(conn, ctx.host_id, doc)
     owner = await current_owner(conn, ctx.host_id, doc["wfDefId"])
     try:
-        fit = check_pinned_version(
+        fit = await off_loop(  # parsing the pinned definition is CPU-bound
+            check_pinned_version,
             version_row["document"],
             request.binding,
             request.reach,
