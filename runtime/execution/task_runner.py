@@ -176,7 +176,9 @@ class WorkflowRuntime:
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
-        self.engine.close()
+        # Joined off the loop: an engine thread still finishing an attempt may need this loop
+        # (its effects run here), so a blocking join on the loop could wait on itself.
+        await asyncio.to_thread(self.engine.close)
 
     async def handle(self, task: ClaimedTask, lease: TaskLease) -> TaskOutcome:
         """Run the next top-level task of the run; the checkpoint rides on the next task."""

@@ -255,8 +255,11 @@ def _retire_receipt(
     )
 
 
-def _existing_version_receipt(
-    request: WorkflowDefinitionPublishInput, digest: str, existing: store.VersionState
+async def _existing_version_receipt(
+    request: WorkflowDefinitionPublishInput,
+    digest: str,
+    existing: store.VersionState,
+    document: dict[str, Any],
 ) -> WorkflowDefinitionPublishOutput:
     if existing.definition_digest != digest:
         raise WorkflowError(
@@ -264,7 +267,9 @@ def _existing_version_receipt(
             "this version is already published with a different definition digest",
             details={"publishedDefinitionDigest": existing.definition_digest},
         )
-    return _version_receipt("unchanged", request.wf_def_id, request.version, existing)
+    # The same payload answers the same receipt: its warnings too (same digest, same document).
+    warnings = (await off_loop(_checked_for_publication, document)).warnings
+    return _version_receipt("unchanged", request.wf_def_id, request.version, existing, warnings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +311,7 @@ async def _publish(
     check_document_version(document, request.version)
     existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
     if existing is not None:
-        return _existing_version_receipt(request, digest, existing)
+        return await _existing_version_receipt(request, digest, existing, document)
     checked = await off_loop(_checked_for_publication, document)
     created = await store.insert_version(
         conn,
@@ -332,7 +337,7 @@ async def _publish(
     if created is None:  # another operation published this version since our lookup
         raced = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
         assert raced is not None
-        return _existing_version_receipt(request, digest, raced)
+        return await _existing_version_receipt(request, digest, raced, document)
     return _version_receipt(
         "published", request.wf_def_id, request.version, created, checked.warnings
     )

@@ -41,12 +41,13 @@ async def test_closing_the_service_closes_the_run_waiters_listen_connection_firs
     settings.store.runtime_role = None
     services, close = await build_services(settings)
     waiter = await waiter_for(services.database)
-    listener = waiter._listener
-    assert listener is not None and listener.backend_pid is not None
-    pid = listener.backend_pid
+    pids = [shard.listener.backend_pid for shard in waiter._shards]
+    assert pids and all(pid is not None for pid in pids)
     await close()
-    # Gone before the store closed: stopping an embedded cluster under it would be logged
+    # Gone before the store closed: stopping an embedded cluster under them would be logged
     # as a lost connection on every clean shutdown.
-    cursor = await admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,))
+    cursor = await admin.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)
+    )
     row = await cursor.fetchone()
     assert row is not None and row["count"] == 0

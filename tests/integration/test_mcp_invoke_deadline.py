@@ -24,7 +24,7 @@ from tests.support.binding_builders import (
     publish_args,
     write_binding,
 )
-from tests.support.execution import FAST, Receive, Send, read_body, serving
+from tests.support.execution import FAST, LOCAL_BACKENDS, Receive, Send, read_body, serving
 from tests.support.invocation import (
     Tool,
     caller,
@@ -44,7 +44,7 @@ from tests.support.waiting import wait_until
 __all__ = ["caller", "owner", "workers"]
 
 EVIDENCE = "sha256:" + "e" * 64
-LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}))
+LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}), addresses=LOCAL_BACKENDS)
 
 
 @dataclass

@@ -89,12 +89,13 @@ def check_destination(target: EndpointTarget, policy: DestinationPolicy) -> None
     if scheme not in policy.allowed_schemes:
         raise BindingRuleViolation(
             f"endpoint target {target.endpoint_ref}: scheme {scheme} is not allowed"
+            " by the destination policy"
             " (allowed by publication.destinations.allowed_schemes)",
             code="WORKFLOW_POLICY_DENIED",
         )
     if not policy.host_allowed(parts.hostname or ""):
         raise BindingRuleViolation(
-            f"endpoint target {target.endpoint_ref}: host is not allowed"
+            f"endpoint target {target.endpoint_ref}: host is not allowed by the destination policy"
             " (allowed by publication.destinations.allowed_hosts)",
             code="WORKFLOW_POLICY_DENIED",
         )
@@ -103,6 +104,7 @@ def check_destination(target: EndpointTarget, policy: DestinationPolicy) -> None
     if policy.allowed_ports is not None and port not in policy.allowed_ports:
         raise BindingRuleViolation(
             f"endpoint target {target.endpoint_ref}: port {port} is not allowed"
+            " by the destination policy"
             " (allowed by publication.destinations.allowed_ports)",
             code="WORKFLOW_POLICY_DENIED",
         )
