@@ -38,6 +38,7 @@ def _provider(settings: TelemetrySettings) -> TracerProvider:
 
 
 _state: dict[str, TracerProvider] = {"provider": _provider(TelemetrySettings())}
+_tracers: dict[int, tuple[TracerProvider, trace.Tracer]] = {}
 
 
 def configure_tracing(settings: TelemetrySettings) -> None:
@@ -60,7 +61,14 @@ def add_exporter(exporter: SpanExporter) -> SpanProcessor:
 
 
 def _tracer() -> trace.Tracer:
-    return _state["provider"].get_tracer("workflow")
+    # get_tracer builds a new Tracer (and filters warnings) on every call: one per provider.
+    provider = _state["provider"]
+    cached = _tracers.get(id(provider))
+    if cached is None or cached[0] is not provider:
+        cached = (provider, provider.get_tracer("workflow"))
+        _tracers.clear()
+        _tracers[id(provider)] = cached
+    return cached[1]
 
 
 def correlation_id() -> str | None:
