@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke clean
+.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke e2e clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 
 typecheck: venv
-	$(VENV)/bin/mypy runtime handlers codegen
+	$(VENV)/bin/mypy runtime handlers codegen gateway publisher
 
 codegen: venv
 	$(PY) -m codegen.generate
@@ -55,6 +55,10 @@ codegen-check: codegen
 
 validate-contracts: venv
 	$(PY) -m codegen.validate
+
+# The suites that start real processes (service, Gateway, backends); `make test` runs them too.
+e2e: venv
+	$(PY) -m pytest -q tests/e2e tests/qualification
 
 fuzz: venv
 	$(PY) -m pytest -q tests/fuzz

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.cli",),
     ("runtime.service",),
+    ("publisher",),
+    ("gateway",),
     ("handlers",),
     ("runtime.mcp",),
     ("runtime.services",),
@@ -61,7 +63,12 @@ def imported_modules(path: Path) -> set[str]:
 def upward_imports() -> list[str]:
     """Imports that reach a unit on the importer's own layer or above."""
     problems: list[str] = []
-    sources = [*sorted((ROOT / "runtime").rglob("*.py")), *sorted((ROOT / "handlers").glob("*.py"))]
+    sources = [
+        *sorted((ROOT / "runtime").rglob("*.py")),
+        *sorted((ROOT / "handlers").glob("*.py")),
+        *sorted((ROOT / "gateway").rglob("*.py")),
+        *sorted((ROOT / "publisher").rglob("*.py")),
+    ]
     for path in sources:
         if path == ROOT / "runtime" / "__init__.py":
             continue  # the namespace's own docstring
