@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import msgspec
 import uvicorn
 
+from gateway.command import add_gateway_parser, apply_arguments, run_gateway
 from runtime import telemetry
 from runtime.mcp.app import create_app
 from runtime.publication.bindings.destinations import policy_from_settings
@@ -144,6 +145,13 @@ def check(args: argparse.Namespace) -> int:
     return code
 
 
+def gateway(args: argparse.Namespace) -> int:
+    """Run the reference Gateway until interrupted."""
+    settings = _settings(args)
+    apply_arguments(settings, args)
+    return run_gateway(settings, apply_dev_identity(settings))
+
+
 def runs(args: argparse.Namespace) -> int:
     """List, show or cancel runs of one host."""
     return runs_command(_settings(args), args)
@@ -214,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     _check_parser(commands)
     add_runs_parser(commands)
     commands.choices["runs"].set_defaults(run=runs)
+    add_gateway_parser(commands)
+    commands.choices["gateway"].set_defaults(run=gateway)
     return parser
 
 
