@@ -19,10 +19,11 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
+import psycopg
 import pytest
 import yaml
 from litestar import Litestar
@@ -34,7 +35,10 @@ from runtime.settings import GatewaySettings, Settings
 from tests.support.binding_builders import HOST
 from tests.support.invocation import Tool
 from tests.support.mcp import MODERN, McpTestClient
-from tests.support.server import REPO_ROOT, free_port
+from tests.support.server import REPO_ROOT, LiveServer, free_port, run_server
+
+if TYPE_CHECKING:
+    from tests.conftest import PgCluster
 
 WORKFLOW_URL = "http://workflow.test/mcp"
 TOOL_NAME = "claims.summarize"
@@ -274,3 +278,79 @@ def run_gateway(
     finally:
         _stop(process)
         atexit.unregister(_stop)
+
+
+# --- a stack for the qualification suite: the service and two Gateways, real processes -------
+
+
+@dataclass(frozen=True)
+class GatewayStack:
+    """The service and two Gateway processes sharing one snapshot file."""
+
+    server: LiveServer
+    database_url: str
+    identity: DevIdentity
+    directory: Path
+    router_file: Path
+    gateways: tuple[LiveGateway, LiveGateway]
+
+    async def runs_of(self, binding_id: str) -> list[tuple[str, str]]:
+        """(instance id, state) of every run admitted under one binding revision."""
+        async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
+            cursor = await conn.execute(
+                "SELECT process_id::text, state FROM workflow_process WHERE binding_id = %s",
+                (binding_id,),
+            )
+            return [(str(row[0]), str(row[1])) for row in await cursor.fetchall()]
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+async def gateway_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
+    """A migrated database of the module's own service."""
+    name = pg_cluster.new_name("gateway")
+    url = await pg_cluster.create_database(name, template=migrated_template)
+    try:
+        yield url
+    finally:
+        await pg_cluster.drop_database(name)
+
+
+@pytest.fixture(scope="module")
+def gateway_stack(
+    gateway_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayStack]:
+    """The service (its executor in process) and two Gateways in front of it, for HOST."""
+    directory = tmp_path_factory.mktemp("gateway-stack")
+    router = directory / "mcp-router.yml"
+    write_snapshot(router, RouterSnapshot())
+    (directory / "service").mkdir()
+    with ExitStack() as stack:
+        # Deadline-aware admission learns service times from held runs and would refuse the
+        # short budgets here; the Tool's own admission rules (re-attach, limits) stay on.
+        with _environment({"WORKFLOW_CAPACITY_ENABLED": "false"}):
+            server = stack.enter_context(
+                run_server(gateway_database, directory / "service", live_identity)
+            )
+        first, second = (
+            stack.enter_context(
+                run_gateway(directory / name, live_identity, server.mcp_url, router, host_id=HOST)
+            )
+            for name in ("gateway-a", "gateway-b")
+        )
+        yield GatewayStack(
+            server, gateway_database, live_identity, directory, router, (first, second)
+        )
