@@ -6,6 +6,7 @@ the Gateway; Tools are published through the Gateway's relay by their owner.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,8 @@ async def test_a_routed_call_returns_the_output_with_the_instance_and_digest_in_
     assert workflow_seen.tool_names()[-1] == "workflow_invoke"
     assert invoke.headers["authorization"] == caller.auth["Authorization"]
     assert invoke.headers["x-scope-token"].startswith("Bearer ")
+    # Seed 000 "Waiting, timeout and re-attach": the HTTP timeout is syncWaitMs + 2 s.
+    assert invoke.extensions["timeout"]["read"] == 22.0
 
 
 @pytest.mark.requirement("000:Gateway Changes")
@@ -227,3 +230,47 @@ async def test_workflow_down_is_invocation_unavailable_and_retryable(
         )
     await wired.client.aclose()
     assert routed["error"]["retryable"] is True and relayed["error"]["retryable"] is True
+
+
+@pytest.mark.requirement("000:Waiting, timeout and re-attach")
+async def test_a_workflow_that_never_answers_is_unavailable_after_sync_wait_plus_the_margin(
+    settings: Settings, dev_identity: DevIdentity, router_file: Path
+) -> None:
+    released = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)  # the request arrives; no answer ever leaves
+        await released.wait()
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    tool = Tool(
+        tool_id="0198a3c2-0000-7000-8000-000000000001",
+        wf_def_id="0198a3c2-0000-7000-8000-000000000002",
+        binding_id="",
+        binding_digest="sha256:" + "b" * 64,
+        definition_digest="sha256:" + "d" * 64,
+        aggregate_version=1,
+        text="",
+    )
+    write_tools(router_file, entry(tool, sync_wait_ms=1))
+    wired = build_gateway(
+        gateway_settings(settings, router_file, workflow_url=f"http://127.0.0.1:{port}/mcp"),
+        identity=dev_identity,
+    )
+    transport = httpx.ASGITransport(app=create_gateway_app(wired))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as http:
+            caller = gateway_client(http, dev_identity)
+            body = refused(
+                await caller.call_tool(TOOL_NAME, {"claimId": "C-1"}),
+                "WORKFLOW_INVOCATION_UNAVAILABLE",
+            )
+    finally:
+        await wired.client.aclose()
+        released.set()
+        server.close()
+        await server.wait_closed()
+    assert body["error"]["retryable"] is True
+    assert "ReadTimeout" in body["error"]["message"]
