@@ -39,6 +39,7 @@ from tests.support.invocation import (
     refused,
     workers,
 )
+from tests.support.log_scan import LogScan
 from tests.support.mcp import LEGACY, MODERN, McpTestClient
 from tests.support.server import free_port
 
@@ -61,13 +62,16 @@ async def test_a_routed_call_returns_the_output_with_the_instance_and_digest_in_
     dev_identity: DevIdentity,
     router_file: Path,
     workflow_seen: RecordingTransport,
+    log_scan: LogScan,
     workers: object,
 ) -> None:
     tool = await publish_tool(owner_of(gateway_http, dev_identity))
     write_tools(router_file, entry(tool))
     caller = gateway_client(gateway_http, dev_identity, era=era)
+    # No log line of the session may hold the caller's input value (nor, as always, a token).
+    log_scan.forbid("C-90417")
     reply = await caller.request(
-        "tools/call", {"name": TOOL_NAME, "arguments": {"claimId": "C-1001"}}
+        "tools/call", {"name": TOOL_NAME, "arguments": {"claimId": "C-90417"}}
     )
     result = reply.result
     assert result["isError"] is False, result
