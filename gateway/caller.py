@@ -44,8 +44,8 @@ class CallerVerifier:
         token = bearer_token(headers.get("authorization"), "Authorization bearer")
         claims = self._verifier.verify(token, TokenKind.USER)
         scope = headers.get(SCOPE_TOKEN_HEADER)
-        if scope is not None:
-            # Present means it must verify, even empty: an unverifiable credential is refused.
+        if scope is not None and scope.strip():
+            # Sent means it must verify (a blank header counts as none, as on the service).
             self._verifier.verify(bearer_token(scope, "X-Scope-Token bearer"), TokenKind.APP)
         names = self._settings.claims
         subject = claims.get("sub")
