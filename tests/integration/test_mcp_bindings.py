@@ -213,7 +213,8 @@ async def test_a_version_exceeding_maximum_parallelism_is_rejected_at_publish(
         "WORKFLOW_INPUT_INVALID",
     )
     assert "maximumParallelism" in error["message"]
-    assert "details" not in error  # state-dependent: no request-validation evidence
+    # State-dependent: listed in details.problems, but no request-validation evidence.
+    assert "requestValidation" not in error["details"]
 
 
 async def test_a_version_published_with_reapprove_sends_the_revision_to_the_owner(
@@ -540,8 +541,9 @@ async def test_workflow_refuses_an_endpoint_target_outside_its_destination_polic
 ) -> None:
     services.settings.publication.destinations.allowed_hosts = ["api.example.com"]
     wf_def_id, text = await definition(actors, write=True)
-    outside = endpoint_target(uri="https://evil.example.net/claims")
-    args = publish_args(write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=[outside])
+    outside = endpoint_target(ref="evil", uri="https://evil.example.net/claims")
+    targets = [endpoint_target(), outside]  # the call is covered: the policy is all that is wrong
+    args = publish_args(write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=targets)
     error = refused(await publish(actors.owner, args), "WORKFLOW_POLICY_DENIED")
     assert "destination policy" in error["message"]
     inside = publish_args(
