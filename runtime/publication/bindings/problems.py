@@ -31,6 +31,8 @@ BLOCKER_RULES: Final = frozenset(
 LIMIT_RULES: Final = frozenset(
     {"binding-limit", "admission-limits", "static-fit", "service-parallelism"}
 )
+# The listed problems keep the receipt's warnings cap; the message still counts them all.
+MAX_LISTED: Final = 200
 POLICY_DENIED: Final = "WORKFLOW_POLICY_DENIED"
 INPUT_INVALID: Final = "WORKFLOW_INPUT_INVALID"
 
@@ -88,7 +90,7 @@ def refusal(problems: Iterable[BindingProblem], operation_id: str) -> WorkflowEr
     WORKFLOW_INPUT_INVALID without evidence.
     """
     found = ordered(problems)
-    details: dict[str, Any] = {"problems": [problem.as_json() for problem in found]}
+    details: dict[str, Any] = {"problems": [p.as_json() for p in found[:MAX_LISTED]]}
     section = next((p.section for p in found if p.section is not None), None)
     if section is not None:
         details["requestValidation"] = evidence_of(section, operation_id)
