@@ -10,7 +10,9 @@ BEGIN
             USING ERRCODE = 'integrity_constraint_violation',
                   CONSTRAINT = 'wf_definition_version_immutable';
     END IF;
-    IF OLD.status = 'retired' AND NEW IS DISTINCT FROM OLD THEN
+    IF OLD.status = 'retired'
+       AND to_jsonb(NEW) - 'publication_warnings' IS DISTINCT FROM
+           to_jsonb(OLD) - 'publication_warnings' THEN
         RAISE EXCEPTION 'a retired definition version is terminal'
             USING ERRCODE = 'integrity_constraint_violation',
                   CONSTRAINT = 'wf_definition_version_retired_terminal';
@@ -23,7 +25,9 @@ BEGIN
        (OLD.host_id, OLD.wf_def_id, OLD.version, OLD.namespace, OLD.name, OLD.definition,
         OLD.document, OLD.definition_digest, OLD.schema_digest, OLD.binding_approval,
         OLD.owner_user_id, OLD.owner_position_id, OLD.published_by, OLD.published_ts,
-        OLD.publish_operation_id, OLD.normalized_document, OLD.expression_digests) THEN
+        OLD.publish_operation_id, OLD.normalized_document, OLD.expression_digests)
+       OR (OLD.publication_warnings IS NOT NULL
+           AND NEW.publication_warnings IS DISTINCT FROM OLD.publication_warnings) THEN
         RAISE EXCEPTION 'published definition versions are immutable'
             USING ERRCODE = 'integrity_constraint_violation',
                   CONSTRAINT = 'wf_definition_version_immutable';
@@ -270,6 +274,7 @@ CREATE TABLE public.wf_definition_version_t (
     retire_operation_id uuid,
     normalized_document jsonb,
     expression_digests jsonb,
+    publication_warnings jsonb,
     CONSTRAINT wf_definition_version_binding_approval_check CHECK ((binding_approval = ANY (ARRAY['carryOver'::text, 'reapprove'::text]))),
     CONSTRAINT wf_definition_version_digest_check CHECK (((definition_digest ~ '^sha256:[0-9a-f]{64}$'::text) AND (schema_digest ~ '^sha256:[0-9a-f]{64}$'::text))),
     CONSTRAINT wf_definition_version_retired_check CHECK (((status = 'retired'::text) = (retired_ts IS NOT NULL))),

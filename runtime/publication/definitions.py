@@ -256,6 +256,8 @@ def _retire_receipt(
 
 
 async def _existing_version_receipt(
+    conn: Connection,
+    ctx: InvocationContext,
     request: WorkflowDefinitionPublishInput,
     digest: str,
     existing: store.VersionState,
@@ -267,8 +269,15 @@ async def _existing_version_receipt(
             "this version is already published with a different definition digest",
             details={"publishedDefinitionDigest": existing.definition_digest},
         )
-    # The same payload answers the same receipt: its warnings too (same digest, same document).
-    warnings = (await off_loop(_checked_for_publication, document)).warnings
+    # The same payload answers the same receipt: its warnings too (same digest, same document),
+    # as stored with the version. A version published before they were kept gets them computed
+    # once here and stored, so no later unchanged receipt runs the checker again.
+    warnings = existing.warnings
+    if warnings is None:
+        warnings = (await off_loop(_checked_for_publication, document)).warnings
+        await store.store_version_warnings(
+            conn, ctx.host_id, request.wf_def_id, request.version, warnings
+        )
     return _version_receipt("unchanged", request.wf_def_id, request.version, existing, warnings)
 
 
@@ -311,7 +320,7 @@ async def _publish(
     check_document_version(document, request.version)
     existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
     if existing is not None:
-        return await _existing_version_receipt(request, digest, existing, document)
+        return await _existing_version_receipt(conn, ctx, request, digest, existing, document)
     checked = await off_loop(_checked_for_publication, document)
     created = await store.insert_version(
         conn,
@@ -332,12 +341,13 @@ async def _publish(
             "operation_id": request.operation_id,
             "normalized_document": checked.normalized_document,
             "expression_digests": checked.expression_digests,
+            "publication_warnings": checked.warnings,
         },
     )
     if created is None:  # another operation published this version since our lookup
         raced = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
         assert raced is not None
-        return await _existing_version_receipt(request, digest, raced, document)
+        return await _existing_version_receipt(conn, ctx, request, digest, raced, document)
     return _version_receipt(
         "published", request.wf_def_id, request.version, created, checked.warnings
     )

@@ -57,22 +57,30 @@ WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s;
 INSERT INTO wf_definition_version_t (
     host_id, wf_def_id, version, namespace, name, definition, document, definition_digest,
     schema_digest, binding_approval, owner_user_id, owner_position_id, published_by,
-    publish_operation_id, normalized_document, expression_digests
+    publish_operation_id, normalized_document, expression_digests, publication_warnings
 ) VALUES (
     %(host_id)s, %(wf_def_id)s, %(version)s, %(namespace)s, %(name)s, %(definition)s,
     %(document)s::jsonb, %(definition_digest)s, %(schema_digest)s, %(binding_approval)s,
     %(owner_user_id)s, %(owner_position_id)s, %(published_by)s, %(operation_id)s,
-    %(normalized_document)s::jsonb, %(expression_digests)s::jsonb
+    %(normalized_document)s::jsonb, %(expression_digests)s::jsonb,
+    %(publication_warnings)s::jsonb
 )
 ON CONFLICT (host_id, wf_def_id, version) DO NOTHING
-RETURNING status, definition_digest, schema_digest, binding_approval;
+RETURNING status, definition_digest, schema_digest, binding_approval, publication_warnings;
 
 -- lock_definition_version --
 -- Lock one published version (FOR UPDATE: publish compares it, retire moves it).
-SELECT status, definition_digest, schema_digest, binding_approval
+SELECT status, definition_digest, schema_digest, binding_approval, publication_warnings
 FROM wf_definition_version_t
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(version)s
 FOR UPDATE;
+
+-- store_definition_version_warnings --
+-- Store the publication warnings of a version published before they were kept (once: NULL only).
+UPDATE wf_definition_version_t
+SET publication_warnings = %(warnings)s::jsonb
+WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(version)s
+  AND publication_warnings IS NULL;
 
 -- select_definition_version --
 -- Read one published version with its normalized document (admission and binding publish).

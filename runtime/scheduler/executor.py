@@ -191,13 +191,24 @@ class Executor:
         )
 
     async def _claim(self, request: queue.ClaimRequest) -> list[tuple[ClaimedTask, LeaseState]]:
+        # A claim round is one claim query of the loop, numbered from 1 per executor: at start,
+        # after each wake-up or poll timeout, and again at once after a claim that filled every
+        # free slot (docs/OPERATIONS.md). Successors a completion claims are not rounds.
         self.claim_rounds += 1
+        claim_round = self.claim_rounds
         began = time.perf_counter()
         try:
             # One statement is its own transaction: autocommit saves BEGIN and COMMIT trips.
             async with self._db.connection() as conn:
                 claimed = await queue.claim_tasks(conn, request, self.settings)
             capacity.record_claim(time.perf_counter() - began)
+            if claimed and log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "claim round %d claimed %d task(s)",
+                    claim_round,
+                    len(claimed),
+                    extra={"claim_round": claim_round},
+                )
             return claimed
         except Exception as exc:
             _log_incident("claim failed; retrying after the poll interval", exc)

@@ -466,8 +466,9 @@ run AS (
 )
 SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM step) AS confirmed;
 
--- reserve_budget --
--- Under the lease, debit every counter at once only if each suffices; record the reservation.
+-- debit_budget --
+-- Under the lease, debit every counter at once only if each suffices; with %(record)s, record
+-- the debit as a reservation (reconciled later), without it the debit is final (consumed).
 WITH owner AS (
     SELECT host_id, process_id, task_id, fencing_token
     FROM workflow_task
@@ -503,40 +504,11 @@ reservation AS (
            %(nested_calls)s, %(request_bytes)s, %(intermediate_bytes)s, %(result_bytes)s,
            %(cost_units)s
     FROM debit d CROSS JOIN owner o
+    WHERE %(record)s
     RETURNING reservation_id
 )
-SELECT (SELECT count(*) FROM owner) AS owned,
+SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM debit) AS debited,
        (SELECT reservation_id FROM reservation) AS reservation_id;
-
--- consume_budget --
--- Under the lease, debit what a task used, every counter at once only if each suffices.
-WITH owner AS (
-    SELECT host_id, process_id
-    FROM workflow_task
-    WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
-      AND fencing_token = %(fencing_token)s AND state = 'running'
-    FOR UPDATE
-),
-debit AS (
-    UPDATE workflow_budget b
-    SET remaining_attempts = b.remaining_attempts - %(attempts)s,
-        remaining_nested_calls = b.remaining_nested_calls - %(nested_calls)s,
-        remaining_request_bytes = b.remaining_request_bytes - %(request_bytes)s,
-        remaining_intermediate_bytes = b.remaining_intermediate_bytes - %(intermediate_bytes)s,
-        remaining_result_bytes = b.remaining_result_bytes - %(result_bytes)s,
-        remaining_cost_units = b.remaining_cost_units - %(cost_units)s,
-        updated_ts = now()
-    FROM owner o
-    WHERE b.host_id = o.host_id AND b.process_id = o.process_id
-      AND b.remaining_attempts >= %(attempts)s
-      AND b.remaining_nested_calls >= %(nested_calls)s
-      AND b.remaining_request_bytes >= %(request_bytes)s
-      AND b.remaining_intermediate_bytes >= %(intermediate_bytes)s
-      AND b.remaining_result_bytes >= %(result_bytes)s
-      AND b.remaining_cost_units >= %(cost_units)s
-    RETURNING b.process_id
-)
-SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM debit) AS debited;
 
 -- reconcile_budget --
 -- Under the reserving lease, settle a reservation once and credit back what was not used.

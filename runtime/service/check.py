@@ -12,7 +12,6 @@ offline, so the report lists them. No database is used.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,22 +40,17 @@ from runtime.engine.datacheck import (
 from runtime.engine.model import WorkflowDefinition
 from runtime.engine.parser import parse_definition
 from runtime.errors import WorkflowError
-from runtime.execution.targets import policy_for
 from runtime.publication import validate_definition
 from runtime.publication.bindings.destinations import (
     DestinationPolicy,
-    check_destination,
     unresolved_names,
 )
-from runtime.publication.bindings.effects import check_effect_matrix, static_fit_problems
-from runtime.publication.bindings.errors import BindingRuleViolation
-from runtime.publication.bindings.publish import validate_publish_request
-from runtime.publication.bindings.reach import EndpointTarget
+from runtime.publication.bindings.problems import ordered
+from runtime.publication.bindings.rules import check_pinned, check_request
 
 EXIT_CLEAN: Final = 0
 EXIT_WARNINGS: Final = 1  # only with --strict
 EXIT_ERRORS: Final = 2
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _BINDING_TOOL = "workflow_binding_publish"
 
 
@@ -176,11 +170,6 @@ def _cap_warnings(report: FileReport) -> None:
     del report.warnings[MAX_WARNINGS:]
 
 
-def _sample_uri(endpoint: str) -> str:
-    # A template matches a target when any one-segment value of each {name} would.
-    return _PLACEHOLDER.sub("x", endpoint)
-
-
 def check_binding(
     payload_path: Path, document: dict[str, Any], destinations: DestinationPolicy
 ) -> dict[str, Any]:
@@ -207,13 +196,12 @@ def check_binding(
         )
         problems.append(_problem(where, "schema", f"{error.message}{hint}"))
         return result
-    try:
-        request = msgspec.convert(arguments, WorkflowBindingPublishInput, strict=False)
-        validated = validate_publish_request(request)
-    except WorkflowError as error:
-        problems.append(_problem("/binding", "binding", error.message))
-        return result
-    binding = validated.binding
+    request = msgspec.convert(arguments, WorkflowBindingPublishInput, strict=False)
+    if request.expected_aggregate_version < 0:
+        message = "expectedAggregateVersion must not be negative"
+        problems.append(_problem("/expectedAggregateVersion", "binding", message))
+    checked = check_request(request)
+    binding = checked.binding
     if binding.definition_digest != definition_digest(document):
         problems.append(
             _problem("/binding/definitionDigest", "digest", "differs from the definition's digest")
@@ -224,40 +212,13 @@ def check_binding(
                 "/binding/schemaDigest", "digest", "differs from the definition's schema digest"
             )
         )
-    definition = parse_definition(document)
-    try:
-        check_effect_matrix(definition, binding, validated.reach)
-    except BindingRuleViolation as violation:
-        problems.append(_problem("/binding/toolAnnotations", "effects", str(violation)))
-    for message in static_fit_problems(
-        definition, binding.runtime_bounds, binding.total_deadline_ms
-    ):
-        problems.append(_problem("/binding/runtimeBounds", "static-fit", message))
-    problems.extend(_destination_problems(validated.reach.endpoint_targets, destinations))
+    # The publish rules themselves, every problem in the order a refusal lists them; the data
+    # flow is the definition's own report above.
+    pinned = check_pinned(document, checked, destinations, data_flow=False)
+    problems.extend(p.as_json() for p in ordered([*checked.problems, *pinned.problems]))
     # Offline: names are not resolved, so what they resolve to is checked at publish time.
-    result["unresolvedNames"] = unresolved_names(validated.reach.endpoint_targets)
-    policy = policy_for(validated.reach.endpoint_targets, (), None)
-    for call in http_calls(definition):
-        try:
-            policy.check(call.method, _sample_uri(call.endpoint))
-        except WorkflowError as error:
-            message = f"{call.method} {call.endpoint}: {error.message}"
-            problems.append(_problem(call.pointer, "endpoint-target", message))
+    result["unresolvedNames"] = unresolved_names(checked.reach.endpoint_targets)
     return result
-
-
-def _destination_problems(
-    targets: Sequence[EndpointTarget], destinations: DestinationPolicy
-) -> list[dict[str, str]]:
-    """Each endpoint target publication.destinations refuses (spelled addresses included)."""
-    problems = []
-    for index, target in enumerate(targets):
-        try:
-            check_destination(target, destinations)
-        except BindingRuleViolation as violation:
-            pointer = f"/binding/endpointTargets/{index}"
-            problems.append(_problem(pointer, "destination", str(violation)))
-    return problems
 
 
 def check_files(

@@ -19,7 +19,10 @@ from runtime.telemetry.settings import TelemetrySettings
 from runtime.telemetry.tracing import correlation_id
 
 NAMESPACE = "workflow"
-RECORD_FIELDS = ("correlation_id", *LOG_FIELDS, "error_code", "incident", "outcome", "duration_ms")
+RECORD_FIELDS = (
+    "correlation_id", *LOG_FIELDS, "error_code", "incident", "outcome", "duration_ms",
+    "claim_round",  # the executor's claim round that claimed work (DEBUG)
+)  # fmt: skip
 # Loggers named after their modules (runtime.*) share the handler of the service namespace.
 _NAMESPACES = (NAMESPACE, "runtime")
 

@@ -1,6 +1,7 @@
 """Scale-out on one PostgreSQL: two API processes (`serve --no-workers`) and two worker
 processes serve 1,000 invokes with no lost or duplicated run; a worker killed mid-run is
-recovered by the other; a third worker added under load takes work at once (issue 14)."""
+recovered by the other; a third worker added under load takes work within one claim round, its
+first (issue 14; docs/OPERATIONS.md defines a claim round)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import OWNER
 from tests.support.invocation import client, publish_tool
 from tests.support.processes import serving_processes
-from tests.support.scale_out import ROOMY_LIMITS, Load, invoke_all, killed, scalar, worker
+from tests.support.scale_out import (
+    ROOMY_LIMITS,
+    Load,
+    claim_rounds,
+    invoke_all,
+    killed,
+    scalar,
+    worker,
+)
 from tests.support.waiting import wait_until
 
 pytestmark = [
@@ -47,7 +56,9 @@ async def test_two_api_and_two_worker_processes_serve_a_thousand_invokes_and_sur
                 worker(
                     database_url, config, "doomed", SLOTS, "before_workflow_task_0=kill"
                 ) as doomed,
-                worker(database_url, config, "steady", SLOTS),
+                # Slowed at each claim so it cannot keep up alone: ready work then waits for
+                # the third worker whenever it starts (its first claim round must find some).
+                worker(database_url, config, "steady", SLOTS, "after_claim=sleep:250"),
             ):
                 invokes = asyncio.create_task(invoke_all(callers, tool, INVOKES, CONCURRENCY, load))
                 async with asyncio.timeout(120):
@@ -63,7 +74,8 @@ async def test_two_api_and_two_worker_processes_serve_a_thousand_invokes_and_sur
                 await wait_until(
                     lambda: _backlog(database_url), what="ready tasks", within_s=60, every_s=0.05
                 )
-                async with worker(database_url, config, "joiner", SLOTS):
+                joiner_log = tmp_path / "joiner.log"
+                async with worker(database_url, config, "joiner", SLOTS, debug_log=joiner_log):
                     await wait_until(
                         lambda: _claimed_by(database_url, "joiner"),
                         what="the added worker's first claims",
@@ -89,6 +101,13 @@ async def test_two_api_and_two_worker_processes_serve_a_thousand_invokes_and_sur
     assert await scalar(database_url, tasks, tool.binding_id) == INVOKES
     # The killed worker's claims were reclaimed and run again by another worker.
     assert await scalar(database_url, tasks + " AND t.attempts > 1", tool.binding_id) >= 1
+    # The added worker took work within one claim round: its very first claim query (round 1,
+    # at start) claimed tasks, and it ran tasks to completion.
+    rounds = claim_rounds(joiner_log)
+    assert rounds, "the added worker logged no claim"
+    assert rounds[0] == 1, rounds[:5]
+    done_by_joiner = tasks + " AND t.worker_id = 'joiner' AND t.state = 'done'"
+    assert await scalar(database_url, done_by_joiner, tool.binding_id) >= 1
 
 
 async def _backlog(database_url: str) -> bool:

@@ -156,7 +156,11 @@ async def test_a_write_tool_with_evidence_is_admitted_and_gets_one_evidence_row_
 async def test_a_write_task_without_evidence_metadata_fails_publish(db: Database) -> None:
     wf_def_id, text = await _version(db, write=True, evidence=False)
     error = await _rejection(
-        db, owner_ctx(), publish_args(write_binding(wf_def_id, new_id(), text), 0)
+        db,
+        owner_ctx(),
+        publish_args(
+            write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=[endpoint_target()]
+        ),
     )
     assert "approvalEvidenceDigest" in error.message
 

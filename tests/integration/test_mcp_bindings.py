@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -17,7 +16,6 @@ from tests.support.binding_builders import (
     AUTHOR,
     HOST,
     OWNER,
-    OWNER_POSITION,
     binding,
     definition_yaml,
     endpoint_target,
@@ -26,42 +24,25 @@ from tests.support.binding_builders import (
     publish_args,
     write_binding,
 )
+from tests.support.binding_mcp import (
+    Actors,
+    actors_of,
+    decide,
+    get,
+    ok,
+    publish,
+    publish_definition_text,
+    refused,
+)
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import versioned
 
 pytestmark = pytest.mark.requirement("000:Workflow owner approval")
 
 
-@dataclass
-class Actors:
-    """MCP clients for the definition owner and a Tool author of the same host."""
-
-    owner: McpTestClient
-    author: McpTestClient
-
-
 @pytest.fixture
 def actors(http: httpx.AsyncClient, dev_identity: DevIdentity) -> Actors:
-    def client(user_id: str) -> McpTestClient:
-        user = dev_identity.user_token(host_id=HOST, user_id=user_id, roles=("admin",))
-        app = dev_identity.app_token(host_id=HOST)
-        return McpTestClient(http, MODERN, dev_identity.auth_headers(user, app))
-
-    return Actors(owner=client(OWNER), author=client(AUTHOR))
-
-
-def ok(result: dict[str, Any]) -> dict[str, Any]:
-    """The structured output of a successful call."""
-    assert result["isError"] is False, result
-    return dict(result["structuredContent"])
-
-
-def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
-    """The error object of an isError result with that code."""
-    assert result["isError"] is True, result
-    error = dict(result["structuredContent"]["error"])
-    assert error["code"] == code, error
-    return error
+    return actors_of(http, dev_identity)
 
 
 async def definition(
@@ -73,64 +54,11 @@ async def definition(
     **options: Any,
 ) -> tuple[str, str]:
     """Save the owner's head (first time) and publish a version; returns (wfDefId, text)."""
-    if wf_def_id is None:
-        wf_def_id = new_id()
-        save = {
-            "hostId": HOST,
-            "wfDefId": wf_def_id,
-            "sourceRevision": 1,
-            "actor": "steve",
-            "namespace": "claims",
-            "name": "summarize-claim",
-            "version": "1.2.0",
-            "definition": definition_yaml(),
-            "lifecycleStatus": "PUBLISHED",
-            "catalogVisible": False,
-            "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
-            "active": True,
-        }
-        ok(await actors.owner.call_tool("workflow_definition_save", save))
     text = versioned(definition_yaml(**options), version)
-    publish = {
-        "hostId": HOST,
-        "wfDefId": wf_def_id,
-        "namespace": "claims",
-        "name": "summarize-claim",
-        "version": version,
-        "definition": text,
-        "expectedDefinitionDigest": definition_digest(text),
-        "bindingApproval": approval,
-        "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
-        "operationId": new_id(),
-    }
-    ok(await actors.owner.call_tool("workflow_definition_publish", publish))
+    wf_def_id = await publish_definition_text(
+        actors.owner, text, wf_def_id, version, approval=approval
+    )
     return wf_def_id, text
-
-
-async def publish(client: McpTestClient, args: dict[str, Any]) -> dict[str, Any]:
-    """Call workflow_binding_publish."""
-    return await client.call_tool("workflow_binding_publish", args)
-
-
-async def get(client: McpTestClient, tool_id: str) -> dict[str, Any]:
-    """Call workflow_binding_get for a Tool."""
-    return ok(await client.call_tool("workflow_binding_get", {"hostId": HOST, "toolId": tool_id}))
-
-
-async def decide(
-    client: McpTestClient, receipt: dict[str, Any], decision: str, comment: str | None = None
-) -> dict[str, Any]:
-    """Call workflow_binding_decide on the revision of a publish receipt."""
-    args: dict[str, Any] = {
-        "hostId": HOST,
-        "bindingId": receipt["bindingId"],
-        "expectedBindingDigest": receipt["bindingDigest"],
-        "decision": decision,
-        "operationId": new_id(),
-    }
-    if comment is not None:
-        args["comment"] = comment
-    return await client.call_tool("workflow_binding_decide", args)
 
 
 async def test_a_revision_by_someone_else_is_pending_until_the_owner_approves_the_digest(
@@ -213,7 +141,8 @@ async def test_a_version_exceeding_maximum_parallelism_is_rejected_at_publish(
         "WORKFLOW_INPUT_INVALID",
     )
     assert "maximumParallelism" in error["message"]
-    assert "details" not in error  # state-dependent: no request-validation evidence
+    # State-dependent: listed in details.problems, but no request-validation evidence.
+    assert "requestValidation" not in error["details"]
 
 
 async def test_a_version_published_with_reapprove_sends_the_revision_to_the_owner(
@@ -540,8 +469,9 @@ async def test_workflow_refuses_an_endpoint_target_outside_its_destination_polic
 ) -> None:
     services.settings.publication.destinations.allowed_hosts = ["api.example.com"]
     wf_def_id, text = await definition(actors, write=True)
-    outside = endpoint_target(uri="https://evil.example.net/claims")
-    args = publish_args(write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=[outside])
+    outside = endpoint_target(ref="evil", uri="https://evil.example.net/claims")
+    targets = [endpoint_target(), outside]  # the call is covered: the policy is all that is wrong
+    args = publish_args(write_binding(wf_def_id, new_id(), text), 0, endpoint_targets=targets)
     error = refused(await publish(actors.owner, args), "WORKFLOW_POLICY_DENIED")
     assert "destination policy" in error["message"]
     inside = publish_args(

@@ -11,14 +11,15 @@ import httpx
 import pytest
 import yaml
 
-from runtime.canonical import definition_digest
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from runtime.settings import Settings
-from tests.support.binding_builders import EVIDENCE, HOST, OWNER, OWNER_POSITION, new_id
+from tests.support.binding_builders import EVIDENCE, HOST, new_id
+from tests.support.checker import publish_arguments
 from tests.support.execution import serving
 from tests.support.invocation import (
     CALLER,
+    Tool,
     invoke_args,
     ok,
     owner,
@@ -66,6 +67,16 @@ def _caller(
     return caller, user
 
 
+async def _two_protected_calls(owner: McpTestClient, backend: ProtectedBackend) -> Tool:
+    """A Tool whose run makes two authenticated GETs to the backend, one after the other."""
+    uri = f"{backend.base}/claims"
+    text = calling_definition(
+        http_task("first", "GET", uri, authenticated=True, write=False),
+        http_task("second", "GET", uri, authenticated=True, write=False),
+    )
+    return await publish_calling_tool(owner, text, uri)
+
+
 async def test_a_protected_http_call_carries_the_callers_token_and_an_unprotected_one_none(
     http: httpx.AsyncClient,
     dev_identity: DevIdentity,
@@ -107,12 +118,7 @@ async def test_a_token_that_expires_mid_run_stops_the_next_protected_call(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    uri = f"{backend.base}/claims"
-    text = calling_definition(
-        http_task("first", "GET", uri, authenticated=True, write=False),
-        http_task("second", "GET", uri, authenticated=True, write=False),
-    )
-    tool = await publish_calling_tool(owner, text, uri)
+    tool = await _two_protected_calls(owner, backend)
     expires_at = int(time.time()) + 3
     caller, user = _caller(http, dev_identity, expires_at=expires_at)
     backend.accepted.add(user)
@@ -139,12 +145,7 @@ async def test_a_grant_the_backend_revoked_mid_run_stops_the_next_call_with_a_st
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    uri = f"{backend.base}/claims"
-    text = calling_definition(
-        http_task("first", "GET", uri, authenticated=True, write=False),
-        http_task("second", "GET", uri, authenticated=True, write=False),
-    )
-    tool = await publish_calling_tool(owner, text, uri)
+    tool = await _two_protected_calls(owner, backend)
     caller, user = _caller(http, dev_identity)
     backend.accepted.add(user)
 
@@ -202,34 +203,12 @@ async def test_an_authentication_policy_the_runtime_cannot_honour_is_refused_at_
     owner: McpTestClient, policy: dict[str, Any]
 ) -> None:
     entry = yaml.safe_dump({"use": {"authentications": {"legacyApi": policy}}})
-    text = calling_definition(
-        http_task(
-            "fetch", "GET", "https://api.example.com/claims", authenticated=False, write=False
-        ),
-        policy=entry,
+    fetch = http_task(
+        "fetch", "GET", "https://api.example.com/claims", authenticated=False, write=False
     )
     wf_def_id = new_id()
-    await save_head(
-        owner,
-        wf_def_id,
-        calling_definition(
-            http_task(
-                "fetch", "GET", "https://api.example.com/claims", authenticated=False, write=False
-            )
-        ),
-    )
-    args = {
-        "hostId": HOST,
-        "wfDefId": wf_def_id,
-        "namespace": "claims",
-        "name": "summarize-claim",
-        "version": "1.2.0",
-        "definition": text,
-        "expectedDefinitionDigest": definition_digest(text),
-        "bindingApproval": "carryOver",
-        "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
-        "operationId": new_id(),
-    }
+    await save_head(owner, wf_def_id, calling_definition(fetch))
+    args = publish_arguments(wf_def_id, calling_definition(fetch, policy=entry))
     body = refused(
         await owner.call_tool("workflow_definition_publish", args), "WORKFLOW_INPUT_INVALID"
     )

@@ -54,7 +54,12 @@ def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
 
 
 async def publish_definition_text(
-    owner: McpTestClient, text: str, wf_def_id: str | None = None, version: str = "1.2.0"
+    owner: McpTestClient,
+    text: str,
+    wf_def_id: str | None = None,
+    version: str = "1.2.0",
+    *,
+    approval: str = "carryOver",
 ) -> str:
     """Save the owner's head (first time) and publish text as a version; returns wfDefId."""
     if wf_def_id is None:
@@ -82,7 +87,7 @@ async def publish_definition_text(
         "version": version,
         "definition": text,
         "expectedDefinitionDigest": definition_digest(text),
-        "bindingApproval": "carryOver",
+        "bindingApproval": approval,
         "owner": {"userId": OWNER, "positionId": OWNER_POSITION},
         "operationId": new_id(),
     }
@@ -93,3 +98,24 @@ async def publish_definition_text(
 async def publish(client: McpTestClient, args: dict[str, Any]) -> dict[str, Any]:
     """Call workflow_binding_publish; the CallToolResult."""
     return await client.call_tool("workflow_binding_publish", args)
+
+
+async def get(client: McpTestClient, tool_id: str) -> dict[str, Any]:
+    """Call workflow_binding_get for a Tool; its structured output."""
+    return ok(await client.call_tool("workflow_binding_get", {"hostId": HOST, "toolId": tool_id}))
+
+
+async def decide(
+    client: McpTestClient, receipt: dict[str, Any], decision: str, comment: str | None = None
+) -> dict[str, Any]:
+    """Call workflow_binding_decide on the revision of a publish receipt."""
+    args: dict[str, Any] = {
+        "hostId": HOST,
+        "bindingId": receipt["bindingId"],
+        "expectedBindingDigest": receipt["bindingDigest"],
+        "decision": decision,
+        "operationId": new_id(),
+    }
+    if comment is not None:
+        args["comment"] = comment
+    return await client.call_tool("workflow_binding_decide", args)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from runtime.security.devtools import DevIdentity
 from tests.support.server import LiveServer, run_server
@@ -39,12 +40,33 @@ def serving_processes(
 
 @asynccontextmanager
 async def worker_command(
-    args: list[str], env: Mapping[str, str], *, ready_timeout_s: float = 30
+    args: list[str],
+    env: Mapping[str, str],
+    *,
+    ready_timeout_s: float = 30,
+    log_path: Path | None = None,
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    """A `runtime.cli worker` process with args, yielded once it printed ready; then stopped."""
+    """A `runtime.cli worker` process with args, yielded once it printed ready; then stopped.
+
+    log_path: where its log lines (stderr) go; by default they are dropped.
+    """
+    with ExitStack() as files:
+        stderr = (
+            files.enter_context(log_path.open("wb"))
+            if log_path is not None
+            else asyncio.subprocess.DEVNULL
+        )
+        async with _worker_process(args, env, ready_timeout_s, stderr) as proc:
+            yield proc
+
+
+@asynccontextmanager
+async def _worker_process(
+    args: list[str], env: Mapping[str, str], ready_timeout_s: float, stderr: Any
+) -> AsyncIterator[asyncio.subprocess.Process]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "runtime.cli", "worker", *args,
-        cwd=REPO, env=dict(env), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        cwd=REPO, env=dict(env), stdout=asyncio.subprocess.PIPE, stderr=stderr,
     )  # fmt: skip
     try:
         assert proc.stdout is not None

@@ -4,6 +4,7 @@ Gateway retries, and what the shared database says about the runs afterwards."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -75,16 +76,40 @@ async def invoke_all(
 
 @asynccontextmanager
 async def worker(
-    database_url: str, config: Path, name: str, slots: int, faults: str = ""
+    database_url: str,
+    config: Path,
+    name: str,
+    slots: int,
+    faults: str = "",
+    *,
+    debug_log: Path | None = None,
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    """A `workflow-mcp worker` process on the shared database, yielded once it claims."""
+    """A `workflow-mcp worker` process on the shared database, yielded once it claims.
+
+    debug_log: write its JSON log lines at DEBUG (claim rounds included) to this file.
+    """
     args = [
         "--config", str(config), "--database-url", database_url, "--worker-id", name,
         "--slots", str(slots), *WORKER_TIMING,
     ]  # fmt: skip
     env = dict(os.environ, WORKFLOW_FAULTS=faults, PYTHONUNBUFFERED="1")
-    async with worker_command(args, env, ready_timeout_s=90) as proc:
+    if debug_log is not None:
+        env.update(WORKFLOW_TELEMETRY_LOG_LEVEL="DEBUG", WORKFLOW_TELEMETRY_LOG_FORMAT="json")
+    async with worker_command(args, env, ready_timeout_s=90, log_path=debug_log) as proc:
         yield proc
+
+
+def claim_rounds(debug_log: Path) -> list[int]:
+    """The claim round of every claim a worker logged, in order (its log at DEBUG)."""
+    rounds = []
+    for line in debug_log.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "claim_round" in record:
+            rounds.append(int(record["claim_round"]))
+    return rounds
 
 
 async def killed(proc: asyncio.subprocess.Process) -> bool:

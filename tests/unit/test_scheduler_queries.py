@@ -21,7 +21,7 @@ def test_every_query_block_is_used_and_every_used_name_exists() -> None:
 
 def test_every_write_to_a_claimed_task_is_fenced_by_lease_and_token() -> None:
     fenced = ["complete_task", "fail_task", "release_task", "renew_leases"]
-    fenced += ["mark_effect_possible", "confirm_effect", "reserve_budget", "reconcile_budget"]
+    fenced += ["mark_effect_possible", "confirm_effect", "debit_budget", "reconcile_budget"]
     for name in fenced:
         assert "lease_id" in QUERIES[name] and "fencing_token" in QUERIES[name], name
 

@@ -187,8 +187,13 @@ def test_a_binding_that_misses_an_endpoint_target_or_reaches_a_write_exits_2(
     payload = _binding_file(tmp_path, text)  # read-only Tool, no endpoint targets
     code, body = run(capsys, write(tmp_path, "d.yaml", text), "--binding", payload)
     assert code == 2
-    rules = {(p["pointer"], p["rule"]) for p in body["files"][0]["binding"]["problems"]}
-    assert rules == {("/binding/toolAnnotations", "effects"), ("/do/1/save", "endpoint-target")}
+    problems = body["files"][0]["binding"]["problems"]
+    # The publish rules, in the order a refusal lists them: the uncovered call blocks first.
+    assert [(p["pointer"], p["rule"]) for p in problems] == [
+        ("/endpointTargets", "endpoint-coverage"),
+        ("/binding/toolAnnotations/readOnly", "effect-matrix"),
+    ]
+    assert "/do/1/save" in problems[0]["message"]
 
 
 def test_a_binding_for_another_definition_or_too_small_bounds_exits_2(
@@ -225,8 +230,8 @@ def test_a_binding_whose_targets_the_destination_policy_refuses_exits_2_naming_t
     assert code == 2
     refused = _destination_problems(body)
     assert [p["pointer"] for p in refused] == [
-        "/binding/endpointTargets/0",
-        "/binding/endpointTargets/1",
+        "/endpointTargets/0/endpointUri",
+        "/endpointTargets/1/endpointUri",
     ]
     assert "publication.destinations.allowed_schemes" in refused[0]["message"]
     assert "publication.destinations.allowed_networks" in refused[1]["message"]

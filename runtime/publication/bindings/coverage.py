@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from runtime.binding_reach import EndpointTarget
 from runtime.engine.model import HttpCallSpec, Task, WorkflowDefinition, walk_tasks
-from runtime.publication.bindings.errors import InvalidBindingRequest
+from runtime.publication.bindings.problems import BindingProblem
 
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _WHOLE_PLACEHOLDER = re.compile(r"^\{[A-Za-z_][A-Za-z0-9_]*\}$")
@@ -75,11 +75,12 @@ def _http_calls(definition: WorkflowDefinition) -> list[tuple[Task, HttpCallSpec
     ]
 
 
-def check_endpoint_coverage(
+def coverage_problems(
     definition: WorkflowDefinition, targets: Iterable[EndpointTarget]
-) -> None:
-    """Refuse (bindingReach) the first HTTP call no target covers by URI template and method."""
+) -> list[BindingProblem]:
+    """Every HTTP call no target covers by URI template and method (bindingReach)."""
     targets = tuple(targets)
+    found = []
     for task, spec in _http_calls(definition):
         if covering_target(spec.method, spec.endpoint, targets) is not None:
             continue
@@ -89,7 +90,6 @@ def check_endpoint_coverage(
             if narrower
             else "no endpoint target covers this URI"
         )
-        raise InvalidBindingRequest(
-            "reach",
-            f"task {task.pointer} calls {spec.method.upper()} {spec.endpoint}: {why}",
-        )
+        message = f"task {task.pointer} calls {spec.method.upper()} {spec.endpoint}: {why}"
+        found.append(BindingProblem("/endpointTargets", "endpoint-coverage", message, "reach"))
+    return found

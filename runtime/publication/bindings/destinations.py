@@ -24,6 +24,7 @@ from runtime.addresses import (
     is_literal,
 )
 from runtime.publication.bindings.errors import BindingRuleViolation
+from runtime.publication.bindings.problems import BindingProblem
 from runtime.publication.bindings.reach import EndpointTarget
 
 if TYPE_CHECKING:
@@ -114,6 +115,20 @@ def check_destinations(targets: tuple[EndpointTarget, ...], policy: DestinationP
     """Check every endpoint target against the destination policy."""
     for target in targets:
         check_destination(target, policy)
+
+
+def destination_problems(
+    targets: Iterable[tuple[int, EndpointTarget]], policy: DestinationPolicy
+) -> list[BindingProblem]:
+    """Each target (with its index in the request) the destination policy refuses."""
+    found = []
+    for index, target in targets:
+        try:
+            check_destination(target, policy)
+        except BindingRuleViolation as refused:
+            pointer = f"/endpointTargets/{index}/endpointUri"
+            found.append(BindingProblem(pointer, "destination", refused.message, policy=True))
+    return found
 
 
 def _check_addresses(target: EndpointTarget, host: str, policy: DestinationPolicy) -> None:

@@ -17,6 +17,7 @@ from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.engine.parser import parse_definition
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.fields import DIGEST_PATTERN, UNANNOTATED, Annotations, Binding
+from runtime.publication.bindings.problems import BindingProblem, ordered
 from runtime.publication.bindings.reach import Reach
 
 # Task kinds a bounded, headless sync run may contain; the parser already refuses human,
@@ -34,132 +35,219 @@ class PinnedVersionFit:
     write_tasks: tuple[WriteTask, ...]
 
 
+def _violation(problems: list[BindingProblem]) -> BindingRuleViolation:
+    """The raising form: the first problem in refusal order."""
+    first = ordered(problems)[0]
+    return BindingRuleViolation(
+        first.message, code="WORKFLOW_POLICY_DENIED" if first.policy else "WORKFLOW_INPUT_INVALID"
+    )
+
+
+def pinned_definition_problems(
+    document: Any,
+) -> tuple[WorkflowDefinition | None, list[BindingProblem]]:
+    """Parse the stored document of a pinned version; every reason it cannot run as a sync Tool."""
+    try:
+        return parse_definition(document), []
+    except DefinitionError as error:
+        reasons = [(p.pointer, p.message) for p in error.problems]
+    except ExpressionError as error:
+        reasons = [("", error.message)]
+    return None, [
+        BindingProblem(
+            pointer,
+            "pinned-definition",
+            f"the pinned definition cannot run as a sync Tool: {message}",
+        )
+        for pointer, message in reasons
+    ]
+
+
 def parse_pinned_definition(document: Any) -> WorkflowDefinition:
     """Parse the stored document of a pinned version; human/agent/runner tasks are refused."""
-    try:
-        return parse_definition(document)
-    except (DefinitionError, ExpressionError) as error:
-        raise BindingRuleViolation(
-            f"the pinned definition cannot run as a sync Tool: {error.message}"
-        ) from error
+    definition, found = pinned_definition_problems(document)
+    if definition is None:
+        raise _violation(found)
+    return definition
 
 
-def _reached_annotations(definition: WorkflowDefinition, reach: Reach) -> dict[str, Annotations]:
+def _reached_annotations(
+    definition: WorkflowDefinition, reach: Reach, found: list[BindingProblem]
+) -> dict[str, Annotations]:
     reached: dict[str, Annotations] = {}
     for task in walk_tasks(definition.tasks):
         if task.kind not in SYNC_TASK_KINDS:
-            raise BindingRuleViolation(
-                f"task {task.qualified_name} of kind {task.kind} cannot run in a sync Tool"
-            )
+            message = f"task {task.qualified_name} of kind {task.kind} cannot run in a sync Tool"
+            found.append(BindingProblem(task.pointer, "unsupported-task-kind", message))
         if not isinstance(task.spec, McpCallSpec):
             continue
         dependency = dependency_for(task.spec.tool, reach)
         if dependency is None:
-            raise BindingRuleViolation(
+            message = (
                 f"task {task.qualified_name} calls {task.spec.tool}, which is not a pinned "
                 "dependency of this binding"
             )
+            found.append(BindingProblem("/dependencies", "undeclared-dependency", message))
+            continue
         reached[task.spec.tool] = dependency.annotations or UNANNOTATED
     return reached
 
 
-def _check_reached_tool(tool: str, reached: Annotations, outer: Annotations, name: str) -> None:
+def _reached_tool_problems(
+    tool: str, reached: Annotations, outer: Annotations, name: str
+) -> list[BindingProblem]:
+    found = []
     if reached.destructive and not outer.destructive:
-        raise BindingRuleViolation(
-            f"Tool {name} is not destructive but reaches the destructive Tool {tool}"
+        message = f"Tool {name} is not destructive but reaches the destructive Tool {tool}"
+        found.append(
+            BindingProblem("/binding/toolAnnotations/destructive", "effect-matrix", message)
         )
     if reached.human_approval_required and not outer.human_approval_required:
-        raise BindingRuleViolation(
-            f"Tool {name} does not require human approval but reaches {tool}, which does"
+        message = f"Tool {name} does not require human approval but reaches {tool}, which does"
+        pointer = "/binding/toolAnnotations/humanApprovalRequired"
+        found.append(BindingProblem(pointer, "effect-matrix", message))
+    return found
+
+
+def _write_task_problems(task: WriteTask, binding: Binding) -> list[BindingProblem]:
+    found = []
+    if binding.annotations.read_only:
+        message = (
+            f"read-only Tool {binding.tool_name} reaches the write task "
+            f"{task.qualified_name} ({task.kind} {task.target})"
         )
+        found.append(BindingProblem("/binding/toolAnnotations/readOnly", "effect-matrix", message))
+    digest = task.approval_evidence_digest
+    if digest is None or not DIGEST_PATTERN.match(digest):
+        message = (
+            f"write task {task.qualified_name} needs approvalEvidenceDigest metadata "
+            "(sha256:<64 hex digits>)"
+        )
+        found.append(BindingProblem(task.pointer, "approval-evidence", message))
+    return found
+
+
+def effect_matrix_problems(
+    definition: WorkflowDefinition, binding: Binding, reach: Reach
+) -> tuple[list[BindingProblem], tuple[WriteTask, ...]]:
+    """Every task against the outer Tool's annotations: the problems and the write tasks.
+
+    A read-only Tool may reach only reads. A write Tool needs approvalEvidenceDigest metadata on
+    every write task. No Tool may reach a Tool whose annotations are stronger than its own.
+    """
+    found: list[BindingProblem] = []
+    outer = binding.annotations
+    reached = _reached_annotations(definition, reach, found)
+    for tool, reached_tool in sorted(reached.items()):
+        found.extend(_reached_tool_problems(tool, reached_tool, outer, binding.tool_name))
+    read_only_tools = {tool for tool, flags in reached.items() if flags.read_only}
+    writes = tuple(write_tasks(definition, read_only_tools))
+    for task in writes:
+        found.extend(_write_task_problems(task, binding))
+    return found, writes
 
 
 def check_effect_matrix(
     definition: WorkflowDefinition, binding: Binding, reach: Reach
 ) -> tuple[WriteTask, ...]:
-    """Check every task against the outer Tool's annotations; returns the write tasks.
-
-    A read-only Tool may reach only reads. A write Tool needs approvalEvidenceDigest metadata on
-    every write task. No Tool may reach a Tool whose annotations are stronger than its own.
-    """
-    outer = binding.annotations
-    reached = _reached_annotations(definition, reach)
-    for tool, reached_tool in sorted(reached.items()):
-        _check_reached_tool(tool, reached_tool, outer, binding.tool_name)
-    read_only_tools = {tool for tool, flags in reached.items() if flags.read_only}
-    writes = tuple(write_tasks(definition, read_only_tools))
-    for task in writes:
-        if outer.read_only:
-            raise BindingRuleViolation(
-                f"read-only Tool {binding.tool_name} reaches the write task "
-                f"{task.qualified_name} ({task.kind} {task.target})"
-            )
-        digest = task.approval_evidence_digest
-        if digest is None or not DIGEST_PATTERN.match(digest):
-            raise BindingRuleViolation(
-                f"write task {task.qualified_name} needs approvalEvidenceDigest metadata "
-                "(sha256:<64 hex digits>)"
-            )
+    """Check every task against the outer Tool's annotations; returns the write tasks."""
+    found, writes = effect_matrix_problems(definition, binding, reach)
+    if found:
+        raise _violation(found)
     return writes
+
+
+def static_fit_findings(
+    definition: WorkflowDefinition, bounds: Mapping[str, int], total_deadline_ms: int
+) -> list[tuple[str, str]]:
+    """Why the version cannot fit the binding's limits: (request pointer, message naming it)."""
+    needs = static_requirements(definition, total_deadline_ms=total_deadline_ms)
+    found: list[tuple[str, str]] = []
+    bound, deadline = "/binding/runtimeBounds/", "/binding/totalDeadlineMs"
+    width, nested = bounds["maximumParallelism"], bounds["maximumNestedCalls"]
+    attempts = bounds["maximumTaskAttempts"]
+    if needs.max_fork_width > width:
+        message = f"fork width {needs.max_fork_width} exceeds runtimeBounds.maximumParallelism"
+        found.append((bound + "maximumParallelism", f"{message} {width}"))
+    if needs.nested_calls > nested:
+        message = f"{needs.nested_calls} declared nested calls exceed"
+        message = f"{message} runtimeBounds.maximumNestedCalls {nested}"
+        found.append((bound + "maximumNestedCalls", message))
+    if needs.max_task_attempts > attempts:
+        message = (
+            f"{needs.max_task_attempts} worst-case dispatch attempts per run (calls times retry "
+            f"attempts) exceed runtimeBounds.maximumTaskAttempts {attempts}"
+        )
+        found.append((bound + "maximumTaskAttempts", message))
+    worst_time = needs.worst_case_time_ms
+    if worst_time is not None and worst_time > total_deadline_ms:
+        message = (
+            f"worst-case run time {worst_time} ms (declared timeouts, waits and retry delays) "
+            f"exceeds totalDeadlineMs {total_deadline_ms}"
+        )
+        found.append((deadline, message))
+    envelope_ms = needs.worst_retry_delay_ms + needs.total_wait_ms
+    if envelope_ms > total_deadline_ms:
+        message = f"retry delays and waits of {envelope_ms} ms exceed totalDeadlineMs"
+        found.append((deadline, f"{message} {total_deadline_ms}"))
+    found.extend((deadline, f"totalDeadlineMs {total_deadline_ms}: {v}") for v in needs.violations)
+    return found
 
 
 def static_fit_problems(
     definition: WorkflowDefinition, bounds: Mapping[str, int], total_deadline_ms: int
 ) -> list[str]:
     """Why the version cannot fit the binding's limits; each message names the limit."""
-    needs = static_requirements(definition, total_deadline_ms=total_deadline_ms)
-    problems: list[str] = []
-    if needs.max_fork_width > bounds["maximumParallelism"]:
-        problems.append(
-            f"fork width {needs.max_fork_width} exceeds runtimeBounds.maximumParallelism "
-            f"{bounds['maximumParallelism']}"
+    return [message for _, message in static_fit_findings(definition, bounds, total_deadline_ms)]
+
+
+def binding_static_fit_problems(
+    definition: WorkflowDefinition, binding: Binding
+) -> list[BindingProblem]:
+    """The static-fit problems of a version against the binding's bounds and deadline."""
+    findings = static_fit_findings(definition, binding.runtime_bounds, binding.total_deadline_ms)
+    return [
+        BindingProblem(
+            pointer, "static-fit", f"the pinned version does not fit the binding: {message}"
         )
-    if needs.nested_calls > bounds["maximumNestedCalls"]:
-        problems.append(
-            f"{needs.nested_calls} declared nested calls exceed runtimeBounds.maximumNestedCalls "
-            f"{bounds['maximumNestedCalls']}"
-        )
-    if needs.max_task_attempts > bounds["maximumTaskAttempts"]:
-        problems.append(
-            f"{needs.max_task_attempts} worst-case dispatch attempts per run (calls times retry "
-            f"attempts) exceed runtimeBounds.maximumTaskAttempts {bounds['maximumTaskAttempts']}"
-        )
-    worst_time = needs.worst_case_time_ms
-    if worst_time is not None and worst_time > total_deadline_ms:
-        problems.append(
-            f"worst-case run time {worst_time} ms (declared timeouts, waits and retry delays) "
-            f"exceeds totalDeadlineMs {total_deadline_ms}"
-        )
-    envelope_ms = needs.worst_retry_delay_ms + needs.total_wait_ms
-    if envelope_ms > total_deadline_ms:
-        problems.append(
-            f"retry delays and waits of {envelope_ms} ms exceed totalDeadlineMs {total_deadline_ms}"
-        )
-    problems.extend(f"totalDeadlineMs {total_deadline_ms}: {v}" for v in needs.violations)
-    return problems
+        for pointer, message in findings
+    ]
 
 
 def check_static_fit(definition: WorkflowDefinition, binding: Binding) -> None:
     """Reject a version that cannot fit the binding's runtime bounds and deadline."""
-    problems = static_fit_problems(definition, binding.runtime_bounds, binding.total_deadline_ms)
-    if problems:
-        raise BindingRuleViolation(f"the pinned version does not fit the binding: {problems[0]}")
+    found = binding_static_fit_problems(definition, binding)
+    if found:
+        raise _violation(found)
 
 
-def check_service_parallelism(definition: WorkflowDefinition, ceiling: int | None) -> None:
-    """Reject a fork wider than the service's execution.maximum_parallelism.
+def service_parallelism_problems(
+    definition: WorkflowDefinition, ceiling: int | None
+) -> list[BindingProblem]:
+    """Every fork wider than the service's execution.maximum_parallelism.
 
     Seed 001: fork width is governed by the service setting, whatever the binding allows. It
     is runtime configuration, not the request, so the rejection carries no evidence.
     """
     if ceiling is None:
-        return
-    for pointer, width in sorted(fork_widths(definition).items()):
-        if width > ceiling:
-            raise BindingRuleViolation(
-                f"the pinned version does not fit the service: fork {pointer} has {width} "
-                f"branches, over execution.maximum_parallelism {ceiling}"
-            )
+        return []
+    return [
+        BindingProblem(
+            pointer,
+            "service-parallelism",
+            f"the pinned version does not fit the service: fork {pointer} has {width} "
+            f"branches, over execution.maximum_parallelism {ceiling}",
+        )
+        for pointer, width in sorted(fork_widths(definition).items())
+        if width > ceiling
+    ]
+
+
+def check_service_parallelism(definition: WorkflowDefinition, ceiling: int | None) -> None:
+    """Reject a fork wider than the service's execution.maximum_parallelism."""
+    found = service_parallelism_problems(definition, ceiling)
+    if found:
+        raise _violation(found)
 
 
 def check_pinned_version(

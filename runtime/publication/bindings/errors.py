@@ -106,15 +106,20 @@ def negative_version_error(operation_id: str, tool_name: str) -> WorkflowError:
     )
 
 
-def request_section_error(rejection: InvalidBindingRequest, operation_id: str) -> WorkflowError:
-    """Version 2 evidence: bindingFields (section binding) or bindingReach (section reach)."""
-    evidence: dict[str, Any] = {
+def evidence_of(section: RequestSection, operation_id: str) -> dict[str, Any]:
+    """Version 2 evidence: exactly its five documented members, nothing more."""
+    return {
         "version": 2,
-        "discriminator": _DISCRIMINATORS[rejection.section],
+        "discriminator": _DISCRIMINATORS[section],
         "operationId": operation_id,
         "toolName": PUBLISH_TOOL,
-        "requestSection": rejection.section,
+        "requestSection": section,
     }
+
+
+def request_section_error(rejection: InvalidBindingRequest, operation_id: str) -> WorkflowError:
+    """Version 2 evidence: bindingFields (section binding) or bindingReach (section reach)."""
+    evidence = evidence_of(rejection.section, operation_id)
     return WorkflowError(
         "WORKFLOW_INPUT_INVALID", rejection.message, details={"requestValidation": evidence}
     )

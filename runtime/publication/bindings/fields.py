@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
@@ -22,6 +22,7 @@ from runtime.binding_reach import UNANNOTATED as UNANNOTATED
 from runtime.binding_reach import Annotations as Annotations
 from runtime.canonical.patterns import PatternError, check_schema_patterns
 from runtime.publication.bindings.errors import InvalidBindingRequest, RequestSection
+from runtime.publication.bindings.problems import BindingProblem, ordered
 
 DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -48,16 +49,22 @@ class Binding:
     annotations: Annotations
 
 
-def _reject(message: str) -> NoReturn:
-    raise InvalidBindingRequest("binding", message)
+def _problem(pointer: str, rule: str, message: str) -> BindingProblem:
+    return BindingProblem(pointer, rule, message, section="binding")
 
 
-def annotations_of(
-    value: ToolAnnotations, where: str, *, section: RequestSection = "binding"
-) -> Annotations:
-    """The effect flags of toolAnnotations; readOnly together with destructive is contradictory."""
+def annotation_problems(
+    value: ToolAnnotations, where: str, pointer: str, *, section: RequestSection = "binding"
+) -> list[BindingProblem]:
+    """readOnly together with destructive is contradictory."""
     if value.read_only and value.destructive:
-        raise InvalidBindingRequest(section, f"{where}: a read-only Tool cannot be destructive")
+        message = f"{where}: a read-only Tool cannot be destructive"
+        return [BindingProblem(pointer, "contradictory-annotations", message, section=section)]
+    return []
+
+
+def annotations_of(value: ToolAnnotations) -> Annotations:
+    """The effect flags of toolAnnotations (contradictions are annotation_problems)."""
     required = value.human_approval_required
     return Annotations(
         read_only=value.read_only,
@@ -75,48 +82,67 @@ def stored_annotations(document: Mapping[str, Any]) -> Annotations:
     )
 
 
-def _check_mode(binding: ToolBinding) -> None:
+def _mode_problems(binding: ToolBinding) -> list[BindingProblem]:
+    found = []
     if binding.invocation_mode != "sync":
-        _reject("workflow-backed Tools are sync only: invocationMode must be sync")
+        message = "workflow-backed Tools are sync only: invocationMode must be sync"
+        found.append(_problem("/binding/invocationMode", "sync-only", message))
     if binding.execution_class != "interactive":
-        _reject("a sync binding must use executionClass interactive")
+        message = "a sync binding must use executionClass interactive"
+        found.append(_problem("/binding/executionClass", "sync-only", message))
     if binding.sync_wait_ms > MAX_SYNC_WAIT_MS:
-        _reject(f"binding.syncWaitMs must be between 1 and {MAX_SYNC_WAIT_MS}")
+        message = f"binding.syncWaitMs must be between 1 and {MAX_SYNC_WAIT_MS}"
+        found.append(_problem("/binding/syncWaitMs", "binding-limit", message))
     if binding.total_deadline_ms > MAX_TOTAL_DEADLINE_MS:
-        _reject(f"binding.totalDeadlineMs must be between 1 and {MAX_TOTAL_DEADLINE_MS}")
+        message = f"binding.totalDeadlineMs must be between 1 and {MAX_TOTAL_DEADLINE_MS}"
+        found.append(_problem("/binding/totalDeadlineMs", "binding-limit", message))
     if binding.total_deadline_ms < binding.sync_wait_ms:
-        _reject("binding.totalDeadlineMs must be at least syncWaitMs")
+        message = "binding.totalDeadlineMs must be at least syncWaitMs"
+        found.append(_problem("/binding/totalDeadlineMs", "binding-limit", message))
+    return found
 
 
-def _check_replay_window(binding: ToolBinding, annotations: Annotations) -> int:
-    replay = binding.idempotency_policy.result_replay_ms
-    if annotations.is_write and replay < MIN_WRITE_REPLAY_MS:
-        _reject(
+def _replay_window_problems(binding: ToolBinding, annotations: Annotations) -> list[BindingProblem]:
+    if annotations.is_write and binding.idempotency_policy.result_replay_ms < MIN_WRITE_REPLAY_MS:
+        message = (
             f"a write Tool needs idempotencyPolicy.resultReplayMs of at least "
             f"{MIN_WRITE_REPLAY_MS}, so a client retry replays instead of writing twice"
         )
-    return replay
+        pointer = "/binding/idempotencyPolicy/resultReplayMs"
+        return [_problem(pointer, "replay-window", message)]
+    return []
 
 
-def _check_admission_limits(limits: AdmissionLimits) -> None:
+def _admission_limit_problems(limits: AdmissionLimits) -> list[BindingProblem]:
+    found = []
     if limits.maximum_concurrent_runs_per_user > limits.maximum_concurrent_runs:
-        _reject("admissionLimits.maximumConcurrentRunsPerUser exceeds maximumConcurrentRuns")
+        message = "admissionLimits.maximumConcurrentRunsPerUser exceeds maximumConcurrentRuns"
+        pointer = "/binding/admissionLimits/maximumConcurrentRunsPerUser"
+        found.append(_problem(pointer, "admission-limits", message))
     if limits.starts_per_minute_per_user > limits.starts_per_minute:
-        _reject("admissionLimits.startsPerMinutePerUser exceeds startsPerMinute")
+        message = "admissionLimits.startsPerMinutePerUser exceeds startsPerMinute"
+        pointer = "/binding/admissionLimits/startsPerMinutePerUser"
+        found.append(_problem(pointer, "admission-limits", message))
+    return found
 
 
-def _check_schemas(binding: ToolBinding) -> None:
+def _schema_problems(binding: ToolBinding) -> list[BindingProblem]:
+    found = []
     for key, schema in (
         ("inputSchema", binding.input_schema),
         ("outputSchema", binding.output_schema),
     ):
-        if schema is not UNSET and schema.get("type") != "object":
-            _reject(f"binding.{key} must be a JSON Schema whose root type is object")
-        if schema is not UNSET:
-            try:
-                check_schema_patterns(schema)
-            except PatternError as exc:
-                _reject(f"binding.{key}: {exc}")
+        if schema is UNSET:
+            continue
+        pointer = f"/binding/{key}"
+        if schema.get("type") != "object":
+            message = f"binding.{key} must be a JSON Schema whose root type is object"
+            found.append(_problem(pointer, "schema-root", message))
+        try:
+            check_schema_patterns(schema)
+        except PatternError as exc:
+            found.append(_problem(pointer, "schema-pattern", f"binding.{key}: {exc}"))
+    return found
 
 
 def _runtime_bounds(binding: ToolBinding) -> dict[str, int]:
@@ -124,13 +150,22 @@ def _runtime_bounds(binding: ToolBinding) -> dict[str, int]:
     return bounds
 
 
-def validate_binding(binding: ToolBinding) -> Binding:
-    """Workflow's rules on a schema-valid binding; raises InvalidBindingRequest(section binding)."""
-    _check_mode(binding)
-    annotations = annotations_of(binding.tool_annotations, "binding.toolAnnotations")
-    replay = _check_replay_window(binding, annotations)
-    _check_admission_limits(binding.admission_limits)
-    _check_schemas(binding)
+def binding_field_problems(binding: ToolBinding) -> list[BindingProblem]:
+    """Every bindingFields rule the binding breaks, in field order (section binding)."""
+    annotations = annotations_of(binding.tool_annotations)
+    return [
+        *_mode_problems(binding),
+        *annotation_problems(
+            binding.tool_annotations, "binding.toolAnnotations", "/binding/toolAnnotations"
+        ),
+        *_replay_window_problems(binding, annotations),
+        *_admission_limit_problems(binding.admission_limits),
+        *_schema_problems(binding),
+    ]
+
+
+def binding_of(binding: ToolBinding) -> Binding:
+    """The fields the later rules read, whether or not the binding breaks a rule."""
     return Binding(
         document=msgspec.to_builtins(binding),
         tool_id=binding.tool_id,
@@ -141,10 +176,19 @@ def validate_binding(binding: ToolBinding) -> Binding:
         schema_digest=binding.schema_digest,
         sync_wait_ms=binding.sync_wait_ms,
         total_deadline_ms=binding.total_deadline_ms,
-        result_replay_ms=replay,
+        result_replay_ms=binding.idempotency_policy.result_replay_ms,
         runtime_bounds=_runtime_bounds(binding),
-        annotations=annotations,
+        annotations=annotations_of(binding.tool_annotations),
     )
+
+
+def validate_binding(binding: ToolBinding) -> Binding:
+    """Workflow's rules on a schema-valid binding; raises InvalidBindingRequest(section binding)
+    naming the first problem in the order a publish refusal lists them."""
+    found = binding_field_problems(binding)
+    if found:
+        raise InvalidBindingRequest("binding", ordered(found)[0].message)
+    return binding_of(binding)
 
 
 def stored_binding(document: Mapping[str, Any]) -> ToolBinding:

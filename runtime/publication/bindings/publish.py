@@ -26,26 +26,20 @@ from runtime.publication.bindings.carry_over import (
     write_task_key_of_document,
 )
 from runtime.publication.bindings.common import current_owner, is_owner, not_found
-from runtime.publication.bindings.coverage import check_endpoint_coverage
-from runtime.publication.bindings.datacheck import pinned_version_warnings
-from runtime.publication.bindings.destinations import (
-    DestinationPolicy,
-    check_destinations,
-    resolve_names,
-)
+from runtime.publication.bindings.destinations import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
-from runtime.publication.bindings.effects import check_pinned_version
 from runtime.publication.bindings.errors import (
     PUBLISH_TOOL,
-    BindingRuleViolation,
     InvalidBindingRequest,
     PublishEnvelope,
     negative_version_error,
     request_section_error,
 )
-from runtime.publication.bindings.fields import Binding, validate_binding
+from runtime.publication.bindings.fields import Binding
 from runtime.publication.bindings.operation import run_binding_operation
-from runtime.publication.bindings.reach import Reach, normalize_reach
+from runtime.publication.bindings.problems import refusal
+from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.rules import PinnedCheck, check_pinned, check_request
 from runtime.publication.offload import off_loop
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
@@ -72,16 +66,8 @@ def version_conflict(current: int) -> WorkflowError:
     )
 
 
-def validate_publish_request(request: WorkflowBindingPublishInput) -> ValidatedPublish:
-    """The request-only rules, in order: version 1 evidence, then bindingFields, bindingReach."""
-    operation_id = request.operation_id
-    if request.expected_aggregate_version < 0:
-        raise negative_version_error(operation_id, PUBLISH_TOOL)
-    try:
-        binding = validate_binding(request.binding)
-        reach = normalize_reach(request.dependencies, request.endpoint_targets)
-    except InvalidBindingRequest as rejection:
-        raise request_section_error(rejection, operation_id) from None
+def validated_publish(binding: Binding, reach: Reach) -> ValidatedPublish:
+    """A request that passed its own rules, with its digests."""
     try:
         digests = binding_digest(binding.document, reach), approval_digest(binding.document)
     except CanonicalError as error:
@@ -90,6 +76,17 @@ def validate_publish_request(request: WorkflowBindingPublishInput) -> ValidatedP
             f"binding is outside the canonical JSON profile: {error.message}"
         ) from None
     return ValidatedPublish(binding, reach, *digests)
+
+
+def validate_publish_request(request: WorkflowBindingPublishInput) -> ValidatedPublish:
+    """The request-only rules: version 1 evidence, then every bindingFields/bindingReach problem."""
+    operation_id = request.operation_id
+    if request.expected_aggregate_version < 0:
+        raise negative_version_error(operation_id, PUBLISH_TOOL)
+    checked = check_request(request)
+    if checked.problems:
+        raise refusal(checked.problems, operation_id)
+    return validated_publish(checked.binding, checked.reach)
 
 
 async def lock_pinned_version(
@@ -313,6 +310,56 @@ async def _supersede_previous(
             )
 
 
+async def _lock_pinned_state(
+    conn: Connection, host_id: str, doc: Mapping[str, Any], request_problems: bool
+) -> tuple[dict[str, Any], Owner] | None:
+    """Lock the pinned version and its owner; None when that fails after a request problem.
+
+    A request-only problem is a refusal whatever the stored state, so a missing, retired or
+    mismatched version then only means its rules cannot add problems (as before this one-pass
+    check, when the request's rules ran first and stopped the publish).
+    """
+    try:
+        version_row = await lock_pinned_version(conn, host_id, doc)
+        owner = await current_owner(conn, host_id, doc["wfDefId"])
+    except WorkflowError:
+        if request_problems:
+            return None
+        raise
+    return version_row, owner
+
+
+async def _checked_publish(
+    conn: Connection,
+    ctx: InvocationContext,
+    publish: WorkflowBindingPublishInput,
+    policy: DestinationPolicy,
+    parallelism_ceiling: int | None,
+) -> tuple[ValidatedPublish, dict[str, Any], Owner, PinnedCheck]:
+    """Every rule in one pass; raises one refusal listing every problem, blockers first."""
+    if publish.expected_aggregate_version < 0:
+        raise negative_version_error(publish.operation_id, PUBLISH_TOOL)
+    checked = check_request(publish)
+    validated = None if checked.problems else validated_publish(checked.binding, checked.reach)
+    state = await _lock_pinned_state(
+        conn, ctx.host_id, checked.binding.document, bool(checked.problems)
+    )
+    pinned = PinnedCheck([])
+    if state is not None:
+        pinned = await off_loop(  # parsing and checking the pinned definition is CPU-bound
+            check_pinned,
+            state[0]["document"],
+            checked,
+            policy,
+            parallelism_ceiling=parallelism_ceiling,
+        )
+    problems = [*checked.problems, *pinned.problems]
+    if problems:
+        raise refusal(problems, publish.operation_id)
+    assert validated is not None and state is not None
+    return validated, state[0], state[1], pinned
+
+
 async def _publish(
     conn: Connection,
     ctx: InvocationContext,
@@ -320,27 +367,12 @@ async def _publish(
     policy: DestinationPolicy,
     parallelism_ceiling: int | None,
 ) -> WorkflowBindingPublishOutput:
-    request = validate_publish_request(publish)
+    request, version_row, owner, fit = await _checked_publish(
+        conn, ctx, publish, policy, parallelism_ceiling
+    )
     operation_id, expected = publish.operation_id, publish.expected_aggregate_version
     doc = request.binding.document
-    version_row = await lock_pinned_version(conn, ctx.host_id, doc)
-    owner = await current_owner(conn, ctx.host_id, doc["wfDefId"])
-    try:
-        fit = await off_loop(  # parsing the pinned definition is CPU-bound
-            check_pinned_version,
-            version_row["document"],
-            request.binding,
-            request.reach,
-            parallelism_ceiling=parallelism_ceiling,
-        )
-        check_destinations(request.reach.endpoint_targets, policy)
-    except BindingRuleViolation as violation:
-        raise violation.to_error() from None
-    try:
-        check_endpoint_coverage(fit.definition, request.reach.endpoint_targets)
-    except InvalidBindingRequest as rejection:
-        raise request_section_error(rejection, operation_id) from None
-    warnings = pinned_version_warnings(version_row["document"], doc["workflowVersion"])
+    warnings = fit.warnings
     head = await store.lock_head(conn, ctx.host_id, doc["toolId"])
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)

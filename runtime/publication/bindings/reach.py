@@ -8,7 +8,6 @@ environments, and a repeated dependency key or endpointRef.
 
 from __future__ import annotations
 
-from typing import NoReturn
 from urllib.parse import urlsplit
 
 import msgspec
@@ -19,22 +18,21 @@ from runtime.binding_reach import Dependency as Dependency
 from runtime.binding_reach import EndpointTarget as EndpointTarget
 from runtime.binding_reach import Reach as Reach
 from runtime.publication.bindings.errors import InvalidBindingRequest
-from runtime.publication.bindings.fields import annotations_of
+from runtime.publication.bindings.fields import annotation_problems, annotations_of
+from runtime.publication.bindings.problems import BindingProblem, ordered
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
-def _reject(message: str) -> NoReturn:
-    raise InvalidBindingRequest("reach", message)
+def _problem(pointer: str, rule: str, message: str) -> BindingProblem:
+    return BindingProblem(pointer, rule, message, section="reach")
 
 
-def _dependency(item: models.BindingDependency, where: str) -> Dependency:
+def _dependency(item: models.BindingDependency) -> Dependency:
     annotations = None
     document = None
     if item.tool_annotations is not UNSET:
-        annotations = annotations_of(
-            item.tool_annotations, f"{where}.toolAnnotations", section="reach"
-        )
+        annotations = annotations_of(item.tool_annotations)
         document = msgspec.to_builtins(item.tool_annotations)
     return Dependency(
         nested_tool_id=item.nested_tool_id,
@@ -47,60 +45,103 @@ def _dependency(item: models.BindingDependency, where: str) -> Dependency:
     )
 
 
-def check_endpoint_uri(uri: str, where: str) -> str:
-    """An absolute URI with a host, no credentials, no fragment and no port 0."""
+def _dependency_problems(item: models.BindingDependency, index: int) -> list[BindingProblem]:
+    if item.tool_annotations is UNSET:
+        return []
+    where, pointer = f"dependencies[{index}]", f"/dependencies/{index}/toolAnnotations"
+    return annotation_problems(
+        item.tool_annotations, f"{where}.toolAnnotations", pointer, section="reach"
+    )
+
+
+def endpoint_uri_problem(uri: str, where: str) -> str | None:
+    """Why uri is not an absolute URI with a host, no credentials, fragment or port 0."""
     try:
         parts = urlsplit(uri)
         port = parts.port
     except ValueError:
-        _reject(f"{where} is not a valid URI")
+        return f"{where} is not a valid URI"
     if not parts.scheme or not parts.hostname:
-        _reject(f"{where} must be an absolute URI with a host")
+        return f"{where} must be an absolute URI with a host"
     if parts.username is not None or parts.password is not None:
-        _reject(f"{where} must not carry credentials")
+        return f"{where} must not carry credentials"
     if parts.fragment:
-        _reject(f"{where} must not carry a fragment")
+        return f"{where} must not carry a fragment"
     if port == 0:
-        _reject(f"{where} names port 0")
-    return uri
+        return f"{where} names port 0"
+    return None
 
 
-def _methods(value: list[str], where: str) -> tuple[str, ...]:
-    methods = {method.upper() for method in value}
-    if not methods <= HTTP_METHODS:
-        _reject(f"{where} names an unsupported HTTP method")
-    return tuple(sorted(methods))
+def _target_problems(item: models.EndpointTarget, index: int) -> list[BindingProblem]:
+    where, pointer = f"endpointTargets[{index}]", f"/endpointTargets/{index}"
+    found = []
+    why = endpoint_uri_problem(item.endpoint_uri, f"{where}.endpointUri")
+    if why is not None:
+        found.append(_problem(f"{pointer}/endpointUri", "endpoint-uri", why))
+    if not {method.upper() for method in item.allowed_methods} <= HTTP_METHODS:
+        message = f"{where}.allowedMethods names an unsupported HTTP method"
+        found.append(_problem(f"{pointer}/allowedMethods", "http-method", message))
+    if len(set(item.environments)) != len(item.environments):
+        message = f"{where}.environments repeats an environment"
+        found.append(_problem(f"{pointer}/environments", "duplicate-environment", message))
+    return found
 
 
-def _environments(value: list[str], where: str) -> tuple[str, ...]:
-    if len(set(value)) != len(value):
-        _reject(f"{where} repeats an environment")
-    return tuple(sorted(value))
-
-
-def _target(item: models.EndpointTarget, where: str) -> EndpointTarget:
+def _target(item: models.EndpointTarget) -> EndpointTarget:
     return EndpointTarget(
         endpoint_ref=item.endpoint_ref,
-        endpoint_uri=check_endpoint_uri(item.endpoint_uri, f"{where}.endpointUri"),
-        allowed_methods=_methods(item.allowed_methods, f"{where}.allowedMethods"),
-        environments=_environments(item.environments, f"{where}.environments"),
+        endpoint_uri=item.endpoint_uri,
+        allowed_methods=tuple(sorted({method.upper() for method in item.allowed_methods})),
+        environments=tuple(sorted(item.environments)),
         authorization_policy_digest=item.authorization_policy_digest,
     )
+
+
+def indexed_targets(
+    endpoint_targets: list[models.EndpointTarget],
+) -> list[tuple[int, EndpointTarget]]:
+    """Each target with its index in the request, when its URI is one Workflow can check."""
+    return [
+        (index, _target(item))
+        for index, item in enumerate(endpoint_targets)
+        if endpoint_uri_problem(item.endpoint_uri, "") is None
+    ]
+
+
+def reach_of(
+    dependencies: list[models.BindingDependency], endpoint_targets: list[models.EndpointTarget]
+) -> Reach:
+    """The ordered reach, whether or not it breaks a rule (see reach_problems)."""
+    deps = [_dependency(item) for item in dependencies]
+    targets = [_target(item) for item in endpoint_targets]
+    return Reach(
+        dependencies=tuple(sorted(deps, key=lambda dep: dep.sort_key)),
+        endpoint_targets=tuple(sorted(targets, key=lambda target: target.endpoint_ref)),
+    )
+
+
+def reach_problems(
+    dependencies: list[models.BindingDependency], endpoint_targets: list[models.EndpointTarget]
+) -> list[BindingProblem]:
+    """Every bindingReach rule the two arrays break; a duplicate set key is refused, not merged."""
+    found = [p for i, item in enumerate(dependencies) for p in _dependency_problems(item, i)]
+    dep_keys = [_dependency(item).sort_key for item in dependencies]
+    if len(set(dep_keys)) != len(dep_keys):
+        message = "dependencies repeat an (authorizationToolName, nestedToolId, version) key"
+        found.append(_problem("/dependencies", "duplicate-dependency", message))
+    found.extend(p for i, item in enumerate(endpoint_targets) for p in _target_problems(item, i))
+    refs = [item.endpoint_ref for item in endpoint_targets]
+    if len(set(refs)) != len(refs):
+        message = "endpointTargets repeat an endpointRef"
+        found.append(_problem("/endpointTargets", "duplicate-endpoint-ref", message))
+    return found
 
 
 def normalize_reach(
     dependencies: list[models.BindingDependency], endpoint_targets: list[models.EndpointTarget]
 ) -> Reach:
-    """Check and order the reach; a duplicate set key is rejected, never merged."""
-    deps = [_dependency(item, f"dependencies[{i}]") for i, item in enumerate(dependencies)]
-    targets = [_target(item, f"endpointTargets[{i}]") for i, item in enumerate(endpoint_targets)]
-    dep_keys = [dep.sort_key for dep in deps]
-    if len(set(dep_keys)) != len(dep_keys):
-        _reject("dependencies repeat an (authorizationToolName, nestedToolId, version) key")
-    refs = [target.endpoint_ref for target in targets]
-    if len(set(refs)) != len(refs):
-        _reject("endpointTargets repeat an endpointRef")
-    return Reach(
-        dependencies=tuple(sorted(deps, key=lambda dep: dep.sort_key)),
-        endpoint_targets=tuple(sorted(targets, key=lambda target: target.endpoint_ref)),
-    )
+    """Check and order the reach; raises InvalidBindingRequest(section reach) on a problem."""
+    found = reach_problems(dependencies, endpoint_targets)
+    if found:
+        raise InvalidBindingRequest("reach", ordered(found)[0].message)
+    return reach_of(dependencies, endpoint_targets)

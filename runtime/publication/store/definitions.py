@@ -28,6 +28,8 @@ class VersionState:
     definition_digest: str
     schema_digest: str
     binding_approval: str
+    # The warnings its publication returned; None for a version published before they were kept.
+    warnings: list[dict[str, str]] | None = None
 
 
 async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -72,7 +74,11 @@ def _version_state(row: dict[str, Any] | None) -> VersionState | None:
     if row is None:
         return None
     return VersionState(
-        row["status"], row["definition_digest"], row["schema_digest"], row["binding_approval"]
+        row["status"],
+        row["definition_digest"],
+        row["schema_digest"],
+        row["binding_approval"],
+        row.get("publication_warnings"),
     )
 
 
@@ -82,10 +88,28 @@ async def insert_version(conn: Connection, version: dict[str, Any]) -> VersionSt
         **version,
         **{
             key: json.dumps(version[key], ensure_ascii=False)
-            for key in ("document", "normalized_document", "expression_digests")
+            for key in (
+                "document",
+                "normalized_document",
+                "expression_digests",
+                "publication_warnings",
+            )
         },
     }
     return _version_state(await _one(conn, QUERIES["insert_definition_version"], params))
+
+
+async def store_version_warnings(
+    conn: Connection, host_id: str, wf_def_id: str, version: str, warnings: list[dict[str, str]]
+) -> None:
+    """Keep the warnings of a version published before they were stored (NULL only)."""
+    params = {
+        "host_id": host_id,
+        "wf_def_id": wf_def_id,
+        "version": version,
+        "warnings": json.dumps(warnings, ensure_ascii=False),
+    }
+    await conn.execute(QUERIES["store_definition_version_warnings"], params)
 
 
 async def lock_version(

@@ -80,25 +80,29 @@ async def confirm_effect(conn: Connection, lease: LeaseState, step_no: int, outp
     return bool(row["confirmed"])
 
 
+async def _debit_budget(
+    conn: Connection, lease: LeaseState, amounts: BudgetAmounts, *, record: bool, what: str
+) -> dict[str, Any]:
+    """Debit every counter at once or nothing (record: as a reservation). Raises LeaseLost or
+    BUDGET_EXHAUSTED."""
+    params = lease.fence() | amounts.as_params() | {"record": record}
+    row = await _one(await conn.execute(QUERIES["debit_budget"], params))
+    if not row["owned"]:
+        raise LeaseLost(lease.task_id, what)
+    if not row["debited"]:
+        raise budget_exhausted()
+    return row
+
+
 async def reserve_budget(conn: Connection, lease: LeaseState, amounts: BudgetAmounts) -> str:
     """Debit every counter at once or nothing; the reservation id. Raises LeaseLost."""
-    cursor = await conn.execute(QUERIES["reserve_budget"], lease.fence() | amounts.as_params())
-    row = await _one(cursor)
-    if not row["owned"]:
-        raise LeaseLost(lease.task_id, "reserve")
-    if row["reservation_id"] is None:
-        raise budget_exhausted()
+    row = await _debit_budget(conn, lease, amounts, record=True, what="reserve")
     return str(row["reservation_id"])
 
 
 async def consume_budget(conn: Connection, lease: LeaseState, amounts: BudgetAmounts) -> None:
     """Debit what a task used, all counters or none. Raises LeaseLost or BUDGET_EXHAUSTED."""
-    cursor = await conn.execute(QUERIES["consume_budget"], lease.fence() | amounts.as_params())
-    row = await _one(cursor)
-    if not row["owned"]:
-        raise LeaseLost(lease.task_id, "consume")
-    if not row["debited"]:
-        raise budget_exhausted()
+    await _debit_budget(conn, lease, amounts, record=False, what="consume")
 
 
 async def reconcile_budget(
