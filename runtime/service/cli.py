@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import msgspec
 import uvicorn
 
+from publisher.command import add_publish_parser, run_publish
 from runtime import telemetry
 from runtime.mcp.app import create_app
 from runtime.publication.bindings.destinations import policy_from_settings
@@ -144,6 +145,15 @@ def check(args: argparse.Namespace) -> int:
     return code
 
 
+def publish(args: argparse.Namespace) -> int:
+    """Publish a directory of definitions and Tool specs (publisher.command)."""
+    settings = load_settings(args.config) if args.config else None
+    destinations = (
+        None if settings is None else policy_from_settings(settings.publication.destinations)
+    )
+    return run_publish(args, destinations=destinations)
+
+
 def runs(args: argparse.Namespace) -> int:
     """List, show or cancel runs of one host."""
     return runs_command(_settings(args), args)
@@ -213,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _check_parser(commands)
     add_runs_parser(commands)
+    add_publish_parser(commands)
+    commands.choices["publish"].set_defaults(run=publish)
     commands.choices["runs"].set_defaults(run=runs)
     return parser
 
