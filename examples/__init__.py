@@ -1,1 +1,1 @@
-"""Ready-to-publish examples: `workflow-mcp publish examples/` (see README and docs/PUBLISHING.md)."""
+"""Ready-to-publish examples for `workflow-mcp publish examples/` (see docs/PUBLISHING.md)."""

@@ -54,7 +54,7 @@ class NotesHandler(BaseHTTPRequestHandler):
             self._reply(401, {"error": "a bearer token is required"})
         return caller
 
-    def do_GET(self) -> None:  # noqa: N802 (the http.server spelling)
+    def do_GET(self) -> None:
         """List the notes."""
         if self.path != "/notes":
             self._reply(404, {"error": "not found"})
@@ -62,7 +62,7 @@ class NotesHandler(BaseHTTPRequestHandler):
             with _LOCK:
                 self._reply(200, {"notes": list(_NOTES)})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         """Store one note."""
         if self.path != "/notes":
             self._reply(404, {"error": "not found"})
@@ -89,7 +89,7 @@ class NotesHandler(BaseHTTPRequestHandler):
             _NOTES.append(note)
         self._reply(201, note)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """One line per request, without headers (so no token is ever logged)."""
         print(f"backend: {self.command} {self.path} -> {args[1] if len(args) > 1 else ''}")
 

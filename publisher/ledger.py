@@ -47,6 +47,8 @@ class SyncRow(msgspec.Struct, rename="camel", kw_only=True):
     acknowledged_digest: str | None = None
     acknowledged_content: str | None = None
     last_error: str | None = None
+    # The definition owner this ledger saved (kept when a spec names none and another user runs)
+    owner: dict[str, str] | None = None
 
     @property
     def pending(self) -> bool:

@@ -169,9 +169,10 @@ class Publisher:
         return StepResult(_failure("error", None, transport="revision kept moving"))
 
     def _save(self, head: Definition) -> StepResult:
-        owner = owner_document(definition_owner(self.found.tools, head.key), self.actor)
-        content = save_content(head, owner)
         row = self.ledger.sync_row("definition", head.key, head.wf_def_id)
+        owner = self._owner(head.key)
+        row.owner = owner
+        content = save_content(head, owner)
 
         def send(revision: int) -> Answer | str:
             self.progress(f"workflow_definition_save {head.key} revision {revision}")
@@ -181,8 +182,18 @@ class Publisher:
 
         return self._sync(row, canonical_digest(content), send)
 
+    def _owner(self, key: str) -> dict[str, str]:
+        """The spec's definitionOwner, else the owner this ledger saved, else the acting user."""
+        declared = definition_owner(self.found.tools, key)
+        if declared is not None:
+            return owner_document(declared, self.actor)
+        for row in self.ledger.data.syncs.values():
+            if row.kind == "definition" and row.subject == key and row.owner is not None:
+                return dict(row.owner)
+        return owner_document(None, self.actor)
+
     def _publish_version(self, definition: Definition) -> StepResult:
-        owner = owner_document(definition_owner(self.found.tools, definition.key), self.actor)
+        owner = self._owner(definition.key)
         subject = f"{definition.key}@{definition.version}"
         _op, answer, transport = self._operation(
             "definition",
@@ -292,7 +303,7 @@ class Publisher:
         arguments: dict[str, Any],
         receipt: dict[str, Any],
     ) -> tuple[ToolOutcome, RoutedTool | None]:
-        owner = owner_document(definition_owner(self.found.tools, tool.definition.key), self.actor)
+        owner = self._owner(tool.definition.key)
         detail = str(receipt.get("result", ""))
         if receipt.get("status") != "active":
             reason = receipt.get("carryOverDeniedReason")

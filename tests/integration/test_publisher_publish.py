@@ -1,0 +1,187 @@
+"""`workflow-mcp publish` against a real Workflow (a server subprocess on a test database)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from publisher.command import EXIT_NOT_PUBLISHED, EXIT_OK, EXIT_TRANSPORT, EXIT_USAGE
+from runtime.security.devtools import DEV_HOST_ID, DevIdentity
+from tests.support.publisher_harness import (
+    AUTHOR,
+    OWNER,
+    DropResponses,
+    calls_to,
+    copy_examples,
+    ledger_of,
+    publish,
+    unique,
+    write_logic_tool,
+)
+from tests.support.server import LiveServer, live_database, live_identity, run_server
+
+__all__ = ["live_database", "live_identity"]
+
+pytestmark = pytest.mark.requirement("000:Publish ordering")
+
+# The examples' write Tool calls http://127.0.0.1:8790: this Workflow allows plain http.
+SCHEMES_ENV = "WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES"
+
+
+@pytest.fixture(scope="module")
+def workflow(
+    live_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """Workflow in a subprocess that accepts http endpoint targets on loopback."""
+    previous = os.environ.get(SCHEMES_ENV)
+    os.environ[SCHEMES_ENV] = '["http", "https"]'
+    try:
+        context = run_server(live_database, tmp_path_factory.mktemp("publisher"), live_identity)
+        server = context.__enter__()
+    finally:
+        if previous is None:
+            os.environ.pop(SCHEMES_ENV, None)
+        else:
+            os.environ[SCHEMES_ENV] = previous
+    try:
+        yield server
+    finally:
+        context.__exit__(None, None, None)
+
+
+def call(
+    server: LiveServer, tool: str, arguments: dict[str, object], user: str
+) -> dict[str, object]:
+    """One tools/call straight at Workflow; the CallToolResult."""
+    token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=("admin",))
+    headers = server.identity.auth_headers(token, server.identity.app_token(host_id=DEV_HOST_ID))
+    headers["MCP-Protocol-Version"] = "2025-11-25"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+    reply = httpx.post(server.mcp_url, content=json.dumps(body), headers=headers, timeout=30)
+    result: dict[str, object] = reply.json()["result"]
+    return result
+
+
+def test_the_examples_publish_and_land_in_the_router(workflow: LiveServer, tmp_path: Path) -> None:
+    directory = copy_examples(tmp_path)
+    run = publish(directory, workflow)
+    assert run.code == EXIT_OK, run.out + run.err
+    assert "Published" in run.row("loans.quick-decision")
+    assert "Published" in run.row("claims.add-note")
+    routed = run.router.by_name()
+    assert set(routed) == {"loans.quick-decision", "claims.add-note"}
+    acks = ledger_of(directory).data.tools
+    for name, entry in routed.items():
+        assert entry.binding_digest == acks[name].binding_digest
+        assert entry.definition_digest == acks[name].definition_digest
+        assert entry.stable_tool_ref == acks[name].tool_id
+    assert routed["loans.quick-decision"].input_schema["required"] == ["applicantId", "creditScore"]
+    assert routed["claims.add-note"].annotations == {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+    }
+
+
+@pytest.mark.requirement("000:Status rules")
+def test_publishing_twice_is_unchanged(workflow: LiveServer, tmp_path: Path) -> None:
+    directory = tmp_path / "tools"
+    tool = write_logic_tool(directory, f"twice{unique()}")
+    first = publish(directory, workflow)
+    second = publish(directory, workflow)
+    assert first.code == second.code == EXIT_OK, second.out + second.err
+    assert "Published (unchanged)" in second.row(tool)
+    assert first.router.by_name()[tool] == second.router.by_name()[tool]
+    rows = ledger_of(directory).data.syncs.values()
+    assert all(row.acknowledged_revision == 1 for row in rows), rows
+
+
+@pytest.mark.requirement("000:Workflow owner approval")
+def test_a_tool_published_by_a_non_owner_waits_and_stays_out_of_the_router(
+    workflow: LiveServer, tmp_path: Path
+) -> None:
+    namespace = f"owned{unique()}"
+    owner_dir, author_dir = tmp_path / "owner", tmp_path / "author"
+    write_logic_tool(owner_dir, namespace, tool=f"{namespace}.owners", owner=OWNER)
+    assert publish(owner_dir, workflow, user=OWNER).code == EXIT_OK
+    tool = write_logic_tool(author_dir, namespace, tool=f"{namespace}.authors", owner=OWNER)
+    run = publish(author_dir, workflow, user=AUTHOR)
+    assert run.code == EXIT_OK, run.out + run.err
+    assert f"Waiting for approval from {OWNER}" in run.row(tool)
+    assert tool not in run.router.by_name()
+    strict = publish(author_dir, workflow, user=AUTHOR, options=("--strict",))
+    assert strict.code == EXIT_NOT_PUBLISHED
+
+
+def test_a_failed_binding_keeps_its_router_entry_while_others_publish(
+    workflow: LiveServer, tmp_path: Path
+) -> None:
+    directory = tmp_path / "tools"
+    good = write_logic_tool(directory, f"good{unique()}")
+    bad_namespace = f"bad{unique()}"
+    bad = write_logic_tool(directory, bad_namespace)
+    first = publish(directory, workflow)
+    before = first.router.by_name()[bad]
+    # syncWaitMs above totalDeadlineMs: Workflow refuses the binding fields (proven rejection).
+    write_logic_tool(directory, bad_namespace, syncWaitMs=20000, totalDeadlineMs=10000)
+    write_logic_tool(directory, good.split(".")[0], marker="two", version="1.0.1")
+    run = publish(directory, workflow)
+    assert run.code == EXIT_OK, run.out + run.err
+    assert "Failed: WORKFLOW_INPUT_INVALID" in run.row(bad)
+    assert "Published" in run.row(good)
+    routed = run.router.by_name()
+    assert routed[bad] == before
+    assert routed[good].workflow_version == "1.0.1"
+    states = {op.state for op in ledger_of(directory).data.operations if op.subject == bad}
+    assert "failed" in states
+
+
+@pytest.mark.requirement("000:Lost receipts")
+def test_a_lost_receipt_stays_pending_and_the_rerun_reuses_its_operation_id(
+    workflow: LiveServer, tmp_path: Path
+) -> None:
+    directory = tmp_path / "tools"
+    tool = write_logic_tool(directory, f"lost{unique()}")
+    dropper = DropResponses(calls_to("workflow_binding_publish"))
+    lost = publish(directory, workflow, transport=dropper)
+    assert lost.code == EXIT_TRANSPORT
+    assert "Unconfirmed" in lost.row(tool)
+    assert tool not in lost.router.by_name()
+    [pending] = ledger_of(directory).unconfirmed()
+    assert (
+        pending.request["operationId"] == dropper.dropped[0]["params"]["arguments"]["operationId"]
+    )
+    status = publish(directory, workflow, options=("--status",))
+    assert pending.operation_id in status.out and "unconfirmed" in status.out
+
+    sent: list[dict[str, object]] = []
+    watcher = DropResponses(lambda message: sent.append(message) is not None)
+    rerun = publish(directory, workflow, transport=watcher)
+    assert rerun.code == EXIT_OK, rerun.out + rerun.err
+    binds = [m for m in sent if m["params"]["name"] == "workflow_binding_publish"]  # type: ignore[index]
+    assert binds[0]["params"]["arguments"] == pending.request  # type: ignore[index]
+    operation = next(
+        op for op in ledger_of(directory).data.operations if op.operation_id == pending.operation_id
+    )
+    assert operation.state == "acknowledged"
+    assert operation.receipt is not None and operation.receipt["result"] == "published"
+    assert tool in rerun.router.by_name()
+    assert "nothing unconfirmed" in publish(directory, workflow, options=("--status",)).out
+
+
+def test_status_calls_nothing_and_exit_codes(workflow: LiveServer, tmp_path: Path) -> None:
+    directory = tmp_path / "tools"
+    write_logic_tool(directory, f"codes{unique()}")
+    down = publish(directory, workflow, url="http://127.0.0.1:9/mcp")
+    assert down.code == EXIT_TRANSPORT
+    status = publish(directory, workflow, url="http://127.0.0.1:9/mcp", options=("--status",))
+    assert status.code == EXIT_OK
+    assert "sync pending  definition" in status.out
+    assert "desired revision 1, acknowledged revision none" in status.out
+    (directory / "broken.yaml").write_text("neither: a definition nor a tool\n", encoding="utf-8")
+    assert publish(directory, workflow).code == EXIT_USAGE

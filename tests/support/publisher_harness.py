@@ -1,0 +1,152 @@
+"""Run `workflow-mcp publish` in-process against a live server, and faults for its calls."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from gateway.router import RouterSnapshot, load_snapshot
+from publisher.command import run_publish
+from publisher.ledger import Ledger
+from runtime.security.devtools import DEV_HOST_ID
+from runtime.service.cli import build_parser
+from tests.support.server import REPO_ROOT, LiveServer
+
+EXAMPLES = REPO_ROOT / "examples"
+OWNER = "alice"
+AUTHOR = "bob"
+
+
+@dataclass
+class Published:
+    """One run of the command: exit code, stdout, stderr and the router it wrote."""
+
+    code: int
+    out: str
+    err: str
+    router_path: Path
+
+    @property
+    def router(self) -> RouterSnapshot:
+        """The mcp-router.yml the run wrote."""
+        return load_snapshot(self.router_path)
+
+    def row(self, tool: str) -> str:
+        """The result-table line of one Tool."""
+        for line in self.out.splitlines():
+            if line.startswith(tool + " "):
+                return line
+        raise AssertionError(f"no row for {tool} in:\n{self.out}")
+
+
+def publish(
+    directory: Path,
+    server: LiveServer,
+    *,
+    user: str = OWNER,
+    options: tuple[str, ...] = (),
+    transport: httpx.BaseTransport | None = None,
+    url: str | None = None,
+) -> Published:
+    """`workflow-mcp publish DIR` as user (role admin) straight at Workflow."""
+    token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=("admin",))
+    scope = server.identity.app_token(host_id=DEV_HOST_ID)
+    router = directory.parent / "mcp-router.yml"
+    argv = ["publish", str(directory), "--url", url or server.mcp_url, "--router", str(router)]
+    args = build_parser().parse_args([*argv, "--token", token, "--scope-token", scope, *options])
+    out, err = io.StringIO(), io.StringIO()
+    code = run_publish(args, transport=transport, out=out, err=err)
+    return Published(code, out.getvalue(), err.getvalue(), router)
+
+
+def ledger_of(directory: Path) -> Ledger:
+    """The directory's ledger as the last run left it."""
+    return Ledger.open(directory)
+
+
+def copy_examples(target: Path) -> Path:
+    """The examples' YAML files in a fresh directory (its ledger stays out of the repo)."""
+    directory = target / "examples"
+    directory.mkdir(parents=True)
+    for path in EXAMPLES.glob("*.yaml"):
+        shutil.copy(path, directory / path.name)
+    return directory
+
+
+def unique() -> str:
+    """A short suffix that keeps names of one test apart from every other test's."""
+    return uuid.uuid4().hex[:8]
+
+
+def write_logic_tool(
+    directory: Path,
+    namespace: str,
+    *,
+    tool: str | None = None,
+    version: str = "1.0.0",
+    marker: str = "one",
+    owner: str | None = None,
+    **spec: Any,
+) -> str:
+    """A pure-logic definition and a Tool spec pinning it; returns the Tool name."""
+    directory.mkdir(parents=True, exist_ok=True)
+    name = tool or f"{namespace}.lookup"
+    definition = {
+        "document": {"dsl": "1.0.3", "namespace": namespace, "name": "lookup", "version": version},
+        "input": {
+            "schema": {
+                "format": "json",
+                "document": {"type": "object", "properties": {"id": {"type": "string"}}},
+            }
+        },
+        "do": [{"answer": {"set": {"marker": marker, "id": "${ .id }"}}}],
+    }
+    (directory / f"{namespace}.yaml").write_text(yaml.safe_dump(definition), encoding="utf-8")
+    document: dict[str, Any] = {"tool": name, "workflow": f"{namespace}.yaml", **spec}
+    if owner is not None:
+        document["definitionOwner"] = {"userId": owner}
+    (directory / f"{name}.tool.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+    return name
+
+
+@dataclass
+class DropResponses(httpx.BaseTransport):
+    """Sends each request for real; for the ones `drop` selects, reads the answer and then
+    fails as if the connection died: Workflow did the work, the publisher never hears."""
+
+    drop: Callable[[dict[str, Any]], bool]
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    inner: httpx.HTTPTransport = field(default_factory=httpx.HTTPTransport)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Forward; drop the response when selected."""
+        message = json.loads(request.content)
+        response = self.inner.handle_request(request)
+        if not self.drop(message):
+            return response
+        response.read()
+        response.close()
+        self.dropped.append(message)
+        raise httpx.ReadError("connection closed before the response", request=request)
+
+
+def calls_to(tool: str, *, times: int = 1) -> Callable[[dict[str, Any]], bool]:
+    """A drop predicate for the first `times` calls of one Workflow tool."""
+    seen = {"count": 0}
+
+    def select(message: dict[str, Any]) -> bool:
+        if message.get("params", {}).get("name") != tool or seen["count"] >= times:
+            return False
+        seen["count"] += 1
+        return True
+
+    return select
