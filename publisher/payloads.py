@@ -166,7 +166,7 @@ def binding_document(tool: Tool) -> dict[str, Any]:
     """The normalized binding: the spec's values over the documented defaults."""
     spec = tool.spec
     definition = tool.definition
-    writes = definition.writes
+    writes = tool.writes
     replay = spec.result_replay_ms
     if replay is None:
         replay = WRITE_REPLAY_MS if writes else 0

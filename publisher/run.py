@@ -168,11 +168,26 @@ class Publisher:
             return StepResult(_failure("error", answer))
         return StepResult(_failure("error", None, transport="revision kept moving"))
 
-    def _save(self, head: Definition) -> StepResult:
+    def _save_content(self, head: Definition) -> tuple[SyncRow, dict[str, Any]]:
         row = self.ledger.sync_row("definition", head.key, head.wf_def_id)
         owner = self._owner(head.key)
         row.owner = owner
-        content = save_content(head, owner)
+        return row, save_content(head, owner)
+
+    def _grants_content(self, key: str, wf_def_id: str) -> tuple[SyncRow, list[dict[str, Any]]]:
+        return self.ledger.sync_row("grants", key, wf_def_id), grant_set(self.found.tools, key)
+
+    def record_desires(self, heads: dict[str, Definition]) -> None:
+        """Record every desired revision before any call, as the Portal commits a change before
+        delivering it: a delivery that fails leaves the gap visible in --status."""
+        for key, head in heads.items():
+            row, content = self._save_content(head)
+            self.ledger.desire(row, canonical_digest(content))
+            grants_row, grants = self._grants_content(key, head.wf_def_id)
+            self.ledger.desire(grants_row, canonical_digest(grants))
+
+    def _save(self, head: Definition) -> StepResult:
+        row, content = self._save_content(head)
 
         def send(revision: int) -> Answer | str:
             self.progress(f"workflow_definition_save {head.key} revision {revision}")
@@ -218,8 +233,7 @@ class Publisher:
         return StepResult()
 
     def _grants(self, key: str, wf_def_id: str) -> StepResult:
-        grants = grant_set(self.found.tools, key)
-        row = self.ledger.sync_row("grants", key, wf_def_id)
+        row, grants = self._grants_content(key, wf_def_id)
 
         def send(revision: int) -> Answer | str:
             self.progress(f"workflow_definition_grants_sync {key} revision {revision}")
@@ -329,6 +343,7 @@ class Publisher:
         result = RunResult(router_path=router_path)
         pinned = {t.definition.key: t.definition for t in self.found.tools}
         heads = {k: v for k, v in self.found.heads().items() if k in pinned}
+        self.record_desires(heads)
         blocked: dict[str, ToolOutcome] = {}
         for key, head in heads.items():
             step = self._save(head)

@@ -155,11 +155,6 @@ class Definition:
             return dict(schema["document"])
         return None
 
-    @property
-    def writes(self) -> bool:
-        """True when the definition has a write task (so the Tool is a write Tool)."""
-        return bool(static_requirements(self.parsed).write_tasks)
-
 
 @dataclass(frozen=True)
 class Tool:
@@ -179,6 +174,20 @@ class Tool:
     def tool_id(self) -> str:
         """toolId (the Gateway's stableToolRef): the spec's, else derived from the name."""
         return self.spec.tool_id or derived_id("tool", self.name)
+
+    @property
+    def writes(self) -> bool:
+        """True when the workflow has a write task: a non-GET/HEAD HTTP call, or an MCP call
+        to a Tool its dependencies do not mark readOnly (so the Tool is a write Tool)."""
+        read_only = {
+            str(name)
+            for dependency in self.spec.dependencies
+            if (dependency.get("toolAnnotations") or {}).get("readOnly") is True
+            for name in (dependency.get("authorizationToolName"), dependency.get("dispatchTarget"))
+            if name
+        }
+        requirements = static_requirements(self.definition.parsed, read_only_tools=read_only)
+        return bool(requirements.write_tasks)
 
     @property
     def source_binding_id(self) -> str:
@@ -277,7 +286,7 @@ def _check_tool(path: Path, tool: Tool) -> None:
     spec = tool.spec
     if spec.tool in RESERVED_NAMES:
         raise SpecError(f"{path}: tool {spec.tool!r} is a reserved name")
-    if tool.definition.writes and (spec.result_replay_ms or WRITE_REPLAY_MS) < WRITE_REPLAY_MS:
+    if tool.writes and (spec.result_replay_ms or WRITE_REPLAY_MS) < WRITE_REPLAY_MS:
         raise SpecError(
             f"{path}: resultReplayMs must be at least {WRITE_REPLAY_MS} for a write Tool "
             "(its workflow has write tasks): a client retry must replay, not write twice"

@@ -5,16 +5,19 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from gateway.router import RouterSnapshot, load_snapshot
+from gateway.router import RoutedTool, RouterSnapshot, load_snapshot
 from publisher.command import run_publish
 from publisher.ledger import Ledger
 from runtime.security.devtools import DEV_HOST_ID
@@ -148,5 +151,102 @@ def calls_to(tool: str, *, times: int = 1) -> Callable[[dict[str, Any]], bool]:
             return False
         seen["count"] += 1
         return True
+
+    return select
+
+
+def invoke(
+    server: LiveServer, entry: RoutedTool, data: dict[str, Any], *, user: str = AUTHOR
+) -> dict[str, Any]:
+    """workflow_invoke as the Gateway sends it for a routed Tool; the CallToolResult."""
+    token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=("user",))
+    headers = server.identity.auth_headers(token, server.identity.app_token(host_id=DEV_HOST_ID))
+    headers["MCP-Protocol-Version"] = "2025-11-25"
+    arguments = {
+        "stableToolRef": entry.stable_tool_ref,
+        "expectedBindingDigest": entry.binding_digest,
+        "expectedDefinitionDigest": entry.definition_digest,
+        "input": data,
+    }
+    return call_tool(server, "workflow_invoke", arguments, headers)
+
+
+def call_tool(
+    server: LiveServer, tool: str, arguments: dict[str, Any], headers: dict[str, str]
+) -> dict[str, Any]:
+    """One tools/call straight at Workflow; the CallToolResult."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+    all_headers = {
+        "MCP-Protocol-Version": "2025-11-25",
+        "Content-Type": "application/json",
+        **headers,
+    }
+    reply = httpx.post(server.mcp_url, content=json.dumps(body), headers=all_headers, timeout=60)
+    body = reply.json()
+    assert "result" in body, body
+    result: dict[str, Any] = body["result"]
+    return result
+
+
+def as_user(server: LiveServer, user: str, roles: tuple[str, ...] = ("admin",)) -> dict[str, str]:
+    """Authorization and X-Scope-Token headers of a user of the development host."""
+    token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=roles)
+    return server.identity.auth_headers(token, server.identity.app_token(host_id=DEV_HOST_ID))
+
+
+class _StubHandler(BaseHTTPRequestHandler):
+    calls: list[dict[str, Any]]
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        message = json.loads(self.rfile.read(length) or b"{}")
+        if "id" not in message:
+            self.send_response(202)
+            self.end_headers()
+            return
+        if message.get("method") == "tools/call":
+            type(self).calls.append(message["params"])
+            result: dict[str, Any] = {
+                "content": [{"type": "text", "text": '{"ok":true}'}],
+                "structuredContent": {"ok": True},
+                "isError": False,
+            }
+        else:
+            result = {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "serverInfo": {"name": "stub", "version": "1"}}  # fmt: skip
+        data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@contextmanager
+def stub_gateway() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A Gateway stand-in answering every nested tools/call; yields its URL and the calls."""
+    calls: list[dict[str, Any]] = []
+    handler = type("StubHandler", (_StubHandler,), {"calls": calls})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp", calls
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def operation(operation_id: str) -> Callable[[dict[str, Any]], bool]:
+    """A drop predicate for every send of one operation."""
+
+    def select(message: dict[str, Any]) -> bool:
+        arguments = message.get("params", {}).get("arguments", {})
+        return bool(arguments.get("operationId") == operation_id)
 
     return select
