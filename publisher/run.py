@@ -165,7 +165,8 @@ class Publisher:
                     error={"code": "WORKFLOW_IDEMPOTENCY_CONFLICT", "message": message},
                 )
             self.ledger.sync_failed(row, f"{answer.code}: {answer.message}")
-            return StepResult(_failure("error", answer))
+            # A refused save or grant set changed nothing (the revision rules say so).
+            return StepResult(_failure("failed", answer))
         return StepResult(_failure("error", None, transport="revision kept moving"))
 
     def _save_content(self, head: Definition) -> tuple[SyncRow, dict[str, Any]]:

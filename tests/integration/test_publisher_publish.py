@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from examples.backend import serve
 from publisher.command import EXIT_NOT_PUBLISHED, EXIT_OK, EXIT_TRANSPORT, EXIT_USAGE
-from runtime.security.devtools import DEV_HOST_ID, DevIdentity
+from runtime.security.devtools import DevIdentity
 from tests.support.publisher_harness import (
     AUTHOR,
     OWNER,
     DropResponses,
     calls_to,
     copy_examples,
+    invoke,
     ledger_of,
     publish,
     unique,
     write_logic_tool,
 )
-from tests.support.server import LiveServer, live_database, live_identity, run_server
+from tests.support.server import LiveServer, free_port, live_database, live_identity, run_server
 
 __all__ = ["live_database", "live_identity"]
 
@@ -52,20 +52,6 @@ def workflow(
         yield server
     finally:
         context.__exit__(None, None, None)
-
-
-def call(
-    server: LiveServer, tool: str, arguments: dict[str, object], user: str
-) -> dict[str, object]:
-    """One tools/call straight at Workflow; the CallToolResult."""
-    token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=("admin",))
-    headers = server.identity.auth_headers(token, server.identity.app_token(host_id=DEV_HOST_ID))
-    headers["MCP-Protocol-Version"] = "2025-11-25"
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}}  # fmt: skip
-    reply = httpx.post(server.mcp_url, content=json.dumps(body), headers=headers, timeout=30)
-    result: dict[str, object] = reply.json()["result"]
-    return result
 
 
 def test_the_examples_publish_and_land_in_the_router(workflow: LiveServer, tmp_path: Path) -> None:
@@ -185,3 +171,46 @@ def test_status_calls_nothing_and_exit_codes(workflow: LiveServer, tmp_path: Pat
     assert "desired revision 1, acknowledged revision none" in status.out
     (directory / "broken.yaml").write_text("neither: a definition nor a tool\n", encoding="utf-8")
     assert publish(directory, workflow).code == EXIT_USAGE
+
+
+def test_the_example_tools_answer_and_the_write_reaches_the_backend_with_the_callers_bearer(
+    workflow: LiveServer, tmp_path: Path
+) -> None:
+    directory = copy_examples(tmp_path)
+    port = free_port()
+    note = directory / "claim-note.yaml"
+    # Another endpoint is another text: a version of its own (published versions are immutable).
+    text = note.read_text().replace("127.0.0.1:8790", f"127.0.0.1:{port}")
+    note.write_text(text.replace('version: "1.0.0"', f'version: "1.0.{port}"'))
+    # A fresh ledger for a definition another run saved: Workflow holds its revision 1.
+    assert publish(copy_examples(tmp_path / "first"), workflow).code == EXIT_OK
+    refused = publish(directory, workflow)
+    assert "Failed: WORKFLOW_IDEMPOTENCY_CONFLICT" in refused.row("claims.add-note"), refused.out
+    run = publish(directory, workflow, options=("--adopt-revisions",))
+    assert run.code == EXIT_OK, run.out + run.err
+    assert "Published" in run.row("claims.add-note"), run.out
+    routed = run.router.by_name()
+    decision = invoke(workflow, routed["loans.quick-decision"],
+                      {"applicantId": "A-1", "creditScore": 720})  # fmt: skip
+    assert decision["isError"] is False, decision
+    assert decision["structuredContent"]["output"]["decision"] == "APPROVED"
+    backend = serve(port)
+    try:
+        added = invoke(workflow, routed["claims.add-note"], {"claimId": "C-1", "note": "called"})
+    finally:
+        backend.shutdown()
+        backend.server_close()
+    assert added["isError"] is False, added
+    assert added["structuredContent"]["output"]["addedBy"] == AUTHOR
+
+
+def test_another_user_rerunning_the_directory_does_not_take_the_definition_over(
+    workflow: LiveServer, tmp_path: Path
+) -> None:
+    directory = tmp_path / "tools"
+    tool = write_logic_tool(directory, f"keep{unique()}")
+    assert publish(directory, workflow, user=OWNER).code == EXIT_OK
+    rerun = publish(directory, workflow, user=AUTHOR)
+    assert "Published (unchanged)" in rerun.row(tool), rerun.out
+    [row] = [r for r in ledger_of(directory).data.syncs.values() if r.kind == "definition"]
+    assert row.owner == {"userId": OWNER} and row.acknowledged_revision == 1
