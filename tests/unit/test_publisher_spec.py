@@ -64,7 +64,6 @@ def test_a_spec_overrides_only_what_it_names(tmp_path: Path) -> None:
     assert tool.roles == ("user",)
 
 
-@pytest.mark.requirement("000:Read-only and write Tools")
 def test_a_write_tool_with_a_short_replay_window_is_refused_before_any_call(
     tmp_path: Path,
 ) -> None:
