@@ -18,7 +18,7 @@ from typing import Any, Final
 import httpx
 
 from publisher.client import DEFAULT_URL, WorkflowClient
-from publisher.ledger import Ledger
+from publisher.ledger import Ledger, LedgerBusy, exclusive
 from publisher.payloads import Actor, endpoint_targets
 from publisher.report import ProgressDisplay, render_status, render_table
 from publisher.run import Publisher, RunResult
@@ -162,15 +162,19 @@ def run_publish(
     client = WorkflowClient(args.url, token, scope, transport=transport)
     display = ProgressDisplay(err, 2 * len(found.tools) + 3 * len(found.heads()))
     try:
-        publisher = Publisher(
-            found,
-            Ledger.open(directory),
-            client,
-            actor,
-            progress=display,
-            adopt_revisions=args.adopt_revisions,
-        )
-        result = publisher.run(router)
+        with exclusive(directory):
+            publisher = Publisher(
+                found,
+                Ledger.open(directory),
+                client,
+                actor,
+                progress=display,
+                adopt_revisions=args.adopt_revisions,
+            )
+            result = publisher.run(router)
+    except LedgerBusy as busy:
+        print(f"workflow-mcp publish: {busy}", file=err)
+        return EXIT_USAGE
     finally:
         display.finish()
         client.close()

@@ -19,10 +19,13 @@ renamed over the old one), so a crash leaves either the old or the new ledger.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -95,6 +98,26 @@ class LedgerData(msgspec.Struct, rename="camel", kw_only=True):
     syncs: dict[str, SyncRow] = msgspec.field(default_factory=dict)
     operations: list[Operation] = msgspec.field(default_factory=list)
     tools: dict[str, ToolAck] = msgspec.field(default_factory=dict)
+
+
+class LedgerBusy(RuntimeError):
+    """Another publish holds the directory's ledger."""
+
+
+@contextmanager
+def exclusive(directory: Path) -> Iterator[None]:
+    """Hold DIR/.publish/lock for one run, so two runs never interleave their ledger writes."""
+    path = directory / ".publish" / "lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LedgerBusy(f"another workflow-mcp publish is running on {directory}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 class Ledger:
