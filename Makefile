@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke e2e clean
+.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ run: venv
 # A worker process beside `make run ARGS=--no-workers` (same configuration and database).
 worker: venv
 	$(CLI) worker $(ARGS)
+
+# The reference Gateway in front of `make run` (gateway/; docs/OPERATIONS.md "Gateway"):
+# make gateway ARGS="--router mcp-router.yml"
+gateway: venv
+	$(CLI) gateway $(ARGS)
 
 migrate: venv
 	$(CLI) migrate $(ARGS)

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.mcp.bearer_gate import BearerGate
-from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -17,6 +16,7 @@ from runtime.mcp.jsonrpc import (
     is_request_id,
     result_response,
 )
+from runtime.mcp.ports import ToolCalls, ToolPages
 from runtime.mcp.protocol import (
     LEGACY_VERSION,
     MODERN_VERSION,
@@ -26,7 +26,6 @@ from runtime.mcp.protocol import (
     EraContext,
     resolve_era,
 )
-from runtime.mcp.tools import ToolRegistry
 
 _LEGACY_STATUS_200 = frozenset({400, 404})
 
@@ -51,13 +50,20 @@ class McpServer:
 
     def __init__(
         self,
-        registry: ToolRegistry,
-        dispatcher: ToolDispatcher,
+        registry: ToolPages,
+        dispatcher: ToolCalls,
         *,
         page_size: int = 50,
         list_ttl_ms: int = 300_000,
         gate: BearerGate | None = None,
+        server_info: dict[str, str] | None = None,
+        instructions: str = INSTRUCTIONS,
+        list_cache_scope: str = "public",
     ) -> None:
+        # "private" when tools/list depends on the caller (the Gateway filters it by role).
+        self.list_cache_scope = list_cache_scope
+        self.server_info = SERVER_INFO if server_info is None else server_info
+        self.instructions = instructions
         self.registry = registry
         self.gate = gate
         self.dispatcher = dispatcher
@@ -125,8 +131,8 @@ class McpServer:
             return {
                 "protocolVersion": LEGACY_VERSION,
                 "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": SERVER_INFO,
-                "instructions": INSTRUCTIONS,
+                "serverInfo": self.server_info,
+                "instructions": self.instructions,
             }
         if method == "ping":
             return {}
@@ -143,13 +149,13 @@ class McpServer:
     async def _dispatch_modern(
         self, method: str, params: dict[str, Any], headers: Mapping[str, str]
     ) -> dict[str, Any]:
-        meta = {SERVER_INFO_KEY: SERVER_INFO}
+        meta = {SERVER_INFO_KEY: self.server_info}
         if method == "server/discover":
             return {
                 "resultType": "complete",
                 "supportedVersions": [MODERN_VERSION, LEGACY_VERSION],
                 "capabilities": {"tools": {"listChanged": False}},
-                "instructions": INSTRUCTIONS,
+                "instructions": self.instructions,
                 "ttlMs": self.list_ttl_ms,
                 "cacheScope": "public",
                 "_meta": meta,
@@ -160,7 +166,7 @@ class McpServer:
                 "resultType": "complete",
                 "tools": tools,
                 "ttlMs": self.list_ttl_ms,
-                "cacheScope": "public",
+                "cacheScope": self.list_cache_scope,
                 "_meta": meta,
             }
             return _with_cursor(body, next_cursor)
@@ -168,7 +174,10 @@ class McpServer:
             outcome = await self.dispatcher.call(
                 params.get("name"), params.get("arguments"), headers
             )
-            return {"resultType": "complete", **outcome.to_call_result(), "_meta": meta}
+            result = outcome.to_call_result()
+            # A tool's own _meta (the Gateway's workflow ids) travels beside the server's.
+            merged_meta = {**result.get("_meta", {}), **meta}
+            return {"resultType": "complete", **result, "_meta": merged_meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
 
 

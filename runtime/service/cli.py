@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import msgspec
 import uvicorn
 
+from gateway.command import add_gateway_parser, apply_arguments, run_gateway
 from publisher.command import add_publish_parser, run_publish
 from runtime import telemetry
 from runtime.mcp.app import create_app
@@ -154,6 +155,13 @@ def publish(args: argparse.Namespace) -> int:
     return run_publish(args, destinations=destinations)
 
 
+def gateway(args: argparse.Namespace) -> int:
+    """Run the reference Gateway until interrupted."""
+    settings = _settings(args)
+    apply_arguments(settings, args)
+    return run_gateway(settings, apply_dev_identity(settings))
+
+
 def runs(args: argparse.Namespace) -> int:
     """List, show or cancel runs of one host."""
     return runs_command(_settings(args), args)
@@ -226,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_publish_parser(commands)
     commands.choices["publish"].set_defaults(run=publish)
     commands.choices["runs"].set_defaults(run=runs)
+    add_gateway_parser(commands)
+    commands.choices["gateway"].set_defaults(run=gateway)
     return parser
 
 

@@ -1,0 +1,188 @@
+"""The Gateway's HTTP surface (litestar): POST /mcp in both MCP eras, /healthz, OAuth metadata.
+
+The MCP framing, era negotiation, header checks and error shapes are the service's own
+(runtime/mcp); only the Tools differ: each request gets the caller's filtered list and the
+Gateway's tools/call against the snapshot current at its arrival.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+from litestar import Litestar, Request, Response, get, post, route
+from litestar.datastructures import State
+
+from gateway.acl import RelayAcl, listed_routed
+from gateway.caller import CallerVerifier
+from gateway.calls import GatewayCalls
+from gateway.credentials import app_token_source
+from gateway.listing import CallerTools
+from gateway.relay import WorkflowClient
+from gateway.snapshot import SnapshotWatcher
+from runtime.errors import AuthenticationError
+from runtime.mcp.bearer_gate import BearerGate
+from runtime.mcp.http_checks import (
+    duplicate_credential_fault,
+    is_json_content_type,
+    unsupported_media_fault,
+)
+from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
+from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
+from runtime.mcp.server import HttpReply, McpServer
+from runtime.security import Authenticator, KeySet
+from runtime.security.devtools import DevIdentity
+from runtime.settings import Settings
+
+MAX_BODY_BYTES = 1024 * 1024
+JSON = "application/json"
+SERVER_INFO = {"name": "workflow-mcp-gateway", "version": "0.1.0"}
+INSTRUCTIONS = (
+    "Workflow-backed Tools: call a Tool with its arguments and get the workflow's output; "
+    "a WORKFLOW_TIMEOUT result names the running instance and a retry re-attaches to it."
+)
+
+
+@dataclass
+class Gateway:
+    """The process's collaborators: snapshot, verifiers, ACL and the Workflow client."""
+
+    settings: Settings
+    watcher: SnapshotWatcher
+    verifier: CallerVerifier
+    gate: BearerGate
+    acl: RelayAcl
+    client: WorkflowClient
+
+    def server_for(self, headers: Mapping[str, str]) -> McpServer:
+        """The MCP server of one request: the caller's Tools, the current snapshot."""
+        snapshot = self.watcher.current()
+        tools: list[dict[str, Any]] = []
+        try:
+            caller = self.verifier.verify(headers)
+        except AuthenticationError:
+            caller = None  # the gate (tools/list) or the call (tools/call) answers 401
+        if caller is not None:
+            tools = listed_routed(caller, snapshot.tools) + self.acl.listed_for(caller)
+        section = self.settings.gateway
+        calls = GatewayCalls(
+            snapshot, self.verifier, self.acl, self.client, section.relay_timeout_ms / 1000
+        )
+        return McpServer(
+            CallerTools(tools),
+            calls,
+            page_size=section.tools_list_page_size,
+            list_ttl_ms=section.tools_list_ttl_ms,
+            gate=self.gate,
+            server_info=SERVER_INFO,
+            instructions=INSTRUCTIONS,
+            list_cache_scope="private",
+        )
+
+
+def build_gateway(
+    settings: Settings,
+    *,
+    identity: DevIdentity | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Gateway:
+    """Load the snapshot and keys and wire the Gateway (raises on a bad configuration)."""
+    section = settings.gateway
+    keyset = KeySet.from_settings(settings.security)
+    return Gateway(
+        settings=settings,
+        watcher=SnapshotWatcher(
+            Path(section.router_file), interval_s=section.reload_interval_ms / 1000
+        ),
+        verifier=CallerVerifier(settings.security, keyset),
+        # tools/list needs a user bearer (the list depends on its roles); any bearer that is
+        # sent must verify, on every method.
+        gate=BearerGate(Authenticator(settings.security, keyset), anonymous_discovery=False),
+        acl=RelayAcl(settings.security),
+        client=WorkflowClient(
+            section.workflow_url, app_token_source(section, identity), transport=transport
+        ),
+    )
+
+
+def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:
+    return {key.lower(): value for key, value in request.headers.items()}
+
+
+def _reply(reply: HttpReply, request: Request[Any, Any, Any]) -> Response[bytes]:
+    content = b"" if reply.body is None else msgspec.json.encode(reply.body)
+    headers = dict(reply.headers)
+    if (challenge := headers.get("WWW-Authenticate")) is not None:
+        headers["WWW-Authenticate"] = with_resource_metadata(challenge, str(request.base_url))
+    return Response(content, status_code=reply.status, media_type=JSON, headers=headers)
+
+
+def _refusal(request: Request[Any, Any, Any], headers: Mapping[str, str]) -> HttpReply | None:
+    origin = headers.get("origin")
+    gateway: Gateway = request.app.state.gateway
+    if origin is not None and origin not in gateway.settings.gateway.allowed_origins:
+        fault = JsonRpcFault(INVALID_REQUEST, "origin not allowed", http_status=403)
+        return HttpReply(403, fault.to_response(None))
+    refused = duplicate_credential_fault(request.scope["headers"])
+    if refused is None and not is_json_content_type(headers.get("content-type")):
+        refused = unsupported_media_fault()
+    if refused is None:
+        return None
+    return HttpReply(refused.http_status, refused.to_response(None), dict(refused.headers))
+
+
+@post("/mcp", status_code=200)
+async def mcp_post(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
+    """One JSON-RPC message in, one reply out (stateless Streamable HTTP)."""
+    headers = _headers(request)
+    if (refusal := _refusal(request, headers)) is not None:
+        return _reply(refusal, request)
+    body = await request.body()
+    gateway: Gateway = state.gateway
+    return _reply(await gateway.server_for(headers).handle_post(body, headers), request)
+
+
+@route("/mcp", http_method=["GET", "DELETE"], status_code=405)
+async def mcp_other() -> Response[bytes]:
+    """No standalone SSE stream and no sessions."""
+    return Response(b"", status_code=405, headers={"Allow": "POST"})
+
+
+@get("/healthz")
+async def healthz(state: State) -> dict[str, Any]:
+    """Liveness, and how many workflow-backed Tools the current snapshot serves."""
+    gateway: Gateway = state.gateway
+    return {"status": "ok", "tools": len(gateway.watcher.current().tools)}
+
+
+@get(METADATA_PATH)
+async def protected_resource_get(request: Request[Any, Any, Any], state: State) -> dict[str, Any]:
+    """OAuth protected resource metadata (RFC 9728), as MCP authorization asks."""
+    gateway: Gateway = state.gateway
+    return resource_metadata(str(request.base_url), gateway.settings.security.user_token.issuers)
+
+
+def create_gateway_app(gateway: Gateway) -> Litestar:
+    """The ASGI app serving gateway; its Workflow client is closed at shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await gateway.client.aclose()
+
+    app = Litestar(
+        route_handlers=[mcp_post, mcp_other, healthz, protected_resource_get],
+        lifespan=[lifespan],
+        request_max_body_size=MAX_BODY_BYTES,
+        debug=False,
+        logging_config=None,
+    )
+    app.state.gateway = gateway
+    return app

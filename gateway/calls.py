@@ -1,0 +1,97 @@
+"""tools/call at the Gateway: verify the caller, then a routed Tool, a relayed tool or a refusal."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.acl import INTERNAL_TOOL, RelayAcl, refuse_internal
+from gateway.caller import Caller, CallerVerifier
+from gateway.relay import WorkflowClient, WorkflowUnreachable
+from gateway.results import passed_through, with_error_meta
+from gateway.routed import call_routed, unreachable
+from gateway.router import RouterSnapshot
+from runtime.errors import AuthenticationError, WorkflowError, policy_denied
+from runtime.mcp.bearer_gate import unauthenticated
+from runtime.mcp.dispatch import ToolOutcome, error_outcome
+from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+from runtime.telemetry import caller as bind_caller
+from runtime.telemetry import tool_call
+
+UNKNOWN = "unknown"
+
+
+class GatewayCalls:
+    """The tools/call side of one request, against the snapshot current when it arrived."""
+
+    def __init__(
+        self,
+        snapshot: RouterSnapshot,
+        verifier: CallerVerifier,
+        acl: RelayAcl,
+        client: WorkflowClient,
+        relay_timeout_s: float,
+    ) -> None:
+        self._tools = snapshot.by_name()
+        self._verifier = verifier
+        self._acl = acl
+        self._client = client
+        self._relay_timeout_s = relay_timeout_s
+
+    def _label(self, name: Any) -> str:
+        # Only served names become metric labels: anything else is one bounded "unknown".
+        known = isinstance(name, str) and (name in self._tools or self._acl.is_relayed(name))
+        return name if known and isinstance(name, str) else UNKNOWN
+
+    async def call(self, name: Any, arguments: Any, headers: Mapping[str, str]) -> ToolOutcome:
+        """One tools/call: 401 faults for the caller's bearers, isError results otherwise."""
+        with tool_call(self._label(name), headers) as observed:
+            try:
+                outcome = await self._call(name, arguments, headers)
+            except JsonRpcFault as fault:
+                observed.code = f"jsonrpc:{fault.code}"
+                raise
+            observed.code = _code_of(outcome)
+            return outcome
+
+    async def _call(self, name: Any, arguments: Any, headers: Mapping[str, str]) -> ToolOutcome:
+        try:
+            caller = self._verifier.verify(headers)
+        except AuthenticationError as failure:
+            raise unauthenticated(failure.message, headers) from None
+        if caller.host_id is not None:
+            bind_caller(caller.host_id)
+        if arguments is None:
+            arguments = {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise JsonRpcFault(INVALID_PARAMS, "tools/call needs a tool name and object arguments")
+        routed = self._tools.get(name)
+        try:
+            if routed is not None:
+                return with_error_meta(await call_routed(self._client, routed, caller, arguments))
+            if name == INTERNAL_TOOL:
+                raise refuse_internal()
+            if self._acl.is_relayed(name):
+                return await self._relay(name, caller, arguments)
+            raise policy_denied(f"unknown tool {name[:128]!r}")
+        except WorkflowError as error:
+            outcome = error_outcome(error)
+            return with_error_meta(outcome) if routed is not None else outcome
+
+    async def _relay(self, name: str, caller: Caller, arguments: dict[str, Any]) -> ToolOutcome:
+        self._acl.check(caller, name)
+        try:
+            result = await self._client.call_tool(
+                name, arguments, caller, timeout_s=self._relay_timeout_s
+            )
+        except WorkflowUnreachable as failure:
+            raise unreachable(str(failure)) from None
+        return passed_through(result)
+
+
+def _code_of(outcome: ToolOutcome) -> str:
+    if not outcome.is_error:
+        return "ok"
+    error = outcome.structured.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else "error"

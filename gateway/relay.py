@@ -1,0 +1,98 @@
+"""Calls to Workflow's MCP endpoint: the user bearer, the Gateway bearer, the caller's trace.
+
+Every call carries the verified user bearer in Authorization and the Gateway's own application
+bearer in X-Scope-Token (seed 000 "Gateway assertion"), and the current W3C traceparent.
+Only a transport failure or timeout is WorkflowUnreachable; an answer from Workflow, refusal or
+not, is returned (a result) or raised as the same JSON-RPC fault (an error).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import msgspec
+
+from gateway.caller import Caller
+from gateway.credentials import AppTokenSource
+from runtime.mcp.jsonrpc import JsonRpcFault
+from runtime.mcp.protected_resource import bearer_challenge
+from runtime.mcp.protocol import LEGACY_VERSION
+from runtime.telemetry import inject_trace
+
+# Connections kept to Workflow: every waiting workflow-backed call holds one.
+MAX_CONNECTIONS = 256
+
+
+class WorkflowUnreachable(Exception):
+    """Workflow could not be reached or did not answer in time (a transport failure)."""
+
+
+class WorkflowClient:
+    """One Workflow MCP endpoint, spoken to in the stateless 2025-11-25 era."""
+
+    def __init__(
+        self,
+        url: str,
+        tokens: AppTokenSource,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url
+        self._tokens = tokens
+        limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=32)
+        self._http = httpx.AsyncClient(transport=transport, limits=limits, trust_env=False)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], caller: Caller, *, timeout_s: float
+    ) -> dict[str, Any]:
+        """Workflow's CallToolResult; JsonRpcFault for its JSON-RPC error answers."""
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "MCP-Protocol-Version": LEGACY_VERSION,
+            "Authorization": f"Bearer {caller.user_token.reveal()}",
+            "X-Scope-Token": f"Bearer {self._tokens.token_for(caller.host_id).reveal()}",
+        }
+        inject_trace(headers)
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        try:
+            response = await self._http.post(
+                self.url, content=msgspec.json.encode(message), headers=headers, timeout=timeout_s
+            )
+        except httpx.TransportError as error:
+            raise WorkflowUnreachable(type(error).__name__) from None
+        return _answer(response)
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = msgspec.json.decode(response.content)
+    except msgspec.DecodeError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("result"), dict):
+        result: dict[str, Any] = body["result"]
+        return result
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), int):
+        headers = {}
+        if response.status_code == 401:
+            headers["WWW-Authenticate"] = bearer_challenge(credentials_sent=True)
+        raise JsonRpcFault(
+            error["code"],
+            str(error.get("message", "")),
+            data=error.get("data"),
+            http_status=response.status_code,
+            headers=headers,
+        )
+    # Not a JSON-RPC answer (a proxy's error page, a cut body): Workflow did not answer.
+    raise WorkflowUnreachable(f"HTTP {response.status_code} without a JSON-RPC body")

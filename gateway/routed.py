@@ -1,0 +1,74 @@
+"""tools/call of a workflow-backed Tool: ACL, pins, input checks, then workflow_invoke.
+
+Seed 001 "Gateway Execution Flow" and seed 000 "Gateway Changes": the Tool ACL, a Tool whose
+snapshot entry has no bindingDigest refused ("republish this Tool"), the arguments validated
+against the published input schema and the request-size pre-check before Workflow sees them,
+then one workflow_invoke with the HTTP timeout syncWaitMs + 2 s.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gateway.acl import check_routed
+from gateway.caller import Caller
+from gateway.relay import WorkflowClient, WorkflowUnreachable
+from gateway.results import passed_through, rendered_success
+from gateway.router import RoutedTool
+from runtime.errors import WorkflowError
+from runtime.invocation.rules import check_input, check_request_bytes
+from runtime.mcp.dispatch import ToolOutcome
+
+log = logging.getLogger("workflow.gateway.routed")
+
+# Seed 000 "Waiting, timeout and re-attach": the Gateway waits syncWaitMs plus this margin.
+TIMEOUT_MARGIN_S = 2.0
+
+
+def unreachable(what: str) -> WorkflowError:
+    """WORKFLOW_INVOCATION_UNAVAILABLE: what the Gateway answers for a transport failure only."""
+    return WorkflowError(
+        "WORKFLOW_INVOCATION_UNAVAILABLE",
+        f"Workflow could not be reached or did not answer in time ({what}); retry the call",
+        status="failed",
+    )
+
+
+def check_before_invoke(tool: RoutedTool, caller: Caller, arguments: dict[str, Any]) -> str:
+    """Every Gateway-side refusal, in order; the binding digest to pin when all pass."""
+    check_routed(caller, tool)
+    if tool.binding_digest is None:
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED",
+            f"{tool.name} has no bindingDigest in the Gateway snapshot: republish this Tool",
+        )
+    # Workflow's own checks: canonical input, the schema on RE2 (a missing field is named).
+    check_input(arguments, tool.input_schema, None)
+    if tool.maximum_request_bytes is not None:
+        # Measured as Workflow measures it: the canonical input's bytes.
+        check_request_bytes(arguments, {"maximumRequestBytes": tool.maximum_request_bytes})
+    return tool.binding_digest
+
+
+async def call_routed(
+    client: WorkflowClient, tool: RoutedTool, caller: Caller, arguments: dict[str, Any]
+) -> ToolOutcome:
+    """Run a workflow-backed Tool for a verified caller."""
+    binding_digest = check_before_invoke(tool, caller, arguments)
+    invoke = {
+        "stableToolRef": tool.stable_tool_ref,
+        "expectedBindingDigest": binding_digest,
+        "expectedDefinitionDigest": tool.definition_digest,
+        "input": arguments,
+    }
+    timeout_s = tool.sync_wait_ms / 1000 + TIMEOUT_MARGIN_S
+    try:
+        result = await client.call_tool("workflow_invoke", invoke, caller, timeout_s=timeout_s)
+    except WorkflowUnreachable as failure:
+        log.warning("workflow_invoke for %s: Workflow unreachable (%s)", tool.name, failure)
+        raise unreachable(str(failure)) from None
+    if result.get("isError"):
+        return passed_through(result)
+    structured = result.get("structuredContent")
+    return rendered_success(tool, structured if isinstance(structured, dict) else {})
