@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from examples.backend import serve
 from publisher.command import EXIT_NOT_PUBLISHED, EXIT_OK, EXIT_TRANSPORT, EXIT_USAGE
-from runtime.security.devtools import DevIdentity
+from runtime.security.devtools import DEV_HOST_ID, DevIdentity
+from tests.support.gateway import run_gateway
 from tests.support.publisher_harness import (
     AUTHOR,
     OWNER,
@@ -214,3 +218,46 @@ def test_another_user_rerunning_the_directory_does_not_take_the_definition_over(
     assert "Published (unchanged)" in rerun.row(tool), rerun.out
     [row] = [r for r in ledger_of(directory).data.syncs.values() if r.kind == "definition"]
     assert row.owner == {"userId": OWNER} and row.acknowledged_revision == 1
+
+
+def test_publishing_through_the_gateway_serves_the_examples_from_the_snapshot_it_writes(
+    workflow: LiveServer, tmp_path: Path
+) -> None:
+    directory = copy_examples(tmp_path / "site")
+    router_file = directory.parent / "mcp-router.yml"
+    identity = workflow.identity
+    with run_gateway(
+        tmp_path / "gateway", identity, workflow.mcp_url, router_file, host_id=DEV_HOST_ID
+    ) as gateway:
+        run = publish(directory, workflow, url=gateway.mcp_url, through_gateway=True)
+        assert run.code == EXIT_OK, run.out + run.err
+        assert "Published" in run.row("loans.quick-decision")
+        caller = identity.user_token(host_id=DEV_HOST_ID, user_id=AUTHOR, roles=("genai-admin",))
+        headers = {"Authorization": f"Bearer {caller}", "Content-Type": "application/json",
+                   "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "loans.quick-decision",
+                           "arguments": {"applicantId": "A-9", "creditScore": 650}}}  # fmt: skip
+
+        def answered() -> dict[str, Any] | None:
+            reply = httpx.post(gateway.mcp_url, json=call, headers=headers, timeout=30).json()
+            result = reply.get("result")
+            return result if result and not result.get("isError") else None
+
+        result = _poll(answered)
+        # The Gateway serves the workflow's output as the Tool's structuredContent.
+        assert result["structuredContent"] == {
+            "applicantId": "A-9",
+            "decision": "DECLINED",
+        }
+
+
+def _poll(check: Callable[[], dict[str, Any] | None], within_s: float = 15.0) -> dict[str, Any]:
+    """The first truthy answer of check (the Gateway reloads its snapshot within 100 ms)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        answer = check()
+        if answer:
+            return answer
+        time.sleep(0.05)
+    raise AssertionError(f"no answer within {within_s}s")

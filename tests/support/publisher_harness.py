@@ -59,13 +59,17 @@ def publish(
     options: tuple[str, ...] = (),
     transport: httpx.BaseTransport | None = None,
     url: str | None = None,
+    through_gateway: bool = False,
 ) -> Published:
-    """`workflow-mcp publish DIR` as user (role admin) straight at Workflow."""
+    """`workflow-mcp publish DIR` as user (role admin): straight at Workflow with a scope token,
+    or (through_gateway) at url with the user bearer alone."""
     token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=("admin",))
-    scope = server.identity.app_token(host_id=DEV_HOST_ID)
     router = directory.parent / "mcp-router.yml"
     argv = ["publish", str(directory), "--url", url or server.mcp_url, "--router", str(router)]
-    args = build_parser().parse_args([*argv, "--token", token, "--scope-token", scope, *options])
+    argv += ["--token", token]
+    if not through_gateway:
+        argv += ["--scope-token", server.identity.app_token(host_id=DEV_HOST_ID)]
+    args = build_parser().parse_args([*argv, *options])
     out, err = io.StringIO(), io.StringIO()
     code = run_publish(args, transport=transport, out=out, err=err)
     return Published(code, out.getvalue(), err.getvalue(), router)
