@@ -37,6 +37,10 @@ from publisher.spec import Definition, PublishDir, Tool, definition_owner
 from runtime.canonical import canonical_digest
 
 Progress = Callable[[str], None]
+RECEIPT_FIELDS = frozenset(
+    {"aggregateVersion", "status", "bindingId", "bindingDigest", "definitionDigest"}
+    | {"workflowVersion"}
+)
 
 
 @dataclass
@@ -98,8 +102,6 @@ class Publisher:
 
     def _send(self, operation: Operation) -> tuple[Answer | None, str | None]:
         """Send (or resend) an operation's stored request; settle what the answer proves."""
-        if self.ledger.expired(operation):
-            return None, "expired: the remote outcome is unconfirmed"
         answer = self._call(operation.tool_name, operation.request)
         if isinstance(answer, str):
             self.ledger.settle(operation, "pending", error={"code": "TRANSPORT", "message": answer})
@@ -120,6 +122,9 @@ class Publisher:
         digest = request_digest(arguments)
         latest: tuple[Operation | None, Answer | None, str | None] = (None, None, None)
         for operation in self.ledger.pending(kind, subject):
+            if self.ledger.expired(operation):
+                # Never resent after 29 days; this run's request is new work (seed 000).
+                continue
             self.progress(f"retry {operation.tool_name} {subject} ({operation.operation_id})")
             answer, transport = self._send(operation)
             if operation.request_digest == digest:
@@ -282,6 +287,12 @@ class Publisher:
                 return _named(tool, _failure("error", None, transport=transport or "expired")), None
             if answer.kind == "receipt":
                 receipt = answer.receipt or {}
+                if not set(receipt) >= RECEIPT_FIELDS:
+                    malformed = Answer(
+                        "protocol-error",
+                        error={"code": "MALFORMED_RECEIPT", "message": "a receipt lacks fields"},
+                    )
+                    return _named(tool, _failure("error", malformed)), None
                 if self._acknowledge(tool, receipt, operation.request_digest):
                     return self._bound(tool, arguments, receipt)
                 # A late receipt (an older aggregate version than the one held): send anew.
