@@ -8,8 +8,13 @@ Tools with fresh ids, so they share the processes without sharing state.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -26,7 +31,15 @@ from tests.support.invocation import client
 from tests.support.live_backends import RecordingBackend, serving_on_thread
 from tests.support.mcp import McpTestClient
 from tests.support.scale_out import scalar
-from tests.support.server import LiveServer, run_server
+from tests.support.server import (
+    REPO_ROOT,
+    START_TIMEOUT_SECONDS,
+    STOP_TIMEOUT_SECONDS,
+    LiveServer,
+    free_port,
+    run_server,
+    write_config,
+)
 
 if TYPE_CHECKING:
     from tests.conftest import PgCluster
@@ -112,6 +125,61 @@ def running_stack(database_url: str, directory: Path, identity: DevIdentity) -> 
             exchange_origin=exchange_origin,
             directory=directory,
         )
+
+
+@contextmanager
+def keyless_server(
+    database_url: str, directory: Path, identity: DevIdentity
+) -> Iterator[LiveServer]:
+    """The service with no run-credential keyring configured, until the block exits.
+
+    It is alive (/healthz) but never ready (/readyz names the keyring), so run_server's
+    readiness wait does not apply; this waits for liveness instead.
+    """
+    port = free_port()
+    config = write_config(directory, identity, port)
+    env = dict(os.environ, DATABASE_URL=database_url, WORKFLOW_CONFIG=str(config))
+    env["WORKFLOW_SECURITY_KEYRING_FILE"] = "null"
+    server = LiveServer(f"http://127.0.0.1:{port}", identity, directory / "server.log")
+    with server.log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "runtime.cli", "serve", "--config", str(config)],
+            cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True,
+        )  # fmt: skip
+    atexit.register(_terminate, process)
+    try:
+        _wait_until_alive(process, server)
+        yield server
+    finally:
+        _terminate(process)
+        atexit.unregister(_terminate)
+
+
+def _wait_until_alive(process: subprocess.Popen[bytes], server: LiveServer) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log_tail()}")
+        try:
+            if httpx.get(f"{server.base_url}/healthz", timeout=2.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server not alive after {START_TIMEOUT_SECONDS}s:\n{server.log_tail()}")
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    # The server leads its own process group (start_new_session): this reaches only it.
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 @pytest.fixture(scope="session")

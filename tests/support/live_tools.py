@@ -149,3 +149,15 @@ async def expire_windows(database_url: str, instance: str) -> None:
         " result_replay_until = now() - interval '1 second' WHERE process_id = %s RETURNING 1",
         instance,
     )
+
+
+def mcp_calls_definition(tool: str, *, calls: int) -> str:
+    """A definition calling the MCP tool `calls` times in a row (through the Gateway)."""
+    call = f"      call: mcp\n      with:\n        tool: {tool}\n        arguments: {{}}\n"
+    tasks = "".join(f"  - call{index}:\n" + call for index in range(calls))
+    return (
+        'document:\n  dsl: "1.0.3"\n  namespace: claims\n  name: summarize-claim\n'
+        '  version: "1.2.0"\n'
+        "input:\n  schema:\n    format: json\n    document:\n      type: object\n"
+        "do:\n" + tasks
+    )
