@@ -40,7 +40,14 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.requirement("000:Qualification Checklist"), pytest.mark.timeout(90)]
 
 FDW_CATALOGS = ("pg_foreign_server", "pg_user_mapping", "pg_foreign_data_wrapper")
-FDW_WORDS = ("FOREIGN DATA WRAPPER", "SERVER", "USER MAPPING", "_FDW", "FOREIGN TABLE", "FOREIGN SCHEMA")
+FDW_WORDS = (
+    "FOREIGN DATA WRAPPER",
+    "SERVER",
+    "USER MAPPING",
+    "_FDW",
+    "FOREIGN TABLE",
+    "FOREIGN SCHEMA",
+)
 
 
 async def test_item_18_an_acknowledged_grant_revocation_stops_the_next_call_of_a_running_run(

@@ -76,6 +76,11 @@ def stack_environment(
 ) -> dict[str, str]:
     """WORKFLOW_* settings that point the service at the stack's backends."""
     return {
+        # Deadline-aware admission learns task service times from this process's runs, and
+        # the tests hold runs at the backend on purpose: it would then refuse the short
+        # budgets the timeout tests need. The checklist is about the Tool's own admission
+        # rules (limits, re-attach), which stay on; the exit gate test enables it again.
+        "WORKFLOW_CAPACITY_ENABLED": "false",
         # The backends are plain http on loopback (loopback itself is allowed by the config).
         "WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES": json.dumps(["http", "https"]),
         # Runs without a binding (workflow_start) may call the backend.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from typing import Any
 
@@ -21,7 +20,6 @@ from tests.support.protected_backend import calling_definition, http_task
 from tests.support.scale_out import scalar
 
 REPLAYING = {"kind": "derived", "resultReplayMs": 600000}
-ADMISSION_RETRIES = 50
 
 
 def get_definition(uri: str, *, authenticated: bool = False, then: str = "") -> str:
@@ -72,25 +70,8 @@ async def publish_live_tool(
 async def invoke(
     caller: McpTestClient, tool: Tool, data: dict[str, Any] | None = None, **extra: Any
 ) -> dict[str, Any]:
-    """workflow_invoke as the Gateway sends it; the CallToolResult.
-
-    A deadline-aware admission refusal (the service predicts it cannot finish in time right
-    now, e.g. while the shared 2-core box is busy) is retried after its retryAfterMs, as the
-    Gateway's retry does; admission-limit refusals are returned (tests of limits read them).
-    """
-    for _ in range(ADMISSION_RETRIES):
-        result = await caller.call_tool("workflow_invoke", invoke_args(tool, data, **extra))
-        error = result["structuredContent"].get("error") if result["isError"] else None
-        if error is None or not _deadline_aware_refusal(error):
-            return result
-        await asyncio.sleep(error["retryAfterMs"] / 1000)
-    return result
-
-
-def _deadline_aware_refusal(error: dict[str, Any]) -> bool:
-    return error["code"] == "WORKFLOW_CAPACITY_EXHAUSTED" and "within its deadline" in str(
-        error["message"]
-    )
+    """workflow_invoke as the Gateway sends it; the CallToolResult."""
+    return await caller.call_tool("workflow_invoke", invoke_args(tool, data, **extra))
 
 
 async def revoke(owner: McpTestClient, tool: Tool, comment: str = "no longer approved") -> None:
@@ -161,3 +142,13 @@ def mcp_calls_definition(tool: str, *, calls: int) -> str:
         "input:\n  schema:\n    format: json\n    document:\n      type: object\n"
         "do:\n" + tasks
     )
+
+
+def limits(concurrent: int, per_user: int, per_minute: int, per_minute_user: int) -> dict[str, int]:
+    """An admissionLimits object."""
+    return {
+        "maximumConcurrentRuns": concurrent,
+        "maximumConcurrentRunsPerUser": per_user,
+        "startsPerMinute": per_minute,
+        "startsPerMinutePerUser": per_minute_user,
+    }
