@@ -72,14 +72,15 @@ class QualStack:
 
 
 def stack_environment(
-    backend_origin: str, exchange_origin: str, identity: DevIdentity
+    backend_origin: str, exchange_origin: str | None, identity: DevIdentity
 ) -> dict[str, str]:
-    """WORKFLOW_* settings that point the service at the stack's backends."""
-    return {
+    """WORKFLOW_* settings that point the service at the stack's backends (and at a token
+    exchange endpoint when one is given)."""
+    values = {
         # Deadline-aware admission learns task service times from this process's runs, and
         # the tests hold runs at the backend on purpose: it would then refuse the short
         # budgets the timeout tests need. The checklist is about the Tool's own admission
-        # rules (limits, re-attach), which stay on; the exit gate test enables it again.
+        # rules (limits, re-attach), which stay on; an exit gate test turns it back on.
         "WORKFLOW_CAPACITY_ENABLED": "false",
         # The backends are plain http on loopback (loopback itself is allowed by the config).
         "WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES": json.dumps(["http", "https"]),
@@ -89,10 +90,13 @@ def stack_environment(
         "WORKFLOW_EXECUTION_OUTBOUND_APP_TOKEN": identity.app_token(
             service_id=WORKFLOW_APP_SERVICE, ttl=86400
         ),
-        "WORKFLOW_SECURITY_RUN_CREDENTIAL_TOKEN_EXCHANGE_ENDPOINT": f"{exchange_origin}/token",
-        "WORKFLOW_SECURITY_RUN_CREDENTIAL_TOKEN_EXCHANGE_CLIENT_ID": DEV_EXCHANGE_CLIENT_ID,
-        "WORKFLOW_SECURITY_RUN_CREDENTIAL_TOKEN_EXCHANGE_CLIENT_SECRET": EXCHANGE_SECRET,
     }
+    if exchange_origin is not None:
+        exchange = "WORKFLOW_SECURITY_RUN_CREDENTIAL_TOKEN_EXCHANGE"
+        values[f"{exchange}_ENDPOINT"] = f"{exchange_origin}/token"
+        values[f"{exchange}_CLIENT_ID"] = DEV_EXCHANGE_CLIENT_ID
+        values[f"{exchange}_CLIENT_SECRET"] = EXCHANGE_SECRET
+    return values
 
 
 @contextmanager
