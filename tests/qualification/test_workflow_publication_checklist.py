@@ -209,9 +209,10 @@ async def test_item_16_a_retired_version_refuses_new_runs_and_cannot_be_retired_
     args = publish_args(
         value, tool.aggregate_version + 1, endpoint_targets=[endpoint_target("t0", uri)]
     )
-    result = await owner.call_tool("workflow_binding_publish", args)
-    assert result["isError"] is True, result
-    assert "retired" in result["structuredContent"]["error"]["message"]
+    error = refused(
+        await owner.call_tool("workflow_binding_publish", args), "WORKFLOW_DEFINITION_RETIRED"
+    )
+    assert error["afterEffect"] is False
     assert await qual_stack.count(*runs_of(tool)) == runs
 
 
