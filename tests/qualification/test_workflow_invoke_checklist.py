@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.binding_builders import new_id
+from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.invocation import FAILING_TASK, invoke_args, ok, refused, until_settled
 from tests.support.live_stack import QualStack
 from tests.support.live_tools import (
@@ -22,10 +22,13 @@ from tests.support.live_tools import (
     republish,
     republish_version,
     revoke,
+    run_ended,
     runs_of,
 )
 from tests.support.mcp import McpTestClient
+from tests.support.protected_backend import http_task
 from tests.support.publication import versioned
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.requirement("000:Qualification Checklist"), pytest.mark.timeout(60)]
 
@@ -110,26 +113,36 @@ async def test_item_04_a_run_past_its_deadline_is_cancelled_before_effects_and_r
 ) -> None:
     """04: "A run past deadline_ts is cancelled before effects and reports WORKFLOW_TIMEOUT." """
     read, write = qual_stack.unique_path("item04-read"), qual_stack.unique_path("item04-write")
-    before = get_definition(read).split("do:\n", 1)[1]
-    text = post_definition(write, before=before)
+    held_read = http_task("fetch", "GET", read, authenticated=False, write=False)
+    text = post_definition(write, before=held_read)
     tool = await publish_live_tool(
         owner, text, (read, write), write=True, syncWaitMs=500, totalDeadlineMs=1500
     )
     qual_stack.backend.hold(read)
     try:
-        body = refused(await invoke(caller, tool), "WORKFLOW_TIMEOUT")
-        instance = body["workflowInstanceId"]
-        while body["error"]["retryable"] is True:
-            # Still inside the deadline: the retry re-attaches and waits out the rest.
-            body = refused(await invoke(caller, tool), "WORKFLOW_TIMEOUT")
-            assert body["workflowInstanceId"] == instance
-        assert body["status"] == "timeout"
-        status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+        early = refused(await invoke(caller, tool), "WORKFLOW_TIMEOUT")
+        assert early["error"]["retryable"] is True  # inside the deadline the run continues
+        run = {"workflowInstanceId": early["workflowInstanceId"]}
+        # Nobody re-attaches: the service itself ends the run at its deadline. (A retry that
+        # landed after that would start new work: a clean run may be retried at once.)
+        await wait_until(lambda: run_ended(caller, run), what="the run ended", within_s=30)
+        status = ok(await caller.call_tool("workflow_get_status", run))
+        late = refused(await caller.call_tool("workflow_wait_result", run), "WORKFLOW_TIMEOUT")
     finally:
         qual_stack.backend.release(read)
-    assert status["state"] == "CANCELLED"
+    # The deadline sweep ends it as timed out (FAILED); a caller re-attaching past the
+    # deadline cancels it (CANCELLED). Either way nothing after the deadline is dispatched.
+    assert status["state"] in ("CANCELLED", "FAILED")
     assert status["effectState"] == "none"
-    assert status["error"]["code"] == "WORKFLOW_TIMEOUT"
+    assert status["error"] == {
+        "code": "WORKFLOW_TIMEOUT",
+        "message": "the workflow deadline passed before the run finished",
+        "retryable": False,
+        "afterEffect": False,
+    }
+    assert late["workflowInstanceId"] == early["workflowInstanceId"]
+    assert late["status"] == "timeout"
+    assert late["error"]["retryable"] is False
     assert qual_stack.backend.requests_to(write) == []
 
 
@@ -220,11 +233,7 @@ async def test_item_15_a_run_admitted_before_a_republish_and_revocation_finishes
     try:
         pending = refused(await invoke(caller, tool), "WORKFLOW_TIMEOUT")
         # Republish: version 1.3.0 of the definition reaches nothing (no endpoint targets).
-        newer_text = versioned(
-            'document:\n  dsl: "1.0.3"\n  namespace: claims\n  name: summarize-claim\n'
-            '  version: "1.2.0"\ndo:\n  - first:\n      set:\n        marker: 2\n',
-            "1.3.0",
-        )
+        newer_text = versioned(definition_yaml(marker=2), "1.3.0")
         newer = await republish_version(owner, tool, newer_text, "1.3.0", syncWaitMs=500)
         await revoke(owner, newer, "stop new calls")
     finally:

@@ -152,3 +152,9 @@ def limits(concurrent: int, per_user: int, per_minute: int, per_minute_user: int
         "startsPerMinute": per_minute,
         "startsPerMinutePerUser": per_minute_user,
     }
+
+
+async def run_ended(caller: McpTestClient, run: dict[str, str]) -> bool:
+    """Whether workflow_get_status reports the run in a terminal state."""
+    status = ok(await caller.call_tool("workflow_get_status", run))
+    return status["state"] in ("COMPLETED", "FAILED", "CANCELLED")
