@@ -28,7 +28,12 @@ async def credential_gone(stack: QualStack, instance: str) -> bool:
 
 
 async def start_two_calls(
-    stack: QualStack, owner: McpTestClient, http: httpx.AsyncClient, **token: int
+    stack: QualStack,
+    owner: McpTestClient,
+    http: httpx.AsyncClient,
+    *,
+    ttl: int = 3600,
+    expires_at: int | None = None,
 ) -> tuple[str, list[str | None], int]:
     """workflow_start a saved definition making two protected GETs, as a user whose token has
     the given lifetime (ttl or expires_at); waits for it. Returns the user token, the
@@ -41,7 +46,12 @@ async def start_two_calls(
     wf_def_id = new_id()
     await save_head(owner, wf_def_id, text)
     user = stack.identity.user_token(
-        host_id=HOST, user_id=CALLER, roles=("workflow-admin",), client_id="portal", **token
+        host_id=HOST,
+        user_id=CALLER,
+        roles=("workflow-admin",),
+        client_id="portal",
+        ttl=ttl,
+        expires_at=expires_at,
     )
     starter = McpTestClient(
         http, MODERN, stack.identity.auth_headers(user, stack.identity.app_token(host_id=HOST))
