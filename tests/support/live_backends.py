@@ -141,3 +141,16 @@ def serving_on_thread(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@dataclass
+class CountingApp:
+    """Wraps an ASGI app and counts the HTTP requests that reach it, whatever the answer."""
+
+    app: Any
+    calls: int = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.calls += 1
+        await self.app(scope, receive, send)

@@ -37,7 +37,8 @@ async def start_two_calls(
 ) -> tuple[str, list[str | None], int]:
     """workflow_start a saved definition making two protected GETs, as a user whose token has
     the given lifetime (ttl or expires_at); waits for it. Returns the user token, the
-    Authorization headers the backend saw, and how many exchanges the run made."""
+    Authorization headers the backend saw, and how many requests reached the token-exchange
+    endpoint meanwhile."""
     uri = stack.unique_path("start")
     text = calling_definition(
         http_task("first", "GET", uri, authenticated=True, write=False),
@@ -56,13 +57,13 @@ async def start_two_calls(
     starter = McpTestClient(
         http, MODERN, stack.identity.auth_headers(user, stack.identity.app_token(host_id=HOST))
     )
-    before = stack.exchange.exchanges
+    before = stack.exchange_traffic.calls
     receipt = ok(await starter.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {}}))
     instance = {"workflowInstanceId": receipt["workflowInstanceId"], "waitMs": 20000}
     done = ok(await starter.call_tool("workflow_wait_result", instance))
     assert done["state"] == "COMPLETED", done
     seen = [request.headers.get("authorization") for request in stack.backend.requests_to(uri)]
-    return user, seen, stack.exchange.exchanges - before
+    return user, seen, stack.exchange_traffic.calls - before
 
 
 __all__ = ["credential_gone", "sealed_credential", "start_two_calls"]

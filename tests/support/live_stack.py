@@ -28,7 +28,7 @@ from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID, DevToken
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import OWNER
 from tests.support.invocation import client
-from tests.support.live_backends import RecordingBackend, serving_on_thread
+from tests.support.live_backends import CountingApp, RecordingBackend, serving_on_thread
 from tests.support.mcp import McpTestClient
 from tests.support.scale_out import scalar
 from tests.support.server import (
@@ -59,6 +59,8 @@ class QualStack:
     backend: RecordingBackend
     backend_origin: str
     exchange: DevTokenExchange
+    # Every request that reaches the exchange endpoint, refused ones included.
+    exchange_traffic: CountingApp
     exchange_origin: str
     directory: Path
 
@@ -119,9 +121,10 @@ def running_stack(database_url: str, directory: Path, identity: DevIdentity) -> 
     """Backends on threads, then the service configured to reach them; all stopped after."""
     backend = RecordingBackend()
     exchange = identity.token_exchange(EXCHANGE_SECRET)
+    traffic = CountingApp(exchange)
     with ExitStack() as stack:
         backend_origin = stack.enter_context(serving_on_thread(backend))
-        exchange_origin = stack.enter_context(serving_on_thread(exchange))
+        exchange_origin = stack.enter_context(serving_on_thread(traffic))
         with environment(stack_environment(backend_origin, exchange_origin, identity)):
             server = stack.enter_context(run_server(database_url, directory, identity))
         yield QualStack(
@@ -131,6 +134,7 @@ def running_stack(database_url: str, directory: Path, identity: DevIdentity) -> 
             backend=backend,
             backend_origin=backend_origin,
             exchange=exchange,
+            exchange_traffic=traffic,
             exchange_origin=exchange_origin,
             directory=directory,
         )
