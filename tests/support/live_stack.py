@@ -1,0 +1,235 @@
+"""The qualification stack: the service as a subprocess, its backends on threads, and clients.
+
+One stack per session (``qual_stack``): a recording backend that also plays the Gateway's MCP
+endpoint for nested calls, a development RFC 8693 token-exchange endpoint (light-oauth's
+part), and the service started against them on its own database. Tests publish their own
+Tools with fresh ids, so they share the processes without sharing state.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID, DevTokenExchange
+from runtime.security.devtools import DevIdentity
+from tests.support.binding_builders import OWNER
+from tests.support.invocation import client
+from tests.support.live_backends import CountingApp, RecordingBackend, serving_on_thread
+from tests.support.mcp import McpTestClient
+from tests.support.scale_out import scalar
+from tests.support.server import (
+    REPO_ROOT,
+    START_TIMEOUT_SECONDS,
+    STOP_TIMEOUT_SECONDS,
+    LiveServer,
+    free_port,
+    run_server,
+    write_config,
+)
+
+if TYPE_CHECKING:
+    from tests.conftest import PgCluster
+
+EXCHANGE_SECRET = "qualification-exchange-secret"
+# Workflow's own application token on nested MCP calls (what the Gateway stand-in receives).
+WORKFLOW_APP_SERVICE = "workflow"
+
+
+@dataclass(frozen=True)
+class QualStack:
+    """The running service and the backends it was configured to reach."""
+
+    server: LiveServer
+    database_url: str
+    identity: DevIdentity
+    backend: RecordingBackend
+    backend_origin: str
+    exchange: DevTokenExchange
+    # Every request that reaches the exchange endpoint, refused ones included.
+    exchange_traffic: CountingApp
+    exchange_origin: str
+    directory: Path
+
+    def unique_path(self, name: str) -> str:
+        """A backend URI of its own for one test (holds and counts are per path)."""
+        return f"{self.backend_origin}/{name}/{os.urandom(6).hex()}"
+
+    async def count(self, sql: str, *params: Any) -> int:
+        """One count read from the service's database as the schema owner."""
+        return int(await scalar(self.database_url, sql, *params))
+
+
+def stack_environment(
+    backend_origin: str, exchange_origin: str | None, identity: DevIdentity
+) -> dict[str, str]:
+    """WORKFLOW_* settings that point the service at the stack's backends (and at a token
+    exchange endpoint when one is given)."""
+    values = {
+        # Deadline-aware admission learns task service times from this process's runs, and
+        # the tests hold runs at the backend on purpose: it would then refuse the short
+        # budgets the timeout tests need. The checklist is about the Tool's own admission
+        # rules (limits, re-attach), which stay on; an exit gate test turns it back on.
+        "WORKFLOW_CAPACITY_ENABLED": "false",
+        # The backends are plain http on loopback (loopback itself is allowed by the config).
+        "WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES": json.dumps(["http", "https"]),
+        # Runs without a binding (workflow_start) may call the backend.
+        "WORKFLOW_EXECUTION_OUTBOUND_HTTP_ALLOWLIST": json.dumps([backend_origin]),
+        "WORKFLOW_EXECUTION_OUTBOUND_GATEWAY_MCP_URL": f"{backend_origin}/mcp",
+        "WORKFLOW_EXECUTION_OUTBOUND_APP_TOKEN": identity.app_token(
+            service_id=WORKFLOW_APP_SERVICE, ttl=86400
+        ),
+    }
+    if exchange_origin is not None:
+        exchange = "WORKFLOW_SECURITY_RUN_CREDENTIAL_TOKEN_EXCHANGE"
+        values[f"{exchange}_ENDPOINT"] = f"{exchange_origin}/token"
+        values[f"{exchange}_CLIENT_ID"] = DEV_EXCHANGE_CLIENT_ID
+        values[f"{exchange}_CLIENT_SECRET"] = EXCHANGE_SECRET
+    return values
+
+
+@contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """os.environ with values set for the block (a started subprocess keeps its copy)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def running_stack(database_url: str, directory: Path, identity: DevIdentity) -> Iterator[QualStack]:
+    """Backends on threads, then the service configured to reach them; all stopped after."""
+    backend = RecordingBackend()
+    exchange = identity.token_exchange(EXCHANGE_SECRET)
+    traffic = CountingApp(exchange)
+    with ExitStack() as stack:
+        backend_origin = stack.enter_context(serving_on_thread(backend))
+        exchange_origin = stack.enter_context(serving_on_thread(traffic))
+        with environment(stack_environment(backend_origin, exchange_origin, identity)):
+            server = stack.enter_context(run_server(database_url, directory, identity))
+        yield QualStack(
+            server=server,
+            database_url=database_url,
+            identity=identity,
+            backend=backend,
+            backend_origin=backend_origin,
+            exchange=exchange,
+            exchange_traffic=traffic,
+            exchange_origin=exchange_origin,
+            directory=directory,
+        )
+
+
+@contextmanager
+def keyless_server(
+    database_url: str, directory: Path, identity: DevIdentity
+) -> Iterator[LiveServer]:
+    """The service with no run-credential keyring configured, until the block exits.
+
+    It is alive (/healthz) but never ready (/readyz names the keyring), so run_server's
+    readiness wait does not apply; this waits for liveness instead.
+    """
+    port = free_port()
+    config = write_config(directory, identity, port)
+    env = dict(os.environ, DATABASE_URL=database_url, WORKFLOW_CONFIG=str(config))
+    env["WORKFLOW_SECURITY_KEYRING_FILE"] = "null"
+    server = LiveServer(f"http://127.0.0.1:{port}", identity, directory / "server.log")
+    with server.log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "runtime.cli", "serve", "--config", str(config)],
+            cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True,
+        )  # fmt: skip
+    atexit.register(_terminate, process)
+    try:
+        _wait_until_alive(process, server)
+        yield server
+    finally:
+        _terminate(process)
+        atexit.unregister(_terminate)
+
+
+def _wait_until_alive(process: subprocess.Popen[bytes], server: LiveServer) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log_tail()}")
+        try:
+            if httpx.get(f"{server.base_url}/healthz", timeout=2.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server not alive after {START_TIMEOUT_SECONDS}s:\n{server.log_tail()}")
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    # The server leads its own process group (start_new_session): this reaches only it.
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+async def qual_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
+    """A migrated database of the qualification stack, dropped after the session."""
+    name = pg_cluster.new_name("qual")
+    url = await pg_cluster.create_database(name, template=migrated_template)
+    try:
+        yield url
+    finally:
+        await pg_cluster.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def qual_stack(
+    qual_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[QualStack]:
+    """The qualification stack of the session."""
+    directory = tmp_path_factory.mktemp("qual-stack")
+    with running_stack(qual_database, directory, live_identity) as stack:
+        yield stack
+
+
+@pytest.fixture
+async def live_http(qual_stack: QualStack) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of the stack's service (generous timeouts: a call may wait 20 s)."""
+    async with httpx.AsyncClient(base_url=qual_stack.server.base_url, timeout=60.0) as http:
+        yield http
+
+
+@pytest.fixture
+def owner(live_http: httpx.AsyncClient, qual_stack: QualStack) -> McpTestClient:
+    """The definition owner, over HTTP."""
+    return client(live_http, qual_stack.identity, OWNER)
+
+
+@pytest.fixture
+def caller(live_http: httpx.AsyncClient, qual_stack: QualStack) -> McpTestClient:
+    """A Tool user calling through the Gateway's application token, over HTTP."""
+    return client(live_http, qual_stack.identity)
