@@ -16,6 +16,7 @@ import msgspec
 import uvicorn
 
 from gateway.command import add_gateway_parser, apply_arguments, run_gateway
+from publisher.command import add_publish_parser, run_publish
 from runtime import telemetry
 from runtime.mcp.app import create_app
 from runtime.publication.bindings.destinations import policy_from_settings
@@ -145,6 +146,15 @@ def check(args: argparse.Namespace) -> int:
     return code
 
 
+def publish(args: argparse.Namespace) -> int:
+    """Publish a directory of definitions and Tool specs (publisher.command)."""
+    settings = load_settings(args.config) if args.config else None
+    destinations = (
+        None if settings is None else policy_from_settings(settings.publication.destinations)
+    )
+    return run_publish(args, destinations=destinations)
+
+
 def gateway(args: argparse.Namespace) -> int:
     """Run the reference Gateway until interrupted."""
     settings = _settings(args)
@@ -221,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _check_parser(commands)
     add_runs_parser(commands)
+    add_publish_parser(commands)
+    commands.choices["publish"].set_defaults(run=publish)
     commands.choices["runs"].set_defaults(run=runs)
     add_gateway_parser(commands)
     commands.choices["gateway"].set_defaults(run=gateway)

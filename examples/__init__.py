@@ -1,0 +1,1 @@
+"""Ready-to-publish examples for `workflow-mcp publish examples/` (see docs/PUBLISHING.md)."""
