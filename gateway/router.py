@@ -13,28 +13,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from generated.routes import ROUTES
+
 SNAPSHOT_VERSION: Literal[1] = 1
-# Tools the Gateway serves itself or relays; a workflow-backed Tool may not take their names.
-RESERVED_NAMES = frozenset(
-    {
-        "workflow_invoke",
-        "workflow_start",
-        "workflow_wait_result",
-        "workflow_get_status",
-        "workflow_get_result",
-        "workflow_cancel",
-        "workflow_definition_save",
-        "workflow_definition_publish",
-        "workflow_definition_retire",
-        "workflow_definition_grants_sync",
-        "workflow_binding_publish",
-        "workflow_binding_retire",
-        "workflow_binding_get",
-        "workflow_binding_list",
-        "workflow_binding_decide",
-        "workflow_binding_revoke",
-    }
-)
+# Workflow's own tools (the Gateway relays them or keeps them internal): a workflow-backed
+# Tool may not take their names.
+RESERVED_NAMES = frozenset(ROUTES)
 DEFAULT_ROLES = ("admin", "host-admin", "genai-admin")
 
 ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=128)]

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import importlib
 import importlib.util
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from generated.routes import ToolRoute
-from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+from runtime.mcp.paging import Pages
 
 __all__ = ["ServedTool", "ToolRegistry", "ToolRoute"]
 
@@ -78,9 +75,7 @@ class ToolRegistry:
                 served.append(ServedTool(route, *loaded))
         self._tools: Sequence[ServedTool] = tuple(served)
         self._by_name = {tool.route.name: tool for tool in served}
-        names = ",".join(tool.route.name for tool in served)
-        # The cursor names the list it belongs to, so a cursor from another build is refused.
-        self._list_tag = hashlib.sha256(names.encode()).hexdigest()[:16]
+        self._pages = Pages(self._tools, [tool.route.name for tool in served])
 
     def get(self, name: str) -> ServedTool | None:
         """The served tool of that name, if any."""
@@ -93,30 +88,5 @@ class ToolRegistry:
 
     def page(self, cursor: Any, size: int) -> tuple[list[dict[str, Any]], str | None]:
         """One page of tools/list from an opaque cursor, and the cursor of the next page."""
-        offset = 0 if cursor is None else self._decode_cursor(cursor)
-        chunk = self._tools[offset : offset + size]
-        end = offset + len(chunk)
-        next_cursor = self._encode_cursor(end) if end < len(self._tools) else None
+        chunk, next_cursor = self._pages.page(cursor, size)
         return [tool.describe() for tool in chunk], next_cursor
-
-    def _encode_cursor(self, offset: int) -> str:
-        raw = json.dumps({"o": offset, "t": self._list_tag}, separators=(",", ":"))
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-    def _decode_cursor(self, cursor: Any) -> int:
-        invalid = JsonRpcFault(INVALID_PARAMS, "invalid or expired cursor")
-        if not isinstance(cursor, str) or len(cursor) > 200:
-            raise invalid
-        try:
-            padded = cursor + "=" * (-len(cursor) % 4)
-            decoded = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise invalid from exc
-        if not isinstance(decoded, dict) or decoded.get("t") != self._list_tag:
-            raise invalid
-        offset = decoded.get("o")
-        if not isinstance(offset, int) or isinstance(offset, bool):
-            raise invalid
-        if not 0 < offset < len(self._tools):
-            raise invalid
-        return offset

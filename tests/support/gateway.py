@@ -35,7 +35,7 @@ from runtime.settings import GatewaySettings, Settings
 from tests.support.binding_builders import HOST
 from tests.support.invocation import Tool
 from tests.support.mcp import MODERN, McpTestClient
-from tests.support.server import REPO_ROOT, LiveServer, free_port, run_server
+from tests.support.server import REPO_ROOT, LiveServer, free_port, run_server, stop_process
 
 if TYPE_CHECKING:
     from tests.conftest import PgCluster
@@ -157,7 +157,6 @@ async def gateway_http(gateway: Gateway) -> AsyncIterator[httpx.AsyncClient]:
 # --- the Gateway as a real process --------------------------------------------------------
 
 START_TIMEOUT_SECONDS = 60.0
-STOP_TIMEOUT_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
@@ -232,17 +231,6 @@ def _wait_until_ready(gateway: LiveGateway) -> None:
     raise RuntimeError(f"gateway not ready after {START_TIMEOUT_SECONDS}s\n{gateway.log_tail()}")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
 @contextmanager
 def run_gateway(
     directory: Path,
@@ -270,14 +258,14 @@ def run_gateway(
             cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True,
         )  # fmt: skip
-    atexit.register(_stop, process)
+    atexit.register(stop_process, process)
     gateway = LiveGateway(f"http://127.0.0.1:{port}", router_file, log_path, process)
     try:
         _wait_until_ready(gateway)
         yield gateway
     finally:
-        _stop(process)
-        atexit.unregister(_stop)
+        stop_process(process)
+        atexit.unregister(stop_process)
 
 
 # --- a stack for the qualification suite: the service and two Gateways, real processes -------

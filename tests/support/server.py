@@ -108,7 +108,8 @@ def _wait_until_ready(process: subprocess.Popen[bytes], server: LiveServer) -> N
     raise RuntimeError(f"server not ready after {START_TIMEOUT_SECONDS}s:\n{server.log_tail()}")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM a process group leader, SIGKILL it when it does not stop in time."""
     if process.poll() is not None:
         return
     # The server leads its own process group (start_new_session), so this reaches only it.
@@ -150,13 +151,13 @@ def run_server(
             start_new_session=True,
         )
     # Covers exits where fixture teardown never runs; unregistered after a normal stop.
-    atexit.register(_stop, process)
+    atexit.register(stop_process, process)
     try:
         _wait_until_ready(process, server)
         yield server
     finally:
-        _stop(process)
-        atexit.unregister(_stop)
+        stop_process(process)
+        atexit.unregister(stop_process)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,195 @@
+"""README's "Publish and call your first workflow-backed Tool", run verbatim as a new user would.
+
+The commands of the README's `terminal=` blocks run as long-lived processes and its
+`walkthrough` blocks each in a bash session, all in a scratch copy of the checkout layout
+(the Makefile, pyproject.toml, the venv and examples/), with the data directory set to that
+copy's `.data/`, so `make run` keeps its embedded PostgreSQL and development keys there. The
+walkthrough uses the documented fixed ports (8787, 8788, 8790).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.server import REPO_ROOT
+
+pytestmark = pytest.mark.requirement("001:Acceptance Criteria")
+
+README = REPO_ROOT / "README.md"
+_FENCE = re.compile(r"^```sh (?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.M | re.S)
+PORTS = (8787, 8788, 8790)
+START_TIMEOUT_SECONDS = 120.0
+# Where each terminal's process says it is ready.
+READY = {
+    "workflow": "http://127.0.0.1:8787/readyz",
+    "gateway": "http://127.0.0.1:8788/healthz",
+    "backend": "http://127.0.0.1:8790/notes",
+}
+
+
+def blocks(prefix: str) -> list[tuple[str, str]]:
+    """The README's sh blocks whose info string starts with prefix, as (info, body)."""
+    text = README.read_text(encoding="utf-8")
+    return [
+        (match["info"].strip(), match["body"])
+        for match in _FENCE.finditer(text)
+        if match["info"].startswith(prefix)
+    ]
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _checkout(directory: Path) -> Path:
+    """A scratch copy of what the walkthrough touches; the rest stays in the repository."""
+    for name in ("Makefile", "pyproject.toml", ".venv"):
+        (directory / name).symlink_to(REPO_ROOT / name)
+    shutil.copytree(
+        REPO_ROOT / "examples",
+        directory / "examples",
+        ignore=shutil.ignore_patterns(".publish", "__pycache__"),
+    )
+    return directory
+
+
+def _environment(checkout: Path) -> dict[str, str]:
+    """A new user's shell: no test database, no workflow settings of the test run.
+
+    One addition: the data directory (by default the repository's own `.data/`) is the
+    scratch copy's, so the walkthrough never touches a developer's `make run` data. The
+    README's `--dir .data/dev` names that same directory, relative to the copy.
+    """
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("WORKFLOW_") and key != "DATABASE_URL"
+    }
+    environment["WORKFLOW_STORE_DATA_DIR"] = str(checkout / ".data")
+    return environment
+
+
+def _until(check: Callable[[], bool], what: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what} exited with {process.returncode}")
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not ready after {START_TIMEOUT_SECONDS}s")
+
+
+def _ready(url: str) -> Callable[[], bool]:
+    def check() -> bool:
+        try:
+            return httpx.get(url, timeout=2.0).status_code < 500
+        except httpx.TransportError:
+            return False
+
+    return check
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@contextmanager
+def terminal(name: str, command: str, checkout: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """One README terminal: its command running until the block exits."""
+    log = (checkout / f"{name}.log").open("wb")
+    process = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=checkout,
+        env=_environment(checkout),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _until(_ready(READY[name]), name, process)
+        yield process
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{(checkout / f'{name}.log').read_text()[-3000:]}") from None
+    finally:
+        _stop(process)
+        log.close()
+
+
+def _run(script: str, checkout: Path) -> str:
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=checkout,
+        env=_environment(checkout),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_the_readme_has_the_walkthrough_blocks_this_test_runs() -> None:
+    assert [info for info, _ in blocks("terminal=")] == [
+        "terminal=workflow",
+        "terminal=gateway",
+        "terminal=backend",
+    ]
+    assert len(blocks("walkthrough")) == 2
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A directory the embedded server's own account can reach (pytest's tmp_path is 0700)."""
+    directory = Path(tempfile.mkdtemp(prefix="workflow-walkthrough-"))
+    directory.chmod(0o755)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_the_readme_walkthrough_publishes_and_calls_a_tool_verbatim(scratch: Path) -> None:
+    busy = [port for port in PORTS if _port_in_use(port)]
+    if busy:
+        pytest.skip(f"the walkthrough's documented ports are in use here: {busy}")
+    checkout = _checkout(scratch)
+    publish, call = (body for _, body in blocks("walkthrough"))
+    with ExitStack() as running:
+        for info, command in blocks("terminal="):
+            running.enter_context(terminal(info.removeprefix("terminal="), command, checkout))
+        published = _run(publish, checkout)
+        assert re.search(r"^loans\.quick-decision .*Published", published, re.M), published
+        assert re.search(r"^claims\.add-note .*Published", published, re.M), published
+        # The Gateway checks its snapshot at most every 500 ms: the same call, again.
+        for _ in range(20):
+            reply = json.loads(_run(call, checkout))
+            if not reply.get("result", {}).get("isError", True):
+                break
+            time.sleep(0.3)
+    result = reply["result"]
+    assert result["isError"] is False, reply
+    assert result["structuredContent"] == {"applicantId": "A-1", "decision": "APPROVED"}
+    # `make run` stopped its embedded PostgreSQL with it.
+    assert not (checkout / ".data" / "pg" / "postmaster.pid").exists()
