@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from runtime import telemetry
 from runtime.errors import WorkflowError
@@ -48,6 +49,37 @@ class _Running:
     lease: LeaseState
     borrowed: bool
     job: asyncio.Task[None] | None = None
+
+
+async def _finish_or_cancel(tasks: list[asyncio.Task[Any]], grace_s: float, what: str) -> None:
+    """Wait up to grace_s for tasks, then cancel the rest; a stop never waits for ever.
+
+    An overrun is logged with where each task was waiting, so a stuck shutdown names its cause.
+    """
+    _, pending = await asyncio.wait(tasks, timeout=grace_s)
+    for task in pending:
+        log.warning("stopping: %s overran %.1fs; cancelling it at %s", what, grace_s, _where(task))
+        task.cancel()
+    if pending:
+        _, stuck = await asyncio.wait(pending, timeout=grace_s)
+        for task in stuck:
+            log.error("stopping: %s ignored its cancellation at %s", what, _where(task))
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: the task's own handler already logged it
+
+
+def _where(task: asyncio.Task[Any]) -> str:
+    """Where a suspended task waits: its await chain, innermost frame last, as file:line name."""
+    points: list[str] = []
+    awaited: Any = task.get_coro()
+    while awaited is not None and len(points) < 12:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is not None:
+            name = frame.f_code.co_filename.rsplit("/", 1)[-1]
+            points.append(f"{name}:{frame.f_lineno} {frame.f_code.co_name}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return " > ".join(points) or "an unknown point"
 
 
 class Executor:
@@ -119,14 +151,12 @@ class Executor:
         """Stop claiming, let running tasks finish within the grace, release the rest."""
         self._stopping.set()
         self._wake.set()
+        grace = self.settings.stop_grace_s
         if self._loop_task is not None:
-            await self._loop_task
+            await _finish_or_cancel([self._loop_task], grace, "the claim loop")
         jobs = [r.job for r in self._running.values() if r.job is not None]
         if jobs:
-            _, pending = await asyncio.wait(jobs, timeout=self.settings.stop_grace_s)
-            for job in pending:
-                job.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+            await _finish_or_cancel(jobs, grace, "a running task")
         if self._monitor_task is not None:
             self._monitor_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
