@@ -1,10 +1,14 @@
 """Benchmark (not a test): wake-up, scheduler and WORKFLOW end-to-end, crash recovery.
 
     .venv/bin/python -m bench.engine [--samples 300] [--crash-samples 10] [--fast]
+                                     [--only workflow-1,workflow-8,...]
 
 Uses $DATABASE_URL (a database it may migrate and fill) or an embedded cluster in a temp
 dir. Every figure is printed beside the PostgreSQL commit round trip measured in the same
 run. Targets: insert-to-claim p99 < 5 ms; crash recovery p99 < 2 s with default leases.
+Each line also gives the mean and this process's CPU time per operation (client, executor
+and engine threads together; PostgreSQL's own CPU is not in it): less sensitive than
+latency to other load on the machine.
 """
 
 from __future__ import annotations
@@ -44,6 +48,14 @@ def percentiles(samples_s: list[float]) -> str:
     return (
         f"p50 {statistics.median(ordered) * 1000:8.2f} ms  p99 {p99 * 1000:8.2f} ms"
         f"  max {ordered[-1] * 1000:8.2f} ms  (n={len(ordered)})"
+    )
+
+
+def costs(samples_s: list[float], cpu_s: float) -> str:
+    """Mean latency and process CPU time per operation, in milliseconds."""
+    return (
+        f"  mean {statistics.fmean(samples_s) * 1000:8.2f} ms"
+        f"  cpu {cpu_s / len(samples_s) * 1000:6.2f} ms/op"
     )
 
 
@@ -216,23 +228,38 @@ async def run(args: argparse.Namespace) -> None:
             settings = SchedulerSettings()
             rtt = await commit_round_trips(db, args.samples)
             print(f"lease {settings.lease_ms} ms, poll {settings.poll_interval_ms} ms")
-            report: list[tuple[str, Callable[[], Awaitable[list[float]]]]] = [
-                ("insert-to-claim (idle)", lambda: insert_to_claim(db, url, args.samples)),
-                ("one-task run end-to-end", lambda: end_to_end(db, url, args.samples, 1)),
-                ("eight-task run end-to-end", lambda: end_to_end(db, url, args.samples // 4, 8)),
+            report: list[tuple[str, str, Callable[[], Awaitable[list[float]]]]] = [
+                ("claim", "insert-to-claim (idle)", lambda: insert_to_claim(db, url, args.samples)),
+                ("run-1", "one-task run end-to-end", lambda: end_to_end(db, url, args.samples, 1)),
                 (
+                    "run-8",
+                    "eight-task run end-to-end",
+                    lambda: end_to_end(db, url, args.samples // 4, 8),
+                ),
+                (
+                    "workflow-1",
                     "1-task WORKFLOW end-to-end",
                     lambda: workflow_end_to_end(db, url, args.samples // 2, 1),
                 ),
                 (
+                    "workflow-8",
                     "8-task WORKFLOW end-to-end",
                     lambda: workflow_end_to_end(db, url, args.samples // 4, 8),
                 ),
-                ("crash recovery (SIGKILL)", lambda: crash_recovery(db, url, args.crash_samples)),
+                (
+                    "crash",
+                    "crash recovery (SIGKILL)",
+                    lambda: crash_recovery(db, url, args.crash_samples),
+                ),
             ]
             print(f"{'commit round trip':28s} {percentiles(rtt)}")
-            for name, measure in report:
-                print(f"{name:28s} {percentiles(await measure())}", flush=True)
+            for key, name, measure in report:
+                if args.only and key not in args.only:
+                    continue
+                cpu_before = time.process_time()
+                timings = await measure()
+                cpu = time.process_time() - cpu_before
+                print(f"{name:28s} {percentiles(timings)}{costs(timings, cpu)}", flush=True)
             again = await commit_round_trips(db, args.samples)
             print(f"{'commit round trip (again)':28s} {percentiles(again)}")
 
@@ -243,6 +270,12 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--crash-samples", type=int, default=10)
     parser.add_argument("--fast", action="store_true", help="embedded cluster without fsync")
+    parser.add_argument(
+        "--only",
+        type=lambda text: set(text.split(",")),
+        default=None,
+        help="comma-separated subset of claim,run-1,run-8,workflow-1,workflow-8,crash",
+    )
     asyncio.run(run(parser.parse_args()))
 
 
