@@ -13,7 +13,8 @@ async def test_attaching_services_freezes_nothing(services: Services) -> None:
     # Tests attach services to app after app: freezing each time would keep their garbage.
     before = gc.get_freeze_count()
     attach_services(create_app(), services)
-    assert gc.get_freeze_count() == before
+    # Frozen objects freed meanwhile lower the count; a freeze would raise it by thousands.
+    assert gc.get_freeze_count() <= before
 
 
 async def test_the_serving_lifespan_freezes_what_start_up_built(services: Services) -> None:
