@@ -137,7 +137,8 @@ async def _admit_new_run(
     Any refusal rolls the reservation back with the rest of the admission transaction.
     """
     binding_id, tool_id = revision["binding_id"], revision["tool_id"]
-    rules.check_evidence(await store.select_missing_evidence(conn, ctx.host_id, binding_id))
+    if revision.get("has_write_tasks", True):
+        rules.check_evidence(await store.select_missing_evidence(conn, ctx.host_id, binding_id))
     wait_ms = min(int(revision["sync_wait_ms"]), int(revision["total_deadline_ms"]))
     capacity.admit(plan.execution_class, wait_ms)
     await store.lock_tool_admission(conn, ctx.host_id, tool_id)
@@ -160,8 +161,12 @@ async def _admit(
     _check_digests(revision, request)
     document = await _pinned_document(conn, ctx.host_id, revision)
     rules.check_caller_policy(ctx, revision["caller_policy"])
-    input_digest = rules.check_input(request.input, revision["input_schema"], document)
-    rules.check_request_bytes(request.input, revision["runtime_bounds"])
+    # One canonicalization serves the digest and the size bound.
+    canonical = rules.canonical_input(request.input)
+    input_digest = rules.check_input(
+        request.input, revision["input_schema"], document, canonical=canonical
+    )
+    rules.check_request_bytes(request.input, revision["runtime_bounds"], canonical=canonical)
     policy = revision["idempotency_policy"]
     key = rules.idempotency_key(policy, request.idempotency_key, input_digest)
     plan = _plan(revision, request, sealed.process_id)

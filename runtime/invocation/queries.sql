@@ -2,11 +2,14 @@
 
 -- lock_active_revision --
 -- The Tool's publication head (FOR SHARE: a revocation waits for admissions) and its active revision.
+-- has_write_tasks: only a revision with write tasks can lack approval evidence (its write_tasks
+-- never change), so admission reads the evidence of no other.
 SELECT h.active_binding_id::text AS active_binding_id,
        r.binding_id::text AS binding_id, r.tool_id::text AS tool_id, r.wf_def_id::text AS wf_def_id,
        r.workflow_version, r.definition_digest, r.binding_digest, r.sync_wait_ms,
        r.total_deadline_ms, r.execution_class, r.cancellation_policy, r.idempotency_policy,
-       r.runtime_bounds, r.admission_limits, r.caller_policy, r.input_schema
+       r.runtime_bounds, r.admission_limits, r.caller_policy, r.input_schema,
+       r.write_tasks <> '[]'::jsonb AS has_write_tasks
 FROM workflow_tool_publication_t h
 LEFT JOIN workflow_tool_binding_t r
        ON r.host_id = h.host_id AND r.binding_id = h.active_binding_id

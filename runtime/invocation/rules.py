@@ -18,6 +18,7 @@ from runtime.canonical import (
     canonical_digest,
     input_schema_of,
     narrowest_profile,
+    sha256_digest,
 )
 from runtime.canonical.patterns import PatternError, re2_validator
 from runtime.errors import WorkflowError, input_invalid, policy_denied
@@ -88,30 +89,43 @@ def _child_path(parent: str, name: str) -> str:
     return f"{parent}.{name}" if name.isidentifier() else f"{parent}[{json.dumps(name)}]"
 
 
-def check_input(value: Any, binding_schema: Any, document: Mapping[str, Any] | None) -> str:
-    """Validate the input against the Tool's and the definition's schemas; its digest."""
+def canonical_input(value: Any) -> bytes:
+    """The input's canonical bytes under the input profile; none is WORKFLOW_INPUT_INVALID."""
     try:
-        digest = canonical_digest(value, profile=INPUT_PROFILE)
+        return canonical_bytes(value, profile=INPUT_PROFILE)
     except CanonicalError as exc:
         raise input_invalid(f"the input is not canonical JSON: {exc}") from None
+
+
+def check_input(
+    value: Any,
+    binding_schema: Any,
+    document: Mapping[str, Any] | None,
+    *,
+    canonical: bytes | None = None,
+) -> str:
+    """Validate the input against the Tool's and the definition's schemas; its digest.
+
+    canonical: the input's canonical_input bytes when the caller has them already.
+    """
+    digest = sha256_digest(canonical_input(value) if canonical is None else canonical)
     _check_against(binding_schema, value, "Tool")
     if document is not None:
         _check_against(input_schema_of(dict(document)), value, "workflow")
     return digest
 
 
-def check_request_bytes(value: Any, bounds: Mapping[str, Any]) -> None:
+def check_request_bytes(
+    value: Any, bounds: Mapping[str, Any], *, canonical: bytes | None = None
+) -> None:
     """Refuse an input whose canonical JSON exceeds runtimeBounds.maximumRequestBytes.
 
     The Gateway's pre-check is only an early rejection; Workflow enforces the full budget
-    (seed 000), before any reservation, so an oversized call changes nothing.
+    (seed 000), before any reservation, so an oversized call changes nothing. The input
+    profile, as check_input: a decimal v2 admits must not fail here under v1.
     """
     limit = int(bounds["maximumRequestBytes"])
-    try:
-        # The input profile, as check_input: a decimal v2 admits must not fail here under v1.
-        size = len(canonical_bytes(value, profile=INPUT_PROFILE))
-    except CanonicalError as exc:
-        raise input_invalid(f"the input is not canonical JSON: {exc}") from None
+    size = len(canonical_input(value) if canonical is None else canonical)
     if size > limit:
         raise input_invalid(
             f"the input is {size} bytes, over the Tool's maximumRequestBytes {limit}",

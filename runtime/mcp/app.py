@@ -160,10 +160,6 @@ def attach_services(
         list_ttl_ms=services.settings.server.tools_list_ttl_ms,
         gate=BearerGate(services.authenticator, services.settings.server.anonymous_discovery),
     )
-    # What startup built (modules, routes, schemas) lives as long as the process: out of the
-    # collector's way, a full collection triggered by a publication thread no longer holds the
-    # GIL (and so the serving loop) for the whole heap, measured at ~170 ms.
-    gc.freeze()
 
 
 def create_app(
@@ -183,6 +179,12 @@ def create_app(
         assert services_factory is not None
         services, close = await services_factory()
         attach_services(app, services, routes)
+        # What serve's start-up built (modules, routes, schemas, services) lives as long as the
+        # process: out of the collector's way, a full collection triggered by a publication
+        # thread no longer holds the GIL (and so the serving loop) for the whole heap, measured
+        # at ~170 ms. Here, not in attach_services: a process that attaches services again and
+        # again (tests) would freeze each one's garbage for good.
+        gc.freeze()
         try:
             yield
         finally:

@@ -53,18 +53,19 @@ def tool_call(tool: str, headers: Mapping[str, str]) -> Iterator[ObservedCall]:
         finally:
             seconds = time.perf_counter() - observed.started
             span.set_attribute("workflow.outcome", observed.code)
-            metrics.TOOL_CALLS.labels(tool, observed.code).inc()
-            metrics.TOOL_CALL_SECONDS.labels(tool).observe(seconds)
-            access_log.info(
-                "tools/call %s %s",
-                tool,
-                observed.code,
-                extra={
-                    "outcome": observed.code,
-                    "duration_ms": round(seconds * 1000, 3),
-                    "error_code": None if observed.code == "ok" else observed.code,
-                },
-            )
+            metrics.labelled(metrics.TOOL_CALLS, tool, observed.code).inc()
+            metrics.labelled(metrics.TOOL_CALL_SECONDS, tool).observe(seconds)
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.info(
+                    "tools/call %s %s",
+                    tool,
+                    observed.code,
+                    extra={
+                        "outcome": observed.code,
+                        "duration_ms": round(seconds * 1000, 3),
+                        "error_code": None if observed.code == "ok" else observed.code,
+                    },
+                )
 
 
 def caller(host_id: str) -> None:
@@ -79,7 +80,8 @@ async def admission(operation: str, work: Awaitable[T]) -> T:
         try:
             return await work
         finally:
-            metrics.ADMISSION_SECONDS.labels(operation).observe(time.perf_counter() - began)
+            seconds = time.perf_counter() - began
+            metrics.labelled(metrics.ADMISSION_SECONDS, operation).observe(seconds)
 
 
 def run_admitted(process_id: str) -> None:
@@ -115,7 +117,8 @@ async def outbound(kind: str, endpoint: str, work: Awaitable[T]) -> T:
         try:
             return await work
         except BaseException:
-            metrics.OUTBOUND_FAILURES.labels(kind, endpoint).inc()
+            metrics.labelled(metrics.OUTBOUND_FAILURES, kind, endpoint).inc()
             raise
         finally:
-            metrics.OUTBOUND_SECONDS.labels(kind, endpoint).observe(time.perf_counter() - began)
+            seconds = time.perf_counter() - began
+            metrics.labelled(metrics.OUTBOUND_SECONDS, kind, endpoint).observe(seconds)

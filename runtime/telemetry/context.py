@@ -6,9 +6,8 @@ Only identifiers live here, never a token, an input value or an output value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
+from types import TracebackType
 
 LOG_FIELDS = ("host_id", "tool", "workflow_instance_id", "task")
 
@@ -27,13 +26,25 @@ def bind(**fields: str | None) -> None:
     _FIELDS.set(merged)
 
 
-@contextmanager
-def bound(**fields: str | None) -> Iterator[None]:
+class bound:  # a class, not @contextmanager: entered for every task and call
     """Identifiers bound for the duration of a block, restored afterwards."""
-    merged = dict(_FIELDS.get())
-    merged.update({name: value for name, value in fields.items() if value is not None})
-    token = _FIELDS.set(merged)
-    try:
-        yield
-    finally:
-        _FIELDS.reset(token)
+
+    __slots__ = ("_fields", "_token")
+
+    def __init__(self, **fields: str | None) -> None:
+        self._fields = fields
+        self._token: Token[dict[str, str]] | None = None
+
+    def __enter__(self) -> None:
+        merged = dict(_FIELDS.get())
+        merged.update({name: value for name, value in self._fields.items() if value is not None})
+        self._token = _FIELDS.set(merged)
+
+    def __exit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            _FIELDS.reset(self._token)

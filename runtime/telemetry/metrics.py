@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -128,6 +128,23 @@ class SlotSettings(Protocol):
 
 
 _pools: dict[str, Callable[[], Mapping[str, int]]] = {}
+M = TypeVar("M", Counter, Gauge, Histogram)
+# Labelled children by (metric, label values). labels() takes a lock and rebuilds the key on
+# every call; the label sets are bounded (see above), and the registry keeps each child for
+# the life of the process anyway, so holding them here adds no series and no memory.
+_children: dict[tuple[int, tuple[str, ...]], Any] = {}
+# The last value each slot gauge was set to: an executor reports its slots after every claim
+# and completion, and most reports change nothing.
+_slots_reported: dict[str, int] = {}
+
+
+def labelled(metric: M, *values: str) -> M:
+    """metric.labels(*values), looked up once per label set."""
+    key = (id(metric), values)
+    child = _children.get(key)
+    if child is None:
+        child = _children[key] = metric.labels(*values)
+    return child
 
 
 def observe_claim(seconds: float) -> None:
@@ -137,29 +154,32 @@ def observe_claim(seconds: float) -> None:
 
 def observe_service(execution_class: str, seconds: float) -> None:
     """One task's slot time."""
-    TASK_SERVICE_SECONDS.labels(_class(execution_class)).observe(seconds)
+    labelled(TASK_SERVICE_SECONDS, _class(execution_class)).observe(seconds)
 
 
 def record_queue(load: Mapping[str, tuple[int, float]]) -> None:
     """A queue sample: (runnable tasks, oldest runnable age in ms) per execution class."""
     for name in EXECUTION_CLASSES:
         ready, oldest_ms = load.get(name, (0, 0.0))
-        QUEUE_DEPTH.labels(name).set(ready)
-        QUEUE_OLDEST_SECONDS.labels(name).set(oldest_ms / 1000)
+        labelled(QUEUE_DEPTH, name).set(ready)
+        labelled(QUEUE_OLDEST_SECONDS, name).set(oldest_ms / 1000)
 
 
 def record_slots(settings: SlotSettings, running_classes: Iterable[str]) -> None:
     """Free slots per class of this process's executor after a claim or a completion."""
-    running = {name: 0 for name in EXECUTION_CLASSES}
-    for name in running_classes:
-        running[_class(name)] = running.get(_class(name), 0) + 1
-    configured = {
+    free = {
         "interactive": settings.interactive_slots,
         "standard": settings.standard_slots,
         "batch": settings.batch_slots,
+        "other": 0,
     }
+    for name in running_classes:
+        free[_class(name)] -= 1
     for name in EXECUTION_CLASSES:
-        SLOTS_AVAILABLE.labels(name).set(max(0, configured[name] - running[name]))
+        value = max(0, free[name])
+        if _slots_reported.get(name) != value:
+            labelled(SLOTS_AVAILABLE, name).set(value)
+            _slots_reported[name] = value
 
 
 def record_reclaims(count: int) -> None:
@@ -171,7 +191,7 @@ def record_reclaims(count: int) -> None:
 def record_task_error(execution_class: str, code: str) -> None:
     """A task that ended with a typed error (only budget exhaustion is counted)."""
     if code == "WORKFLOW_BUDGET_EXHAUSTED":
-        BUDGET_EXHAUSTIONS.labels(_class(execution_class)).inc()
+        labelled(BUDGET_EXHAUSTIONS, _class(execution_class)).inc()
 
 
 def watch_pool(name: str, stats: Callable[[], Mapping[str, int]]) -> None:
@@ -190,9 +210,9 @@ def _sample_pools() -> None:
             values = stats()
         except Exception:
             continue  # a closed pool reports nothing rather than failing the scrape
-        POOL_CONNECTIONS.labels(name, "open").set(values.get("pool_size", 0))
-        POOL_CONNECTIONS.labels(name, "idle").set(values.get("pool_available", 0))
-        POOL_CONNECTIONS.labels(name, "waiting").set(values.get("requests_waiting", 0))
+        labelled(POOL_CONNECTIONS, name, "open").set(values.get("pool_size", 0))
+        labelled(POOL_CONNECTIONS, name, "idle").set(values.get("pool_available", 0))
+        labelled(POOL_CONNECTIONS, name, "waiting").set(values.get("requests_waiting", 0))
 
 
 def render() -> tuple[bytes, str]:

@@ -1,0 +1,34 @@
+"""Start-up of the serving app: the heap it built is frozen once, at serve start-up only."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Awaitable, Callable
+
+from runtime.mcp.app import attach_services, create_app
+from runtime.services import Services
+
+
+async def test_attaching_services_freezes_nothing(services: Services) -> None:
+    # Tests attach services to app after app: freezing each time would keep their garbage.
+    before = gc.get_freeze_count()
+    attach_services(create_app(), services)
+    # Frozen objects freed meanwhile lower the count; a freeze would raise it by thousands.
+    assert gc.get_freeze_count() <= before
+
+
+async def test_the_serving_lifespan_freezes_what_start_up_built(services: Services) -> None:
+    closed: list[bool] = []
+
+    async def close() -> None:
+        closed.append(True)
+
+    async def factory() -> tuple[Services, Callable[[], Awaitable[None]]]:
+        return services, close
+
+    app = create_app(factory)
+    gc.unfreeze()
+    async with app.lifespan():
+        assert gc.get_freeze_count() > 0
+        assert app.state.services is services
+    assert closed == [True]
