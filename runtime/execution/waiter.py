@@ -22,7 +22,11 @@ from typing import Any
 
 from runtime.scheduler.models import TERMINAL_STATES
 from runtime.scheduler.outcomes import HUB, RunSnapshot
-from runtime.scheduler.store.listener import PROCESS_STATE_CHANNEL, NotificationListener
+from runtime.scheduler.store.listener import (
+    PROCESS_STATE_CHANNELS,
+    NotificationListener,
+    process_state_channels,
+)
 from runtime.store import Database
 
 __all__ = ["TERMINAL_STATES", "ResultWaiter", "Wakeup", "close_waiter", "waiter_for"]
@@ -75,7 +79,8 @@ class _Shard:
     def __init__(self, conninfo: str, index: int, shards: int) -> None:
         self.index, self.shards = index, shards
         self.waiting: dict[str, set[Wakeup]] = {}
-        self.listener = NotificationListener(conninfo, [PROCESS_STATE_CHANNEL], self._notified)
+        channels = process_state_channels(index, shards)
+        self.listener = NotificationListener(conninfo, channels, self._notified)
         self._started = False
         self._lock = asyncio.Lock()
 
@@ -102,8 +107,6 @@ class _Shard:
                     wakeup.set()
             return
         process_id = str(payload.get("id"))
-        if shard_index(process_id, self.shards) != self.index:
-            return  # another shard's run (every shard hears every NOTIFY)
         if HUB.hold(process_id):
             return  # its completion is in flight here: it hands the end over (or wakes us)
         for wakeup in self.waiting.get(process_id, ()):
@@ -111,8 +114,12 @@ class _Shard:
 
 
 def shard_index(process_id: str, shards: int) -> int:
-    """The listener a run's waiters use: a stable hash of the run id (same in every process)."""
-    return zlib.crc32(process_id.encode()) % shards
+    """The listener a run's waiters use: the one listening on the run's channel."""
+    try:
+        slot = int(process_id[-1:], 16)
+    except ValueError:
+        slot = zlib.crc32(process_id.encode()) % PROCESS_STATE_CHANNELS
+    return slot % shards
 
 
 class ResultWaiter:
@@ -127,9 +134,9 @@ class ResultWaiter:
     ) -> None:
         if listener_connections < 0:
             raise ValueError("listener_connections must not be negative")
-        self._shards = [
-            _Shard(conninfo, index, listener_connections) for index in range(listener_connections)
-        ]
+        # More connections than channels would leave some with nothing to hear.
+        shards = min(listener_connections, PROCESS_STATE_CHANNELS)
+        self._shards = [_Shard(conninfo, index, shards) for index in range(shards)]
         self._polling: dict[str, set[Wakeup]] = {}
         if self._shards:
             self.poll_interval_s = poll_interval_s

@@ -286,7 +286,7 @@ WITH finished AS (
     RETURNING process_id, effect_state
 )
 SELECT f.effect_state,
-       pg_notify('workflow_process_state',
+       pg_notify('workflow_process_state_' || right(f.process_id::text, 1),
                  json_build_object('type', 'process', 'id', f.process_id)::text)
 FROM finished f;
 
@@ -307,7 +307,7 @@ cancelled AS (
       AND t.state IN ('ready', 'running')
 )
 SELECT f.effect_state,
-       pg_notify('workflow_process_state',
+       pg_notify('workflow_process_state_' || right(f.process_id::text, 1),
                  json_build_object('type', 'process', 'id', f.process_id)::text)
 FROM failed f;
 

@@ -35,7 +35,7 @@ Admin = psycopg.AsyncConnection[Any]
 async def _result_listeners(admin: Admin) -> int:
     cursor = await admin.execute(
         "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()"
-        " AND query = 'LISTEN \"workflow_process_state\"'"
+        " AND query LIKE 'LISTEN \"workflow_process_state_%'"
     )
     row = await cursor.fetchone()
     assert row is not None
@@ -45,7 +45,7 @@ async def _result_listeners(admin: Admin) -> int:
 async def _listener_pids(admin: Admin) -> set[int]:
     cursor = await admin.execute(
         "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-        " AND query = 'LISTEN \"workflow_process_state\"'"
+        " AND query LIKE 'LISTEN \"workflow_process_state_%'"
     )
     return {int(row["pid"]) for row in await cursor.fetchall()}
 

@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 from runtime.scheduler import service
 from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import LeaseState, NewTask, TaskOutcome
+from runtime.scheduler.store.listener import process_state_channel
 from runtime.store import Database
 from tests.support.processes import worker_command
 
@@ -54,7 +55,7 @@ async def stale_lease(database_url: str, task_id: str) -> LeaseState:
 
 async def wait_completed(database_url: str, db: Database, host_id: str, pid: str) -> Any:
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute("LISTEN workflow_process_state")
+        await conn.execute(f"LISTEN {process_state_channel(pid)}")
         async with asyncio.timeout(20):
             run = await service.get_process(db, host_id, pid)
             while run is None or run["state"] not in ("COMPLETED", "FAILED", "CANCELLED"):

@@ -22,7 +22,26 @@ from psycopg.conninfo import make_conninfo
 log = logging.getLogger(__name__)
 
 TASK_READY_CHANNEL = "workflow_task_ready"
-PROCESS_STATE_CHANNEL = "workflow_process_state"
+# A run's end is announced on one of 16 channels, chosen by the last hex digit of its id (the
+# SQL that notifies and the waiters that listen agree on it), so each of N result-waiter
+# connections hears only its own share of the ends instead of every one.
+PROCESS_STATE_CHANNELS = 16
+
+
+def process_state_channel(process_id: str) -> str:
+    """The channel a run's end is notified on (queries.sql computes the same name)."""
+    return f"workflow_process_state_{process_id[-1:].lower()}"
+
+
+def process_state_channels(index: int, shards: int) -> list[str]:
+    """The channels result-waiter connection `index` of `shards` listens on."""
+    return [
+        f"workflow_process_state_{slot:x}"
+        for slot in range(PROCESS_STATE_CHANNELS)
+        if slot % shards == index
+    ]
+
+
 # TCP keepalive so a silently dead link is noticed; libpq ignores these on Unix sockets.
 _KEEPALIVE = {
     "keepalives": 1,
