@@ -113,7 +113,10 @@ class Completions:
 
     async def __aenter__(self) -> Completions:
         self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
-        await self._conn.execute("LISTEN workflow_process_state")
+        # Run ends are notified on workflow_process_state_<last hex digit of the run id>; the
+        # single channel of older code is heard too, so A/B runs against a baseline still work.
+        for suffix in ("", *(f"_{slot:x}" for slot in range(16))):
+            await self._conn.execute(f"LISTEN workflow_process_state{suffix}")
         self._pump = asyncio.create_task(self._run())
         return self
 

@@ -15,6 +15,7 @@ from runtime.scheduler import Executor, service
 from runtime.scheduler.lease import TaskHandler, TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import runs
+from runtime.scheduler.store.listener import process_state_channel
 from runtime.store import Database
 from tests.support.demo import HANDLERS
 
@@ -41,7 +42,7 @@ async def running(
 async def wait_terminal(database_url: str, db: Database, host_id: str, process_id: str) -> Any:
     """Wait (bounded) for the run's terminal-state NOTIFY, then return the run."""
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute("LISTEN workflow_process_state")
+        await conn.execute(f"LISTEN {process_state_channel(process_id)}")
         async with asyncio.timeout(10):
             run = await service.get_process(db, host_id, process_id)
             while run is None or run["state"] not in TERMINAL:
