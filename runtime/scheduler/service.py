@@ -90,6 +90,8 @@ async def cancel_process(
 
     Ending a run whose effect state is none is always safe (nothing was dispatched); after an
     effect only a cooperative run is asked to stop, a before-effects-only run is left to finish.
+    A run already past its deadline ends as the deadline's end (WORKFLOW_TIMEOUT) whoever asks,
+    so its stored end never depends on whether the deadline sweep came first.
     """
     row = await runs.lock_process(conn, host_id, process_id)
     if row is None or row["state"] not in LIVE_STATES:
@@ -100,6 +102,8 @@ async def cancel_process(
     if policy == "disabled":
         return "disabled"
     if row["effect_state"] == "none":
+        if row["past_deadline"]:
+            error = timeout_error(after_effect=False)
         await runs.fail_process(conn, host_id, process_id, error)
         return "cancelled"
     if policy == "cooperative":

@@ -22,7 +22,7 @@ from tests.support.deadline_end import (
     late_run,
     wait_past_deadline,
 )
-from tests.support.invocation import caller, invoke_args, owner, refused
+from tests.support.invocation import caller, invoke_args, ok, owner, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
 
@@ -104,3 +104,16 @@ async def test_a_run_the_sweep_ends_after_a_write_replays_the_same_end_to_every_
     await assert_one_end(caller, instance, first, after_effect=True)
     replayed = await caller.call_tool("workflow_invoke", invoke_args(tool))
     assert refused(replayed, "WORKFLOW_TIMEOUT") == deadline_end(instance, after_effect=True)
+
+
+async def test_a_workflow_cancel_past_the_deadline_ends_the_run_as_the_deadline_did(
+    owner: McpTestClient, caller: McpTestClient, services: Services
+) -> None:
+    _, instance = await late_run(owner, caller)
+    await wait_past_deadline(caller, instance)
+    args = {"workflowInstanceId": instance}
+    cancelled = ok(await caller.call_tool("workflow_cancel", args))
+    assert (cancelled["result"], cancelled["state"]) == ("cancelled", "CANCELLED")
+    # The same stored end the sweep would have written a moment later.
+    await assert_one_end(caller, instance, await caller.call_tool("workflow_get_result", args))
+    assert await maintenance.sweep_deadlines_once(services.database, HOLD) == SweepReport()
