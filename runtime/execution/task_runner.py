@@ -229,7 +229,7 @@ class WorkflowRuntime:
                 result_bytes=canonical_size(outcome.output), cost_units=_cost(meter)
             )
             return TaskOutcome.finish_run(outcome.output, output={"finished": True}, consume=used)
-        raise outcome.error or task_failed()
+        raise _run_error(outcome.error)
 
     def _step_budget(self, loaded: _Loaded) -> int:
         """Steps one task attempt may spend: the setting, capped by the run's cost units."""
@@ -431,6 +431,19 @@ async def _effect_seen(db: Database, task: ClaimedTask) -> bool:
     async with db.transaction(read_only=True) as conn:
         row = await store.select_process_state(conn, task.host_id, task.process_id)
     return row is not None and row["effect_state"] != "none"
+
+
+def _run_error(error: WorkflowError | None) -> WorkflowError:
+    """The error a faulted run ends with.
+
+    The definition's own workflow timeout caps the run's deadline at admission, so when the
+    engine reports it the deadline has passed: the run ends as every deadline end does.
+    """
+    if error is None:
+        return task_failed()
+    if error.code == "WORKFLOW_TIMEOUT":
+        return timeout_error(after_effect=error.after_effect)
+    return error
 
 
 def _stop_at(task: ClaimedTask, settings: ExecutionSettings) -> datetime:

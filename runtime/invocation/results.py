@@ -16,6 +16,7 @@ from generated.models import (
     WorkflowInvokeOutput,
 )
 from runtime.errors import ErrorStatus, WorkflowError, error_registry
+from runtime.scheduler.errors import TIMEOUT_MESSAGE
 
 
 def timestamp(value: datetime) -> str:
@@ -67,7 +68,8 @@ def still_running(instance_id: str, *, retryable: bool, after_effect: bool) -> W
             "result is kept for the replay window"
         )
     else:
-        message = "the run's deadline passed before it finished"
+        # Word for word the stored end of a run the deadline ended (retryable false either way).
+        message = TIMEOUT_MESSAGE
     return WorkflowError(
         "WORKFLOW_TIMEOUT",
         message,

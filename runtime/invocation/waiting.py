@@ -80,7 +80,10 @@ async def finish_invoke(
     if datetime.now(UTC) < deadline:
         raise still_running(process_id, retryable=True, after_effect=after_effect)
     outcome = await cancel_run(db, host_id, process_id, timeout_error(after_effect=after_effect))
-    if outcome == "alreadyTerminal":
+    if outcome in ("cancelled", "alreadyTerminal"):
+        # Ended now by this call or a moment ago by another path (the deadline sweep, the
+        # worker): either way the answer is the stored end, the same one every replay and
+        # workflow_get_result read.
         return invoke_output(await _owned(db, host_id, process_id), process_id, definition_digest)
     # Past deadline_ts the answer is final whatever the policy (seed 000 "Waiting, timeout and
     # re-attach"); a run left to finish (a dispatched write, or a disabled policy) still keeps

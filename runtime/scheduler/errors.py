@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from runtime.errors import WorkflowError
+
+# The message of every run the deadline ended, whichever path noticed it first (the sweep, the
+# reaper, the worker, or a caller re-attaching): a replay must read exactly what the first
+# caller read.
+TIMEOUT_MESSAGE = "the workflow deadline passed before the run finished"
+# Errors that end a run as CANCELLED rather than FAILED: a caller's or operator's cancel, and
+# the deadline (seed 000 "Waiting, timeout and re-attach": past deadline_ts Workflow cancels
+# the run and reports WORKFLOW_TIMEOUT).
+_CANCELLING_CODES = frozenset({"WORKFLOW_CANCELLED", "WORKFLOW_TIMEOUT"})
 
 
 class LeaseLost(BaseException):
@@ -24,11 +33,16 @@ def timeout_error(*, after_effect: bool) -> WorkflowError:
     """The stable deadline failure of a run: WORKFLOW_TIMEOUT, never retryable."""
     return WorkflowError(
         "WORKFLOW_TIMEOUT",
-        "the workflow deadline passed before the run finished",
+        TIMEOUT_MESSAGE,
         status="timeout",
         retryable=False,
         after_effect=after_effect,
     )
+
+
+def ending_state(error: WorkflowError) -> Literal["FAILED", "CANCELLED"]:
+    """The terminal state a run ended with error takes: one state per error, whoever ends it."""
+    return "CANCELLED" if error.code in _CANCELLING_CODES else "FAILED"
 
 
 def cancelled_error(*, after_effect: bool) -> WorkflowError:

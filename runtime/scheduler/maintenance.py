@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runtime.scheduler import faults
 from runtime.scheduler.errors import timeout_error
 from runtime.scheduler.models import SchedulerSettings
 from runtime.scheduler.store import queue, runs
 from runtime.store import Database
 from runtime.telemetry import metrics
+
+SWEEP_LOCKED_POINT = "deadline_sweep_locked"
 
 
 @dataclass(frozen=True)
@@ -45,10 +48,15 @@ async def sweep_deadlines_once(db: Database, settings: SchedulerSettings) -> Swe
     is left to finish (its completion then ends the run). cooperative: signal a live worker,
     time out otherwise. disabled: selected only past the hard ceiling (deadline plus the write
     overrun), where the run times out whatever it is doing, so it never holds a slot for ever.
+    A run timed out here ends CANCELLED with WORKFLOW_TIMEOUT, as when a caller re-attaching
+    past the deadline ends it (runtime.scheduler.errors.ending_state).
     """
     timed_out = signalled = left = 0
     async with db.transaction() as conn:
-        for row in await queue.late_runs(conn, settings):
+        late = await queue.late_runs(conn, settings)
+        # Lets a test hold the locked late runs while a caller re-attaches to one of them.
+        await faults.point(SWEEP_LOCKED_POINT)
+        for row in late:
             host_id, process_id = str(row["host_id"]), str(row["process_id"])
             live = row["has_live_task"] and row["cancellation_policy"] != "disabled"
             if live and row["cancellation_policy"] == "cooperative":

@@ -312,15 +312,17 @@ SELECT f.effect_state,
 FROM failed f;
 
 -- lock_process --
--- Lock a run's row before deciding how to cancel it.
-SELECT state, effect_state, cancellation_policy, cancel_requested, deadline_ts
+-- Lock a run's row before deciding how to cancel it (past its deadline: as the deadline's end).
+SELECT state, effect_state, cancellation_policy, cancel_requested, deadline_ts,
+       deadline_ts <= now() AS past_deadline
 FROM workflow_process
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 FOR UPDATE;
 
 -- select_cancel_signal --
--- Whether a run asks for cooperative cancellation, and whether it already dispatched an effect.
-SELECT cancel_requested, effect_state
+-- Whether a run asks for cooperative cancellation, whether it already dispatched an effect,
+-- and whether its deadline passed (the signal is then honoured as the deadline's end).
+SELECT cancel_requested, effect_state, deadline_ts <= now() AS past_deadline
 FROM workflow_process
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 

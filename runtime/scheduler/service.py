@@ -7,7 +7,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, input_invalid
-from runtime.scheduler.errors import cancelled_error, error_document, timeout_error
+from runtime.scheduler import faults
+from runtime.scheduler.errors import (
+    cancelled_error,
+    ending_state,
+    error_document,
+    timeout_error,
+)
 from runtime.scheduler.models import (
     CANCELLATION_POLICIES,
     EXECUTION_CLASSES,
@@ -30,6 +36,7 @@ from runtime.scheduler.outcomes import HUB, RunSnapshot
 from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Connection, Database
 
+CANCEL_LOCKED_POINT = "cancel_locked"
 DEFAULT_BUDGET = BudgetAmounts(
     attempts=32,
     nested_calls=8,
@@ -83,15 +90,21 @@ async def cancel_process(
 
     Ending a run whose effect state is none is always safe (nothing was dispatched); after an
     effect only a cooperative run is asked to stop, a before-effects-only run is left to finish.
+    A run already past its deadline ends as the deadline's end (WORKFLOW_TIMEOUT) whoever asks,
+    so its stored end never depends on whether the deadline sweep came first.
     """
     row = await runs.lock_process(conn, host_id, process_id)
     if row is None or row["state"] not in LIVE_STATES:
         return "alreadyTerminal"
+    # Lets a test run the deadline sweep while a cancel holds the live run's row.
+    await faults.point(CANCEL_LOCKED_POINT)
     policy = row["cancellation_policy"]
     if policy == "disabled":
         return "disabled"
     if row["effect_state"] == "none":
-        await runs.fail_process(conn, host_id, process_id, error, state="CANCELLED")
+        if row["past_deadline"]:
+            error = timeout_error(after_effect=False)
+        await runs.fail_process(conn, host_id, process_id, error)
         return "cancelled"
     if policy == "cooperative":
         await runs.request_cancel(conn, host_id, process_id)
@@ -162,17 +175,18 @@ async def _after_completion(
         ended = None if effect is None else _ended("COMPLETED", effect, result=outcome.run_result)
         return ended, None
     error: WorkflowError | None = None
-    state: RunState = "FAILED"
-    if run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
-        # The signal is honoured between steps: nothing new is scheduled.
-        error = cancelled_error(after_effect=run["effect_state"] != "none")
-        state = "CANCELLED"
-    elif run["past_deadline"] and run["cancellation_policy"] != "disabled":
+    after_effect = run["effect_state"] != "none"
+    if run["past_deadline"] and run["cancellation_policy"] != "disabled":
         # The dispatched step was allowed to finish; nothing new starts after the deadline.
-        error = timeout_error(after_effect=run["effect_state"] != "none")
+        # A cooperative signal honoured now is the deadline's end too, whoever raised it.
+        error = timeout_error(after_effect=after_effect)
+    elif run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
+        # The signal is honoured between steps: nothing new is scheduled.
+        error = cancelled_error(after_effect=after_effect)
     if error is not None:
-        effect = await runs.end_process(conn, host_id, process_id, error, state=state)
-        return (None if effect is None else _ended(state, effect, error=error)), None
+        effect = await runs.end_process(conn, host_id, process_id, error)
+        ended = None if effect is None else _ended(ending_state(error), effect, error=error)
+        return ended, None
     for offset, task in enumerate(outcome.next_tasks, start=1):
         step_no = task.step_no if task.step_no is not None else lease.step_no + offset
         if successor is not None and task.available_at is None:
@@ -196,16 +210,14 @@ async def _after_completion(
 async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
     """Fail the leased task and its run with error (fenced). Raises LeaseLost.
 
-    WORKFLOW_CANCELLED ends both as cancelled rather than failed.
+    WORKFLOW_CANCELLED and WORKFLOW_TIMEOUT (the deadline) end both as cancelled, not failed.
     """
-    cancelled = error.code == "WORKFLOW_CANCELLED"
-    state: RunState = "CANCELLED" if cancelled else "FAILED"
+    state = ending_state(error)
     with HUB.settling(lease.process_id) as settlement:
         async with db.transaction() as conn:
-            await runs.fail_task(conn, lease, error, state="cancelled" if cancelled else "failed")
-            effect = await runs.end_process(
-                conn, lease.host_id, lease.process_id, error, state=state
-            )
+            task_state = "cancelled" if state == "CANCELLED" else "failed"
+            await runs.fail_task(conn, lease, error, state=task_state)
+            effect = await runs.end_process(conn, lease.host_id, lease.process_id, error)
         if effect is not None:
             settlement.hand(_ended(state, effect, error=error))
 
@@ -223,17 +235,21 @@ def _ended(
 
 
 async def cancel_signal(db: Database, lease: LeaseState) -> WorkflowError | None:
-    """The WORKFLOW_CANCELLED error to stop with when the run asks to be cancelled, else None.
+    """The error to stop with when the run asks to be cancelled, else None.
 
-    Read from the run row at every call: renewal only copies the signal onto the lease now
-    and then, and a dispatch must not wait for it.
+    WORKFLOW_CANCELLED, or WORKFLOW_TIMEOUT once the deadline passed: a run past its deadline
+    ends as the deadline's end whichever path stops it. Read from the run row at every call:
+    renewal only copies the signal onto the lease now and then, and a dispatch must not wait.
     """
     async with db.transaction(read_only=True) as conn:
         row = await runs.select_cancel_signal(conn, lease.host_id, lease.process_id)
     if row is None or not row["cancel_requested"]:
         return None
     lease.cancel_requested.set()
-    return cancelled_error(after_effect=row["effect_state"] != "none")
+    after_effect = row["effect_state"] != "none"
+    if row["past_deadline"]:
+        return timeout_error(after_effect=after_effect)
+    return cancelled_error(after_effect=after_effect)
 
 
 async def release(db: Database, lease: LeaseState) -> bool:

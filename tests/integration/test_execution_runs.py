@@ -65,7 +65,7 @@ async def test_each_top_level_task_runs_as_its_own_checkpointed_scheduler_step(
     assert [row["payload"].get("state", {}).get("position") for row in rows] == [None, 1, 2]
 
 
-async def test_a_run_past_its_deadline_times_out_and_a_dispatched_write_is_left_to_finish(
+async def test_a_run_past_its_deadline_is_cancelled_and_a_dispatched_write_is_left_to_finish(
     db: Database, keyring: Keyring
 ) -> None:
     host = str(uuid.uuid4())
@@ -76,7 +76,7 @@ async def test_a_run_past_its_deadline_times_out_and_a_dispatched_write_is_left_
         async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=700)
             run = await finished(db, host, pid)
-    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_TIMEOUT"
+    assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_TIMEOUT"
     assert run["error"]["afterEffect"] is True
     assert server.completed == 1 and len(server.requests) == 1
 

@@ -234,8 +234,9 @@ async def test_a_disabled_run_past_its_hard_ceiling_is_not_claimed_and_times_out
     await wait_until(lambda: datetime.now(UTC) > ceiling, what="the hard ceiling passing")
     async with _executor(services, overrun_s=0.5):
         ended = await _settled(caller, instance)
-    assert ended["state"] != "COMPLETED"
+    assert ended["state"] == "CANCELLED"
     assert ended["error"]["code"] == "WORKFLOW_TIMEOUT"
+    assert ended["error"]["retryable"] is False
     # Ended by the deadline sweep: no worker ever took a slot for it.
     async with services.database.transaction() as conn:
         cursor = await conn.execute(

@@ -67,7 +67,9 @@ async def test_the_deadline_sweep_stops_a_cooperative_run_before_its_next_task(
         )
         gate.set()
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_CANCELLED"
+    # Honoured past the deadline, the signal ends the run as the deadline's end.
+    assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_TIMEOUT"
+    assert run["error"]["retryable"] is False
     assert await _task_kinds(db, process_id) == ["gated"]
 
 

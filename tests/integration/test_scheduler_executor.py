@@ -76,7 +76,7 @@ async def test_an_eight_task_run_completes_step_by_step(db: Database, database_u
     )
 
 
-async def test_a_run_past_its_deadline_without_effects_fails_with_a_stable_timeout(
+async def test_a_run_past_its_deadline_without_effects_is_cancelled_with_a_stable_timeout(
     db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
 ) -> None:
     gate, started = asyncio.Event(), asyncio.Event()
@@ -94,7 +94,7 @@ async def test_a_run_past_its_deadline_without_effects_fails_with_a_stable_timeo
         run = await wait_terminal(database_url, db, host_id, process_id)
         gate.set()
     assert report.timed_out == 1
-    assert run["state"] == "FAILED"
+    assert run["state"] == "CANCELLED"
     assert run["error"] == {
         "code": "WORKFLOW_TIMEOUT",
         "message": "the workflow deadline passed before the run finished",
@@ -126,7 +126,7 @@ async def test_before_effects_only_lets_a_dispatched_write_finish_past_the_deadl
         "SELECT effect_state FROM workflow_step WHERE process_id = %s", (process_id,)
     )
     assert (await step.fetchone() or {})["effect_state"] == "confirmed"
-    assert run["state"] == "FAILED" and run["effect_state"] == "confirmed"
+    assert run["state"] == "CANCELLED" and run["effect_state"] == "confirmed"
     assert (run["error"]["code"], run["error"]["afterEffect"]) == ("WORKFLOW_TIMEOUT", True)
 
 

@@ -117,7 +117,7 @@ async def test_the_reaper_times_out_instead_of_reclaiming_when_the_run_cannot_fi
     report = await maintenance.reap_expired_once(db, SETTINGS)
     assert (report.reclaimed, report.timed_out) == (0, 1)
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["state"] == "FAILED"
+    assert run is not None and run["state"] == "CANCELLED"
     assert run["error"]["code"] == "WORKFLOW_TIMEOUT" and run["error"]["retryable"] is False
     assert await claim(db, request()) == []
 

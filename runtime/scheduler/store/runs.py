@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from runtime.errors import WorkflowError
-from runtime.scheduler.errors import LeaseLost, error_document
-from runtime.scheduler.models import BudgetAmounts, EffectState, LeaseState, NewTask, RunState
+from runtime.scheduler.errors import LeaseLost, ending_state, error_document
+from runtime.scheduler.models import BudgetAmounts, EffectState, LeaseState, NewTask
 from runtime.scheduler.store.sql import QUERIES, jsonb
 from runtime.store import Connection
 
@@ -120,16 +120,18 @@ async def end_process(
     host_id: str,
     process_id: str,
     error: WorkflowError,
-    *,
-    state: RunState = "FAILED",
 ) -> EffectState | None:
-    """End a live run with error and cancel its open tasks; its effect state, None if ended."""
+    """End a live run with error and cancel its open tasks; its effect state, None if ended.
+
+    The state follows from the error (ending_state), so no path can store a deadline end or a
+    cancel under another state than the others do.
+    """
     cursor = await conn.execute(
         QUERIES["fail_process"],
         {
             "host_id": host_id,
             "process_id": process_id,
-            "state": state,
+            "state": ending_state(error),
             "error": jsonb(error_document(error)),
         },
     )
@@ -142,11 +144,9 @@ async def fail_process(
     host_id: str,
     process_id: str,
     error: WorkflowError,
-    *,
-    state: RunState = "FAILED",
 ) -> bool:
     """End a live run with error and cancel its open tasks; False when already terminal."""
-    return await end_process(conn, host_id, process_id, error, state=state) is not None
+    return await end_process(conn, host_id, process_id, error) is not None
 
 
 async def lock_process(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
@@ -161,7 +161,7 @@ async def lock_process(conn: Connection, host_id: str, process_id: str) -> dict[
 async def select_cancel_signal(
     conn: Connection, host_id: str, process_id: str
 ) -> dict[str, Any] | None:
-    """The run's cooperative cancellation flag and effect state, or None."""
+    """The run's cooperative cancellation flag, effect state and deadline position, or None."""
     cursor = await conn.execute(
         QUERIES["select_cancel_signal"], {"host_id": host_id, "process_id": process_id}
     )
