@@ -28,7 +28,5 @@ async def test_a_megabyte_of_unknown_members_is_refused_with_a_capped_list(
     assert [p["rule"] for p in problems[:4]] == ["required"] * 4
     assert {p["rule"] for p in problems[4:]} == {"additionalProperties"}
     # Every unknown member is counted, though only the first ones are listed.
-    assert error["message"].endswith(
-        f"(and {UNKNOWN_MEMBERS} more problems; see details.problems)"
-    )
+    assert error["message"].endswith(f"(and {UNKNOWN_MEMBERS} more problems; see details.problems)")
     assert_responsive(probed)
