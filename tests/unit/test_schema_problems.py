@@ -1,0 +1,76 @@
+"""Listing every input-schema problem: the validator's own first, shape before bounds, capped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastjsonschema import JsonSchemaValueException
+
+from generated.routes import ROUTES
+from runtime.mcp.schema_problems import (
+    MAX_LISTED,
+    SchemaProblem,
+    SchemaProblems,
+    collect,
+    pointer_of,
+)
+
+UUID = "00000000-0000-4000-8000-000000000000"
+
+
+def _collected(tool: str, arguments: dict[str, Any]) -> SchemaProblems:
+    route = ROUTES[tool]
+    with pytest.raises(JsonSchemaValueException) as caught:
+        route.validate_input(arguments)
+    first = SchemaProblem(pointer_of(caught.value.path[1:]), str(caught.value.rule), "first")
+    return collect(route, arguments, first)
+
+
+def test_the_validators_first_failure_leads_even_when_a_shape_problem_follows() -> None:
+    arguments = {
+        "hostId": "Z" * 36,  # a pattern failure the validator meets first
+        "bindingId": UUID,
+        "expectedBindingDigest": "sha256:" + "0" * 64,
+        "decision": "approve",
+        "operationId": 5,  # a type failure it never reaches
+    }
+    found = _collected("workflow_binding_decide", arguments)
+    assert [(p.pointer, p.rule) for p in found.listed] == [
+        ("/hostId", "pattern"),
+        ("/operationId", "type"),
+    ]
+    assert found.suffix() == " (and 1 more problems; see details.problems)"
+
+
+def test_more_schema_errors_than_are_read_are_counted_as_at_least() -> None:
+    arguments = {
+        "hostId": UUID,
+        "operationId": UUID,
+        "expectedAggregateVersion": 0,
+        "binding": {},
+        "dependencies": [],
+        "endpointTargets": [1] * 5000,
+    }
+    found = _collected("workflow_binding_publish", arguments)
+    assert found.capped
+    assert len(found.listed) == MAX_LISTED
+    assert found.suffix().startswith(" (and at least ")
+    # The binding's missing members are shape problems: they lead the endpoint targets' types.
+    assert {p.rule for p in found.listed[:5]} == {"required"}
+
+
+def test_caller_values_and_long_member_names_are_never_echoed_whole() -> None:
+    long_name = "n" * 10_000
+    arguments = {"hostId": "secret-value", long_name: 1}
+    found = _collected("workflow_binding_decide", arguments)
+    text = repr(found.listed)
+    assert "secret-value" not in text
+    assert long_name not in text
+    unknown = next(p for p in found.listed if p.rule == "additionalProperties")
+    assert unknown.pointer == "/" + "n" * 128 + "..."
+
+
+def test_pointers_escape_slashes_and_tildes() -> None:
+    assert pointer_of(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
+    assert pointer_of([]) == ""
