@@ -209,7 +209,7 @@ class _Found:
     capped: bool  # more errors than were read
 
 
-def _found(route: ToolRoute, arguments: Mapping[str, Any]) -> _Found:
+def _found(route: ToolRoute, arguments: Any) -> _Found:
     """Up to MAX_COLLECTED problems in schema order, counted, from at most MAX_COLLECTED errors.
 
     One object's unknown members are one error: at most MAX_LISTED of them become problems,
@@ -239,7 +239,7 @@ def _led_by(first: SchemaProblem, problem: SchemaProblem) -> bool:
     return first.rule in ("required", "additionalProperties") and parent == first.pointer
 
 
-def collect(route: ToolRoute, arguments: Mapping[str, Any], first: SchemaProblem) -> SchemaProblems:
+def collect(route: ToolRoute, arguments: Any, first: SchemaProblem) -> SchemaProblems:
     """Every problem of refused arguments: the validator's own first, then shape before bounds.
 
     ``first`` is the generated validator's failure, so the refusal still names what it named.

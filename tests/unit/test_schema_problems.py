@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fastjsonschema import JsonSchemaValueException
 
 from generated.routes import ROUTES
@@ -15,6 +17,8 @@ from runtime.mcp.schema_problems import (
     collect,
     pointer_of,
 )
+from runtime.service.check import check_files
+from tests.support.binding_builders import binding, definition_yaml, new_id, publish_args
 
 UUID = "00000000-0000-4000-8000-000000000000"
 
@@ -74,3 +78,20 @@ def test_caller_values_and_long_member_names_are_never_echoed_whole() -> None:
 def test_pointers_escape_slashes_and_tildes() -> None:
     assert pointer_of(["a/b", "c~d", 0]) == "/a~1b/c~0d/0"
     assert pointer_of([]) == ""
+
+
+def test_check_binding_lists_every_schema_problem_of_the_payload(tmp_path: Path) -> None:
+    text = definition_yaml()
+    arguments = publish_args(binding(new_id(), new_id(), text), 0)
+    arguments["binding"]["executionClass"] = "urgent"
+    arguments["binding"]["resultTextMode"] = "yaml"
+    definition = tmp_path / "definition.yaml"
+    definition.write_text(text, encoding="utf-8")
+    payload = tmp_path / "binding.yaml"
+    payload.write_text(yaml.safe_dump(arguments), encoding="utf-8")
+    [report] = check_files([definition], binding=payload)
+    assert report.binding is not None
+    assert [(p["pointer"], p["rule"]) for p in report.binding["problems"]] == [
+        ("/binding/executionClass", "enum"),
+        ("/binding/resultTextMode", "enum"),
+    ]
