@@ -19,6 +19,7 @@ import msgspec
 
 from generated.routes import ToolRoute
 from runtime.canonical.patterns import compile_pattern, re2_validator
+from runtime.mcp.schema_keywords import bounded
 
 # How many problems a refusal lists (as binding and definition publish).
 MAX_LISTED: Final = 200
@@ -198,7 +199,8 @@ _VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
 def _validator(route: ToolRoute) -> jsonschema.protocols.Validator:
     validator = _VALIDATORS.get(route.name)
     if validator is None:
-        validator = _VALIDATORS[route.name] = re2_validator(dict(route.input_schema))
+        validator = bounded(re2_validator(dict(route.input_schema)))
+        _VALIDATORS[route.name] = validator
     return validator
 
 

@@ -54,7 +54,7 @@ def test_more_schema_errors_than_are_read_are_counted_as_at_least() -> None:
         "expectedAggregateVersion": 0,
         "binding": {},
         "dependencies": [],
-        "endpointTargets": [1] * 5000,
+        "endpointTargets": [{"unknown": 1}] * 300,
     }
     found = _collected("workflow_binding_publish", arguments)
     assert found.capped
@@ -94,4 +94,16 @@ def test_check_binding_lists_every_schema_problem_of_the_payload(tmp_path: Path)
     assert [(p["pointer"], p["rule"]) for p in report.binding["problems"]] == [
         ("/binding/executionClass", "enum"),
         ("/binding/resultTextMode", "enum"),
+    ]
+
+
+def test_unique_items_are_compared_whatever_the_member_order() -> None:
+    clause = {"claim": "role", "value": "admin"}
+    arguments = publish_args(binding(new_id(), new_id(), definition_yaml()), 0)
+    arguments["binding"]["callerPolicy"] = {
+        "requireAnyOf": [clause, {"value": "admin", "claim": "role"}]
+    }
+    found = _collected("workflow_binding_publish", arguments)
+    assert [(p.pointer, p.rule) for p in found.listed] == [
+        ("/binding/callerPolicy/requireAnyOf", "uniqueItems")
     ]
