@@ -12,5 +12,10 @@ async def handle(args: WorkflowBindingDecideInput, call: ToolCall) -> WorkflowBi
     """Approve or reject a pending revision (definition owner only)."""
     database, context = call.services.database, call.context
     return await decide_binding(
-        database, context, args, call.arguments, policy=destination_policy(call)
+        database,
+        context,
+        args,
+        call.arguments,
+        policy=destination_policy(call),
+        maximum_parallelism=call.services.settings.execution.maximum_parallelism,
     )

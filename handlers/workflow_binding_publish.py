@@ -38,7 +38,7 @@ async def refuse(failure: InputFailure, call: ToolCall) -> WorkflowBindingPublis
     envelope = publish_envelope(call.arguments) if section is not None else None
     if section is None or envelope is None:
         raise failure.error()
-    rejection = InvalidBindingRequest(section, failure.message)
+    rejection = InvalidBindingRequest(section, failure.message, failure.problems)
     return await refuse_publish_request(
         call.services.database, call.context, envelope, rejection, call.arguments
     )

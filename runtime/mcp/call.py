@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runtime.errors import WorkflowError, input_invalid
@@ -35,12 +35,21 @@ class InputFailure:
     name: str | None  # the failing location as reported, e.g. "data.dependencies[0].x"
     path: tuple[str, ...]  # the same split, e.g. ("data", "dependencies", "0", "x")
     rule: str | None  # the JSON Schema keyword, e.g. "pattern"
+    # Every problem found, {pointer, rule, message}, the validator's own first ("" none found).
+    problems: tuple[dict[str, str], ...] = field(default=())
+
+    def details(self) -> dict[str, Any] | None:
+        """The refusal details: the first failure's path and keyword, and every problem."""
+        validation: dict[str, Any] = {}
+        if self.name is not None:
+            validation["path"] = self.name
+        if self.rule is not None:
+            validation["rule"] = self.rule
+        details: dict[str, Any] = {"validation": validation} if validation else {}
+        if self.problems:
+            details["problems"] = list(self.problems)
+        return details or None
 
     def error(self) -> WorkflowError:
-        """The plain WORKFLOW_INPUT_INVALID refusal, naming the path and keyword."""
-        details: dict[str, Any] = {}
-        if self.name is not None:
-            details["path"] = self.name
-        if self.rule is not None:
-            details["rule"] = self.rule
-        return input_invalid(self.message, {"validation": details} if details else None)
+        """The plain WORKFLOW_INPUT_INVALID refusal, naming the path, keyword and problems."""
+        return input_invalid(self.message, self.details())

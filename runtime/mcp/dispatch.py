@@ -15,6 +15,7 @@ from runtime.errors import AuthenticationError, WorkflowError, input_invalid
 from runtime.mcp.bearer_gate import unauthenticated
 from runtime.mcp.call import InputFailure, ToolCall
 from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
 from runtime.services import Services
@@ -25,6 +26,7 @@ log = logging.getLogger("workflow.mcp")
 
 SCOPE_TOKEN_HEADER = "x-scope-token"
 _SCHEMA_MISMATCH = "arguments do not match the input schema"
+_PREFIX = "invalid arguments: "
 
 
 @dataclass(frozen=True)
@@ -201,24 +203,34 @@ def _unexpected(tool_name: str, what: str, exc: Exception) -> WorkflowError:
 
 
 def _schema_failure(route: ToolRoute, arguments: dict[str, Any]) -> InputFailure | None:
-    """Run the generated validator, the one structural check; its failure, or None."""
+    """Run the generated validator, the one structural check; its failure, or None.
+
+    Only on a failure are the other problems collected (schema_problems), so the success path
+    costs what it did.
+    """
     try:
         route.validate_input(arguments)
     except JsonSchemaValueException as exc:
+        message = _validation_message(exc)
+        path = tuple(exc.path)
+        rule = exc.rule if isinstance(exc.rule, str) else None
+        first = SchemaProblem(pointer_of(path[1:]), rule or "schema", message.removeprefix(_PREFIX))
+        found = collect(route, arguments, first)
         return InputFailure(
-            message=_validation_message(exc),
+            message=message + found.suffix(),
             name=exc.name if isinstance(exc.name, str) else None,
-            path=tuple(exc.path),
-            rule=exc.rule if isinstance(exc.rule, str) else None,
+            path=path,
+            rule=rule,
+            problems=tuple(problem.as_json() for problem in found.listed),
         )
     except Exception:  # what the validator cannot even inspect is still a refusal
-        return InputFailure(f"invalid arguments: {_SCHEMA_MISMATCH}", None, (), None)
+        return InputFailure(f"{_PREFIX}{_SCHEMA_MISMATCH}", None, (), None)
     return None
 
 
 def _validation_message(exc: JsonSchemaValueException) -> str:
     message = exc.message or _SCHEMA_MISMATCH
-    return f"invalid arguments: {str(message)[:300]}"
+    return f"{_PREFIX}{str(message)[:300]}"
 
 
 def _outcome_code(outcome: ToolOutcome) -> str:

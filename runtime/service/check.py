@@ -40,6 +40,7 @@ from runtime.engine.datacheck import (
 from runtime.engine.model import WorkflowDefinition
 from runtime.engine.parser import parse_definition
 from runtime.errors import WorkflowError
+from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.publication import validate_definition
 from runtime.publication.bindings.destinations import (
     DestinationPolicy,
@@ -188,13 +189,16 @@ def check_binding(
     try:
         route.validate_input(arguments)
     except JsonSchemaValueException as error:
-        where = "/" + "/".join(str(p) for p in error.path[1:])
         hint = (
             ""
             if "binding" in (arguments or {})
             else " (give the workflow_binding_publish arguments)"
         )
-        problems.append(_problem(where, "schema", f"{error.message}{hint}"))
+        # Every schema problem, as a publish refusal lists them; the first keeps the hint.
+        first = SchemaProblem(pointer_of(error.path[1:]), str(error.rule), str(error.message))
+        found = [p.as_json() for p in collect(route, arguments, first).listed]
+        found[0]["message"] += hint
+        problems.extend(found)
         return result
     request = msgspec.convert(arguments, WorkflowBindingPublishInput, strict=False)
     if request.expected_aggregate_version < 0:

@@ -15,7 +15,7 @@ from generated.models import (
     WorkflowBindingRevokeInput,
     WorkflowBindingRevokeOutput,
 )
-from runtime.errors import WorkflowError, input_invalid
+from runtime.errors import WorkflowError
 from runtime.publication.bindings import store
 from runtime.publication.bindings.common import (
     comment_of,
@@ -23,19 +23,19 @@ from runtime.publication.bindings.common import (
     not_found,
     require_owner,
 )
-from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
-from runtime.publication.bindings.effects import check_pinned_version
+from runtime.publication.bindings.destinations import DestinationPolicy
 from runtime.publication.bindings.errors import (
     DECIDE_TOOL,
     RETIRE_TOOL,
     REVOKE_TOOL,
-    BindingRuleViolation,
-    InvalidBindingRequest,
     negative_version_error,
 )
-from runtime.publication.bindings.fields import stored_binding, validate_binding
+from runtime.publication.bindings.fields import stored_binding
 from runtime.publication.bindings.operation import run_binding_operation
+from runtime.publication.bindings.problems import revalidation_refusal
 from runtime.publication.bindings.publish import close_with_decision, version_conflict
+from runtime.publication.bindings.rules import check_pinned, check_revision
+from runtime.publication.offload import off_loop
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -71,23 +71,29 @@ async def _revalidate(
     revision: Mapping[str, Any],
     version_row: Mapping[str, Any],
     policy: DestinationPolicy,
+    parallelism_ceiling: int | None,
 ) -> None:
-    """Approve re-checks the version, effect matrix, static fit and destinations."""
+    """Approve re-checks the version, then every publish rule in one pass (issue 11 item 2).
+
+    The binding's fields, the effect matrix, coverage, static fit, the service's parallelism
+    ceiling and the destination policy as configured now: one refusal lists every problem.
+    """
     if version_row["status"] != "active":
         raise WorkflowError(
             "WORKFLOW_DEFINITION_RETIRED", "the pinned definition version is retired"
         )
-    try:
-        binding = validate_binding(stored_binding(revision["binding"]))
-        reach = await store.read_reach(conn, ctx.host_id, revision["binding_id"])
-        check_pinned_version(version_row["document"], binding, reach)
-        check_destinations(reach.endpoint_targets, policy)
-    except InvalidBindingRequest as rejection:
-        raise input_invalid(
-            f"the revision no longer passes validation: {rejection.message}"
-        ) from None
-    except BindingRuleViolation as violation:
-        raise violation.to_error() from None
+    reach = await store.read_reach(conn, ctx.host_id, revision["binding_id"])
+    checked = check_revision(stored_binding(revision["binding"]), reach)
+    pinned = await off_loop(  # parsing and checking the pinned definition is CPU-bound
+        check_pinned,
+        version_row["document"],
+        checked,
+        policy,
+        parallelism_ceiling=parallelism_ceiling,
+    )
+    problems = [*checked.problems, *pinned.problems]
+    if problems:
+        raise revalidation_refusal(problems)
 
 
 def _decision_receipt(
@@ -166,6 +172,7 @@ async def _decide(
     ctx: InvocationContext,
     request: WorkflowBindingDecideInput,
     policy: DestinationPolicy,
+    parallelism_ceiling: int | None,
 ) -> WorkflowBindingDecideOutput:
     binding_id, decision, operation_id = request.binding_id, request.decision, request.operation_id
     comment = comment_of(request.comment, required=decision == "reject")
@@ -175,7 +182,7 @@ async def _decide(
     if revision["revision_status"] != "pendingApproval":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "the revision is no longer pending approval")
     if decision == "approve":
-        await _revalidate(conn, ctx, revision, version_row, policy)
+        await _revalidate(conn, ctx, revision, version_row, policy, parallelism_ceiling)
         return await _approve(conn, ctx, revision, version_row, head, comment, operation_id)
     decision_id = await close_with_decision(
         conn,
@@ -204,10 +211,12 @@ async def decide_binding(
     arguments: Mapping[str, Any],
     *,
     policy: DestinationPolicy | None = None,
+    maximum_parallelism: int | None = None,
 ) -> WorkflowBindingDecideOutput:
     """workflow_binding_decide: the stored definition owner approves or rejects a pending revision.
 
-    approve revalidates inside the transaction and supersedes the previous active revision;
+    approve revalidates inside the transaction (every problem at once, against the current
+    destination policy and parallelism ceiling) and supersedes the previous active revision;
     reject requires a comment. expectedBindingDigest pins the revision the owner reviewed.
     """
     check_host_assertion(ctx, request.host_id)
@@ -215,7 +224,7 @@ async def decide_binding(
     destination_policy = policy or DestinationPolicy()
 
     async def perform(conn: Connection) -> WorkflowBindingDecideOutput:
-        return await _decide(conn, ctx, request, destination_policy)
+        return await _decide(conn, ctx, request, destination_policy, maximum_parallelism)
 
     return await run_binding_operation(
         db,

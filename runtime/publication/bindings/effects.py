@@ -7,7 +7,6 @@ evidence (they depend on stored state, not only on the request).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from runtime.binding_reach import dependency_for as dependency_for
@@ -25,14 +24,6 @@ from runtime.publication.bindings.reach import Reach
 SYNC_TASK_KINDS = frozenset(
     {"set", "switch", "assert", "http", "mcp", "fork", "for", "try", "raise", "wait", "do"}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class PinnedVersionFit:
-    """What publication learns from the pinned version: the parsed definition, its write tasks."""
-
-    definition: WorkflowDefinition
-    write_tasks: tuple[WriteTask, ...]
 
 
 def _violation(problems: list[BindingProblem]) -> BindingRuleViolation:
@@ -61,14 +52,6 @@ def pinned_definition_problems(
         )
         for pointer, message in reasons
     ]
-
-
-def parse_pinned_definition(document: Any) -> WorkflowDefinition:
-    """Parse the stored document of a pinned version; human/agent/runner tasks are refused."""
-    definition, found = pinned_definition_problems(document)
-    if definition is None:
-        raise _violation(found)
-    return definition
 
 
 def _reached_annotations(
@@ -214,13 +197,6 @@ def binding_static_fit_problems(
     ]
 
 
-def check_static_fit(definition: WorkflowDefinition, binding: Binding) -> None:
-    """Reject a version that cannot fit the binding's runtime bounds and deadline."""
-    found = binding_static_fit_problems(definition, binding)
-    if found:
-        raise _violation(found)
-
-
 def service_parallelism_problems(
     definition: WorkflowDefinition, ceiling: int | None
 ) -> list[BindingProblem]:
@@ -241,21 +217,3 @@ def service_parallelism_problems(
         for pointer, width in sorted(fork_widths(definition).items())
         if width > ceiling
     ]
-
-
-def check_service_parallelism(definition: WorkflowDefinition, ceiling: int | None) -> None:
-    """Reject a fork wider than the service's execution.maximum_parallelism."""
-    found = service_parallelism_problems(definition, ceiling)
-    if found:
-        raise _violation(found)
-
-
-def check_pinned_version(
-    document: Any, binding: Binding, reach: Reach, *, parallelism_ceiling: int | None = None
-) -> PinnedVersionFit:
-    """Parse the pinned version, run the effect matrix, the static fit and service ceilings."""
-    definition = parse_pinned_definition(document)
-    writes = check_effect_matrix(definition, binding, reach)
-    check_static_fit(definition, binding)
-    check_service_parallelism(definition, parallelism_ceiling)
-    return PinnedVersionFit(definition=definition, write_tasks=writes)

@@ -69,10 +69,14 @@ class InvalidBindingRequest(ValueError):
     version 2 evidence and stores it under the operationId.
     """
 
-    def __init__(self, section: RequestSection, message: str) -> None:
+    def __init__(
+        self, section: RequestSection, message: str, problems: Sequence[Mapping[str, str]] = ()
+    ) -> None:
         super().__init__(message)
         self.section: RequestSection = section
         self.message = message
+        # Every problem of a catalog-validator refusal ({pointer, rule, message}), when listed.
+        self.problems = [dict(problem) for problem in problems]
 
 
 class BindingRuleViolation(ValueError):
@@ -119,10 +123,10 @@ def evidence_of(section: RequestSection, operation_id: str) -> dict[str, Any]:
 
 def request_section_error(rejection: InvalidBindingRequest, operation_id: str) -> WorkflowError:
     """Version 2 evidence: bindingFields (section binding) or bindingReach (section reach)."""
-    evidence = evidence_of(rejection.section, operation_id)
-    return WorkflowError(
-        "WORKFLOW_INPUT_INVALID", rejection.message, details={"requestValidation": evidence}
-    )
+    details: dict[str, Any] = {"requestValidation": evidence_of(rejection.section, operation_id)}
+    if rejection.problems:
+        details["problems"] = rejection.problems
+    return WorkflowError("WORKFLOW_INPUT_INVALID", rejection.message, details=details)
 
 
 def has_request_evidence(error: WorkflowError) -> bool:

@@ -96,3 +96,16 @@ def refusal(problems: Iterable[BindingProblem], operation_id: str) -> WorkflowEr
         details["requestValidation"] = evidence_of(section, operation_id)
     code = POLICY_DENIED if section is None and all(p.policy for p in found) else INPUT_INVALID
     return WorkflowError(code, refusal_message(found), details=details)
+
+
+def revalidation_refusal(problems: Iterable[BindingProblem]) -> WorkflowError:
+    """Owner approval's refusal of a revision that no longer passes: every problem, no evidence.
+
+    WORKFLOW_POLICY_DENIED when every problem is a destination refusal (as publish), else
+    WORKFLOW_INPUT_INVALID; nothing is stored (it depends on the current state and settings).
+    """
+    found = ordered(problems)
+    details = {"problems": [p.as_json() for p in found[:MAX_LISTED]]}
+    code = POLICY_DENIED if all(p.policy for p in found) else INPUT_INVALID
+    message = f"the revision no longer passes validation: {refusal_message(found)}"
+    return WorkflowError(code, message, details=details)

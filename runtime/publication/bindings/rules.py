@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generated.models import WorkflowBindingPublishInput
+from generated.models import ToolBinding, WorkflowBindingPublishInput
 from runtime.engine.analysis import WriteTask
 from runtime.engine.model import WorkflowDefinition
 from runtime.publication.bindings.coverage import coverage_problems
@@ -64,6 +64,20 @@ def check_request(request: WorkflowBindingPublishInput) -> RequestCheck:
         reach=reach_of(request.dependencies, request.endpoint_targets),
         targets=indexed_targets(request.endpoint_targets),
         problems=problems,
+    )
+
+
+def check_revision(binding: ToolBinding, reach: Reach) -> RequestCheck:
+    """A stored revision's binding and reach as the request rules leave them (owner approval).
+
+    The stored reach is already in its canonical order (it passed bindingReach when published),
+    so a target's pointer index is its place in that order.
+    """
+    return RequestCheck(
+        binding=binding_of(binding),
+        reach=reach,
+        targets=list(enumerate(reach.endpoint_targets)),
+        problems=binding_field_problems(binding),
     )
 
 
