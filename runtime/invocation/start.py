@@ -9,7 +9,7 @@ from typing import Any
 
 from generated.models import WorkflowStartOutput
 from runtime.canonical import CanonicalError, load_definition_yaml
-from runtime.engine import DefinitionError, parse_definition
+from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.errors import WorkflowError
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, seal_for, write_run
@@ -27,7 +27,15 @@ START_DEADLINE = timedelta(hours=24)
 START_KEY_KIND = "start"
 
 
-def _head_document(head: Mapping[str, Any] | None, expected: str | None) -> dict[str, Any]:
+# The parsed saved heads, by definition digest: a digest names one document, so its parse is
+# the same for every start (YAML loading and parsing were a large share of a start's CPU).
+_HEADS: dict[str, tuple[dict[str, Any], WorkflowDefinition]] = {}
+_HEADS_SIZE = 256
+
+
+def _head_document(
+    head: Mapping[str, Any] | None, expected: str | None
+) -> tuple[dict[str, Any], WorkflowDefinition]:
     if head is None:
         raise WorkflowError("WORKFLOW_NOT_FOUND", "no saved definition with this wfDefId")
     if expected is not None and expected != head["definition_digest"]:
@@ -38,17 +46,25 @@ def _head_document(head: Mapping[str, Any] | None, expected: str | None) -> dict
         )
     if not head["active"]:
         raise WorkflowError("WORKFLOW_START_REJECTED", "the saved definition is not active")
+    digest = str(head["definition_digest"])
+    parsed = _HEADS.get(digest)
+    if parsed is None:
+        parsed = _parse_head(head["definition"])
+        if len(_HEADS) >= _HEADS_SIZE:
+            del _HEADS[next(iter(_HEADS))]
+        _HEADS[digest] = parsed
+    return parsed
+
+
+def _parse_head(text: str) -> tuple[dict[str, Any], WorkflowDefinition]:
     try:
-        return load_definition_yaml(head["definition"])
+        document = load_definition_yaml(text)
     except CanonicalError:
         raise WorkflowError(
             "WORKFLOW_START_REJECTED", "the saved definition cannot be read"
         ) from None
-
-
-def _deadline(document: dict[str, Any], admitted: datetime) -> datetime:
     try:
-        timeout_ms = parse_definition(document).timeout_ms
+        return document, parse_definition(document)
     except DefinitionError as error:
         # The same problems publish would list, so the editor can show where to fix the head.
         raise WorkflowError(
@@ -56,9 +72,12 @@ def _deadline(document: dict[str, Any], admitted: datetime) -> datetime:
             f"the saved definition is not a valid workflow: {error.message}",
             details=error.details(),
         ) from None
+
+
+def _deadline(definition: WorkflowDefinition, admitted: datetime) -> datetime:
     deadline = admitted + START_DEADLINE
-    if timeout_ms is not None:
-        deadline = min(deadline, admitted + timedelta(milliseconds=timeout_ms))
+    if definition.timeout_ms is not None:
+        deadline = min(deadline, admitted + timedelta(milliseconds=definition.timeout_ms))
     return deadline
 
 
@@ -117,7 +136,7 @@ async def start_workflow(
     sealed = _sealed_or_none(keyring, ctx, process_id)
     async with db.transaction() as conn:
         head = await store.select_head(conn, ctx.host_id, wf_def_id)
-        document = _head_document(head, request.expected_definition_digest)
+        document, definition = _head_document(head, request.expected_definition_digest)
         assert head is not None
         input_digest = rules.check_input(request.input, None, document)
         admitted = datetime.now(UTC)
@@ -128,7 +147,7 @@ async def start_workflow(
             wf_def_id=wf_def_id,
             definition=document,
             definition_digest=head["definition_digest"],
-            deadline_ts=_deadline(document, admitted),
+            deadline_ts=_deadline(definition, admitted),
             execution_class="standard",
             cancellation_policy="before-effects-only",
             budget=DEFAULT_BUDGET,
@@ -157,7 +176,7 @@ async def start_workflow(
                 "this idempotencyKey was used with another input, definition or client",
             )
         if claim.outcome == "accepted":
-            check_token_covers_run(ctx, document, plan.deadline_ts, can_exchange=can_exchange)
+            check_token_covers_run(ctx, definition, plan.deadline_ts, can_exchange=can_exchange)
             capacity.admit(
                 plan.execution_class, (plan.deadline_ts - admitted).total_seconds() * 1000
             )

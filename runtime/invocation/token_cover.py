@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from runtime.engine import parse_definition
+from runtime.engine import WorkflowDefinition
 from runtime.engine.analysis import worst_case_dispatches
 from runtime.errors import WorkflowError
 from runtime.invocation.results import timestamp
@@ -13,7 +12,11 @@ from runtime.security import InvocationContext
 
 
 def check_token_covers_run(
-    ctx: InvocationContext, document: dict[str, Any], deadline: datetime, *, can_exchange: bool
+    ctx: InvocationContext,
+    definition: WorkflowDefinition,
+    deadline: datetime,
+    *,
+    can_exchange: bool,
 ) -> None:
     """Refuse a start whose outbound calls would outlive the user's token with no exchange.
 
@@ -23,7 +26,7 @@ def check_token_covers_run(
     """
     if can_exchange or ctx.user_token_expires_at >= deadline:
         return
-    if worst_case_dispatches(parse_definition(document)) == 0:
+    if worst_case_dispatches(definition) == 0:
         return
     raise WorkflowError(
         "WORKFLOW_START_REJECTED",
