@@ -35,7 +35,14 @@ from runtime.settings import GatewaySettings, Settings
 from tests.support.binding_builders import HOST
 from tests.support.invocation import Tool
 from tests.support.mcp import MODERN, McpTestClient
-from tests.support.server import REPO_ROOT, LiveServer, free_port, run_server, stop_process
+from tests.support.server import (
+    REPO_ROOT,
+    LiveServer,
+    free_port,
+    run_server,
+    stop_process,
+    template_copy,
+)
 
 if TYPE_CHECKING:
     from tests.conftest import PgCluster
@@ -309,12 +316,8 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 @pytest.fixture(scope="module")
 async def gateway_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
     """A migrated database of the module's own service."""
-    name = pg_cluster.new_name("gateway")
-    url = await pg_cluster.create_database(name, template=migrated_template)
-    try:
+    async with template_copy(pg_cluster, migrated_template, "gateway") as url:
         yield url
-    finally:
-        await pg_cluster.drop_database(name)
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,8 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -33,11 +31,12 @@ from tests.support.mcp import McpTestClient
 from tests.support.scale_out import scalar
 from tests.support.server import (
     REPO_ROOT,
-    START_TIMEOUT_SECONDS,
-    STOP_TIMEOUT_SECONDS,
     LiveServer,
     free_port,
     run_server,
+    stop_process,
+    template_copy,
+    wait_until_answering,
     write_config,
 )
 
@@ -160,50 +159,21 @@ def keyless_server(
             cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True,
         )  # fmt: skip
-    atexit.register(_terminate, process)
+    atexit.register(stop_process, process)
     try:
-        _wait_until_alive(process, server)
+        # A keyless service is never ready (/readyz 503), but it is alive.
+        wait_until_answering(process, server, "/healthz")
         yield server
     finally:
-        _terminate(process)
-        atexit.unregister(_terminate)
-
-
-def _wait_until_alive(process: subprocess.Popen[bytes], server: LiveServer) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log_tail()}")
-        try:
-            if httpx.get(f"{server.base_url}/healthz", timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"server not alive after {START_TIMEOUT_SECONDS}s:\n{server.log_tail()}")
-
-
-def _terminate(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    # The server leads its own process group (start_new_session): this reaches only it.
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        stop_process(process)
+        atexit.unregister(stop_process)
 
 
 @pytest.fixture(scope="session")
 async def qual_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
     """A migrated database of the qualification stack, dropped after the session."""
-    name = pg_cluster.new_name("qual")
-    url = await pg_cluster.create_database(name, template=migrated_template)
-    try:
+    async with template_copy(pg_cluster, migrated_template, "qual") as url:
         yield url
-    finally:
-        await pg_cluster.drop_database(name)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,13 +94,16 @@ def write_config(directory: Path, identity: DevIdentity, port: int) -> Path:
     return path
 
 
-def _wait_until_ready(process: subprocess.Popen[bytes], server: LiveServer) -> None:
+def wait_until_answering(
+    process: subprocess.Popen[bytes], server: LiveServer, path: str = "/readyz"
+) -> None:
+    """Poll the server's path until it answers 200; fail when the process exits or time runs out."""
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}:\n{server.log_tail()}")
         try:
-            if httpx.get(f"{server.base_url}/readyz", timeout=2.0).status_code == 200:
+            if httpx.get(f"{server.base_url}{path}", timeout=2.0).status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -153,7 +156,7 @@ def run_server(
     # Covers exits where fixture teardown never runs; unregistered after a normal stop.
     atexit.register(stop_process, process)
     try:
-        _wait_until_ready(process, server)
+        wait_until_answering(process, server)
         yield server
     finally:
         stop_process(process)
@@ -166,15 +169,22 @@ def live_identity(tmp_path_factory: pytest.TempPathFactory) -> DevIdentity:
     return DevIdentity(tmp_path_factory.mktemp("live-identity"))
 
 
-@pytest.fixture(scope="session")
-async def live_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
-    """A migrated database for the live server, dropped after the session."""
-    name = pg_cluster.new_name("live")
-    url = await pg_cluster.create_database(name, template=migrated_template)
+@asynccontextmanager
+async def template_copy(pg_cluster: PgCluster, template: str, prefix: str) -> AsyncIterator[str]:
+    """A fresh copy of the migrated template database, dropped when the block exits."""
+    name = pg_cluster.new_name(prefix)
+    url = await pg_cluster.create_database(name, template=template)
     try:
         yield url
     finally:
         await pg_cluster.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+async def live_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
+    """A migrated database for the live server, dropped after the session."""
+    async with template_copy(pg_cluster, migrated_template, "live") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
