@@ -6,6 +6,7 @@ from runtime.execution.effects import AFTER_DISPATCH_POINT, CALL_SLOTS, DurableE
 from runtime.execution.service import (
     RunWatch,
     admit_run,
+    first_task_payload,
     forget_expired_credentials,
     read_run,
     start_workflow_run,
@@ -30,6 +31,7 @@ __all__ = [
     "admit_run",
     "close_waiter",
     "configure_waiter",
+    "first_task_payload",
     "forget_expired_credentials",
     "read_run",
     "start_workflow_run",

@@ -4,22 +4,12 @@
 -- insert_run_spec --
 -- Record what a run executes (definition source, caller, interpreter limits) and, when the
 -- caller's token was sealed, the run credential: one statement.
-WITH spec AS (
-    INSERT INTO workflow_run_spec (
-        host_id, process_id, wf_def_id, workflow_version, definition, binding_id, user_id, limits
-    ) VALUES (
-        %(host_id)s, %(process_id)s, %(wf_def_id)s, %(workflow_version)s, %(definition)s,
-        %(binding_id)s, %(user_id)s, %(limits)s
-    )
-    RETURNING host_id, process_id
-)
-INSERT INTO workflow_run_credential (
-    host_id, process_id, key_id, nonce, ciphertext, token_expires_ts, expires_ts
-)
-SELECT s.host_id, s.process_id, %(key_id)s, %(nonce)s, %(ciphertext)s, %(token_expires_ts)s,
-       %(expires_ts)s
-FROM spec s
-WHERE %(sealed)s;
+SELECT workflow_record_run_spec(
+    %(host_id)s::uuid, %(process_id)s::uuid, %(wf_def_id)s::uuid, %(workflow_version)s::text,
+    %(definition)s::jsonb, %(binding_id)s::uuid, %(user_id)s::text, %(limits)s::jsonb,
+    %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea, %(token_expires_ts)s::timestamptz,
+    %(expires_ts)s::timestamptz
+);
 
 -- select_run_spec --
 -- Read what a run executes.

@@ -111,6 +111,11 @@ async def start_workflow_run(
     return process_id
 
 
+def first_task_payload(spec: store.RunSpec, input: Any) -> dict[str, Any]:
+    """The first task of a new run: its input and its spec (so its claim reads no spec row)."""
+    return {"input": input, store.SPEC_KEY: store.spec_payload(spec)}
+
+
 async def admit_run(
     conn: Any,
     spec: store.RunSpec,
@@ -134,7 +139,7 @@ async def admit_run(
         process_id=spec.process_id,
         first_task=NewTask(
             WORKFLOW_TASK_KIND,
-            {"input": input, store.SPEC_KEY: store.spec_payload(spec)},
+            first_task_payload(spec, input),
             step_no=0,
         ),
         execution_class=execution_class,

@@ -97,7 +97,6 @@ async def insert_run_spec(
             "binding_id": spec.binding_id,
             "user_id": spec.user_id,
             "limits": Jsonb(spec.limits),
-            "sealed": sealed is not None,
             "key_id": None if sealed is None else sealed.key_id,
             "nonce": None if sealed is None else sealed.nonce,
             "ciphertext": None if sealed is None else sealed.ciphertext,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,14 +10,21 @@ from typing import Any
 from generated.models import WorkflowInvokeOutput
 from runtime import telemetry
 from runtime.errors import WorkflowError, policy_denied
-from runtime.execution import watch_run
+from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, first_task_payload, watch_run
+from runtime.execution.credential import token_expiry
 from runtime.invocation import rules, store
-from runtime.invocation.launch import RunPlan, refresh_credential, seal_for, write_run
+from runtime.invocation.launch import refresh_credential, seal_for
 from runtime.invocation.requests import InvokeRequest
+from runtime.invocation.revisions import (
+    ActiveRevision,
+    cache_of,
+    definition_retired,
+    read_active_revision,
+)
 from runtime.invocation.waiting import WaitedRun, finish_invoke
 from runtime.scheduler import capacity
 from runtime.security import InvocationContext, Keyring, SealedSecret
-from runtime.store import Connection, Database
+from runtime.store import Database, retry_on_connection_error
 
 NESTED_REFUSAL = "nested workflow-backed Tool calls require the workflow action dispatch"
 
@@ -43,26 +49,12 @@ class Sealed:
     secret: SealedSecret
 
 
-def _unknown_tool() -> WorkflowError:
-    # The lookup is host-scoped: a Tool of another host reads exactly like an unknown one.
-    return WorkflowError(
-        "WORKFLOW_NOT_FOUND", "no workflow-backed Tool with this stableToolRef on the caller's host"
-    )
+# Admissions against a cached revision, then against freshly read ones, before a call whose
+# Tool head keeps moving under it is told to retry.
+ADMISSION_TRIES = 3
 
 
-async def _active_revision(conn: Connection, host_id: str, tool_id: str) -> dict[str, Any]:
-    row = await store.lock_active_revision(conn, host_id, tool_id)
-    if row is not None and row["binding_id"] is not None:
-        return row
-    closed = await store.select_last_closed_status(conn, host_id, tool_id)
-    if row is None and closed is None:
-        raise _unknown_tool()
-    if closed == "revoked":
-        raise policy_denied("binding revoked by workflow owner")
-    raise policy_denied("the Tool has no active owner-approved binding revision")
-
-
-def _check_digests(revision: Mapping[str, Any], request: InvokeRequest) -> None:
+def _check_digests(revision: ActiveRevision, request: InvokeRequest) -> None:
     expected_binding = request.expected_binding_digest
     if expected_binding is None:
         raise WorkflowError(
@@ -70,149 +62,178 @@ def _check_digests(revision: Mapping[str, Any], request: InvokeRequest) -> None:
             "expectedBindingDigest is required: pass the Tool's bindingDigest"
             " (workflow_tools_list_full or workflow_binding_get)",
         )
-    if expected_binding != revision["binding_digest"]:
+    if expected_binding != revision.binding_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH", "expectedBindingDigest is not the active revision's"
         )
-    if request.expected_definition_digest != revision["definition_digest"]:
+    if request.expected_definition_digest != revision.definition_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH", "expectedDefinitionDigest is not the pinned version's"
         )
 
 
-async def _pinned_document(conn: Connection, host_id: str, revision: Mapping[str, Any]) -> Any:
-    version = await store.lock_version_for_share(
-        conn, host_id, revision["wf_def_id"], revision["workflow_version"]
+def _admission_params(
+    ctx: InvocationContext, request: InvokeRequest, revision: ActiveRevision, sealed: Sealed
+) -> dict[str, Any]:
+    """Steps 1-6 of seed 000 admission that need no storage, as admit_invoke's parameters."""
+    _check_digests(revision, request)
+    rules.check_caller_policy(ctx, revision.caller_policy)
+    # One canonicalization serves the digest and the size bound.
+    canonical = rules.canonical_input(request.input)
+    input_digest = rules.check_prepared_input(request.input, revision.input_checks, canonical)
+    rules.check_request_bytes(
+        request.input, {"maximumRequestBytes": revision.maximum_request_bytes}, canonical=canonical
     )
-    if version is None or version["status"] == "retired":
-        raise WorkflowError(
-            "WORKFLOW_DEFINITION_RETIRED", "the Tool's pinned definition version is retired"
-        )
-    return version["document"]
-
-
-def _plan(revision: Mapping[str, Any], request: InvokeRequest, process_id: str) -> RunPlan:
-    bounds = revision["runtime_bounds"]
-    now = datetime.now(UTC)
-    return RunPlan(
-        process_id=process_id,
-        operation="invoke",
-        input=request.input,
-        wf_def_id=revision["wf_def_id"],
-        workflow_version=revision["workflow_version"],
-        definition_digest=revision["definition_digest"],
-        deadline_ts=now + timedelta(milliseconds=int(revision["total_deadline_ms"])),
-        execution_class=revision["execution_class"],
-        cancellation_policy=revision["cancellation_policy"],
-        budget=rules.budget_from(bounds),
-        limits=rules.run_limits_from(bounds),
-        tool_id=revision["tool_id"],
-        binding_id=revision["binding_id"],
+    kind = revision.idempotency_kind
+    key = rules.idempotency_key({"kind": kind}, request.idempotency_key, input_digest)
+    deadline_ts = datetime.now(UTC) + timedelta(milliseconds=revision.total_deadline_ms)
+    limits = revision.admission_limits
+    spec = RunSpec(
+        host_id=ctx.host_id,
+        process_id=sealed.process_id,
+        wf_def_id=revision.wf_def_id,
+        workflow_version=revision.workflow_version,
+        definition=None,
+        binding_id=revision.binding_id,
+        user_id=ctx.user_id,
+        limits=revision.run_limits,
     )
-
-
-def _authority(ctx: InvocationContext, plan: RunPlan, action_limit: int) -> dict[str, Any]:
-    # Seed 000: an invoke run has no LONG grant, so the run id is its grant id.
     return {
         "host_id": ctx.host_id,
-        "grant_id": plan.process_id,
-        "process_id": plan.process_id,
+        "tool_id": revision.tool_id,
+        "binding_id": revision.binding_id,
+        "wf_def_id": revision.wf_def_id,
+        "workflow_version": revision.workflow_version,
+        "check_evidence": revision.has_write_tasks,
+        "scope_digest": rules.scope_digest(
+            kind,
+            ctx.host_id,
+            revision.tool_id,
+            ctx.subject,
+            key,
+            profile=rules.input_profile(request.input),
+        ),
+        "key_kind": kind,
+        "process_id": sealed.process_id,
+        "principal_subject": rules.principal_of(ctx),
+        "input_digest": input_digest,
+        "definition_digest": revision.definition_digest,
+        "result_replay_ms": revision.result_replay_ms,
+        "deadline_ts": deadline_ts,
         "user_id": ctx.user_id,
-        "deadline_ts": plan.deadline_ts,
-        "action_limit": action_limit,
-        "credential_kind": "invoke",
+        "end_user_subject": ctx.subject,
+        "maximum_concurrent_runs": int(limits["maximumConcurrentRuns"]),
+        "maximum_concurrent_runs_per_user": int(limits["maximumConcurrentRunsPerUser"]),
+        "starts_per_minute": int(limits["startsPerMinute"]),
+        "starts_per_minute_per_user": int(limits["startsPerMinutePerUser"]),
+        "execution_class": revision.execution_class,
+        "cancellation_policy": revision.cancellation_policy,
+        **revision.budget.as_params(),
+        "task_kind": WORKFLOW_TASK_KIND,
+        "payload": first_task_payload(spec, request.input),
+        "limits": revision.run_limits,
+        "key_id": sealed.secret.key_id,
+        "nonce": sealed.secret.nonce,
+        "ciphertext": sealed.secret.ciphertext,
+        # The verified exp (the same claim token_expiry would read, without a second decode).
+        "token_expires_ts": ctx.user_token_expires_at,
+        "action_limit": revision.action_limit,
     }
 
 
-async def _admit_new_run(
-    conn: Connection,
-    ctx: InvocationContext,
-    revision: Mapping[str, Any],
-    plan: RunPlan,
-    sealed: Sealed,
-    principal: str,
-) -> None:
-    """Step 7 for a new run: evidence, capacity, admission limits, then the run and authority.
+def _refusal(outcome: store.AdmitOutcome) -> WorkflowError:
+    """The typed error of an admission the statement refused."""
+    if outcome.outcome == "retired":
+        return definition_retired()
+    if outcome.outcome == "missing_evidence":
+        return WorkflowError(
+            "WORKFLOW_START_REJECTED",
+            f"write task {outcome.detail} has no approval evidence for this binding revision",
+        )
+    if outcome.outcome == "conflict":
+        return WorkflowError(
+            "WORKFLOW_IDEMPOTENCY_CONFLICT",
+            "this idempotency key is in use with another input, definition or client",
+            workflow_instance_id=outcome.process_id,
+        )
+    return WorkflowError(
+        "WORKFLOW_OPERATION_PENDING",
+        "the Tool's publication changed while this call was admitted; retry",
+    )
 
-    Any refusal rolls the reservation back with the rest of the admission transaction.
-    """
-    binding_id, tool_id = revision["binding_id"], revision["tool_id"]
-    if revision.get("has_write_tasks", True):
-        rules.check_evidence(await store.select_missing_evidence(conn, ctx.host_id, binding_id))
-    wait_ms = min(int(revision["sync_wait_ms"]), int(revision["total_deadline_ms"]))
-    capacity.admit(plan.execution_class, wait_ms)
-    await store.lock_tool_admission(conn, ctx.host_id, tool_id)
-    counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
-    rules.check_admission_limits(revision["admission_limits"], counts)
-    await write_run(conn, ctx, plan, sealed.secret, principal)
-    limit = rules.action_limit_from(revision["runtime_bounds"])
-    await store.insert_action_authority(conn, _authority(ctx, plan, limit))
+
+async def _admit_once(
+    db: Database, ctx: InvocationContext, request: InvokeRequest, sealed: Sealed, fresh: bool
+) -> tuple[ActiveRevision, store.AdmitOutcome]:
+    tool_id = str(uuid.UUID(request.stable_tool_ref))
+    cached = None if fresh else cache_of(db).get(ctx.host_id, tool_id)
+    revision = cached or await read_active_revision(db, ctx.host_id, tool_id)
+    try:
+        params = _admission_params(ctx, request, revision, sealed)
+    except WorkflowError:
+        if cached is None:
+            raise
+        # A refusal read off a cached revision may be the cache's (the head moved since):
+        # the stored revision decides.
+        revision = await read_active_revision(db, ctx.host_id, tool_id)
+        params = _admission_params(ctx, request, revision, sealed)
+    wait_ms = min(revision.sync_wait_ms, revision.total_deadline_ms)
+    capacity.admit(revision.execution_class, wait_ms)
+
+    async def admit() -> store.AdmitOutcome:
+        async with db.connection() as conn:
+            return await store.admit_invoke(conn, params)
+
+    try:
+        # Safe to repeat: a first try that committed before its answer was lost holds this
+        # scope for this process id, so the repeat attaches to the run it admitted.
+        return revision, await retry_on_connection_error(admit, attempts=2)
+    except store.AdmissionLimitReached as reached:
+        rules.check_admission_limits(revision.admission_limits, reached.counts)
+        raise AssertionError("the limit the statement reached is one the rules name") from None
 
 
 async def _admit(
-    conn: Connection,
+    db: Database,
     ctx: InvocationContext,
     request: InvokeRequest,
     keyring: Keyring,
     sealed: Sealed,
 ) -> Admitted:
-    tool_id = str(uuid.UUID(request.stable_tool_ref))
-    revision = await _active_revision(conn, ctx.host_id, tool_id)
-    _check_digests(revision, request)
-    document = await _pinned_document(conn, ctx.host_id, revision)
-    rules.check_caller_policy(ctx, revision["caller_policy"])
-    # One canonicalization serves the digest and the size bound.
-    canonical = rules.canonical_input(request.input)
-    input_digest = rules.check_input(
-        request.input, revision["input_schema"], document, canonical=canonical
-    )
-    rules.check_request_bytes(request.input, revision["runtime_bounds"], canonical=canonical)
-    policy = revision["idempotency_policy"]
-    key = rules.idempotency_key(policy, request.idempotency_key, input_digest)
-    plan = _plan(revision, request, sealed.process_id)
-    principal = rules.principal_of(ctx)
-    claim = await store.claim_idempotency(
-        conn,
-        {
-            "host_id": ctx.host_id,
-            "scope_digest": rules.scope_digest(
-                policy["kind"],
-                ctx.host_id,
-                tool_id,
-                ctx.subject,
-                key,
-                profile=rules.input_profile(request.input),
-            ),
-            "operation": "invoke",
-            "key_kind": policy["kind"],
-            "process_id": plan.process_id,
-            "principal_subject": principal,
-            "input_digest": input_digest,
-            "definition_digest": revision["definition_digest"],
-            "result_replay_ms": int(policy["resultReplayMs"]),
-            "deadline_ts": plan.deadline_ts,
-        },
-    )
-    sync_wait_ms = int(revision["sync_wait_ms"])
-    if claim.outcome == "conflict":
-        raise WorkflowError(
-            "WORKFLOW_IDEMPOTENCY_CONFLICT",
-            "this idempotency key is in use with another input, definition or client",
-            workflow_instance_id=claim.process_id,
-        )
-    if claim.outcome == "accepted":
-        # Re-attach and replay never reach this branch: they never count as starts.
-        await _admit_new_run(conn, ctx, revision, plan, sealed, principal)
-        run = {"state": "ACCEPTED", "deadline_ts": plan.deadline_ts, "effect_state": "none"}
-    else:
-        if claim.outcome == "attach":
-            await refresh_credential(conn, keyring, ctx, claim.process_id)
-        owned = await store.select_owned_run(conn, ctx.host_id, claim.process_id)
-        assert owned is not None  # the reservation names a run admitted in a committed tx
-        run = owned
+    """Admit through the one statement: a cached revision first, a fresh one when stale."""
+    for attempt in range(ADMISSION_TRIES):
+        revision, outcome = await _admit_once(db, ctx, request, sealed, fresh=attempt > 0)
+        if outcome.outcome != "stale":
+            break
+        cache_of(db).forget(ctx.host_id, revision.tool_id)
+    if outcome.outcome not in ("accepted", "attach", "replay") or outcome.process_id is None:
+        raise _refusal(outcome)
+    if outcome.outcome == "accepted":
+        telemetry.run_admitted(outcome.process_id)
+    elif outcome.outcome == "attach":
+        await _refresh_credential(db, keyring, ctx, outcome)
+    # The reservation names a run admitted in a committed transaction.
+    assert outcome.run is not None
     return Admitted(
-        claim.process_id, claim.outcome, revision["definition_digest"], sync_wait_ms, run
+        outcome.process_id,
+        outcome.outcome,
+        revision.definition_digest,
+        revision.sync_wait_ms,
+        outcome.run,
     )
+
+
+async def _refresh_credential(
+    db: Database, keyring: Keyring, ctx: InvocationContext, outcome: store.AdmitOutcome
+) -> None:
+    """On a re-attach: store the caller's token only when it outlives the stored one."""
+    expires = token_expiry(ctx.user_token) or ctx.user_token_expires_at
+    stored = outcome.token_expires_ts
+    if stored is None or expires is None or expires <= stored:
+        return
+    assert outcome.process_id is not None
+    async with db.connection() as conn:
+        await refresh_credential(conn, keyring, ctx, outcome.process_id)
 
 
 async def invoke_tool(
@@ -220,7 +241,7 @@ async def invoke_tool(
 ) -> WorkflowInvokeOutput:
     """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error.
 
-    One transaction admits and enqueues; the watch on the new run is registered before it
+    One statement admits and enqueues; the watch on the new run is registered before it
     commits, so an executor of this process hands the run's end over without a read.
     """
     if request.parent_action_id is not None:
@@ -231,10 +252,7 @@ async def invoke_tool(
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
     async with watch_run(db, process_id) as watch:
-        async with db.transaction() as conn:
-            admitted = await telemetry.admission(
-                "invoke", _admit(conn, ctx, request, keyring, sealed)
-            )
+        admitted = await telemetry.admission("invoke", _admit(db, ctx, request, keyring, sealed))
         if admitted.outcome == "accepted":
             return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
     async with watch_run(db, admitted.process_id) as watch:

@@ -1,20 +1,43 @@
 -- Named queries of invocation admission and the lifecycle tools (runtime/invocation).
 
--- lock_active_revision --
--- The Tool's publication head (FOR SHARE: a revocation waits for admissions) and its active revision.
+-- select_active_revision --
+-- The Tool's active revision and its pinned version's status and document, read without a lock:
+-- admission caches it by revision and admit_invoke re-checks the head and version under lock.
 -- has_write_tasks: only a revision with write tasks can lack approval evidence (its write_tasks
 -- never change), so admission reads the evidence of no other.
-SELECT h.active_binding_id::text AS active_binding_id,
-       r.binding_id::text AS binding_id, r.tool_id::text AS tool_id, r.wf_def_id::text AS wf_def_id,
+SELECT r.binding_id::text AS binding_id, r.tool_id::text AS tool_id, r.wf_def_id::text AS wf_def_id,
        r.workflow_version, r.definition_digest, r.binding_digest, r.sync_wait_ms,
        r.total_deadline_ms, r.execution_class, r.cancellation_policy, r.idempotency_policy,
        r.runtime_bounds, r.admission_limits, r.caller_policy, r.input_schema,
-       r.write_tasks <> '[]'::jsonb AS has_write_tasks
+       r.write_tasks <> '[]'::jsonb AS has_write_tasks,
+       v.status AS version_status, v.document
 FROM workflow_tool_publication_t h
 LEFT JOIN workflow_tool_binding_t r
        ON r.host_id = h.host_id AND r.binding_id = h.active_binding_id
-WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s
-FOR SHARE OF h;
+LEFT JOIN wf_definition_version_t v
+       ON v.host_id = r.host_id AND v.wf_def_id = r.wf_def_id AND v.version = r.workflow_version
+WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s;
+
+-- admit_invoke --
+-- workflow_invoke's whole admission in one statement (workflow_admit_invoke, migration 0025).
+SELECT outcome, process_id::text AS process_id, state, effect_state, deadline_ts, result, error,
+       token_expires_ts, detail
+FROM workflow_admit_invoke(
+    %(host_id)s::uuid, %(tool_id)s::uuid, %(binding_id)s::uuid, %(wf_def_id)s::uuid,
+    %(workflow_version)s::text, %(check_evidence)s::boolean,
+    %(scope_digest)s::text, %(key_kind)s::text, %(process_id)s::uuid,
+    %(principal_subject)s::text, %(input_digest)s::text, %(definition_digest)s::text,
+    %(result_replay_ms)s::bigint, %(deadline_ts)s::timestamptz,
+    %(user_id)s::text, %(end_user_subject)s::text,
+    %(maximum_concurrent_runs)s::bigint, %(maximum_concurrent_runs_per_user)s::bigint,
+    %(starts_per_minute)s::bigint, %(starts_per_minute_per_user)s::bigint,
+    %(execution_class)s::text, %(cancellation_policy)s::text,
+    %(attempts)s::integer, %(nested_calls)s::integer, %(request_bytes)s::bigint,
+    %(intermediate_bytes)s::bigint, %(result_bytes)s::bigint, %(cost_units)s::bigint,
+    %(task_kind)s::text, %(payload)s::jsonb, %(limits)s::jsonb,
+    %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea,
+    %(token_expires_ts)s::timestamptz, %(action_limit)s::integer
+);
 
 -- select_last_closed_status --
 -- The status of the Tool's most recently closed revision (revoked, retired, ...), if any.
@@ -24,13 +47,6 @@ WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s
   AND revision_status NOT IN ('pendingApproval', 'approved')
 ORDER BY decided_ts DESC NULLS LAST, requested_ts DESC
 LIMIT 1;
-
--- lock_version_for_share --
--- A published definition version (FOR SHARE: a retire waits for admissions) with its document.
-SELECT status, definition_digest, document
-FROM wf_definition_version_t
-WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(version)s
-FOR SHARE;
 
 -- select_head --
 -- A saved definition head (what workflow_start runs).
@@ -46,43 +62,6 @@ FROM workflow_claim_idempotency_v2(
     %(principal_subject)s, %(input_digest)s, %(definition_digest)s, %(result_replay_ms)s,
     %(deadline_ts)s
 );
-
--- lock_tool_admission --
--- Serialize admissions of one Tool (all revisions) for the rest of the transaction.
-SELECT pg_advisory_xact_lock(hashtextextended('workflow-tool-admission:' || %(host_id)s || ':' || %(tool_id)s, 0));
-
--- count_tool_admissions --
--- Live runs and starts in the last minute of a Tool, overall and for one end user.
--- Two index-bounded reads rather than one join over the Tool's whole history: live runs come
--- from the host's live-run index, recent starts from a created_ts range of the Tool index. The
--- cutoff is one clock reading taken as an InitPlan (a volatile call per row cannot bound an
--- index scan); clock_timestamp(), not now(), because the admission lock may have been waited on.
-WITH clock AS MATERIALIZED (
-    SELECT clock_timestamp() AS at
-),
-live AS (
-    SELECT i.end_user_subject, p.deadline_ts
-    FROM workflow_run_state p
-    JOIN workflow_invocation_t i ON i.host_id = p.host_id AND i.process_id = p.process_id
-    WHERE p.host_id = %(host_id)s AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-      AND i.tool_id = %(tool_id)s
-),
-recent AS (
-    SELECT i.end_user_subject, i.created_ts
-    FROM workflow_invocation_t i
-    WHERE i.host_id = %(host_id)s AND i.tool_id = %(tool_id)s
-      AND i.created_ts > (SELECT at FROM clock) - interval '1 minute'
-)
-SELECT
-    (SELECT count(*) FROM live) AS live,
-    (SELECT count(*) FROM live WHERE end_user_subject = %(subject)s) AS live_for_user,
-    (SELECT count(*) FROM recent) AS recent,
-    (SELECT count(*) FROM recent WHERE end_user_subject = %(subject)s) AS recent_for_user,
-    (SELECT min(created_ts) FROM recent) AS oldest_recent,
-    (SELECT min(created_ts) FROM recent WHERE end_user_subject = %(subject)s)
-        AS oldest_recent_for_user,
-    (SELECT min(deadline_ts) FROM live) AS next_live_deadline,
-    (SELECT at FROM clock) AS counted_at;
 
 -- insert_invocation --
 -- Record who admitted a run and through what.
@@ -114,22 +93,6 @@ FROM workflow_invocation_t i
 JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
 WHERE i.host_id = %(host_id)s AND i.process_id = %(process_id)s;
 
--- select_missing_evidence --
--- The first write task of a revision without an approval evidence row of its digest, if any.
-SELECT t.doc->>'taskName' AS task_name
-FROM workflow_tool_binding_t r
-CROSS JOIN LATERAL jsonb_array_elements(r.write_tasks) AS t(doc)
-WHERE r.host_id = %(host_id)s AND r.binding_id = %(binding_id)s
-  AND NOT EXISTS (
-      SELECT 1
-      FROM workflow_tool_approval_evidence_t e
-      WHERE e.host_id = r.host_id AND e.binding_id = r.binding_id
-        AND e.task_name = t.doc->>'taskName'
-        AND e.evidence_digest = t.doc->>'approvalEvidenceDigest'
-  )
-ORDER BY 1
-LIMIT 1;
-
 -- insert_action_authority --
 -- The run's action authority (grant id = run id for workflow_invoke and workflow_start runs),
 -- written in the transaction that admits the run.
@@ -144,3 +107,19 @@ INSERT INTO workflow_action_authority_t (
 -- Remove expired idempotency reservations and finished runs past the retention window (bounded).
 SELECT reservations, runs
 FROM workflow_sweep_retention(%(retention_s)s * interval '1 second', %(batch)s);
+
+-- sweep_start_counts --
+-- Remove per-second start counts two minutes past (admission drops its own scopes' sooner;
+-- these are the scopes of users who stopped calling), bounded.
+WITH old AS (
+    SELECT host_id, tool_id, per_user, end_user_subject, second
+    FROM workflow_tool_start_count_t
+    WHERE second < floor(extract(epoch FROM clock_timestamp()))::bigint - 120
+    ORDER BY second
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM workflow_tool_start_count_t b
+USING old o
+WHERE b.host_id = o.host_id AND b.tool_id = o.tool_id AND b.per_user = o.per_user
+  AND b.end_user_subject = o.end_user_subject AND b.second = o.second;

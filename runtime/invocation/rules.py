@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -50,17 +51,43 @@ def _validator(schema_json: str) -> jsonschema.protocols.Validator:
     return re2_validator(json.loads(schema_json))
 
 
-def _check_against(schema: Any, value: Any, what: str) -> None:
+@dataclass(frozen=True)
+class SchemaCheck:
+    """One input schema made ready once (per binding revision), then applied to each call."""
+
+    what: str
+    validator: jsonschema.protocols.Validator | None = None
+    # The schema itself cannot be used: every call refuses the same way (never retryable).
+    unusable: tuple[str, dict[str, Any] | None] | None = None
+
+    def check(self, value: Any) -> None:
+        """Refuse a value the schema does not accept (WORKFLOW_INPUT_INVALID)."""
+        if self.unusable is not None:
+            raise input_invalid(*self.unusable)
+        if self.validator is None or self.validator.is_valid(value):
+            return
+        _refuse(self.validator, value, self.what)
+
+
+def schema_check(schema: Any, what: str) -> SchemaCheck:
+    """Compile schema for repeated checks ({} or no schema accepts everything)."""
     if not isinstance(schema, dict) or not schema:
-        return
+        return SchemaCheck(what)
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True))
+        return SchemaCheck(what, _validator(json.dumps(schema, sort_keys=True)))
     except PatternError as exc:
         # Permanent: the same schema refuses every call, so a Gateway must not retry.
         details = {"validation": {"path": exc.where, "rule": "pattern"}}
-        raise input_invalid(f"the {what} input schema: {exc}", details) from None
+        return SchemaCheck(what, unusable=(f"the {what} input schema: {exc}", details))
     except jsonschema.SchemaError:
-        raise input_invalid(f"the {what} input schema cannot be used") from None
+        return SchemaCheck(what, unusable=(f"the {what} input schema cannot be used", None))
+
+
+def _check_against(schema: Any, value: Any, what: str) -> None:
+    schema_check(schema, what).check(value)
+
+
+def _refuse(validator: jsonschema.protocols.Validator, value: Any, what: str) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:
         # Path and rule only: messages would echo (possibly sensitive) input values.
@@ -112,6 +139,14 @@ def check_input(
     _check_against(binding_schema, value, "Tool")
     if document is not None:
         _check_against(input_schema_of(dict(document)), value, "workflow")
+    return digest
+
+
+def check_prepared_input(value: Any, checks: tuple[SchemaCheck, ...], canonical: bytes) -> str:
+    """check_input with the schemas compiled ahead (the Tool's, then the workflow's)."""
+    digest = sha256_digest(canonical)
+    for check in checks:
+        check.check(value)
     return digest
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
 
 from runtime.security import SealedSecret
 from runtime.store import Connection, load_queries
@@ -35,21 +39,86 @@ class AdmissionCounts:
     counted_at: datetime
 
 
+@dataclass(frozen=True)
+class AdmitOutcome:
+    """What the one-statement admission decided, and the run it names (when there is one).
+
+    outcome: accepted | attach | replay | conflict (the idempotency claim), or stale (the head
+    no longer names the revision passed), retired, missing_evidence (detail: the task).
+    """
+
+    outcome: str
+    process_id: str | None
+    run: dict[str, Any] | None
+    token_expires_ts: datetime | None
+    detail: str | None
+
+
+class AdmissionLimitReached(Exception):
+    """A Tool's admission limit is reached; nothing of the admission was written."""
+
+    def __init__(self, counts: AdmissionCounts) -> None:
+        super().__init__("admission limit reached")
+        self.counts = counts
+
+
+_LIMIT_REACHED = "workflow_admission_limit_reached"
+_RUN_COLUMNS = ("state", "effect_state", "deadline_ts", "result", "error")
+
+
 async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
     cursor = await conn.execute(query, params)
     row: dict[str, Any] | None = await cursor.fetchone()
     return row
 
 
-async def lock_active_revision(
+async def select_active_revision(
     conn: Connection, host_id: str, tool_id: str
 ) -> dict[str, Any] | None:
-    """The Tool head (locked FOR SHARE) joined with its active revision, or None."""
-    cursor = await conn.execute(
-        QUERIES["lock_active_revision"], {"host_id": host_id, "tool_id": tool_id}
+    """The Tool head with its active revision and pinned version (no lock), or None."""
+    return await _one(
+        conn, QUERIES["select_active_revision"], {"host_id": host_id, "tool_id": tool_id}
     )
-    row: dict[str, Any] | None = await cursor.fetchone()
-    return row
+
+
+async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome:
+    """Run workflow_invoke's admission as one autocommit statement (its own transaction).
+
+    params: admit_invoke's named parameters; payload and limits as plain JSON values.
+    Raises AdmissionLimitReached when a limit is reached (the statement rolled back whole).
+    """
+    params = params | {"payload": Jsonb(params["payload"]), "limits": Jsonb(params["limits"])}
+    try:
+        cursor = await conn.execute(QUERIES["admit_invoke"], params)
+        row = await cursor.fetchone()
+    except psycopg.errors.RaiseException as exc:
+        if exc.diag.message_primary != _LIMIT_REACHED or exc.diag.message_detail is None:
+            raise
+        raise AdmissionLimitReached(_counts(json.loads(exc.diag.message_detail))) from None
+    assert row is not None  # the function returns exactly one row
+    run = None if row["state"] is None else {name: row[name] for name in _RUN_COLUMNS}
+    return AdmitOutcome(
+        str(row["outcome"]), row["process_id"], run, row["token_expires_ts"], row["detail"]
+    )
+
+
+def _timestamp(value: Any) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(str(value))
+
+
+def _counts(counts: dict[str, Any]) -> AdmissionCounts:
+    counted_at = _timestamp(counts["counted_at"])
+    assert counted_at is not None  # the function always sets it
+    return AdmissionCounts(
+        live=int(counts["live"]),
+        live_for_user=int(counts["live_for_user"]),
+        recent=int(counts["recent"]),
+        recent_for_user=int(counts["recent_for_user"]),
+        oldest_recent=_timestamp(counts["oldest_recent"]),
+        oldest_recent_for_user=_timestamp(counts["oldest_recent_for_user"]),
+        next_live_deadline=_timestamp(counts["next_live_deadline"]),
+        counted_at=counted_at,
+    )
 
 
 async def select_last_closed_status(conn: Connection, host_id: str, tool_id: str) -> str | None:
@@ -59,14 +128,6 @@ async def select_last_closed_status(conn: Connection, host_id: str, tool_id: str
     )
     row = await cursor.fetchone()
     return None if row is None else str(row["revision_status"])
-
-
-async def lock_version_for_share(
-    conn: Connection, host_id: str, wf_def_id: str, version: str
-) -> dict[str, Any] | None:
-    """A published version (status, digest, document) locked FOR SHARE, or None."""
-    params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
-    return await _one(conn, QUERIES["lock_version_for_share"], params)
 
 
 async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> dict[str, Any] | None:
@@ -79,21 +140,6 @@ async def claim_idempotency(conn: Connection, params: dict[str, Any]) -> Claim:
     row = await _one(conn, QUERIES["claim_idempotency"], params)
     assert row is not None  # the function always returns one row
     return Claim(str(row["outcome"]), str(row["process_id"]))
-
-
-async def lock_tool_admission(conn: Connection, host_id: str, tool_id: str) -> None:
-    """Take the per-Tool admission lock until the transaction ends."""
-    await conn.execute(QUERIES["lock_tool_admission"], {"host_id": host_id, "tool_id": tool_id})
-
-
-async def count_tool_admissions(
-    conn: Connection, host_id: str, tool_id: str, subject: str
-) -> AdmissionCounts:
-    """Count the Tool's live runs and recent starts (call under the admission lock)."""
-    params = {"host_id": host_id, "tool_id": tool_id, "subject": subject}
-    row = await _one(conn, QUERIES["count_tool_admissions"], params)
-    assert row is not None  # an aggregate always returns one row
-    return AdmissionCounts(**row)
 
 
 async def insert_invocation(conn: Connection, row: dict[str, Any]) -> None:
@@ -132,14 +178,6 @@ async def select_owned_run(
     )
 
 
-async def select_missing_evidence(conn: Connection, host_id: str, binding_id: str) -> str | None:
-    """The name of a write task of the revision that lacks its evidence row, or None."""
-    row = await _one(
-        conn, QUERIES["select_missing_evidence"], {"host_id": host_id, "binding_id": binding_id}
-    )
-    return None if row is None else str(row["task_name"])
-
-
 async def insert_action_authority(conn: Connection, row: dict[str, Any]) -> None:
     """Write a run's action authority row (once, in its admission transaction)."""
     await conn.execute(QUERIES["insert_action_authority"], row)
@@ -150,3 +188,9 @@ async def sweep_retention(conn: Connection, retention_s: float, batch: int) -> t
     row = await _one(conn, QUERIES["sweep_retention"], {"retention_s": retention_s, "batch": batch})
     assert row is not None  # the function always returns one row
     return int(row["reservations"]), int(row["runs"])
+
+
+async def sweep_start_counts(conn: Connection, batch: int) -> int:
+    """Delete per-second start counts no window can reach any more; how many went."""
+    cursor = await conn.execute(QUERIES["sweep_start_counts"], {"batch": batch})
+    return cursor.rowcount

@@ -3,37 +3,14 @@
 
 -- insert_run --
 -- Insert a run in ACCEPTED state, its budget row and its first ready task, and wake the executors.
-WITH process AS (
-    INSERT INTO workflow_process (
-        host_id, process_id, execution_class, deadline_ts, cancellation_policy, binding_id
-    ) VALUES (
-        %(host_id)s, %(process_id)s, %(execution_class)s, %(deadline_ts)s,
-        %(cancellation_policy)s, %(binding_id)s
-    )
-    RETURNING host_id, process_id, execution_class
-),
-budget AS (
-    INSERT INTO workflow_budget (
-        host_id, process_id, remaining_attempts, remaining_nested_calls, remaining_request_bytes,
-        remaining_intermediate_bytes, remaining_result_bytes, remaining_cost_units
-    )
-    SELECT p.host_id, p.process_id, %(attempts)s, %(nested_calls)s, %(request_bytes)s,
-           %(intermediate_bytes)s, %(result_bytes)s, %(cost_units)s
-    FROM process p
-),
-task AS (
-    INSERT INTO workflow_task (
-        host_id, process_id, step_no, kind, payload, execution_class, priority, available_at,
-        idempotent
-    )
-    SELECT p.host_id, p.process_id, %(step_no)s, %(kind)s, %(payload)s, p.execution_class,
-           %(priority)s, coalesce(%(available_at)s, now()), %(idempotent)s
-    FROM process p
-    RETURNING task_id
-)
-SELECT t.task_id,
-       pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', t.task_id)::text)
-FROM task t;
+SELECT workflow_enqueue_run(
+    %(host_id)s::uuid, %(process_id)s::uuid, %(execution_class)s::text, %(deadline_ts)s::timestamptz,
+    %(cancellation_policy)s::text, %(binding_id)s::uuid, %(attempts)s::integer,
+    %(nested_calls)s::integer, %(request_bytes)s::bigint, %(intermediate_bytes)s::bigint,
+    %(result_bytes)s::bigint, %(cost_units)s::bigint, %(step_no)s::integer, %(kind)s::text,
+    %(payload)s::jsonb, %(priority)s::smallint, %(available_at)s::timestamptz,
+    %(idempotent)s::boolean
+)::text AS task_id;
 
 -- insert_task --
 -- Insert a ready task of a live run (class copied from the run) and wake the executors.

@@ -16,10 +16,32 @@ def test_every_query_block_is_used_and_every_used_name_exists() -> None:
     assert query_usage_problems(INVOCATION / "queries.sql", sources) == []
 
 
-def test_admission_reads_lock_the_tool_head_and_version_for_share() -> None:
-    assert "FOR SHARE" in store.QUERIES["lock_active_revision"]
-    assert "FOR SHARE" in store.QUERIES["lock_version_for_share"]
-    assert "pg_advisory_xact_lock" in store.QUERIES["lock_tool_admission"]
+ADMIT_FUNCTION = INVOCATION.parent.parent / "migrations" / "0025_invocation_admit_function.sql"
+
+
+def _admit_function_body() -> str:
+    text = ADMIT_FUNCTION.read_text(encoding="utf-8")
+    return text[text.index("LANGUAGE plpgsql AS $$") :]
+
+
+def test_admission_is_one_statement_of_the_admit_function() -> None:
+    assert "workflow_admit_invoke(" in store.QUERIES["admit_invoke"]
+    # The cached revision is read without a lock; the function takes the locks.
+    assert "FOR SHARE" not in store.QUERIES["select_active_revision"]
+
+
+def test_admission_locks_the_version_then_the_head_and_the_tool_lock_last() -> None:
+    body = _admit_function_body()
+    version = body.index("FROM wf_definition_version_t v")
+    head = body.index("FROM workflow_tool_publication_t h")
+    share = [m.start() for m in re.finditer(r"FOR SHARE;", body)]
+    assert len(share) == 2 and version < share[0] < head < share[1]
+    tool_lock = body.index("pg_advisory_xact_lock")
+    # Seed 000 lock order (version row, then head); the serialized stretch starts only after
+    # the run and its records are written, so it spans the counts and the commit alone.
+    for write in ("workflow_enqueue_run(", "workflow_record_run_spec(", "INSERT INTO"):
+        assert body.index(write) < tool_lock
+    assert body.index("workflow_claim_idempotency_v2(") < tool_lock
 
 
 # The scheduler's own tables (migrations 0010-0012): invocation reads run state only through
@@ -39,3 +61,9 @@ def test_invocation_queries_never_name_the_schedulers_tables() -> None:
     words = set(re.findall(r"[a-z_]+", text))
     assert sorted(words & set(SCHEDULER_TABLES)) == []
     assert "workflow_run_state" in words
+
+
+def test_the_admit_function_enqueues_through_the_schedulers_function_only() -> None:
+    words = set(re.findall(r"[a-z_]+", _admit_function_body()))
+    assert sorted(words & set(SCHEDULER_TABLES)) == []
+    assert {"workflow_run_state", "workflow_enqueue_run"} <= words

@@ -1,0 +1,307 @@
+-- workflow_invoke admission as one statement (issue 20): the whole admission transaction runs
+-- inside the server, so no lock is ever held while the service is between round trips.
+--
+-- Order, as seed 000 fixes it: the pinned definition version row FOR SHARE, then the Tool's
+-- publication head FOR SHARE (a retire or revocation waits for admissions in flight, and an
+-- admission after it sees the new head); the approval evidence; the idempotency claim, which
+-- attaches, replays or conflicts before any limit is counted; then, for a new run only, the
+-- run, its credential, owner record and authority; and last the per-Tool admission lock and
+-- the limit counts. Taking that lock last keeps the one serialized stretch of an admission to
+-- the count and the commit. A limit that is reached raises (the statement, and with it the
+-- reservation and the run rows, roll back) with the counts in DETAIL, from which the service
+-- words the refusal and its retryAfterMs.
+--
+-- The caller passes the binding revision it validated the call against (revisions are
+-- immutable, so it may have cached it); 'stale' means the head no longer names that revision,
+-- and the caller reads the head again before it decides anything.
+-- Starts per Tool and per end user, by second (the sliding-minute limits). The admission lock
+-- serializes every change of a Tool's rows; admission sums at most 61 rows of a scope where it
+-- used to count every start of the last minute (a popular Tool's thousands) under that lock.
+CREATE TABLE workflow_tool_start_count_t (
+    host_id uuid NOT NULL,
+    tool_id uuid NOT NULL,
+    -- false: the Tool's starts (end_user_subject is ''); true: one end user's.
+    per_user boolean NOT NULL,
+    end_user_subject varchar(256) NOT NULL,
+    second bigint NOT NULL,
+    starts integer NOT NULL,
+    CONSTRAINT workflow_tool_start_count_pk
+        PRIMARY KEY (host_id, tool_id, per_user, end_user_subject, second),
+    CONSTRAINT workflow_tool_start_count_scope_check CHECK (per_user OR end_user_subject = ''),
+    CONSTRAINT workflow_tool_start_count_starts_check CHECK (starts > 0)
+);
+
+CREATE INDEX workflow_tool_start_count_second_idx ON workflow_tool_start_count_t (second);
+
+-- The starts of the last minute before this migration, so no limit restarts from zero.
+INSERT INTO workflow_tool_start_count_t (host_id, tool_id, per_user, end_user_subject, second, starts)
+SELECT host_id, tool_id, scope.per_user, scope.subject,
+       floor(extract(epoch FROM created_ts))::bigint, count(*)
+FROM workflow_invocation_t i
+CROSS JOIN LATERAL (VALUES (false, ''), (true, i.end_user_subject)) AS scope(per_user, subject)
+WHERE i.tool_id IS NOT NULL AND i.created_ts > now() - interval '1 minute'
+GROUP BY 1, 2, 3, 4, 5;
+
+-- A scope's starts from one second on (to another, inclusive, when given).
+CREATE FUNCTION workflow_tool_starts_since(
+    p_host_id uuid,
+    p_tool_id uuid,
+    p_per_user boolean,
+    p_subject text,
+    p_from_second bigint,
+    p_to_second bigint DEFAULT NULL
+) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(sum(b.starts), 0)::bigint
+    FROM workflow_tool_start_count_t b
+    WHERE b.host_id = p_host_id AND b.tool_id = p_tool_id AND b.per_user = p_per_user
+      AND b.end_user_subject = p_subject AND b.second >= p_from_second
+      AND (p_to_second IS NULL OR b.second <= p_to_second)
+$$;
+
+CREATE FUNCTION workflow_admit_invoke(
+    p_host_id uuid,
+    p_tool_id uuid,
+    p_binding_id uuid,
+    p_wf_def_id uuid,
+    p_workflow_version text,
+    p_check_evidence boolean,
+    -- The idempotency claim (workflow_claim_idempotency_v2).
+    p_scope_digest text,
+    p_key_kind text,
+    p_process_id uuid,
+    p_principal_subject text,
+    p_input_digest text,
+    p_definition_digest text,
+    p_result_replay_ms bigint,
+    p_deadline_ts timestamptz,
+    -- Who calls, and the revision's admissionLimits.
+    p_user_id text,
+    p_end_user_subject text,
+    p_maximum_concurrent_runs bigint,
+    p_maximum_concurrent_runs_per_user bigint,
+    p_starts_per_minute bigint,
+    p_starts_per_minute_per_user bigint,
+    -- The run (workflow_enqueue_run, workflow_record_run_spec).
+    p_execution_class text,
+    p_cancellation_policy text,
+    p_attempts integer,
+    p_nested_calls integer,
+    p_request_bytes bigint,
+    p_intermediate_bytes bigint,
+    p_result_bytes bigint,
+    p_cost_units bigint,
+    p_task_kind text,
+    p_payload jsonb,
+    p_limits jsonb,
+    p_key_id text,
+    p_nonce bytea,
+    p_ciphertext bytea,
+    p_token_expires_ts timestamptz,
+    p_action_limit integer
+) RETURNS TABLE (
+    outcome text,
+    process_id uuid,
+    state text,
+    effect_state text,
+    deadline_ts timestamptz,
+    result jsonb,
+    error jsonb,
+    token_expires_ts timestamptz,
+    detail text
+)
+LANGUAGE plpgsql AS $$
+DECLARE
+    version_status text;
+    head_binding uuid;
+    missing_task text;
+    claim record;
+    counted_at timestamptz;
+    window_start timestamptz;
+    this_second bigint;
+    first_second bigint;
+    live bigint;
+    live_for_user bigint;
+    next_live_deadline timestamptz;
+    recent bigint;
+    recent_for_user bigint;
+BEGIN
+    SELECT v.status INTO version_status
+    FROM wf_definition_version_t v
+    WHERE v.host_id = p_host_id AND v.wf_def_id = p_wf_def_id AND v.version = p_workflow_version
+    FOR SHARE;
+    IF NOT FOUND OR version_status = 'retired' THEN
+        RETURN QUERY SELECT 'retired'::text, NULL::uuid, NULL::text, NULL::text,
+            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+        RETURN;
+    END IF;
+
+    SELECT h.active_binding_id INTO head_binding
+    FROM workflow_tool_publication_t h
+    WHERE h.host_id = p_host_id AND h.tool_id = p_tool_id
+    FOR SHARE;
+    IF head_binding IS DISTINCT FROM p_binding_id THEN
+        RETURN QUERY SELECT 'stale'::text, NULL::uuid, NULL::text, NULL::text,
+            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+        RETURN;
+    END IF;
+
+    IF p_check_evidence THEN
+        SELECT t.doc->>'taskName' INTO missing_task
+        FROM workflow_tool_binding_t r
+        CROSS JOIN LATERAL jsonb_array_elements(r.write_tasks) AS t(doc)
+        WHERE r.host_id = p_host_id AND r.binding_id = p_binding_id
+          AND NOT EXISTS (
+              SELECT 1
+              FROM workflow_tool_approval_evidence_t e
+              WHERE e.host_id = r.host_id AND e.binding_id = r.binding_id
+                AND e.task_name = t.doc->>'taskName'
+                AND e.evidence_digest = t.doc->>'approvalEvidenceDigest'
+          )
+        ORDER BY 1
+        LIMIT 1;
+        IF missing_task IS NOT NULL THEN
+            RETURN QUERY SELECT 'missing_evidence'::text, NULL::uuid, NULL::text, NULL::text,
+                NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, missing_task;
+            RETURN;
+        END IF;
+    END IF;
+
+    SELECT c.outcome, c.process_id INTO claim
+    FROM workflow_claim_idempotency_v2(
+        p_host_id, p_scope_digest, 'invoke', p_key_kind, p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts
+    ) AS c;
+
+    IF claim.outcome <> 'accepted' THEN
+        -- Re-attach and replay never count as starts; conflict names the run holding the key.
+        RETURN QUERY
+        SELECT claim.outcome, claim.process_id, p.state, p.effect_state, p.deadline_ts, p.result,
+               p.error, c.token_expires_ts, NULL::text
+        FROM (SELECT 1) AS one
+        LEFT JOIN workflow_run_state p
+               ON p.host_id = p_host_id AND p.process_id = claim.process_id
+        LEFT JOIN workflow_run_credential c
+               ON c.host_id = p.host_id AND c.process_id = p.process_id;
+        RETURN;
+    END IF;
+
+    PERFORM workflow_enqueue_run(
+        p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
+        p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
+        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false
+    );
+    PERFORM workflow_record_run_spec(
+        p_host_id, p_process_id, p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id,
+        p_limits, p_key_id, p_nonce, p_ciphertext, p_token_expires_ts, p_deadline_ts
+    );
+    -- Seed 000: an invoke run has no LONG grant, so the run id is its grant id.
+    INSERT INTO workflow_action_authority_t (
+        host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
+    ) VALUES (
+        p_host_id, p_process_id::text, p_process_id, p_user_id, p_deadline_ts, p_action_limit,
+        'invoke'
+    );
+
+    PERFORM pg_advisory_xact_lock(
+        hashtextextended('workflow-tool-admission:' || p_host_id || ':' || p_tool_id, 0)
+    );
+    -- After the lock each statement's snapshot sees every admission that released it.
+    -- clock_timestamp(), not now(): the lock may have been waited on. The start is recorded at
+    -- this same instant (the owner record and its bucket), so starts are checked in the order
+    -- of their times and no sliding window can hold more than the limit.
+    counted_at := clock_timestamp();
+    window_start := counted_at - interval '1 minute';
+    this_second := floor(extract(epoch FROM counted_at))::bigint;
+    first_second := floor(extract(epoch FROM window_start))::bigint;
+
+    -- Live runs: the host's live-run index, one owner-record lookup each (a nested loop by
+    -- construction; a hash join would read every run the Tool ever admitted).
+    SELECT count(*), count(*) FILTER (WHERE i.end_user_subject = p_end_user_subject),
+           min(p.deadline_ts)
+    INTO live, live_for_user, next_live_deadline
+    FROM workflow_run_state p
+    CROSS JOIN LATERAL (
+        SELECT o.end_user_subject
+        FROM workflow_invocation_t o
+        WHERE o.host_id = p.host_id AND o.process_id = p.process_id AND o.tool_id = p_tool_id
+        LIMIT 1
+    ) AS i
+    WHERE p.host_id = p_host_id AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+      AND p.process_id <> p_process_id;
+
+    -- Starts in the window, from the seconds it touches: exact but for the window's first
+    -- second, which may hold starts older than a minute (so the sum is an upper bound).
+    recent := workflow_tool_starts_since(p_host_id, p_tool_id, false, '', first_second);
+    recent_for_user := workflow_tool_starts_since(
+        p_host_id, p_tool_id, true, p_end_user_subject, first_second
+    );
+    -- Near a limit only: count that first second exactly from the owner records.
+    IF recent >= p_starts_per_minute THEN
+        recent := recent
+            - workflow_tool_starts_since(p_host_id, p_tool_id, false, '', first_second, first_second)
+            + (SELECT count(*) FROM workflow_invocation_t r
+               WHERE r.host_id = p_host_id AND r.tool_id = p_tool_id
+                 AND r.created_ts > window_start
+                 AND r.created_ts < to_timestamp(first_second + 1));
+    END IF;
+    IF recent_for_user >= p_starts_per_minute_per_user THEN
+        recent_for_user := recent_for_user
+            - workflow_tool_starts_since(
+                p_host_id, p_tool_id, true, p_end_user_subject, first_second, first_second)
+            + (SELECT count(*) FROM workflow_invocation_t r
+               WHERE r.host_id = p_host_id AND r.tool_id = p_tool_id
+                 AND r.end_user_subject = p_end_user_subject
+                 AND r.created_ts > window_start
+                 AND r.created_ts < to_timestamp(first_second + 1));
+    END IF;
+
+    IF live >= p_maximum_concurrent_runs
+       OR live_for_user >= p_maximum_concurrent_runs_per_user
+       OR recent >= p_starts_per_minute
+       OR recent_for_user >= p_starts_per_minute_per_user THEN
+        RAISE EXCEPTION 'workflow_admission_limit_reached' USING DETAIL = jsonb_build_object(
+            'live', live,
+            'live_for_user', live_for_user,
+            'next_live_deadline', next_live_deadline,
+            'recent', recent,
+            'recent_for_user', recent_for_user,
+            'oldest_recent', (
+                SELECT min(r.created_ts) FROM workflow_invocation_t r
+                WHERE r.host_id = p_host_id AND r.tool_id = p_tool_id
+                  AND r.created_ts > window_start),
+            'oldest_recent_for_user', (
+                SELECT min(r.created_ts) FROM workflow_invocation_t r
+                WHERE r.host_id = p_host_id AND r.tool_id = p_tool_id
+                  AND r.end_user_subject = p_end_user_subject
+                  AND r.created_ts > window_start),
+            'counted_at', counted_at
+        )::text;
+    END IF;
+
+    INSERT INTO workflow_invocation_t (
+        host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
+        binding_id, wf_def_id, workflow_version, definition_digest, created_ts
+    ) VALUES (
+        p_host_id, p_process_id, 'invoke', p_user_id, p_end_user_subject, p_principal_subject,
+        p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, counted_at
+    );
+    INSERT INTO workflow_tool_start_count_t AS b (
+        host_id, tool_id, per_user, end_user_subject, second, starts
+    ) VALUES
+        (p_host_id, p_tool_id, false, '', this_second, 1),
+        (p_host_id, p_tool_id, true, p_end_user_subject, this_second, 1)
+    ON CONFLICT ON CONSTRAINT workflow_tool_start_count_pk
+        DO UPDATE SET starts = b.starts + 1;
+    -- Seconds that left every window: this Tool's and this user's (the retention job sweeps
+    -- the buckets of users who stopped calling).
+    DELETE FROM workflow_tool_start_count_t b
+    WHERE b.host_id = p_host_id AND b.tool_id = p_tool_id
+      AND ((NOT b.per_user AND b.end_user_subject = '')
+           OR (b.per_user AND b.end_user_subject = p_end_user_subject))
+      AND b.second < first_second;
+
+    RETURN QUERY SELECT 'accepted'::text, p_process_id, 'ACCEPTED'::text, 'none'::text,
+        p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, NULL::text;
+END
+$$;
