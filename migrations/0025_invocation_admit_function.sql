@@ -1,19 +1,21 @@
 -- workflow_invoke admission as one statement (issue 20): the whole admission transaction runs
--- inside the server, so no lock is ever held while the service is between round trips.
+-- inside PostgreSQL, so no lock is ever held while the service is between round trips.
 --
 -- Order, as seed 000 fixes it: the pinned definition version row FOR SHARE, then the Tool's
 -- publication head FOR SHARE (a retire or revocation waits for admissions in flight, and an
 -- admission after it sees the new head); the approval evidence; the idempotency claim, which
 -- attaches, replays or conflicts before any limit is counted; then, for a new run only, the
--- run, its credential, owner record and authority; and last the per-Tool admission lock and
--- the limit counts. Taking that lock last keeps the one serialized stretch of an admission to
--- the count and the commit. A limit that is reached raises (the statement, and with it the
--- reservation and the run rows, roll back) with the counts in DETAIL, from which the service
--- words the refusal and its retryAfterMs.
+-- run, its spec, credential and authority; and last the per-Tool admission lock, the limit
+-- counts and the start itself (the owner record and its per-second count). Taking that lock
+-- last keeps the one serialized stretch of an admission to the counts and the commit. A limit
+-- that is reached raises (the statement, and with it the reservation and the run rows, roll
+-- back) with the counts in DETAIL, from which the service words the refusal and its
+-- retryAfterMs.
 --
 -- The caller passes the binding revision it validated the call against (revisions are
 -- immutable, so it may have cached it); 'stale' means the head no longer names that revision,
 -- and the caller reads the head again before it decides anything.
+
 -- Starts per Tool and per end user, by second (the sliding-minute limits). The admission lock
 -- serializes every change of a Tool's rows; admission sums at most 61 rows of a scope where it
 -- used to count every start of the last minute (a popular Tool's thousands) under that lock.
@@ -130,18 +132,19 @@ BEGIN
     FROM wf_definition_version_t v
     WHERE v.host_id = p_host_id AND v.wf_def_id = p_wf_def_id AND v.version = p_workflow_version
     FOR SHARE;
-    IF NOT FOUND OR version_status = 'retired' THEN
-        RETURN QUERY SELECT 'retired'::text, NULL::uuid, NULL::text, NULL::text,
-            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
-        RETURN;
-    END IF;
-
     SELECT h.active_binding_id INTO head_binding
     FROM workflow_tool_publication_t h
     WHERE h.host_id = p_host_id AND h.tool_id = p_tool_id
     FOR SHARE;
+    -- Locked in that order, judged head first: a Tool without this active revision reads as
+    -- such (the caller re-reads the head) even when its version was retired as well.
     IF head_binding IS DISTINCT FROM p_binding_id THEN
         RETURN QUERY SELECT 'stale'::text, NULL::uuid, NULL::text, NULL::text,
+            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+        RETURN;
+    END IF;
+    IF version_status IS DISTINCT FROM 'active' THEN
+        RETURN QUERY SELECT 'retired'::text, NULL::uuid, NULL::text, NULL::text,
             NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
         RETURN;
     END IF;

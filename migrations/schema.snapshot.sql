@@ -58,18 +58,19 @@ BEGIN
     FROM wf_definition_version_t v
     WHERE v.host_id = p_host_id AND v.wf_def_id = p_wf_def_id AND v.version = p_workflow_version
     FOR SHARE;
-    IF NOT FOUND OR version_status = 'retired' THEN
-        RETURN QUERY SELECT 'retired'::text, NULL::uuid, NULL::text, NULL::text,
-            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
-        RETURN;
-    END IF;
-
     SELECT h.active_binding_id INTO head_binding
     FROM workflow_tool_publication_t h
     WHERE h.host_id = p_host_id AND h.tool_id = p_tool_id
     FOR SHARE;
+    -- Locked in that order, judged head first: a Tool without this active revision reads as
+    -- such (the caller re-reads the head) even when its version was retired as well.
     IF head_binding IS DISTINCT FROM p_binding_id THEN
         RETURN QUERY SELECT 'stale'::text, NULL::uuid, NULL::text, NULL::text,
+            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+        RETURN;
+    END IF;
+    IF version_status IS DISTINCT FROM 'active' THEN
+        RETURN QUERY SELECT 'retired'::text, NULL::uuid, NULL::text, NULL::text,
             NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
         RETURN;
     END IF;
