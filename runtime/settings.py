@@ -29,6 +29,14 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tools_list_ttl_ms: int = 300_000
     # Whether tools/list answers without a bearer (a bearer that is sent must verify anyway).
     anonymous_discovery: bool = False
+    # How long an idle keep-alive connection stays open (s). Longer than any client's idle
+    # reuse (httpx keeps one 5 s, the Gateway's relay too): at equal values a client sends its
+    # next request on the connection just as the server closes it, and sees a connection
+    # closed without an answer (httpx ReadError) instead of a response.
+    keep_alive_timeout_s: int = 75
+    # On SIGTERM: in-flight result waits end at once (WORKFLOW_TIMEOUT naming the run, which
+    # goes on durably); a request still unanswered after this many seconds is cancelled.
+    shutdown_grace_s: float = 10.0
 
 
 class GatewaySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
