@@ -223,6 +223,9 @@ def configure_waiter(
     if not isinstance(conninfo, str):
         raise ValueError("the pool's conninfo is computed; cannot open a LISTEN connection")
     waiter = ResultWaiter(conninfo, poll_interval_s, listener_connections=listener_connections)
+    if db not in _WAITERS:
+        # Its LISTEN connections close with the database, whoever forgets close_waiter.
+        db.on_close(lambda: close_waiter(db))
     _WAITERS[db] = waiter
     return waiter
 
