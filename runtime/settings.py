@@ -60,6 +60,9 @@ class GatewaySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     app_token_file: str | None = None
     # HTTP timeout of relayed calls (workflow_invoke uses the Tool's syncWaitMs + 2 s instead).
     relay_timeout_ms: int = 30_000
+    # Idle keep-alive connections of the Gateway's own clients stay open this long (s): longer
+    # than a client's idle reuse (httpx: 5 s), as server.keep_alive_timeout_s explains.
+    keep_alive_timeout_s: int = 75
     tools_list_page_size: int = 50
     tools_list_ttl_ms: int = 60_000
     allowed_origins: list[str] = msgspec.field(
