@@ -22,6 +22,7 @@ httpx with 200 connections and its default 5 s idle reuse (SHED: WORKFLOW_CAPACI
     closed 200, keep-alive 75 s (after)  0           290 OK, 493 SHED
     open 150/s, keep-alive 75 s (after)  0           845 OK, 817 SHED, 1290 CLIENT_TIMEOUT
     open 150/s, 1000 connections (after) 0           833 OK, 374 SHED, 1745 CLIENT_TIMEOUT
+    closed 200, after, keep_alive 5 s    4 ReadError 229 OK, 603 SHED  (--config, the old value)
 
 The ReadErrors were uvicorn's 5 s keep-alive meeting httpx's 5 s idle reuse: a client sent
 its next request on a connection the server was closing (a shorter client reuse made them go
