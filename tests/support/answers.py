@@ -74,7 +74,7 @@ async def invoke_once(client: McpTestClient, tool: Tool, n: int) -> Ended:
 
 
 async def closed_loop(call: Callable[[int], Any], callers: int, seconds: float) -> Counter[str]:
-    """callers loops calling again as each call ends (after its retryAfterMs), for seconds."""
+    """callers loops calling again as each call ends (after a capped retryAfterMs), for seconds."""
     stop_at = time.monotonic() + seconds
     outcomes: Counter[str] = Counter()
     numbers = iter(range(10**9))
@@ -84,7 +84,8 @@ async def closed_loop(call: Callable[[int], Any], callers: int, seconds: float) 
             ended: Ended = await call(next(numbers))
             outcomes[ended.outcome] += 1
             if ended.retry_after_ms:
-                pause = min(ended.retry_after_ms / 1000, stop_at - time.monotonic())
+                # At most 2 s: each caller then calls several times in the test's few seconds.
+                pause = min(ended.retry_after_ms / 1000, 2.0, stop_at - time.monotonic())
                 await asyncio.sleep(max(0.0, pause))
 
     await asyncio.gather(*(loop() for _ in range(callers)))
