@@ -68,6 +68,6 @@ def run_gateway(settings: Settings, identity: DevIdentity | None) -> int:
     )
     uvicorn.run(
         app, host=section.host, port=section.port, log_level="info", log_config=None,
-        access_log=False,
+        access_log=False, timeout_keep_alive=section.keep_alive_timeout_s,
     )  # fmt: skip
     return 0

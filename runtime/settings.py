@@ -29,6 +29,14 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tools_list_ttl_ms: int = 300_000
     # Whether tools/list answers without a bearer (a bearer that is sent must verify anyway).
     anonymous_discovery: bool = False
+    # How long an idle keep-alive connection stays open (s). Longer than any client's idle
+    # reuse (httpx keeps one 5 s, the Gateway's relay too): at equal values a client sends its
+    # next request on the connection just as the server closes it, and sees a connection
+    # closed without an answer (httpx ReadError) instead of a response.
+    keep_alive_timeout_s: int = 75
+    # On SIGTERM: in-flight result waits end at once (WORKFLOW_TIMEOUT naming the run, which
+    # goes on durably); a request still unanswered after this many seconds is cancelled.
+    shutdown_grace_s: float = 10.0
 
 
 class GatewaySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -52,6 +60,9 @@ class GatewaySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     app_token_file: str | None = None
     # HTTP timeout of relayed calls (workflow_invoke uses the Tool's syncWaitMs + 2 s instead).
     relay_timeout_ms: int = 30_000
+    # Idle keep-alive connections of the Gateway's own clients stay open this long (s): longer
+    # than a client's idle reuse (httpx: 5 s), as server.keep_alive_timeout_s explains.
+    keep_alive_timeout_s: int = 75
     tools_list_page_size: int = 50
     tools_list_ttl_ms: int = 60_000
     allowed_origins: list[str] = msgspec.field(

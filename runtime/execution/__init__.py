@@ -16,7 +16,12 @@ from runtime.execution.service import (
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.store import RunSpec
 from runtime.execution.task_runner import WORKFLOW_TASK_KIND, WorkflowRuntime
-from runtime.execution.waiter import TERMINAL_STATES, close_waiter, configure_waiter
+from runtime.execution.waiter import (
+    TERMINAL_STATES,
+    close_waiter,
+    configure_waiter,
+    stop_waiting,
+)
 
 __all__ = [
     "AFTER_DISPATCH_POINT",
@@ -35,6 +40,7 @@ __all__ = [
     "forget_expired_credentials",
     "read_run",
     "start_workflow_run",
+    "stop_waiting",
     "wait_for_result",
     "watch_run",
 ]

@@ -196,6 +196,9 @@ class RunWatch:
             remaining = (loop_deadline - datetime.now(UTC)).total_seconds()
             if run is None or run["state"] in TERMINAL_STATES or remaining <= 0:
                 return run
+            if self._wakeup.stopped:
+                # Shutting down: the state read last is the answer (the run goes on durably).
+                return run
             await self._wakeup.wait_once(min(remaining, self._poll_s))
             run = self._wakeup.take() or await self._read(host_id)
 

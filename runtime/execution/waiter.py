@@ -29,7 +29,14 @@ from runtime.scheduler.store.listener import (
 )
 from runtime.store import Database
 
-__all__ = ["TERMINAL_STATES", "ResultWaiter", "Wakeup", "close_waiter", "waiter_for"]
+__all__ = [
+    "TERMINAL_STATES",
+    "ResultWaiter",
+    "Wakeup",
+    "close_waiter",
+    "stop_waiting",
+    "waiter_for",
+]
 DEFAULT_POLL_INTERVAL_S = 1.0
 # Without a LISTEN connection nothing wakes a waiter for a run completed elsewhere: poll often.
 POLLING_ONLY_INTERVAL_S = 0.25
@@ -41,6 +48,13 @@ class Wakeup:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self._handed: RunSnapshot | None = None
+        # Set once the process is shutting down: the wait ends now, the run goes on durably.
+        self.stopped = False
+
+    def stop(self) -> None:
+        """End the wait for good (shutdown): the waiter reads the run once more and answers."""
+        self.stopped = True
+        self._event.set()
 
     def set(self) -> None:
         """Wake the waiter (it reads the run)."""
@@ -138,6 +152,7 @@ class ResultWaiter:
         shards = min(listener_connections, PROCESS_STATE_CHANNELS)
         self._shards = [_Shard(conninfo, index, shards) for index in range(shards)]
         self._polling: dict[str, set[Wakeup]] = {}
+        self.stopped = False
         if self._shards:
             self.poll_interval_s = poll_interval_s
         else:
@@ -153,6 +168,19 @@ class ResultWaiter:
         for shard in self._shards:
             await shard.close()
 
+    def stop_waiting(self) -> None:
+        """Shutdown: end every wait now and any later one at once (each answers what it has).
+
+        A draining server must answer its in-flight calls within its grace, and a sync wait
+        lasts up to syncWaitMs: the runs are durable, so the callers get WORKFLOW_TIMEOUT with
+        the instance and re-attach later, instead of the stop waiting their waits out.
+        """
+        self.stopped = True
+        for waiting in (self._polling, *(shard.waiting for shard in self._shards)):
+            for wakeups in waiting.values():
+                for wakeup in wakeups:
+                    wakeup.stop()
+
     def _waiting_for(self, process_id: str) -> dict[str, set[Wakeup]]:
         if not self._shards:
             return self._polling
@@ -167,6 +195,8 @@ class ResultWaiter:
         """Register interest in one run before reading it, so no NOTIFY slips between."""
         await self._listen_for(process_id)
         wakeup = Wakeup()
+        if self.stopped:
+            wakeup.stop()
         waiting = self._waiting_for(process_id)
         waiting.setdefault(process_id, set()).add(wakeup)
         unsubscribe = HUB.subscribe(process_id, wakeup.hand)
@@ -193,6 +223,9 @@ def configure_waiter(
     if not isinstance(conninfo, str):
         raise ValueError("the pool's conninfo is computed; cannot open a LISTEN connection")
     waiter = ResultWaiter(conninfo, poll_interval_s, listener_connections=listener_connections)
+    if db not in _WAITERS:
+        # Its LISTEN connections close with the database, whoever forgets close_waiter.
+        db.on_close(lambda: close_waiter(db))
     _WAITERS[db] = waiter
     return waiter
 
@@ -204,6 +237,13 @@ async def waiter_for(db: Database) -> ResultWaiter:
         waiter = configure_waiter(db, poll_interval_s=DEFAULT_POLL_INTERVAL_S)
     await waiter.start()
     return waiter
+
+
+def stop_waiting(db: Database) -> None:
+    """End every result wait on db now (a server draining for shutdown; see ResultWaiter)."""
+    waiter = _WAITERS.get(db)
+    if waiter is not None:
+        waiter.stop_waiting()
 
 
 async def close_waiter(db: Database) -> None:

@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 
 import msgspec
-import uvicorn
 
 from gateway.command import add_gateway_parser, apply_arguments, run_gateway
 from publisher.command import add_publish_parser, run_publish
 from runtime import telemetry
+from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
 from runtime.publication.bindings.destinations import policy_from_settings
 from runtime.security.devtools import DEV_HOST_ID
@@ -30,9 +30,11 @@ from runtime.service.bootstrap import (
 from runtime.service.check import run_check
 from runtime.service.config import load_settings
 from runtime.service.environment import EnvironmentSettingError
+from runtime.service.http_server import run_http_server
 from runtime.service.jobs import with_service_jobs
 from runtime.service.runs import add_runs_parser, runs_command
 from runtime.service.worker import run_worker
+from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store.bootstrap import resolve_conninfo
 from runtime.store.migrations import migrate
@@ -80,12 +82,21 @@ def serve(args: argparse.Namespace) -> int:
         app.register(dev_token_exchange_route(identity))
     server = settings.server
     print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
-    # log_config=None: uvicorn's lines go through the telemetry handler (JSON outside a
-    # terminal) instead of its own plain-text handlers; our access record replaces its own.
-    uvicorn.run(
-        app, host=server.host, port=server.port, log_level="info", log_config=None,
-        access_log=False,
-    )  # fmt: skip
+
+    def drain() -> None:
+        # Services exist once the lifespan started them (a stop during start-up has none).
+        services: Services | None = app.state.get("services")
+        if services is not None:
+            stop_waiting(services.database)
+
+    run_http_server(
+        app,
+        host=server.host,
+        port=server.port,
+        keep_alive_timeout_s=server.keep_alive_timeout_s,
+        shutdown_grace_s=server.shutdown_grace_s,
+        on_drain=drain,
+    )
     return 0
 
 

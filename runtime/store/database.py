@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Literal
@@ -66,6 +66,7 @@ class Database:
             timeout=timeout_s,
             max_idle=MAX_IDLE_S,
         )
+        self._close_hooks: list[Callable[[], Awaitable[None]]] = []
 
     @property
     def pool(self) -> AsyncConnectionPool[Connection]:
@@ -77,9 +78,23 @@ class Database:
         with wrap_errors():
             await self._pool.open(wait=wait, timeout=timeout_s)
 
+    def on_close(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run hook when the database closes, before the pool (connections of its own it owns).
+
+        Why: what opens its own connections for this database (the result waiter's LISTEN
+        connections) must not outlive it. Left open, a listener reconnects for ever to a
+        database that is gone, a task nobody stops.
+        """
+        self._close_hooks.append(hook)
+
     async def close(self) -> None:
-        """Close the pool and all its connections."""
-        await self._pool.close()
+        """Run the close hooks (newest first), then close the pool and all its connections."""
+        hooks, self._close_hooks = self._close_hooks[::-1], []
+        try:
+            for hook in hooks:
+                await hook()
+        finally:
+            await self._pool.close()
 
     async def __aenter__(self) -> Database:
         await self.open()

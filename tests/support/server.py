@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,8 @@ class LiveServer:
     base_url: str
     identity: DevIdentity
     log_path: Path
+    # The server process, for tests that signal it themselves (stop_process still reaps it).
+    process: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
 
     @property
     def mcp_url(self) -> str:
@@ -153,6 +155,7 @@ def run_server(
             stderr=errors,
             start_new_session=True,
         )
+    server = replace(server, process=process)
     # Covers exits where fixture teardown never runs; unregistered after a normal stop.
     atexit.register(stop_process, process)
     try:
