@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +25,13 @@ from runtime.security import (
 # Verifies the token (signature, issuer, audience, time) and returns its claims, or raises
 # AuthenticationError. None means the token's own exp is the only check available.
 TokenCheck = Callable[[str], dict[str, Any]]
+
+# Every admission reads the caller's exp to schedule its run (launch, start): a Gateway sends
+# the same bearer on every call of a session, and a full PyJWT parse per call cost more CPU
+# than the rest of the token handling. The exp of a token's text never changes, so the answer
+# is kept (by the token's SHA-256, never its text) in a bounded table, oldest dropped first.
+EXPIRY_CACHE_SIZE = 4_096
+_expiries: OrderedDict[bytes, datetime | None] = OrderedDict()
 
 
 def token_check_for(security: SecuritySettings, keyset: KeySet | None = None) -> TokenCheck:
@@ -63,8 +72,22 @@ def open_credential(
 
 def token_expiry(token: SecretToken) -> datetime | None:
     """The token's exp claim, read without verification (only to schedule, never to trust)."""
+    text = token.reveal()
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     try:
-        claims = jwt.decode(token.reveal(), options={"verify_signature": False})
+        return _expiries[key]
+    except KeyError:
+        pass
+    expiry = _read_expiry(text)
+    _expiries[key] = expiry
+    while len(_expiries) > EXPIRY_CACHE_SIZE:
+        _expiries.popitem(last=False)
+    return expiry
+
+
+def _read_expiry(text: str) -> datetime | None:
+    try:
+        claims = jwt.decode(text, options={"verify_signature": False})
     except jwt.PyJWTError:
         return None
     exp = claims.get("exp")
