@@ -15,8 +15,8 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -39,6 +39,9 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "bench-peers", "version": "1"},
 }
+# One example answer (truncated) per failure outcome, so a failure is never just a count.
+EXAMPLES: dict[str, str] = {}
+_PHASES = itertools.count()
 _SCORE, _RID = "\u0001score\u0001", "\u0001rid\u0001"
 
 
@@ -101,6 +104,9 @@ def outcome_of(response: httpx.Response, score: int, request_id: str) -> tuple[s
     """OK, a workflow error code, RPC_n, HTTP_n or WRONG_OUTPUT; and retryAfterMs if any."""
     body = response.json() if response.content else None
     reply = classify(response.status_code, body)
+    if reply.outcome == "UNKNOWN":
+        # An isError result without a workflow error code (the peer's exceptions): a failure.
+        return "TOOL_ERROR", None
     if reply.outcome != "OK":
         return reply.outcome, reply.retry_after_ms
     structured = body["result"].get("structuredContent") or {}
@@ -118,11 +124,14 @@ class Target:
     url: str
     callers: list[Caller]
     run_id: str
-    _phase: Iterator[int] = field(default_factory=itertools.count)
 
     def phase_prefix(self) -> str:
-        """A requestId prefix unique to this run, target and phase (fresh idempotency keys)."""
-        return f"{self.run_id}-{self.name}-{next(self._phase)}-"
+        """A requestId prefix unique to this run and phase (fresh idempotency keys).
+
+        The phase number is process-wide: two Targets of one server (one Tool, then 8) must
+        never reuse a requestId, or the peer would find the other layout's workflow under it.
+        """
+        return f"{self.run_id}-{self.name}-{next(_PHASES)}-"
 
 
 async def one_call(
@@ -138,12 +147,16 @@ async def one_call(
             target.url, content=caller.body(score, request_id), headers=caller.headers
         )
         outcome, retry_after = outcome_of(response, score, request_id)
+        if outcome != "OK" and outcome not in EXAMPLES:
+            EXAMPLES[outcome] = response.text[:300]
     except TRANSPORT_ERRORS as exc:
         outcome = f"TRANSPORT_{type(exc).__name__}"
+        EXAMPLES.setdefault(outcome, repr(exc)[:300])
     except httpx.TimeoutException as exc:
         outcome = f"TIMEOUT_{type(exc).__name__}"
     except (httpx.HTTPError, ValueError) as exc:
         outcome = f"CLIENT_{type(exc).__name__}"
+        EXAMPLES.setdefault(outcome, repr(exc)[:300])
     return Sample(began - origin, time.perf_counter() - began, outcome, retry_after)
 
 
@@ -235,18 +248,33 @@ def latency_summary(latencies: list[float]) -> dict[str, float]:
 def is_refusal(outcome: str) -> bool:
     """A workflow error code answered by the service (not transport, HTTP, RPC or client)."""
     prefixes = ("TRANSPORT_", "TIMEOUT_", "CLIENT_", "HTTP_", "RPC_")
-    return outcome not in ("OK", "WRONG_OUTPUT") and not outcome.startswith(prefixes)
+    return outcome not in ("OK", "WRONG_OUTPUT", "TOOL_ERROR") and not outcome.startswith(prefixes)
 
 
-def summarize(samples: list[Sample], elapsed: float) -> dict[str, Any]:
+def goodput(samples: list[Sample], window: float) -> float | None:
+    """OK calls that ended within the first `window` seconds, per second of it.
+
+    The loops stop starting calls at the window's end; the calls still open then drain
+    afterwards and would stretch the denominator by up to a call timeout.
+    """
+    if window <= 0:
+        return None
+    ended = sum(1 for s in samples if s.outcome == "OK" and s.began + s.latency <= window)
+    return round(ended / window, 1)
+
+
+def summarize(samples: list[Sample], elapsed: float, window: float | None = None) -> dict[str, Any]:
     """Goodput, admitted and refusal latencies, and every failure class counted apart."""
     outcomes = Counter(sample.outcome for sample in samples)
     refused = [s for s in samples if is_refusal(s.outcome)]
+    wall = round(outcomes.get("OK", 0) / elapsed, 1) if elapsed > 0 else None
     return {
         "calls": len(samples),
         "elapsedS": round(elapsed, 3),
+        "windowS": window,
         "ok": outcomes.get("OK", 0),
-        "okPerS": round(outcomes.get("OK", 0) / elapsed, 1) if elapsed > 0 else None,
+        "okPerS": goodput(samples, window) if window else wall,
+        "okPerSWall": wall,
         "admitted": latency_summary([s.latency for s in samples if s.outcome == "OK"]),
         "refusedByCode": {code: n for code, n in outcomes.items() if is_refusal(code)},
         "refusal": latency_summary([s.latency for s in refused]),
@@ -258,6 +286,7 @@ def summarize(samples: list[Sample], elapsed: float) -> dict[str, Any]:
             for k, n in outcomes.items()
             if k != "OK" and not is_refusal(k) and not k.startswith(("TRANSPORT_", "HTTP_5"))
         },
+        "examples": {k: EXAMPLES[k] for k in outcomes if k in EXAMPLES},
     }
 
 
