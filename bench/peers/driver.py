@@ -29,7 +29,7 @@ APPROVE_AT = 650
 TRANSPORT_ERRORS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.ConnectError)
 # A call still open after this is the server's backlog (our Tools' syncWaitMs is 20 s).
 CALL_TIMEOUT_S = 15.0
-DRAIN_LIMIT_S = CALL_TIMEOUT_S + 5.0
+DRAIN_LIMIT_S = CALL_TIMEOUT_S + 1.0
 # Open loops stop creating arrivals beyond this many per offered second (a bound, not a target).
 ARRIVAL_SLACK = 1.5
 OPEN_POOL = 200

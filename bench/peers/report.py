@@ -166,6 +166,8 @@ def print_table(results: dict[str, Any]) -> None:
             if row:
                 print(row)
     print("\nratios:", results["ratios"])
+    if results.get("skippedPhases"):
+        print("SKIPPED (run budget spent):", ", ".join(results["skippedPhases"]))
     m = results["machine"]
     print(f"machine: {m['nproc']} x {m['cpuModel']}, {m['memoryGiB']} GiB, commit {m['commit']}"
           f"{' (dirty)' if m['dirty'] else ''}, {m['dateUtc']}, load {m['loadavgStart']} -> "

@@ -57,10 +57,12 @@ class Profile:
     open_s: float
     warmup_calls: int
     idle_s: float
+    # The whole run's budget: phases that would start after it are skipped (and reported).
+    budget_s: float
 
 
-FULL = Profile(200, 60.0, (10, 50, 200), 8.0, (100, 150), 6.0, 30, 3.0)
-QUICK = Profile(50, 15.0, (10, 50, 200), 2.0, (100, 150), 2.0, 10, 2.0)
+FULL = Profile(200, 60.0, (10, 50, 200), 8.0, (100, 150), 6.0, 30, 3.0, 540.0)
+QUICK = Profile(50, 15.0, (10, 50, 200), 2.0, (100, 150), 2.0, 10, 2.0, 240.0)
 
 
 @dataclass
@@ -78,8 +80,10 @@ class Bench:
     postgres_cpu: Callable[[], float]
     all_pids: dict[str, int]
     profile: Profile
+    deadline: float
     idle: dict[str, float] = field(default_factory=dict)
     phases: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     def read(self, pids: dict[str, int]) -> dict[str, float]:
         """CPU seconds of pids, PostgreSQL and the driver, and the clock."""
@@ -104,7 +108,14 @@ class Bench:
         window: float | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """Run one phase, summarize it with CPU per call, print and record it."""
+        """Run one phase, summarize it with CPU per call, print and record it.
+
+        Past the run's budget a phase is skipped and listed as such, never silently dropped.
+        """
+        if time.monotonic() > self.deadline:
+            self.skipped.append(f"{layout} {measured.target.name} {phase}")
+            print(f"== {layout} {measured.target.name} {phase}: SKIPPED (run budget spent)")
+            return {"okPerS": None}
         before = self.read(measured.pids)
         began = time.perf_counter()
         samples = await body()
@@ -276,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             service.postgres_cpu,
             {"server": service.server.pid, "gateway": gateway.pid, "dbos": peer.pid},
             profile,
+            deadline=time.monotonic() + profile.budget_s - (time.perf_counter() - began),
         )
         print(f"published {len(tools)} decide Tools on host {host_id}; servers up", flush=True)
         asyncio.run(bench_main(bench, service, host_id, tools, gateway, peer))
@@ -285,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         "poolSize": POOL_SIZE,
         "idleCpuSecondsPerSecond": bench.idle,
         "phases": bench.phases,
+        "skippedPhases": bench.skipped,
         "ratios": report.ratios(bench.phases),
         "totalS": round(time.perf_counter() - began, 1),
     }
