@@ -275,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.seconds is not None:
         profile.closed_s = profile.open_s = args.seconds
     signal.signal(signal.SIGTERM, _terminate)
+    # A shell's background job inherits SIGINT ignored; Ctrl-C (kill -INT) must still unwind.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     began, host_id, names = time.perf_counter(), new_id(), tool_names()
     machine = report.machine()
     with ExitStack() as stack:
