@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke e2e gateway clean
+.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -81,5 +81,18 @@ bench: venv
 bench-invoke: venv
 	$(PY) -m bench.invoke $(ARGS)
 
+# The DBOS peer lives in its own pinned venv (never in .venv, never in pyproject.toml).
+PEER_VENV := .bench-peers-venv
+PEER_STAMP := $(PEER_VENV)/.installed-stamp
+
+$(PEER_STAMP): bench/peers/requirements.txt
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install -q --disable-pip-version-check -r bench/peers/requirements.txt
+	touch $(PEER_STAMP)
+
+# make bench-peers ARGS="--quick --out peers.json" (docs/PERFORMANCE.md)
+bench-peers: venv $(PEER_STAMP)
+	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python $(ARGS)
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEER_VENV) .mypy_cache .ruff_cache

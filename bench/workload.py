@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,27 @@ def definition(kind: str, backend_url: str) -> str:
         f'document:\n  dsl: "1.0.3"\n  namespace: bench\n  name: {kind}\n  version: "1.0.0"\n'
         "input:\n  schema:\n    format: json\n    document:\n      type: object\n"
         "do:\n" + "".join(tasks)
+    )
+
+
+# The one-task `decide` Tool that bench.peers serves from our service and from the DBOS peer.
+DECIDE_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["creditScore", "requestId"],
+    "properties": {"creditScore": {"type": "integer"}, "requestId": {"type": "string"}},
+    "additionalProperties": False,
+}
+
+
+def decide_definition(name: str) -> str:
+    """One set task: {creditScore, requestId} -> {decision, requestId} (approve at 650)."""
+    return (
+        f'document:\n  dsl: "1.0.3"\n  namespace: bench\n  name: {name}\n  version: "1.0.0"\n'
+        # JSON is YAML: the schema is written once, here and in the Gateway's router entry.
+        f"input:\n  schema:\n    format: json\n    document: {json.dumps(DECIDE_INPUT_SCHEMA)}\n"
+        "do:\n  - decide:\n      set:\n"
+        "        decision: \"${ .creditScore >= 650 ? 'approve' : 'decline' }\"\n"
+        '        requestId: "${ .requestId }"\n'
     )
 
 
@@ -117,9 +139,6 @@ async def _save_and_publish(owner: Gateway, host_id: str, wf_def_id: str, kind: 
 
 async def publish_tool(owner: Gateway, service: Service, host_id: str, kind: str) -> Tool:
     """Save, publish and bind one kind of workflow on host_id as its owner."""
-    text = definition(kind, service.backend_url)
-    wf_def_id, tool_id = new_id(), new_id()
-    await _save_and_publish(owner, host_id, wf_def_id, kind, text)
     targets = []
     if kind.startswith("http"):
         targets.append(
@@ -131,6 +150,17 @@ async def publish_tool(owner: Gateway, service: Service, host_id: str, kind: str
                 "authorizationPolicyDigest": POLICY_DIGEST,
             }
         )
+    return await publish_text_tool(
+        owner, host_id, kind, definition(kind, service.backend_url), targets
+    )
+
+
+async def publish_text_tool(
+    owner: Gateway, host_id: str, kind: str, text: str, targets: list[dict[str, Any]]
+) -> Tool:
+    """Save, publish and bind the definition `text` as Tool bench.<kind> on host_id."""
+    wf_def_id, tool_id = new_id(), new_id()
+    await _save_and_publish(owner, host_id, wf_def_id, kind, text)
     args = {
         "hostId": host_id,
         "binding": _binding(kind, wf_def_id, tool_id, text),

@@ -1,0 +1,174 @@
+"""What bench-peers prints and records: one block per phase, the table, ratios, the machine."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from bench.harness import REPO
+
+
+def machine() -> dict[str, Any]:
+    """nproc, CPU model, memory, commit, date and load: the context every number needs."""
+    cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
+    models = [line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")]
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    total_kb = next((int(line.split()[1]) for line in meminfo if line.startswith("MemTotal")), 0)
+    return {
+        "nproc": os.cpu_count(),
+        "cpuModel": models[0] if models else "unknown",
+        "memoryGiB": round(total_kb / 1024 / 1024, 1),
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "dateUtc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "loadavgStart": loadavg(),
+    }
+
+
+def loadavg() -> str:
+    """/proc/loadavg's three load figures (a busy shared machine shows here)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _git(*args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return done.stdout.strip()
+
+
+def _lat(figures: dict[str, float]) -> str:
+    if not figures.get("n"):
+        return "n=0"
+    n, p50, p95, p99 = figures["n"], figures["p50"], figures["p95"], figures["p99"]
+    return f"n={n} p50 {p50:.2f} p95 {p95:.2f} p99 {p99:.2f} ms"
+
+
+def print_phase(s: dict[str, Any]) -> None:
+    """One phase: goodput, admitted and refusal latency, failures, CPU per call."""
+    offered = f" offered {s['offeredPerS']}/s" if "offeredPerS" in s else ""
+    window = f" (window {s['windowS']} s)" if s.get("windowS") else ""
+    print(f"== {s['layout']} {s['target']} {s['phase']}{offered}: {s['calls']} calls in "
+          f"{s['elapsedS']} s, {s['okPerS']} ok/s{window}, "
+          f"{s['okPerSWall']} ok/s wall")  # fmt: skip
+    print(f"   admitted {_lat(s['admitted'])}")
+    if s["refusedByCode"]:
+        print(f"   refused {s['refusedByCode']} {_lat(s['refusal'])};"
+              f" with retryAfterMs {s['refusalsWithRetryAfter']}")  # fmt: skip
+    print(f"   transport errors {s['transportErrors'] or 0}  HTTP 5xx {s['http5xx'] or 0}"
+          f"  other failures {s['otherFailures'] or 0}")  # fmt: skip
+    for outcome, example in s.get("examples", {}).items():
+        print(f"   e.g. {outcome}: {example[:160]}")
+    cpu = {k.removesuffix("CpuMsPerCall"): v for k, v in s.items() if k.endswith("CpuMsPerCall")}
+    print(f"   CPU ms/call {cpu}", flush=True)
+
+
+def _find(phases: list[dict[str, Any]], layout: str, target: str, phase: str) -> dict[str, Any]:
+    for summary in phases:
+        if (summary["layout"], summary["target"], summary["phase"]) == (layout, target, phase):
+            return summary
+    return {}
+
+
+def _peak(phases: list[dict[str, Any]], layout: str, target: str) -> float:
+    rates = [
+        s["okPerS"] or 0.0
+        for s in phases
+        if s["layout"] == layout and s["target"] == target and s["phase"].startswith("closed")
+    ]
+    return max(rates, default=0.0)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0 or a != a or b != b:
+        return None
+    return round(a / b, 2)
+
+
+def ratios(phases: list[dict[str, Any]]) -> dict[str, Any]:
+    """ours/DBOS (one Tool), one-Tool/8-Tools peaks, and the Gateway's added p50."""
+    out: dict[str, Any] = {}
+    dbos_seq = _find(phases, "one-tool", "dbos", "sequential")
+    for ours in ("ours-direct", "ours-gateway"):
+        seq = _find(phases, "one-tool", ours, "sequential")
+        if not seq or not dbos_seq:
+            continue
+        out[f"{ours}/dbos"] = {
+            "sequentialP50": _ratio(seq["admitted"]["p50"], dbos_seq["admitted"]["p50"]),
+            "sequentialP99": _ratio(seq["admitted"]["p99"], dbos_seq["admitted"]["p99"]),
+            "peakOkPerS": _ratio(
+                _peak(phases, "one-tool", ours), _peak(phases, "one-tool", "dbos")
+            ),
+            "serverCpuPerCall": _ratio(
+                seq["serverCpuMsPerCall"] + seq.get("gatewayCpuMsPerCall", 0.0),
+                dbos_seq["serverCpuMsPerCall"],
+            ),
+            "postgresCpuPerCall": _ratio(
+                seq["postgresNetIdleCpuMsPerCall"], dbos_seq["postgresNetIdleCpuMsPerCall"]
+            ),
+        }
+    for target in ("ours-direct", "dbos"):
+        out[f"{target} one-tool/8-tools peakOkPerS"] = _ratio(
+            _peak(phases, "one-tool", target), _peak(phases, "8-tools", target)
+        )
+    direct = _find(phases, "one-tool", "ours-direct", "sequential")
+    gateway = _find(phases, "one-tool", "ours-gateway", "sequential")
+    if direct and gateway:
+        out["gatewayMinusDirectP50Ms"] = round(
+            gateway["admitted"]["p50"] - direct["admitted"]["p50"], 2
+        )
+    return out
+
+
+def _row(phases: list[dict[str, Any]], layout: str, target: str) -> str | None:
+    mine = [s for s in phases if s["layout"] == layout and s["target"] == target]
+    if not mine:
+        return None
+    seq = _find(phases, layout, target, "sequential")
+    cells = [layout, target]
+    if seq:
+        a = seq["admitted"]
+        server = seq["serverCpuMsPerCall"] + seq.get("gatewayCpuMsPerCall", 0.0)
+        postgres, client = seq["postgresNetIdleCpuMsPerCall"], seq["driverCpuMsPerCall"]
+        latency = f"{a['p50']:.1f}/{a['p95']:.1f}/{a['p99']:.1f}"
+        cells += [latency, f"{server:.2f}", f"{postgres:.2f}", f"{client:.2f}"]
+    else:
+        cells += ["-", "-", "-", "-"]
+    for s in mine:
+        if s["phase"] == "sequential":
+            continue
+        refused = sum(s["refusedByCode"].values())
+        at = f"@{s['offeredPerS']}: " if s["phase"] == "open 2xpeak" else ""
+        cells.append(f"{at}{s['okPerS']:.0f} ({s['admitted']['p50']:.0f}/{s['admitted']['p99']:.0f}"
+                     f"{f' r{refused}' if refused else ''})")  # fmt: skip
+    errors = sum(sum(s["transportErrors"].values()) for s in mine)
+    fives = sum(sum(s["http5xx"].values()) for s in mine)
+    cells.append(f"{errors}/{fives}")
+    return "| " + " | ".join(cells) + " |"
+
+
+def print_table(results: dict[str, Any]) -> None:
+    """The summary table (markdown), then the ratios."""
+    phases = results["phases"]
+    loops = list(dict.fromkeys(s["phase"] for s in phases if s["phase"] != "sequential"))
+    print("\nok/s (admitted p50/p99 ms, rN = N refused); seq p50/p95/p99 ms; CPU ms/call (seq)")
+    header = ["layout", "server", "seq p50/p95/p99", "server CPU", "PG CPU", "driver CPU"]
+    header += [*loops, "transport err/5xx"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for layout in ("one-tool", "8-tools"):
+        for target in ("ours-direct", "ours-gateway", "dbos"):
+            row = _row(phases, layout, target)
+            if row:
+                print(row)
+    print("\nratios:", results["ratios"])
+    if results.get("skippedPhases"):
+        print("SKIPPED (run budget spent):", ", ".join(results["skippedPhases"]))
+    m = results["machine"]
+    print(f"machine: {m['nproc']} x {m['cpuModel']}, {m['memoryGiB']} GiB, commit {m['commit']}"
+          f"{' (dirty)' if m['dirty'] else ''}, {m['dateUtc']}, load {m['loadavgStart']} -> "
+          f"{m['loadavgEnd']}", flush=True)  # fmt: skip

@@ -1,0 +1,314 @@
+"""Benchmark (not a test): one `decide` Tool from our service, through our Gateway, and from DBOS.
+
+    make bench-peers ARGS="[--quick] [--out results.json]"
+    .venv/bin/python -m bench.peers.run [--quick] [--out F] [--peer-python P] [--seconds S]
+
+One run, one embedded PostgreSQL 15 (fsync on), three servers, one load driver
+(bench/peers/driver.py):
+
+- ours-direct: `workflow_invoke` POSTed to our /mcp exactly as the Gateway calls it;
+- ours-gateway: `tools/call decide` on the reference Gateway (`workflow-mcp gateway`);
+- dbos: DBOS 3.4.0 behind the MCP Python SDK 2.3.0 (stateless, JSON), its own venv and database.
+
+Layout one-tool: every caller (8 users round-robin) calls the one Tool of one host: sequential,
+closed loops c=10/50/200, open loops at 100/s, 150/s and 2x the server's closed-loop peak.
+Layout 8-tools: the closed and open loops again, spread over 8 Tools on that one host (ours) and
+8 tools of the one peer process (DBOS). Prints every phase, a table with ratios, writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.harness import Service, cpu_seconds, database, gateway_for, new_id, running_service
+from bench.peers import driver, report
+from bench.peers.driver import Caller, Sample, Target, tool_call_caller
+from bench.peers.stack import DEFAULT_PEER_PYTHON, Process, running_gateway, running_peer
+from bench.workload import CALLER_ROLES, OWNER, Tool, decide_definition, publish_text_tool
+
+USERS = 8
+TOOLS = 8
+# Our service's default store pool (store.pool_max_size); the peer gets the same budget.
+POOL_SIZE = 16
+OPEN_RATE_CAP = 1500
+
+
+@dataclass
+class Profile:
+    """Sizes of one run: full (under 10 minutes) or --quick (about 2)."""
+
+    sequential_calls: int
+    sequential_max_s: float
+    closed_callers: tuple[int, ...]
+    closed_s: float
+    open_rates: tuple[int, ...]
+    open_s: float
+    warmup_calls: int
+    idle_s: float
+    # The whole run's budget: phases that would start after it are skipped (and reported).
+    budget_s: float
+
+
+FULL = Profile(200, 60.0, (10, 50, 200), 8.0, (100, 150), 6.0, 30, 3.0, 540.0)
+QUICK = Profile(50, 15.0, (10, 50, 200), 2.0, (100, 150), 2.0, 10, 2.0, 240.0)
+
+
+@dataclass
+class Measured:
+    """A target and the processes whose CPU is its cost (the Gateway's includes our server)."""
+
+    target: Target
+    pids: dict[str, int]
+
+
+@dataclass
+class Bench:
+    """The running stack's meters and every phase's summary."""
+
+    postgres_cpu: Callable[[], float]
+    all_pids: dict[str, int]
+    profile: Profile
+    deadline: float
+    idle: dict[str, float] = field(default_factory=dict)
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def read(self, pids: dict[str, int]) -> dict[str, float]:
+        """CPU seconds of pids, PostgreSQL and the driver, and the clock."""
+        values = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        values.update(postgres=self.postgres_cpu(), driver=time.process_time())
+        return values | {"at": time.monotonic()}
+
+    async def measure_idle(self) -> None:
+        """CPU per second of every process with all servers idle (reported; PG's subtracted)."""
+        before = self.read(self.all_pids)
+        await asyncio.sleep(self.profile.idle_s)
+        after = self.read(self.all_pids)
+        window = after["at"] - before["at"]
+        self.idle = {k: round((after[k] - before[k]) / window, 4) for k in after if k != "at"}
+
+    async def measure(
+        self,
+        layout: str,
+        measured: Measured,
+        phase: str,
+        body: Callable[[], Awaitable[list[Sample]]],
+        window: float | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Run one phase, summarize it with CPU per call, print and record it.
+
+        Past the run's budget a phase is skipped and listed as such, never silently dropped.
+        """
+        if time.monotonic() > self.deadline:
+            self.skipped.append(f"{layout} {measured.target.name} {phase}")
+            print(f"== {layout} {measured.target.name} {phase}: SKIPPED (run budget spent)")
+            return {"okPerS": None}
+        before = self.read(measured.pids)
+        began = time.perf_counter()
+        samples = await body()
+        elapsed = time.perf_counter() - began
+        after = self.read(measured.pids)
+        summary = {"layout": layout, "target": measured.target.name, "phase": phase, **extra}
+        summary |= driver.summarize(samples, elapsed, window)
+        summary |= self._cpu(before, after, max(1, len(samples)))
+        self.phases.append(summary)
+        report.print_phase(summary)
+        # Let the previous phase's stragglers (cancelled open-loop calls) settle.
+        await asyncio.sleep(1.0)
+        return summary
+
+    def _cpu(self, before: dict[str, float], after: dict[str, float], calls: int) -> dict[str, Any]:
+        window = after["at"] - before["at"]
+        cpu = {
+            f"{k}CpuMsPerCall": round((after[k] - before[k]) * 1000 / calls, 3)
+            for k in after
+            if k != "at"
+        }
+        # Every server's idle polling lands in the one cluster: subtract the idle rate.
+        net = after["postgres"] - before["postgres"] - self.idle.get("postgres", 0.0) * window
+        cpu["postgresNetIdleCpuMsPerCall"] = round(net * 1000 / calls, 3)
+        return cpu
+
+
+async def run_target(bench: Bench, layout: str, measured: Measured, sequential: bool) -> None:
+    """The phases of one server in one layout (the open loop's top rate is 2x its peak)."""
+    profile, target = bench.profile, measured.target
+    await driver.sequential(target, profile.warmup_calls, profile.sequential_max_s)
+    if sequential:
+        await bench.measure(
+            layout, measured, "sequential",
+            lambda: driver.sequential(target, profile.sequential_calls, profile.sequential_max_s),
+        )  # fmt: skip
+    peak = 0.0
+    for callers in profile.closed_callers:
+        summary = await bench.measure(
+            layout, measured, f"closed c={callers}",
+            lambda c=callers: driver.closed_loop(target, c, profile.closed_s),
+            window=profile.closed_s, callers=callers,
+        )  # fmt: skip
+        peak = max(peak, summary["okPerS"] or 0.0)
+    doubled = min(OPEN_RATE_CAP, max(1, round(2 * peak)))
+    for rate, label in [
+        *((r, f"open {r}/s") for r in profile.open_rates),
+        (doubled, "open 2xpeak"),
+    ]:
+        await bench.measure(
+            layout, measured, label,
+            lambda r=rate: driver.open_loop(target, r, profile.open_s, seed=r),
+            window=profile.open_s, offeredPerS=rate,
+        )  # fmt: skip
+
+
+def user_tokens(service: Service, host_id: str) -> list[dict[str, str]]:
+    """Auth headers (user bearer + X-Scope-Token) of USERS distinct end users of host_id."""
+    identity = service.identity
+    app = identity.app_token(host_id=host_id, ttl=6 * 3600)
+    return [
+        identity.auth_headers(
+            identity.user_token(
+                host_id=host_id, user_id=f"bench-user-{i}", roles=CALLER_ROLES,
+                client_id="portal", ttl=6 * 3600,
+            ),
+            app,
+        )
+        for i in range(USERS)
+    ]  # fmt: skip
+
+
+def direct_callers(tools: list[Tool], auths: list[dict[str, str]]) -> list[Caller]:
+    """workflow_invoke Callers, tools varying fastest, then users."""
+
+    def wrap(tool: Tool) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        return lambda decide_input: {
+            "stableToolRef": tool.tool_id,
+            "expectedBindingDigest": tool.binding_digest,
+            "expectedDefinitionDigest": tool.definition_digest,
+            "input": decide_input,
+        }
+
+    return [tool_call_caller("workflow_invoke", a, wrap(t)) for a in auths for t in tools]
+
+
+def named_callers(names: list[str], auths: list[dict[str, str]]) -> list[Caller]:
+    """tools/call <name> Callers (Gateway: the user bearer only; the peer ignores it)."""
+    users = [{"Authorization": a["Authorization"]} for a in auths]
+    return [tool_call_caller(name, user) for user in users for name in names]
+
+
+async def publish(service: Service, host_id: str, names: list[str]) -> dict[str, Tool]:
+    """The decide Tools on host_id, published through POST /mcp by their owner."""
+    async with httpx.AsyncClient(timeout=60.0) as http:
+        owner = gateway_for(service, http, host_id, OWNER, CALLER_ROLES)
+        return {
+            name: await publish_text_tool(owner, host_id, name, decide_definition(name), [])
+            for name in names
+        }
+
+
+def tool_names() -> list[str]:
+    """decide, decide-1 ... decide-7: the DBOS peer names its tools the same way."""
+    return ["decide"] + [f"decide-{i}" for i in range(1, TOOLS)]
+
+
+async def bench_main(
+    bench: Bench, service: Service, host_id: str, tools: dict[str, Tool], gateway: Process,
+    peer: Process,
+) -> None:  # fmt: skip
+    """Both layouts, every target."""
+    run_id, names, auths = new_id()[:8], tool_names(), user_tokens(service, host_id)
+    ours = {"server": service.server.pid}
+    one = [tools[names[0]]]
+    layouts = {
+        "one-tool": [
+            (Target("ours-direct", service.mcp_url, direct_callers(one, auths), run_id), ours),
+            (Target("ours-gateway", gateway.mcp_url, named_callers(names[:1], auths), run_id),
+             ours | {"gateway": gateway.pid}),
+            (Target("dbos", peer.mcp_url, named_callers(names[:1], auths), run_id),
+             {"server": peer.pid}),
+        ],
+        "8-tools": [
+            (Target("ours-direct", service.mcp_url, direct_callers(list(tools.values()), auths),
+                    run_id), ours),
+            (Target("dbos", peer.mcp_url, named_callers(names, auths), run_id),
+             {"server": peer.pid}),
+        ],
+    }  # fmt: skip
+    await bench.measure_idle()
+    print(f"idle CPU s/s: {bench.idle}", flush=True)
+    for layout, targets in layouts.items():
+        for target, pids in targets:
+            print(f"\n### {layout} / {target.name} ({len(target.callers)} callers)", flush=True)
+            await run_target(bench, layout, Measured(target, pids), layout == "one-tool")
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench.peers.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a ~2-minute run")
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per loop phase")
+    parser.add_argument("--peer-python", type=Path, default=DEFAULT_PEER_PYTHON)
+    return parser.parse_args(argv)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM unwinds like Ctrl-C, so every context below stops its child processes.
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; 0 when it completed (figures are reported, not judged)."""
+    args = _parse(argv)
+    profile = QUICK if args.quick else FULL
+    if args.seconds is not None:
+        profile.closed_s = profile.open_s = args.seconds
+    signal.signal(signal.SIGTERM, _terminate)
+    # A shell's background job inherits SIGINT ignored; Ctrl-C (kill -INT) must still unwind.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    began, host_id, names = time.perf_counter(), new_id(), tool_names()
+    machine = report.machine()
+    with ExitStack() as stack:
+        url, postmaster = stack.enter_context(database(fast=False))
+        service = stack.enter_context(running_service(url, postmaster, {}))
+        tools = asyncio.run(publish(service, host_id, names))
+        gateway = stack.enter_context(running_gateway(service, host_id, tools))
+        peer = stack.enter_context(running_peer(args.peer_python, url, TOOLS, POOL_SIZE))
+        bench = Bench(
+            service.postgres_cpu,
+            {"server": service.server.pid, "gateway": gateway.pid, "dbos": peer.pid},
+            profile,
+            deadline=time.monotonic() + profile.budget_s - (time.perf_counter() - began),
+        )
+        print(f"published {len(tools)} decide Tools on host {host_id}; servers up", flush=True)
+        asyncio.run(bench_main(bench, service, host_id, tools, gateway, peer))
+    results = {
+        "machine": machine | {"loadavgEnd": report.loadavg()},
+        "profile": asdict(profile) | {"quick": args.quick, "users": USERS, "tools": TOOLS},
+        "poolSize": POOL_SIZE,
+        "idleCpuSecondsPerSecond": bench.idle,
+        "phases": bench.phases,
+        "skippedPhases": bench.skipped,
+        "ratios": report.ratios(bench.phases),
+        "totalS": round(time.perf_counter() - began, 1),
+    }
+    report.print_table(results)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2), encoding="utf-8")
+    print(f"\ntotal {results['totalS']} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

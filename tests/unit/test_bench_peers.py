@@ -1,0 +1,83 @@
+"""The pure pieces of bench/peers: request bodies, answer checks, quantiles, phase summaries."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import httpx
+
+from bench.peers.driver import (
+    Sample,
+    latency_summary,
+    outcome_of,
+    quantile,
+    summarize,
+    tool_call_caller,
+)
+
+
+def test_prebuilt_body_is_the_tools_call_with_this_calls_score_and_request_id() -> None:
+    caller = tool_call_caller("decide", {"Authorization": "Bearer u"})
+    message = json.loads(caller.body(612, "run-1-7"))
+    assert message["params"]["name"] == "decide"
+    assert message["params"]["arguments"] == {"creditScore": 612, "requestId": "run-1-7"}
+    assert caller.headers["Mcp-Name"] == "decide"
+    assert caller.headers["Authorization"] == "Bearer u"
+
+
+def test_wrapped_body_carries_the_decide_input_inside_workflow_invoke_arguments() -> None:
+    caller = tool_call_caller("workflow_invoke", {}, lambda i: {"stableToolRef": "t", "input": i})
+    arguments = json.loads(caller.body(700, "r"))["params"]["arguments"]
+    assert arguments == {"stableToolRef": "t", "input": {"creditScore": 700, "requestId": "r"}}
+
+
+def _answer(structured: dict[str, object], is_error: bool = False) -> httpx.Response:
+    result = {"isError": is_error, "structuredContent": structured, "content": []}
+    return httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": result})
+
+
+def test_outcome_checks_the_decision_bare_or_wrapped_in_output() -> None:
+    bare = {"decision": "approve", "requestId": "r"}
+    assert outcome_of(_answer(bare), 700, "r") == ("OK", None)
+    assert outcome_of(_answer({"output": bare, "status": "completed"}), 700, "r") == ("OK", None)
+    assert outcome_of(_answer(bare), 600, "r")[0] == "WRONG_OUTPUT"
+
+
+def test_outcome_of_a_refusal_is_its_code_with_retry_after() -> None:
+    refusal = {"error": {"code": "WORKFLOW_CAPACITY_EXHAUSTED", "retryAfterMs": 250}}
+    assert outcome_of(_answer(refusal, is_error=True), 700, "r") == (
+        "WORKFLOW_CAPACITY_EXHAUSTED",
+        250,
+    )
+    assert outcome_of(httpx.Response(503, json={}), 700, "r")[0] == "HTTP_503"
+
+
+def test_quantile_is_nearest_rank_in_ms() -> None:
+    ordered = [i / 1000 for i in range(1, 101)]
+    assert quantile(ordered, 0.5) == 51.0
+    assert quantile(ordered, 0.99) == 99.0
+    assert math.isnan(quantile([], 0.5))
+    assert latency_summary([0.002, 0.001]) == {
+        "n": 2, "p50": 1.0, "p95": 2.0, "p99": 2.0, "max": 2.0,
+    }  # fmt: skip
+
+
+def test_summary_keeps_transport_errors_5xx_and_refusals_apart() -> None:
+    samples = [
+        Sample(0.0, 0.010, "OK"),
+        Sample(0.0, 0.020, "OK"),
+        Sample(0.0, 0.001, "WORKFLOW_CAPACITY_EXHAUSTED", 100),
+        Sample(0.0, 0.001, "WORKFLOW_CAPACITY_EXHAUSTED"),
+        Sample(0.0, 0.5, "TRANSPORT_ReadError"),
+        Sample(0.0, 0.5, "HTTP_502"),
+        Sample(0.0, 15.0, "TIMEOUT_ReadTimeout"),
+    ]
+    summary = summarize(samples, 2.0)
+    assert summary["ok"] == 2 and summary["okPerS"] == 1.0
+    assert summary["refusedByCode"] == {"WORKFLOW_CAPACITY_EXHAUSTED": 2}
+    assert summary["refusalsWithRetryAfter"] == 1
+    assert summary["transportErrors"] == {"TRANSPORT_ReadError": 1}
+    assert summary["http5xx"] == {"HTTP_502": 1}
+    assert summary["otherFailures"] == {"TIMEOUT_ReadTimeout": 1}
+    assert summary["admitted"]["n"] == 2
