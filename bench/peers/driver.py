@@ -1,10 +1,11 @@
 """The one load driver of bench-peers: raw httpx, prebuilt requests, sequential/closed/open loops.
 
-Every server under test gets exactly the same driver: one `httpx.AsyncClient` per phase with a
-pool sized to the phase's concurrency (keep-alive, HTTP/1.1), request headers built once per
-(Tool, user) and bodies assembled from prebuilt byte slices, so the driver's own CPU per call
-stays small; it is measured and reported per phase. Transport errors and HTTP 5xx are counted
-apart from the service's own refusals and are never folded into them.
+Every server under test gets exactly the same driver: single-connection keep-alive HTTP/1.1
+`httpx.AsyncClient`s, one per closed-loop caller and one per open-loop call in flight (a
+shared pool of many connections costs milliseconds of client CPU per call), request headers
+built once per (Tool, user) and bodies assembled from prebuilt byte slices, so the driver's
+own CPU per call stays small; it is measured and reported per phase. Transport errors and
+HTTP 5xx are counted apart from the service's own refusals and are never folded into them.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ CALL_TIMEOUT_S = 15.0
 DRAIN_LIMIT_S = CALL_TIMEOUT_S + 1.0
 # Open loops stop creating arrivals beyond this many per offered second (a bound, not a target).
 ARRIVAL_SLACK = 1.5
-OPEN_POOL = 200
 
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -187,11 +187,15 @@ async def closed_loop(target: Target, callers: int, seconds: float) -> list[Samp
     """
     prefix, samples = target.phase_prefix(), []
     numbers = itertools.count()
-    async with client(callers) as http:
+    # One single-connection client per caller: a shared pool of many connections costs the
+    # driver milliseconds of CPU per call at c >= 50 (its pool is scanned on every request),
+    # which on a 2-core machine is taken from the server under test.
+    clients = [client(1) for _ in range(callers)]
+    try:
         origin = time.perf_counter()
         stop_at = origin + seconds
 
-        async def loop() -> None:
+        async def loop(http: httpx.AsyncClient) -> None:
             n = next(numbers)
             while time.perf_counter() < stop_at:
                 sample = await one_call(http, target, prefix, n, origin)
@@ -199,8 +203,34 @@ async def closed_loop(target: Target, callers: int, seconds: float) -> list[Samp
                 if sample.outcome != CAPACITY:
                     n = next(numbers)
 
-        await asyncio.gather(*(loop() for _ in range(callers)))
+        await asyncio.gather(*(loop(http) for http in clients))
+    finally:
+        await asyncio.gather(*(http.aclose() for http in clients))
     return samples
+
+
+class ClientPool:
+    """Single-connection clients handed to one call at a time (made on demand, kept)."""
+
+    def __init__(self) -> None:
+        self._free: list[httpx.AsyncClient] = []
+        self._all: list[httpx.AsyncClient] = []
+
+    async def call(self, target: Target, prefix: str, n: int, origin: float) -> Sample:
+        """one_call on a free client of the pool."""
+        if self._free:
+            http = self._free.pop()
+        else:
+            http = client(1)
+            self._all.append(http)
+        try:
+            return await one_call(http, target, prefix, n, origin)
+        finally:
+            self._free.append(http)
+
+    async def aclose(self) -> None:
+        """Close every client the pool made."""
+        await asyncio.gather(*(http.aclose() for http in self._all))
 
 
 async def open_loop(target: Target, rate: float, seconds: float, seed: int = 1) -> list[Sample]:
@@ -208,7 +238,8 @@ async def open_loop(target: Target, rate: float, seconds: float, seed: int = 1) 
     prefix, rng = target.phase_prefix(), random.Random(seed)
     limit = int(rate * seconds * ARRIVAL_SLACK) + 1
     pending: list[asyncio.Task[Sample]] = []
-    async with client(OPEN_POOL) as http:
+    pool = ClientPool()
+    try:
         origin = time.perf_counter()
         next_at = origin
         while next_at < origin + seconds and len(pending) < limit:
@@ -216,12 +247,14 @@ async def open_loop(target: Target, rate: float, seconds: float, seed: int = 1) 
             if delay > 0:
                 await asyncio.sleep(delay)
             n = len(pending)
-            pending.append(asyncio.create_task(one_call(http, target, prefix, n, origin)))
+            pending.append(asyncio.create_task(pool.call(target, prefix, n, origin)))
             next_at += rng.expovariate(rate)
         done, late = await asyncio.wait(pending, timeout=DRAIN_LIMIT_S)
         for task in late:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
+    finally:
+        await pool.aclose()
     samples = [task.result() for task in done]
     return samples + [Sample(0.0, DRAIN_LIMIT_S, "CLIENT_CANCELLED") for _ in late]
 
