@@ -38,10 +38,11 @@ from tests.support.invocation import (
     owner,
     publish_tool,
     refused,
+    workers,
 )
 from tests.support.mcp import McpTestClient
 
-__all__ = ["owner"]
+__all__ = ["owner", "workers"]
 
 PLENTY = 1_000
 OPEN = {
@@ -553,3 +554,86 @@ async def test_a_backend_terminated_during_admission_is_retried_and_admits_once(
         body = refused(await call, ADMITTED)
     runs = await runs_of(admin, tool)
     assert [run["process_id"] for run in runs] == [body["workflowInstanceId"]]
+
+
+@pytest.mark.requirement("000:Admission")
+async def test_an_answer_lost_after_a_run_that_already_ended_returns_that_run_on_the_retry(
+    owner: McpTestClient,
+    wide: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    admin: Admin,
+    monkeypatch: pytest.MonkeyPatch,
+    workers: object,
+) -> None:
+    """With resultReplayMs 0 an ended run holds no replay: the retry of the call that admitted
+    it must still answer with that run, not admit it again."""
+    tool = await publish_tool(owner, admissionLimits=OPEN)
+    caller = client(wide, dev_identity, "dropped-late")
+    real = store.admit_invoke
+    answers: list[store.AdmitOutcome] = []
+
+    async def lossy(conn: Any, params: dict[str, Any]) -> store.AdmitOutcome:
+        outcome = await real(conn, params)
+        answers.append(outcome)
+        if len(answers) == 1:
+            # The run ends before the retry comes (a reconnect can take longer than a run).
+            await until(
+                admin,
+                "SELECT count(*) AS n FROM workflow_process WHERE process_id ="
+                f" '{outcome.process_id}' AND state NOT IN ('ACCEPTED', 'RUNNING', 'WAITING')",
+                1,
+            )
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return outcome
+
+    monkeypatch.setattr(store, "admit_invoke", lossy)
+    async with asyncio.timeout(30):
+        result = await caller.call_tool("workflow_invoke", invoke_args(tool))
+    body = ok(result)
+    assert answers[0].outcome == "accepted"
+    assert {answer.process_id for answer in answers} == {body["workflowInstanceId"]}
+    runs = await runs_of(admin, tool)
+    assert [run["process_id"] for run in runs] == [body["workflowInstanceId"]]
+
+
+@pytest.mark.requirement("000:Admission")
+async def test_an_answer_lost_before_a_revoke_still_returns_the_run_it_admitted(
+    owner: McpTestClient,
+    wide: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    admin: Admin,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first try committed, the owner revoked, then the retry: the run admitted before the
+    revoke is this call's answer (never a refusal that hides accepted work)."""
+    tool = await publish_tool(owner, syncWaitMs=50, admissionLimits=OPEN)
+    caller = client(wide, dev_identity, "dropped-revoked")
+    real = store.admit_invoke
+    answers: list[store.AdmitOutcome] = []
+    revoke = {
+        "hostId": HOST,
+        "bindingId": tool.binding_id,
+        "expectedBindingDigest": tool.binding_digest,
+        "comment": "no longer approved",
+        "operationId": new_id(),
+    }
+
+    async def lossy(conn: Any, params: dict[str, Any]) -> store.AdmitOutcome:
+        outcome = await real(conn, params)
+        answers.append(outcome)
+        if len(answers) == 1:
+            ok(await owner.call_tool("workflow_binding_revoke", revoke))
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return outcome
+
+    monkeypatch.setattr(store, "admit_invoke", lossy)
+    async with asyncio.timeout(30):
+        body = refused(await caller.call_tool("workflow_invoke", invoke_args(tool)), ADMITTED)
+    assert [answer.outcome for answer in answers] == ["accepted", "attach"]
+    runs = await runs_of(admin, tool)
+    assert [run["process_id"] for run in runs] == [body["workflowInstanceId"]]
+    body = refused(
+        await caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "after"})),
+        "WORKFLOW_POLICY_DENIED",
+    )
+    assert body["error"]["message"] == "binding revoked by workflow owner"
