@@ -128,6 +128,21 @@ DECLARE
     recent bigint;
     recent_for_user bigint;
 BEGIN
+    -- The retry of a call whose first try committed (its answer was lost on the way): the
+    -- process id is this call's own, so the answer is that run, whatever became of it or of
+    -- the head since. Without this a run that already ended outside its replay window (or a
+    -- head moved meanwhile) would have the retry admit the same run again, or refuse it.
+    RETURN QUERY
+    SELECT CASE WHEN p.state IN ('ACCEPTED', 'RUNNING', 'WAITING') THEN 'attach' ELSE 'replay'
+           END, p.process_id, p.state, p.effect_state, p.deadline_ts, p.result, p.error,
+           c.token_expires_ts, NULL::text
+    FROM workflow_run_state p
+    LEFT JOIN workflow_run_credential c ON c.host_id = p.host_id AND c.process_id = p.process_id
+    WHERE p.host_id = p_host_id AND p.process_id = p_process_id;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+
     SELECT v.status INTO version_status
     FROM wf_definition_version_t v
     WHERE v.host_id = p_host_id AND v.wf_def_id = p_wf_def_id AND v.version = p_workflow_version
