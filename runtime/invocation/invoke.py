@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -140,7 +141,8 @@ async def _admit_new_run(
     if revision.get("has_write_tasks", True):
         rules.check_evidence(await store.select_missing_evidence(conn, ctx.host_id, binding_id))
     wait_ms = min(int(revision["sync_wait_ms"]), int(revision["total_deadline_ms"]))
-    capacity.admit(plan.execution_class, wait_ms)
+    key = capacity.invoke_key(ctx.host_id, tool_id, revision["binding_digest"])
+    capacity.admit(plan.execution_class, wait_ms, key)
     await store.lock_tool_admission(conn, ctx.host_id, tool_id)
     counts = await store.count_tool_admissions(conn, ctx.host_id, tool_id, ctx.subject)
     rules.check_admission_limits(revision["admission_limits"], counts)
@@ -216,7 +218,11 @@ async def _admit(
 
 
 async def invoke_tool(
-    db: Database, ctx: InvocationContext, request: InvokeRequest, keyring: Keyring
+    db: Database,
+    ctx: InvocationContext,
+    request: InvokeRequest,
+    keyring: Keyring,
+    arrived_at: float | None = None,
 ) -> WorkflowInvokeOutput:
     """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error.
 
@@ -225,8 +231,13 @@ async def invoke_tool(
     """
     if request.parent_action_id is not None:
         raise policy_denied(NESTED_REFUSAL)
-    # Overload is shed before a connection is taken: sync Tools always run interactive.
-    capacity.check("interactive")
+    # Overload is shed before a connection is taken (arrived_at: time.monotonic() at arrival).
+    capacity.check_invoke(
+        ctx.host_id,
+        request.stable_tool_ref,
+        request.expected_binding_digest,
+        time.monotonic() if arrived_at is None else arrived_at,
+    )
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
