@@ -43,6 +43,7 @@ admission, which keeps the interactive class's reserved slots (seed 001).
 
 from __future__ import annotations
 
+import contextvars
 import math
 import time
 from collections import deque
@@ -142,6 +143,7 @@ def estimate(
     *,
     drain_per_s: float = 0.0,
     standing_ms: float = 0.0,
+    admission_ms: float = 0.0,
 ) -> Estimate:
     """Predicted queue wait and completion of a run enqueued now (pure).
 
@@ -149,14 +151,15 @@ def estimate(
     time` (busy slots: the cluster's running tasks of the class, at least this process's own
     slots and at least one). The wait is at least the standing sojourn and the oldest runnable
     task's age, which show a queue draining slower than that (executors starved of CPU or
-    connections, no worker at all). loop_delay_ms is what this process's event loop adds.
+    connections, no worker at all). loop_delay_ms is what this process's event loop adds;
+    admission_ms how long calls take from arrival to their admission (connection waits).
     """
     servers = max(load.running, local_slots, 1)
     rate_per_ms = max(servers / service_ms if service_ms > 0 else 0.0, drain_per_s / 1000)
     drain = 1 / rate_per_ms if rate_per_ms > 0 else service_ms
     queued = max(0, load.ready + admitted_since_sample)
     wait = max(queued * drain, standing_ms, load.oldest_ready_ms) + loop_delay_ms
-    return Estimate(wait, claim_ms + wait + service_ms, drain)
+    return Estimate(wait, admission_ms + claim_ms + wait + service_ms, drain)
 
 
 def refusal_ms(
@@ -189,6 +192,34 @@ def capacity_exhausted(execution_class: str, retry_after: int) -> WorkflowError:
 
 
 @dataclass
+class SlidingMin:
+    """The minimum of the values recorded over the last interval (0 when none was)."""
+
+    interval_s: float
+    # (recorded at, value), values increasing from the front: the front is the minimum over
+    # the interval (a monotonic queue, amortized O(1) per value).
+    _values: deque[tuple[float, float]] = field(init=False, default_factory=deque)
+
+    def record(self, now: float, value: float) -> None:
+        """One measurement."""
+        values = self._values
+        while values and values[-1][1] >= value:
+            values.pop()
+        values.append((now, value))
+        self._expire(now)
+
+    def value(self, now: float) -> float:
+        """The minimum over the interval ending now."""
+        self._expire(now)
+        return self._values[0][1] if self._values else 0.0
+
+    def _expire(self, now: float) -> None:
+        values, horizon = self._values, now - self.interval_s
+        while values and values[0][0] < horizon:
+            values.popleft()
+
+
+@dataclass
 class ClassController:
     """One execution class's measurements in this process; every method takes the clock."""
 
@@ -197,34 +228,23 @@ class ClassController:
     alpha: float = 0.1
     buckets: int = 10
     service: Ewma = field(init=False)
-    # (claimed at, sojourn ms), sojourns increasing from the front: the front is the minimum
-    # over the interval (a monotonic queue, amortized O(1) per claim).
-    _sojourns: deque[tuple[float, float]] = field(init=False, default_factory=deque)
+    sojourn: SlidingMin = field(init=False)
     _counts: list[int] = field(init=False)
     _bucket: int = field(init=False, default=0)
     _total: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.service = Ewma(self.alpha)
+        self.sojourn = SlidingMin(self.interval_s)
         self._counts = [0] * self.buckets
 
     def record_sojourn(self, now: float, sojourn_ms: float) -> None:
         """A queued task was claimed after waiting sojourn_ms."""
-        sojourns = self._sojourns
-        while sojourns and sojourns[-1][1] >= sojourn_ms:
-            sojourns.pop()
-        sojourns.append((now, sojourn_ms))
-        self._expire(now)
+        self.sojourn.record(now, sojourn_ms)
 
     def standing_ms(self, now: float) -> float:
         """The minimum sojourn of the tasks claimed over the last interval (0: none claimed)."""
-        self._expire(now)
-        return self._sojourns[0][1] if self._sojourns else 0.0
-
-    def _expire(self, now: float) -> None:
-        sojourns, horizon = self._sojourns, now - self.interval_s
-        while sojourns and sojourns[0][0] < horizon:
-            sojourns.popleft()
+        return self.sojourn.value(now)
 
     def record_completion(self, now: float, service_s: float) -> None:
         """A run's job ended service_s after its claim."""
@@ -262,12 +282,18 @@ class CapacityEstimator:
     load: dict[str, ClassLoad] = field(default_factory=dict)
     sampled_at: float | None = None
     admitted_since_sample: dict[str, int] = field(default_factory=dict)
+    # Arrival to admission of this process's invokes: the wait for a connection and the
+    # admission transaction, which the task queue does not see (minimum over an interval).
+    admission: SlidingMin = field(init=False)
     claimed_since_sample: dict[str, int] = field(default_factory=dict)
     classes: dict[str, ClassController] = field(default_factory=dict)
     # (host, Tool, binding digest) -> (class, budget ms) of the revisions this process admitted.
     budgets: dict[tuple[str, str, str], tuple[ExecutionClass, float]] = field(default_factory=dict)
     # The monotonic clock; tests inject a deterministic one.
     clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self.admission = SlidingMin(self.settings.sojourn_interval_ms / 1000)
 
     @property
     def service(self) -> dict[str, Ewma]:
@@ -295,6 +321,7 @@ class CapacityEstimator:
         """Apply settings and (when this process executes tasks) its slots per class."""
         if settings is not self.settings:
             self.classes.clear()
+            self.admission = SlidingMin(settings.sojourn_interval_ms / 1000)
         self.settings = settings
         if slots is not None:
             self.slots = dict(slots)
@@ -328,8 +355,13 @@ class CapacityEstimator:
         self.admitted_since_sample.clear()
         self.claimed_since_sample.clear()
 
-    def predict(self, execution_class: str, now: float | None = None) -> Estimate | None:
-        """The prediction for a run of the class now; None without a fresh sample."""
+    def predict(
+        self, execution_class: str, now: float | None = None, *, arriving: bool = True
+    ) -> Estimate | None:
+        """The prediction for a run of the class now; None without a fresh sample.
+
+        arriving: the call has yet to be admitted (so it will wait as long as others did).
+        """
         now = self.now() if now is None else now
         settings = self.settings
         if self.sampled_at is None or now - self.sampled_at > settings.stale_after_ms / 1000:
@@ -348,12 +380,18 @@ class CapacityEstimator:
             service_ms if service_ms is not None else settings.default_service_ms,
             claim_ms,
             lag_ms * settings.loop_lag_turns,
+            admission_ms=self.admission.value(now) if arriving else 0.0,
             drain_per_s=controller.drain_per_s(now),
             standing_ms=controller.standing_ms(now),
         )
 
     def decide(
-        self, execution_class: str, budget_ms: float | None, elapsed_ms: float = 0.0
+        self,
+        execution_class: str,
+        budget_ms: float | None,
+        elapsed_ms: float = 0.0,
+        *,
+        arriving: bool = True,
     ) -> int | None:
         """retryAfterMs when a run of the class cannot finish in budget_ms - elapsed_ms, else None.
 
@@ -364,7 +402,7 @@ class CapacityEstimator:
         settings = self.settings
         if not settings.enabled or execution_class not in EXECUTION_CLASSES:
             return None
-        predicted = self.predict(execution_class)
+        predicted = self.predict(execution_class, arriving=arriving)
         if predicted is None:
             return None
         limit = settings.interactive_queue_wait_ms if execution_class == "interactive" else None
@@ -388,8 +426,15 @@ class CapacityEstimator:
         already judged before the transaction, so this only counts it; otherwise it is judged
         now and its budget remembered for the next call's pre-transaction check.
         """
+        arrival, waited_ms = _ARRIVAL.get(), 0.0
+        if arrival is not None and arrival[0] is self:
+            _ARRIVAL.set(None)
+            now = self.now()
+            waited_ms = max(0.0, now - arrival[1]) * 1000
+            self.admission.record(now, waited_ms)
         if key is None or key not in self.budgets:
-            retry_after = self.decide(execution_class, budget_ms)
+            # Inside admission the call has already waited to be admitted: that is spent.
+            retry_after = self.decide(execution_class, budget_ms, waited_ms, arriving=False)
             if retry_after is not None:
                 raise capacity_exhausted(execution_class, retry_after)
             if key is not None and budget_ms is not None and execution_class in EXECUTION_CLASSES:
@@ -410,6 +455,8 @@ class CapacityEstimator:
         """The pre-transaction shed of workflow_invoke: O(1), no database, no lock."""
         if not self.settings.enabled:
             return
+        # The admission of this call (inside its transaction) measures arrival to admission.
+        _ARRIVAL.set((self, arrived_at))
         known = self.budgets.get((host_id, stable_tool_ref, binding_digest or ""))
         if known is None:
             # An unknown Tool (or revision) is judged inside admission, where its budget is read.
@@ -423,6 +470,12 @@ class CapacityEstimator:
         if retry_after is not None:
             raise capacity_exhausted(execution_class, retry_after)
 
+
+# When the current call arrived (set by check_invoke, read once by admit): the same task runs
+# both, so no call site has to carry it through the admission transaction.
+_ARRIVAL: contextvars.ContextVar[tuple[CapacityEstimator, float] | None] = contextvars.ContextVar(
+    "capacity_arrival", default=None
+)
 
 # One estimator per process: it describes this process's executor and its view of the queue.
 ESTIMATOR = CapacityEstimator()

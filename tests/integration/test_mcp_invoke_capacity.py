@@ -3,8 +3,9 @@
 A saturated class refuses a call that cannot finish within its deadline with
 WORKFLOW_CAPACITY_EXHAUSTED and retryAfterMs, and writes nothing (for a Tool this process has
 admitted before, without reading anything); a call whose queue wait exceeds a second but fits
-its deadline is admitted; a batch backlog never makes interactive calls be refused. The queue is really saturated (runs enqueued with no executor
-taking them) and really sampled; the service time is recorded as the executor records it.
+its deadline is admitted; a batch backlog never makes interactive calls be refused. The queue
+is really saturated (runs enqueued with no executor taking them) and really sampled; the
+service time is recorded as the executor records it.
 """
 
 from __future__ import annotations

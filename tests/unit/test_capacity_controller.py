@@ -210,3 +210,23 @@ def test_the_check_is_cheap() -> None:
             estimator.check_invoke("host-1", "tool-1", "digest-1", 0.0)
     per_call_us = (time.process_time() - began) / 2000 * 1e6
     assert per_call_us < 200, per_call_us
+
+
+def test_a_standing_wait_to_be_admitted_counts_against_the_deadline() -> None:
+    # The task queue is empty, but calls spend 950 ms from arrival to admission (waiting for
+    # a connection): a 1 s budget no longer fits, a 3 s one does.
+    estimator, clock = _estimator()
+    estimator.record_service("interactive", 0.1)
+    estimator.admit("interactive", 1000, KEY)
+    estimator.record_sample({"interactive": ClassLoad()})
+    estimator.check_invoke("host-1", "tool-1", "digest-1", clock())
+    clock.advance(0.95)
+    estimator.admit("interactive", 1000, KEY)
+    estimator.record_sample({"interactive": ClassLoad()})
+    with pytest.raises(WorkflowError):
+        estimator.check_invoke("host-1", "tool-1", "digest-1", clock())
+    estimator.admit("interactive", 3000)
+    # Once nobody has been admitted for an interval, the wait no longer counts.
+    clock.advance(0.2)
+    estimator.record_sample({"interactive": ClassLoad()})
+    estimator.check_invoke("host-1", "tool-1", "digest-1", clock())
