@@ -34,8 +34,10 @@ Several service processes on one database: queue depth, running counts and the o
 from the shared table, so every process sees the whole cluster's backlog and busy slots;
 admissions a process made since its last sample are added to the sampled depth, its own claims
 since then taken off; other processes' show up at the next sample (<= one interval late).
-Without a fresh sample (sampler not running, database unreachable) nothing is refused here:
-shedding is an optimisation, the durable admission rules stay the safety net.
+Without a fresh sample (sampler not running or starved, database unreachable) the shared
+backlog is not counted, but this process's own measurements (sojourn, service, arrival to
+admission, loop lag) still are; with none of those nothing is refused here. Shedding is an
+optimisation, the durable admission rules stay the safety net.
 
 Classes are independent: a batch (or standard) backlog never counts against interactive
 admission, which keeps the interactive class's reserved slots (seed 001).
@@ -358,24 +360,30 @@ class CapacityEstimator:
     def predict(
         self, execution_class: str, now: float | None = None, *, arriving: bool = True
     ) -> Estimate | None:
-        """The prediction for a run of the class now; None without a fresh sample.
+        """The prediction for a run of the class now; None when nothing is known.
 
+        Without a fresh sample the shared backlog is unknown, but what this process measured
+        itself still counts: under overload the sampler is starved along with everything
+        else, and admitting everything then is how goodput collapses. With neither, None.
         arriving: the call has yet to be admitted (so it will wait as long as others did).
         """
         now = self.now() if now is None else now
         settings = self.settings
-        if self.sampled_at is None or now - self.sampled_at > settings.stale_after_ms / 1000:
-            return None
+        fresh = (
+            self.sampled_at is not None and now - self.sampled_at <= settings.stale_after_ms / 1000
+        )
         controller = self.controller(execution_class)
         service_ms = controller.service.value
+        if not fresh and service_ms is None:
+            return None
         claim_ms = self.claim.value if self.claim is not None and self.claim.value else 0.0
         lag_ms = self.loop_lag.value if self.loop_lag is not None and self.loop_lag.value else 0.0
         ahead = self.admitted_since_sample.get(execution_class, 0) - self.claimed_since_sample.get(
             execution_class, 0
         )
         return estimate(
-            self.load.get(execution_class, ClassLoad()),
-            ahead,
+            self.load.get(execution_class, ClassLoad()) if fresh else ClassLoad(),
+            ahead if fresh else 0,
             self.slots.get(execution_class, 0),
             service_ms if service_ms is not None else settings.default_service_ms,
             claim_ms,

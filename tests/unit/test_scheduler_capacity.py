@@ -96,12 +96,14 @@ def test_the_interactive_queue_wait_objective_refuses_whatever_the_budget() -> N
     assert refused.value.retry_after_ms == 100
 
 
-def test_without_a_fresh_sample_or_when_disabled_nothing_is_refused() -> None:
+def test_without_a_fresh_sample_only_this_process_measurements_count() -> None:
     estimator = CapacityEstimator(NO_LIMIT)
-    estimator.admit("interactive", budget_ms=1)  # never sampled
+    estimator.admit("interactive", budget_ms=1)  # never sampled, nothing measured
     stale = _loaded(NO_LIMIT, {"interactive": 10_000})
     stale.sampled_at = (stale.sampled_at or 0) - 10
-    stale.admit("interactive", budget_ms=1)
+    stale.admit("interactive", budget_ms=150)  # the stale backlog is not counted: 100 ms fits
+    with pytest.raises(WorkflowError):
+        stale.admit("interactive", budget_ms=50)  # the measured service time still is
     off = _loaded(CapacitySettings(enabled=False), {"interactive": 10_000})
     off.admit("interactive", budget_ms=1)
 
