@@ -133,6 +133,7 @@ class Estimate:
     queue_wait_ms: float
     completion_ms: float
     drain_ms_per_task: float
+    service_ms: float = 0.0
 
 
 def estimate(
@@ -149,19 +150,24 @@ def estimate(
 ) -> Estimate:
     """Predicted queue wait and completion of a run enqueued now (pure).
 
-    The backlog drains at the larger of the measured completion rate and `busy slots / service
-    time` (busy slots: the cluster's running tasks of the class, at least this process's own
-    slots and at least one). The wait is at least the standing sojourn and the oldest runnable
-    task's age, which show a queue draining slower than that (executors starved of CPU or
-    connections, no worker at all). loop_delay_ms is what this process's event loop adds;
-    admission_ms how long calls take from arrival to their admission (connection waits).
+    The backlog drains at the measured completion rate while tasks wait (the executors are
+    saturated), else at the larger of that and `busy slots / service time` (busy slots: the
+    cluster's running tasks of the class, at least this process's own slots and at least one).
+    The wait is at least the standing sojourn and the oldest runnable task's age, which show
+    a queue draining slower than that (executors starved of CPU or connections, no worker).
+    loop_delay_ms is what this process's event loop adds; admission_ms how long calls take
+    from arrival to their admission (connection waits).
     """
     servers = max(load.running, local_slots, 1)
-    rate_per_ms = max(servers / service_ms if service_ms > 0 else 0.0, drain_per_s / 1000)
+    modelled = servers / service_ms if service_ms > 0 else 0.0
+    # With tasks waiting the executors are saturated, so what they finished is what they can
+    # finish; otherwise the completion rate only shows demand and the slots are the bound.
+    measured = drain_per_s / 1000
+    rate_per_ms = measured if load.ready > 0 and measured > 0 else max(modelled, measured)
     drain = 1 / rate_per_ms if rate_per_ms > 0 else service_ms
     queued = max(0, load.ready + admitted_since_sample)
     wait = max(queued * drain, standing_ms, load.oldest_ready_ms) + loop_delay_ms
-    return Estimate(wait, admission_ms + claim_ms + wait + service_ms, drain)
+    return Estimate(wait, admission_ms + claim_ms + wait + service_ms, drain, service_ms)
 
 
 def refusal_ms(
@@ -221,6 +227,10 @@ class SlidingMin:
             values.popleft()
 
 
+# Fewer completions than this in the drain window are no evidence of a rate.
+MIN_COMPLETIONS = 10
+
+
 @dataclass
 class ClassController:
     """One execution class's measurements in this process; every method takes the clock."""
@@ -273,6 +283,17 @@ class ClassController:
         self._bucket = bucket
 
 
+class _Pending:
+    """One call past the pre-transaction check: when it arrived, its class, whether admitted."""
+
+    __slots__ = ("arrived_at", "done", "execution_class")
+
+    def __init__(self, arrived_at: float, execution_class: str | None) -> None:
+        self.arrived_at = arrived_at
+        self.execution_class = execution_class
+        self.done = execution_class is None
+
+
 @dataclass
 class CapacityEstimator:
     """One process's view of executor capacity: its measurements and the latest queue sample."""
@@ -287,6 +308,10 @@ class CapacityEstimator:
     # Arrival to admission of this process's invokes: the wait for a connection and the
     # admission transaction, which the task queue does not see (minimum over an interval).
     admission: SlidingMin = field(init=False)
+    # Calls past the pre-transaction check and not yet admitted (waiting for a connection):
+    # they will be queued ahead of a call arriving now.
+    pending: deque[_Pending] = field(default_factory=deque)
+    inflight: dict[str, int] = field(default_factory=dict)
     claimed_since_sample: dict[str, int] = field(default_factory=dict)
     classes: dict[str, ClassController] = field(default_factory=dict)
     # (host, Tool, binding digest) -> (class, budget ms) of the revisions this process admitted.
@@ -381,15 +406,20 @@ class CapacityEstimator:
         ahead = self.admitted_since_sample.get(execution_class, 0) - self.claimed_since_sample.get(
             execution_class, 0
         )
+        drain = controller.drain_per_s(now)
+        if arriving:
+            ahead = (ahead if fresh else 0) + self.inflight.get(execution_class, 0)
+        elif not fresh:
+            ahead = 0
         return estimate(
             self.load.get(execution_class, ClassLoad()) if fresh else ClassLoad(),
-            ahead if fresh else 0,
+            ahead,
             self.slots.get(execution_class, 0),
             service_ms if service_ms is not None else settings.default_service_ms,
             claim_ms,
             lag_ms * settings.loop_lag_turns,
             admission_ms=self.admission.value(now) if arriving else 0.0,
-            drain_per_s=controller.drain_per_s(now),
+            drain_per_s=drain if drain * controller.window_s >= MIN_COMPLETIONS else 0.0,
             standing_ms=controller.standing_ms(now),
         )
 
@@ -415,6 +445,11 @@ class CapacityEstimator:
             return None
         limit = settings.interactive_queue_wait_ms if execution_class == "interactive" else None
         remaining = None if budget_ms is None else budget_ms - elapsed_ms
+        if budget_ms is not None and predicted.service_ms * settings.safety_factor >= budget_ms:
+            # The class's runs take longer than this Tool's whole budget even on an idle queue
+            # (the average mixes Tools): more capacity would not help, so it is not refused
+            # for capacity, and one slow spell cannot lock a quick Tool out.
+            budget_ms = remaining = None
         if refusal_ms(predicted, remaining, limit, settings.safety_factor) is None:
             return None
         excess = refusal_ms(predicted, budget_ms, limit, settings.safety_factor) or 0.0
@@ -430,25 +465,40 @@ class CapacityEstimator:
     ) -> None:
         """Refuse (WORKFLOW_CAPACITY_EXHAUSTED, retryAfterMs) a run that cannot finish in time.
 
-        With key (an invoke's host, Tool and binding digest): a Tool whose budget is known was
-        already judged before the transaction, so this only counts it; otherwise it is judged
-        now and its budget remembered for the next call's pre-transaction check.
+        With key (an invoke's host, Tool and binding digest) the budget is remembered for the
+        next call's pre-transaction check. A call that passed that check is judged again
+        here with what it has left: one that waited out its deadline for a connection is
+        refused (rolled back) rather than queued to time out.
         """
         arrival, waited_ms = _ARRIVAL.get(), 0.0
         if arrival is not None and arrival[0] is self:
             _ARRIVAL.set(None)
             now = self.now()
-            waited_ms = max(0.0, now - arrival[1]) * 1000
+            waited_ms = max(0.0, now - arrival[1].arrived_at) * 1000
             self.admission.record(now, waited_ms)
-        if key is None or key not in self.budgets:
-            # Inside admission the call has already waited to be admitted: that is spent.
-            retry_after = self.decide(execution_class, budget_ms, waited_ms, arriving=False)
-            if retry_after is not None:
-                raise capacity_exhausted(execution_class, retry_after)
-            if key is not None and budget_ms is not None and execution_class in EXECUTION_CLASSES:
-                self._remember(key, execution_class, budget_ms)
+            self._settle(arrival[1])
+        # Inside admission the call has already waited to be admitted: that is spent.
+        retry_after = self.decide(execution_class, budget_ms, waited_ms, arriving=False)
+        if retry_after is not None:
+            raise capacity_exhausted(execution_class, retry_after)
+        known = key is None or key in self.budgets
+        if not known and budget_ms is not None and execution_class in EXECUTION_CLASSES:
+            self._remember(key, execution_class, budget_ms)  # type: ignore[arg-type]
         counts = self.admitted_since_sample
         counts[execution_class] = counts.get(execution_class, 0) + 1
+
+    def _settle(self, pending: _Pending) -> None:
+        if not pending.done:
+            pending.done = True
+            name = pending.execution_class or ""
+            self.inflight[name] = self.inflight.get(name, 1) - 1
+
+    def _expire_pending(self, now: float) -> None:
+        # Calls that never reach admission (a re-attach, a replay, an error) stop counting once
+        # admitted ones would have been sampled: after stale_after_ms at the latest.
+        pending, horizon = self.pending, now - self.settings.stale_after_ms / 1000
+        while pending and (pending[0].done or pending[0].arrived_at < horizon):
+            self._settle(pending.popleft())
 
     def _remember(self, key: tuple[str, str, str], cls: ExecutionClass, budget: float) -> None:
         budgets = self.budgets
@@ -463,25 +513,33 @@ class CapacityEstimator:
         """The pre-transaction shed of workflow_invoke: O(1), no database, no lock."""
         if not self.settings.enabled:
             return
-        # The admission of this call (inside its transaction) measures arrival to admission.
-        _ARRIVAL.set((self, arrived_at))
+        now = self.now()
+        self._expire_pending(now)
         known = self.budgets.get((host_id, stable_tool_ref, binding_digest or ""))
         if known is None:
             # An unknown Tool (or revision) is judged inside admission, where its budget is read.
             execution_class: ExecutionClass = "interactive"
             budget_ms: float | None = None
             if self.settings.interactive_queue_wait_ms is None:
+                # Its admission still measures arrival to admission.
+                _ARRIVAL.set((self, _Pending(arrived_at, None)))
                 return
         else:
             execution_class, budget_ms = known
-        retry_after = self.decide(execution_class, budget_ms, (self.now() - arrived_at) * 1000)
+        retry_after = self.decide(execution_class, budget_ms, (now - arrived_at) * 1000)
         if retry_after is not None:
             raise capacity_exhausted(execution_class, retry_after)
+        # Queued ahead of later calls until its admission (inside its transaction) settles it.
+        passed = _Pending(arrived_at, execution_class)
+        self.pending.append(passed)
+        self.inflight[execution_class] = self.inflight.get(execution_class, 0) + 1
+        _ARRIVAL.set((self, passed))
 
 
-# When the current call arrived (set by check_invoke, read once by admit): the same task runs
+# The current call (set by check_invoke, read once by admit): the same task runs
 # both, so no call site has to carry it through the admission transaction.
-_ARRIVAL: contextvars.ContextVar[tuple[CapacityEstimator, float] | None] = contextvars.ContextVar(
+_Arrival = tuple[CapacityEstimator, _Pending]
+_ARRIVAL: contextvars.ContextVar[_Arrival | None] = contextvars.ContextVar(
     "capacity_arrival", default=None
 )
 

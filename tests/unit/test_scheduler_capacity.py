@@ -101,9 +101,10 @@ def test_without_a_fresh_sample_only_this_process_measurements_count() -> None:
     estimator.admit("interactive", budget_ms=1)  # never sampled, nothing measured
     stale = _loaded(NO_LIMIT, {"interactive": 10_000})
     stale.sampled_at = (stale.sampled_at or 0) - 10
-    stale.admit("interactive", budget_ms=150)  # the stale backlog is not counted: 100 ms fits
+    stale.admit("interactive", budget_ms=300)  # the stale backlog is not counted: 100 ms fits
+    stale.record_sojourn("interactive", 500)
     with pytest.raises(WorkflowError):
-        stale.admit("interactive", budget_ms=50)  # the measured service time still is
+        stale.admit("interactive", budget_ms=300)  # the measured standing sojourn still is
     off = _loaded(CapacitySettings(enabled=False), {"interactive": 10_000})
     off.admit("interactive", budget_ms=1)
 
