@@ -14,6 +14,10 @@ set1 Tool with unlimited admission limits and a short syncWaitMs (so the deadlin
 
 For each it prints goodput (answers OK within syncWaitMs per second) and % of peak, admitted
 p50/p99, refusal p50/p99, how many refusals carried retryAfterMs, and service CPU per call.
+Latencies are given twice: as the client saw them, and as the service measured them (its
+access log's tools/call duration, from dispatch to answer). The load generator shares the
+machine and is one Python process: when its CPU share nears 100% it is the bottleneck, and
+client latencies include its own queueing; goodput then counts the service's own durations.
 The service CPU of a refusal is estimated from the peak run (CPU per admitted call, nothing
 refused) and each overload run: (CPU - admitted x per-admitted) / refused.
 Every loop is bounded by --seconds and the client timeout.
@@ -28,7 +32,8 @@ import json
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -43,12 +48,15 @@ REFUSED = "WORKFLOW_CAPACITY_EXHAUSTED"
 
 @dataclass
 class Run:
-    """One scenario's samples, wall time and service CPU."""
+    """One scenario's samples, wall time, service and client CPU, and server-side durations."""
 
     name: str
     samples: list[Sample]
     seconds: float
     server_cpu_s: float
+    client_cpu_s: float = 0.0
+    # workflow_invoke (outcome, ms) from the service's access log during the run.
+    served: list[tuple[str, float]] = field(default_factory=list)
 
     def admitted(self) -> list[Sample]:
         """Calls answered with their result."""
@@ -78,11 +86,35 @@ def _ms(samples: list[Sample], q: float) -> float:
     return quantile(sorted(s.latency for s in samples), q)
 
 
+def _served_ms(run: Run, outcome: str, q: float) -> float:
+    return quantile(sorted(ms / 1000 for code, ms in run.served if code == outcome), q)
+
+
+def served_calls(log_path: Path, offset: int) -> tuple[list[tuple[str, float]], int]:
+    """workflow_invoke outcomes and durations logged after offset; the new offset."""
+    calls = []
+    with log_path.open("rb") as log:
+        log.seek(offset)
+        data = log.read()
+    for line in data.splitlines():
+        if b"workflow_invoke" not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("logger") == "workflow.access" and "duration_ms" in record:
+            calls.append((str(record.get("outcome")), float(record["duration_ms"])))
+    return calls, offset + len(data)
+
+
 def summarize(run: Run, sync_wait_ms: int, peak: float | None) -> dict[str, Any]:
     """The figures of one run (goodput: answered OK within syncWaitMs)."""
     admitted, refused = run.admitted(), run.refused()
     good = [s for s in admitted if s.latency * 1000 <= sync_wait_ms]
+    served_good = sum(1 for code, ms in run.served if code == "ok" and ms <= sync_wait_ms)
     goodput = len(good) / run.seconds if run.seconds else 0.0
+    served_goodput = served_good / run.seconds if run.seconds else 0.0
     with_hint = sum(1 for s in refused if s.retry_after_ms)
     hints = sorted(s.retry_after_ms for s in refused if s.retry_after_ms)
     return {
@@ -91,6 +123,13 @@ def summarize(run: Run, sync_wait_ms: int, peak: float | None) -> dict[str, Any]
         "seconds": round(run.seconds, 2),
         "goodputPerS": round(goodput, 1),
         "pctOfPeak": round(100 * goodput / peak, 1) if peak else None,
+        "servedGoodputPerS": round(served_goodput, 1),
+        "servedPctOfPeak": round(100 * served_goodput / peak, 1) if peak else None,
+        "servedAdmittedP50Ms": round(_served_ms(run, "ok", 0.5), 1),
+        "servedAdmittedP99Ms": round(_served_ms(run, "ok", 0.99), 1),
+        "servedRefusalP50Ms": round(_served_ms(run, REFUSED, 0.5), 3),
+        "servedRefusalP99Ms": round(_served_ms(run, REFUSED, 0.99), 3),
+        "clientCpuShare": round(run.client_cpu_s / run.seconds, 2) if run.seconds else None,
         "admitted": len(admitted),
         "admittedP50Ms": round(_ms(admitted, 0.5), 1),
         "admittedP99Ms": round(_ms(admitted, 0.99), 1),
@@ -117,7 +156,12 @@ def print_summary(figures: dict[str, Any]) -> None:
         f" {figures['refusalP50Ms']} ms, p99 {figures['refusalP99Ms']} ms,"
         f" {figures['refusalsWithRetryAfter']} with retryAfterMs"
         f" (p50 {figures['retryAfterP50Ms']})\n"
-        f"  outcomes {figures['outcomes']}  service CPU {figures['serverCpuMsPerCall']} ms/call"
+        f"  outcomes {figures['outcomes']}  service CPU {figures['serverCpuMsPerCall']} ms/call\n"
+        f"  as served: goodput {figures['servedGoodputPerS']}/s"
+        f" ({figures['servedPctOfPeak']}% of peak), admitted p50"
+        f" {figures['servedAdmittedP50Ms']} ms p99 {figures['servedAdmittedP99Ms']} ms,"
+        f" refusal p50 {figures['servedRefusalP50Ms']} ms p99 {figures['servedRefusalP99Ms']} ms;"
+        f" load generator CPU share {figures['clientCpuShare']}"
     )
     sys.stdout.flush()
 
@@ -125,11 +169,16 @@ def print_summary(figures: dict[str, Any]) -> None:
 async def measure(service: Service, name: str, body: Any) -> Run:
     """Run one scenario after the queue is quiet; its wall time and service CPU."""
     await wait_quiet(service)
-    cpu = service.server_cpu()
+    _, offset = served_calls(service.log_path, 0)
+    cpu, client = service.server_cpu(), time.process_time()
     began = time.perf_counter()
     samples = await body()
     seconds = time.perf_counter() - began
-    return Run(name, samples, seconds, service.server_cpu() - cpu)
+    run = Run(name, samples, seconds, service.server_cpu() - cpu, time.process_time() - client)
+    # The access records of calls still answering land within a moment.
+    await asyncio.sleep(0.5)
+    run.served, _ = served_calls(service.log_path, offset)
+    return run
 
 
 def refusal_cpu_ms(run: Run, per_admitted_s: float) -> float | None:
