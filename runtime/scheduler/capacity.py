@@ -166,8 +166,10 @@ def estimate(
     rate_per_ms = measured if load.ready > 0 and measured > 0 else max(modelled, measured)
     drain = 1 / rate_per_ms if rate_per_ms > 0 else service_ms
     queued = max(0, load.ready + admitted_since_sample)
-    wait = max(queued * drain, standing_ms, load.oldest_ready_ms) + loop_delay_ms
-    return Estimate(wait, admission_ms + claim_ms + wait + service_ms, drain, service_ms)
+    # While a call waits to be admitted the executors drain the queue ahead of it: the two
+    # waits overlap, so the longer one counts, not their sum.
+    wait = max(queued * drain, standing_ms, load.oldest_ready_ms, admission_ms) + loop_delay_ms
+    return Estimate(wait, claim_ms + wait + service_ms, drain, service_ms)
 
 
 def refusal_ms(
