@@ -241,6 +241,12 @@ async def bench_main(args: argparse.Namespace, service: Service) -> dict[str, An
             print_summary(figures)
             print(f"  estimated service CPU per refusal {figures['refusalCpuMs']} ms")
         rate = args.open_factor * peak
+        if rate <= 0:
+            return {
+                "peakGoodputPerS": peak,
+                "serviceCpuMsPerAdmitted": round(per_admitted_s * 1000, 3),
+                "scenarios": [figures for _, figures in runs],
+            }
         run = await measure(
             service,
             f"open {rate:.0f}/s ({args.open_factor}x peak)",
@@ -264,7 +270,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sync-wait-ms", type=int, default=2000, help="the Tool's syncWaitMs")
     parser.add_argument("--peak-callers", default="10,15,20", help="closed loops for the peak")
     parser.add_argument("--callers", default="50,200", help="overload closed loops")
-    parser.add_argument("--open-factor", type=float, default=2.0, help="open loop x peak")
+    parser.add_argument("--open-factor", type=float, default=2.0, help="open loop x peak; 0: none")
     parser.add_argument("--fast", action="store_true", help="embedded PostgreSQL without fsync")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     parser.add_argument("--config", default=None, help="JSON merged into the service config")

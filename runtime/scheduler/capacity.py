@@ -17,18 +17,21 @@ process, one controller per execution class holds what was measured:
   task counts of the shared queue and the oldest runnable age every `sample_interval_ms`.
 
 A new run of the class is predicted to wait the longest of: the backlog ahead over the drain
-rate (the larger of the measured completion rate and busy slots / service time, so an idle
-class's low completion rate is not mistaken for low capacity), the standing sojourn, and the
-oldest runnable age (a stalled queue); then one service time. The call is refused, with
-WORKFLOW_CAPACITY_EXHAUSTED, only when that times `safety_factor` exceeds its remaining
-deadline; retryAfterMs is the time the backlog needs to drain to a level that fits a fresh
-call of the same budget. There is no fixed queue-wait objective unless an operator opts in
-(`interactive_queue_wait_ms`).
+rate (the measured completion rate while tasks wait, else the larger of that and busy slots /
+service time, so an idle class's low completion rate is not mistaken for low capacity), the
+standing sojourn, the oldest runnable age (a stalled queue) and this process's standing wait
+from arrival to admission (connection waits: they overlap the queue's drain); then one service
+time. The call is refused, with WORKFLOW_CAPACITY_EXHAUSTED, only when that times
+`safety_factor` exceeds its remaining deadline; retryAfterMs is the time the backlog needs to
+drain to a level that fits a fresh call of the same budget. There is no fixed queue-wait
+objective unless an operator opts in (`interactive_queue_wait_ms`).
 
 workflow_invoke decides before any database round trip (`check_invoke`): the Tool's budget
 and class come from a small per-process table filled by its earlier admissions (keyed by host,
-Tool and binding digest, so a new revision is never judged by an old budget). A Tool this
-process has not admitted yet is judged inside the admission transaction (`admit`).
+Tool and binding digest, so a new revision is never judged by an old budget). Calls past that
+check count as queued ahead of later ones until their admission (`admit`, inside the
+transaction) settles them; `admit` judges the call again with the time it has left, and is the
+only judgement for a Tool this process has not admitted yet.
 
 Several service processes on one database: queue depth, running counts and the oldest age come
 from the shared table, so every process sees the whole cluster's backlog and busy slots;
