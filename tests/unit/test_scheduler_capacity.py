@@ -129,7 +129,7 @@ def test_a_lagging_event_loop_adds_its_delay_to_the_wait() -> None:
     assert predicted.queue_wait_ms == pytest.approx(300)
     settings = CapacitySettings(interactive_queue_wait_ms=200, safety_factor=1.0)
     estimator = _loaded(settings, {"interactive": 0})
-    estimator.record_loop_lag(0.030)  # 30 ms late x 10 turns
+    estimator.record_loop_lag(0.300)  # 300 ms late x 1 turn
     with pytest.raises(WorkflowError) as refused:
         estimator.admit("interactive")
     assert refused.value.retry_after_ms == 100
