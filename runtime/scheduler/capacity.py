@@ -234,6 +234,9 @@ class SlidingMin:
             values.popleft()
 
 
+# A call past the check counts as queued for at least this long (s) unless admitted sooner.
+PENDING_MIN_S = 0.05
+
 # Fewer completions than this in the drain window are no evidence of a rate.
 MIN_COMPLETIONS = 10
 
@@ -502,8 +505,11 @@ class CapacityEstimator:
 
     def _expire_pending(self, now: float) -> None:
         # Calls that never reach admission (a re-attach, a replay, an error) stop counting once
-        # admitted ones would have been sampled: after stale_after_ms at the latest.
-        pending, horizon = self.pending, now - self.settings.stale_after_ms / 1000
+        # an admitted one would have been admitted: after a few times the current wait to be
+        # admitted (at least 50 ms, at most stale_after_ms).
+        waited_s = self.admission.value(now) / 1000
+        keep_s = min(self.settings.stale_after_ms / 1000, max(PENDING_MIN_S, 3 * waited_s))
+        pending, horizon = self.pending, now - keep_s
         while pending and (pending[0].done or pending[0].arrived_at < horizon):
             self._settle(pending.popleft())
 
