@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke e2e gateway clean
+.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-overload e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,9 @@ bench: venv
 
 bench-invoke: venv
 	$(PY) -m bench.invoke $(ARGS)
+
+bench-overload: venv
+	$(PY) -m bench.overload $(ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
