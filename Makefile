@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers e2e gateway clean
+.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,9 @@ $(PEER_STAMP): bench/peers/requirements.txt
 # make bench-peers ARGS="--quick --out peers.json" (docs/PERFORMANCE.md)
 bench-peers: venv $(PEER_STAMP)
 	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python $(ARGS)
+
+bench-overload: venv
+	$(PY) -m bench.overload $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(PEER_VENV) .mypy_cache .ruff_cache

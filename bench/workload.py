@@ -87,21 +87,21 @@ class Tool:
         }
 
 
-def _binding(kind: str, wf_def_id: str, tool_id: str, text: str) -> dict[str, Any]:
+def _binding(
+    kind: str, wf_def_id: str, tool_id: str, text: str, **overrides: Any
+) -> dict[str, Any]:
     """The tests' read-only sync binding, named for the bench and with no admission limit."""
-    return binding(
-        wf_def_id,
-        tool_id,
-        text,
-        version="1.0.0",
-        toolName=f"bench.{kind}",
-        admissionLimits={
+    fields: dict[str, Any] = {
+        "version": "1.0.0",
+        "toolName": f"bench.{kind}",
+        "admissionLimits": {
             "maximumConcurrentRuns": UNLIMITED,
             "maximumConcurrentRunsPerUser": UNLIMITED,
             "startsPerMinute": UNLIMITED,
             "startsPerMinutePerUser": UNLIMITED,
         },
-    )
+    }
+    return binding(wf_def_id, tool_id, text, **(fields | overrides))
 
 
 def _ok(reply: Any, what: str) -> dict[str, Any]:
@@ -137,8 +137,10 @@ async def _save_and_publish(owner: Gateway, host_id: str, wf_def_id: str, kind: 
     _ok(await owner.call("workflow_definition_publish", publish), f"publish {kind}")
 
 
-async def publish_tool(owner: Gateway, service: Service, host_id: str, kind: str) -> Tool:
-    """Save, publish and bind one kind of workflow on host_id as its owner."""
+async def publish_tool(
+    owner: Gateway, service: Service, host_id: str, kind: str, **binding_fields: Any
+) -> Tool:
+    """Save, publish and bind one kind of workflow on host_id as its owner (binding overrides)."""
     targets = []
     if kind.startswith("http"):
         targets.append(
@@ -151,19 +153,24 @@ async def publish_tool(owner: Gateway, service: Service, host_id: str, kind: str
             }
         )
     return await publish_text_tool(
-        owner, host_id, kind, definition(kind, service.backend_url), targets
+        owner, host_id, kind, definition(kind, service.backend_url), targets, **binding_fields
     )
 
 
 async def publish_text_tool(
-    owner: Gateway, host_id: str, kind: str, text: str, targets: list[dict[str, Any]]
+    owner: Gateway,
+    host_id: str,
+    kind: str,
+    text: str,
+    targets: list[dict[str, Any]],
+    **binding_fields: Any,
 ) -> Tool:
     """Save, publish and bind the definition `text` as Tool bench.<kind> on host_id."""
     wf_def_id, tool_id = new_id(), new_id()
     await _save_and_publish(owner, host_id, wf_def_id, kind, text)
     args = {
         "hostId": host_id,
-        "binding": _binding(kind, wf_def_id, tool_id, text),
+        "binding": _binding(kind, wf_def_id, tool_id, text, **binding_fields),
         "dependencies": [],
         "endpointTargets": targets,
         "expectedAggregateVersion": 0,

@@ -36,7 +36,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text)
+CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -53,6 +53,7 @@ DECLARE
     next_live_deadline timestamptz;
     recent bigint;
     recent_for_user bigint;
+    held record;
 BEGIN
     -- The retry of a call whose first try committed (its answer was lost on the way): the
     -- process id is this call's own, so the answer is that run, whatever became of it or of
@@ -67,6 +68,22 @@ BEGIN
     WHERE p.host_id = p_host_id AND p.process_id = p_process_id;
     IF FOUND THEN
         RETURN;
+    END IF;
+
+    IF p_shed THEN
+        -- Seed 000: an active key attaches, replays or conflicts before any capacity check.
+        -- Any other call of an overloaded class is refused here, with nothing locked or
+        -- written (a refusal must cost a small fraction of an admission).
+        SELECT p.state, i.result_replay_until INTO held
+        FROM workflow_idempotency_t i
+        LEFT JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
+        WHERE i.host_id = p_host_id AND i.scope_digest = p_scope_digest;
+        IF NOT FOUND OR NOT (held.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+                             OR held.result_replay_until > clock_timestamp()) THEN
+            RETURN QUERY SELECT 'shed'::text, NULL::uuid, NULL::text, NULL::text,
+                NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+            RETURN;
+        END IF;
     END IF;
 
     SELECT v.status INTO version_status
@@ -117,6 +134,10 @@ BEGIN
         p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts
     ) AS c;
 
+    IF claim.outcome = 'accepted' AND p_shed THEN
+        -- The key's window closed since the look above: a new run, which the load refuses.
+        RAISE EXCEPTION 'workflow_capacity_shed';
+    END IF;
     IF claim.outcome <> 'accepted' THEN
         -- Re-attach and replay never count as starts; conflict names the run holding the key.
         RETURN QUERY

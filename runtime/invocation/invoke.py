@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -162,9 +164,25 @@ def _refusal(outcome: store.AdmitOutcome) -> WorkflowError:
     )
 
 
+def _capacity_refusal(judge: Callable[[], None]) -> WorkflowError | None:
+    """The load-shedding verdict of judge: its WORKFLOW_CAPACITY_EXHAUSTED, or None (fits)."""
+    try:
+        judge()
+    except WorkflowError as refusal:
+        if refusal.code != "WORKFLOW_CAPACITY_EXHAUSTED":
+            raise
+        return refusal
+    return None
+
+
 async def _admit_once(
-    db: Database, ctx: InvocationContext, request: InvokeRequest, sealed: Sealed, fresh: bool
-) -> tuple[ActiveRevision, store.AdmitOutcome]:
+    db: Database,
+    ctx: InvocationContext,
+    request: InvokeRequest,
+    sealed: Sealed,
+    fresh: bool,
+    shed: WorkflowError | None,
+) -> tuple[ActiveRevision, store.AdmitOutcome, WorkflowError | None]:
     tool_id = str(uuid.UUID(request.stable_tool_ref))
     cached = None if fresh else cache_of(db).get(ctx.host_id, tool_id)
     revision = cached or await read_active_revision(db, ctx.host_id, tool_id)
@@ -177,8 +195,13 @@ async def _admit_once(
         # the stored revision decides.
         revision = await read_active_revision(db, ctx.host_id, tool_id)
         params = _admission_params(ctx, request, revision, sealed)
-    wait_ms = min(revision.sync_wait_ms, revision.total_deadline_ms)
-    capacity.admit(revision.execution_class, wait_ms)
+    if shed is None:
+        wait_ms = min(revision.sync_wait_ms, revision.total_deadline_ms)
+        key = capacity.invoke_key(ctx.host_id, revision.tool_id, revision.binding_digest)
+        shed = _capacity_refusal(lambda: capacity.admit(revision.execution_class, wait_ms, key))
+    # Shed calls still reach the statement: only a re-attach or replay of this very call may
+    # pass (seed 000: the attach check runs before admission, so it skips capacity checks).
+    params["shed"] = shed is not None
 
     async def admit() -> store.AdmitOutcome:
         async with db.connection() as conn:
@@ -187,7 +210,7 @@ async def _admit_once(
     try:
         # Safe to repeat: a first try that committed before its answer was lost holds this
         # scope for this process id, so the repeat attaches to the run it admitted.
-        return revision, await retry_on_connection_error(admit, attempts=2)
+        return revision, await retry_on_connection_error(admit, attempts=2), shed
     except store.AdmissionLimitReached as reached:
         rules.check_admission_limits(revision.admission_limits, reached.counts)
         raise AssertionError("the limit the statement reached is one the rules name") from None
@@ -199,13 +222,21 @@ async def _admit(
     request: InvokeRequest,
     keyring: Keyring,
     sealed: Sealed,
+    shed: WorkflowError | None,
 ) -> Admitted:
-    """Admit through the one statement: a cached revision first, a fresh one when stale."""
+    """Admit through the one statement: a cached revision first, a fresh one when stale.
+
+    shed: the load-shedding refusal decided before any round trip (None: the class has room).
+    """
     for attempt in range(ADMISSION_TRIES):
-        revision, outcome = await _admit_once(db, ctx, request, sealed, fresh=attempt > 0)
+        revision, outcome, shed = await _admit_once(
+            db, ctx, request, sealed, fresh=attempt > 0, shed=shed
+        )
         if outcome.outcome != "stale":
             break
         cache_of(db).forget(ctx.host_id, revision.tool_id)
+    if outcome.outcome == "shed" and shed is not None:
+        raise shed
     if outcome.outcome not in ("accepted", "attach", "replay") or outcome.process_id is None:
         raise _refusal(outcome)
     if outcome.outcome == "accepted":
@@ -237,7 +268,11 @@ async def _refresh_credential(
 
 
 async def invoke_tool(
-    db: Database, ctx: InvocationContext, request: InvokeRequest, keyring: Keyring
+    db: Database,
+    ctx: InvocationContext,
+    request: InvokeRequest,
+    keyring: Keyring,
+    arrived_at: float | None = None,
 ) -> WorkflowInvokeOutput:
     """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error.
 
@@ -246,13 +281,21 @@ async def invoke_tool(
     """
     if request.parent_action_id is not None:
         raise policy_denied(NESTED_REFUSAL)
-    # Overload is shed before a connection is taken: sync Tools always run interactive.
-    capacity.check("interactive")
+    # Overload is judged before any round trip (arrived_at: time.monotonic() at arrival); a
+    # refused call costs one lock-free read, to let its own re-attach or replay through.
+    arrival = time.monotonic() if arrived_at is None else arrived_at
+    shed = _capacity_refusal(
+        lambda: capacity.check_invoke(
+            ctx.host_id, request.stable_tool_ref, request.expected_binding_digest, arrival
+        )
+    )
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
     async with watch_run(db, process_id) as watch:
-        admitted = await telemetry.admission("invoke", _admit(db, ctx, request, keyring, sealed))
+        admitted = await telemetry.admission(
+            "invoke", _admit(db, ctx, request, keyring, sealed, shed)
+        )
         if admitted.outcome == "accepted":
             return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
     async with watch_run(db, admitted.process_id) as watch:

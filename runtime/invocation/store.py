@@ -44,7 +44,8 @@ class AdmitOutcome:
     """What the one-statement admission decided, and the run it names (when there is one).
 
     outcome: accepted | attach | replay | conflict (the idempotency claim), or stale (the head
-    no longer names the revision passed), retired, missing_evidence (detail: the task).
+    no longer names the revision passed), retired, missing_evidence (detail: the task), shed
+    (the call was to be shed and is no re-attach, replay or conflict; nothing was written).
     """
 
     outcome: str
@@ -63,6 +64,7 @@ class AdmissionLimitReached(Exception):
 
 
 _LIMIT_REACHED = "workflow_admission_limit_reached"
+_SHED = "workflow_capacity_shed"
 _RUN_COLUMNS = ("state", "effect_state", "deadline_ts", "result", "error")
 
 
@@ -92,6 +94,8 @@ async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome
         cursor = await conn.execute(QUERIES["admit_invoke"], params)
         row = await cursor.fetchone()
     except psycopg.errors.RaiseException as exc:
+        if exc.diag.message_primary == _SHED:
+            return AdmitOutcome("shed", None, None, None, None)
         if exc.diag.message_primary != _LIMIT_REACHED or exc.diag.message_detail is None:
             raise
         raise AdmissionLimitReached(_counts(json.loads(exc.diag.message_detail))) from None

@@ -252,6 +252,7 @@ class Executor:
         running = _Running(task, lease, borrowed)
         self._running[task.task_id] = running
         running.job = asyncio.create_task(self._execute(task, lease), name=f"task-{task.task_id}")
+        capacity.record_sojourn(task.execution_class, task.sojourn_ms)
         telemetry.metrics.record_slots(self.settings, self._running_classes())
         if self._on_claim is not None:
             self._on_claim(task)
@@ -263,8 +264,13 @@ class Executor:
         # A completion may hand back the run's next task already claimed for this slot; the
         # job then runs it too, under its own lease.
         current: tuple[ClaimedTask, LeaseState] | None = (task, lease)
-        while current is not None:
-            current = await self._execute_one(*current)
+        began = time.perf_counter()
+        try:
+            while current is not None:
+                current = await self._execute_one(*current)
+        finally:
+            # Claim to the end of the chain: the service time a queued run holds a slot for.
+            capacity.record_job(task.execution_class, time.perf_counter() - began)
 
     async def _execute_one(
         self, task: ClaimedTask, lease: LeaseState

@@ -75,6 +75,8 @@ class ClaimedTask:
     attempts: int
     deadline_ts: datetime
     cancellation_policy: CancellationPolicy
+    # How long the task waited in the queue before this claim (ms; 0: claimed at insert).
+    sojourn_ms: float = 0.0
 
 
 @dataclass(frozen=True)

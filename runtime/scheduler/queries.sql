@@ -185,7 +185,10 @@ claimed AS (
       AND p.process_id = t.process_id
     RETURNING t.host_id, t.task_id, t.process_id, t.step_no, t.kind, t.payload,
               t.execution_class, t.idempotent, t.attempts, t.lease_id, t.fencing_token,
-              t.lease_expires_ts, p.deadline_ts, p.cancellation_policy
+              t.lease_expires_ts, p.deadline_ts, p.cancellation_policy,
+              -- The queue wait by the database clock, for deadline-aware admission.
+              extract(epoch FROM now() - greatest(t.enqueued_ts, t.available_at)) * 1000
+                  AS sojourn_ms
 ),
 started AS (
     UPDATE workflow_process p

@@ -189,6 +189,9 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
         jobs.append(executor_job(services))
     if settings.capacity.enabled:
         jobs.append(capacity_job(services))
+    else:
+        # Disabled must reach the process's estimator too, or it keeps the defaults (enabled).
+        capacity.ESTIMATOR.configure(settings.capacity)
     return jobs
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from psycopg.rows import dict_row
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
+from runtime.scheduler import capacity
 from runtime.security import Authenticator, Keyring, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
@@ -27,6 +28,16 @@ from tests.support.mcp import LEGACY, MODERN, McpTestClient
 from tests.support.publication_builders import context
 from tests.support.published_workflow import two_calls_yaml
 from tests.support.service_calls import sync_grants_outside_the_contract
+
+
+@pytest.fixture(autouse=True)
+def fresh_capacity_estimator() -> Iterator[None]:
+    """Each test starts with no load measurements: the estimator is per process, and what an
+    earlier test's executors measured (or a test's own simulated backlog) must not shed the
+    calls of the next one."""
+    capacity.reset()
+    yield
+    capacity.reset()
 
 
 @pytest.fixture(scope="session")

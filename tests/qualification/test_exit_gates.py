@@ -39,10 +39,10 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.requirement("001:Phase 1 exit gates"), pytest.mark.timeout(150)]
 
 ROOMY = limits(1000, 1000, 1000, 1000)
-# Admission that refuses as soon as the one interactive slot has a queue behind it.
+# Deadline-aware admission with its defaults (no fixed queue-wait objective) and one
+# interactive slot: a queue that has aged past the Tool's 1 s syncWaitMs refuses new calls.
 QUEUE_AWARE = {
     "WORKFLOW_CAPACITY_ENABLED": "true",
-    "WORKFLOW_CAPACITY_INTERACTIVE_QUEUE_WAIT_MS": "300",
     "WORKFLOW_CAPACITY_LOOP_LAG_TURNS": "0",
     "WORKFLOW_EXECUTION_INTERACTIVE_SLOTS": "1",
 }

@@ -26,7 +26,10 @@ def test_an_empty_queue_with_no_executor_slots_is_admitted() -> None:
 def test_a_queue_that_aged_past_the_budget_is_refused() -> None:
     estimator = CapacityEstimator()
     estimator.configure(CapacitySettings())
+    # Aged 5 s: a call with 20 s to go still fits (no fixed queue-wait objective by default).
     estimator.record_sample({"interactive": ClassLoad(ready=1, oldest_ready_ms=5000.0)})
+    estimator.admit("interactive", budget_ms=20000)
+    estimator.record_sample({"interactive": ClassLoad(ready=1, oldest_ready_ms=20000.0)})
     with pytest.raises(WorkflowError) as refused:
         estimator.admit("interactive", budget_ms=20000)
     assert refused.value.code == "WORKFLOW_CAPACITY_EXHAUSTED"

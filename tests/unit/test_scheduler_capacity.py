@@ -96,12 +96,15 @@ def test_the_interactive_queue_wait_objective_refuses_whatever_the_budget() -> N
     assert refused.value.retry_after_ms == 100
 
 
-def test_without_a_fresh_sample_or_when_disabled_nothing_is_refused() -> None:
+def test_without_a_fresh_sample_only_this_process_measurements_count() -> None:
     estimator = CapacityEstimator(NO_LIMIT)
-    estimator.admit("interactive", budget_ms=1)  # never sampled
+    estimator.admit("interactive", budget_ms=1)  # never sampled, nothing measured
     stale = _loaded(NO_LIMIT, {"interactive": 10_000})
     stale.sampled_at = (stale.sampled_at or 0) - 10
-    stale.admit("interactive", budget_ms=1)
+    stale.admit("interactive", budget_ms=300)  # the stale backlog is not counted: 100 ms fits
+    stale.record_sojourn("interactive", 500)
+    with pytest.raises(WorkflowError):
+        stale.admit("interactive", budget_ms=300)  # the measured standing sojourn still is
     off = _loaded(CapacitySettings(enabled=False), {"interactive": 10_000})
     off.admit("interactive", budget_ms=1)
 
@@ -126,7 +129,7 @@ def test_a_lagging_event_loop_adds_its_delay_to_the_wait() -> None:
     assert predicted.queue_wait_ms == pytest.approx(300)
     settings = CapacitySettings(interactive_queue_wait_ms=200, safety_factor=1.0)
     estimator = _loaded(settings, {"interactive": 0})
-    estimator.record_loop_lag(0.030)  # 30 ms late x 10 turns
+    estimator.record_loop_lag(0.300)  # 300 ms late x 1 turn
     with pytest.raises(WorkflowError) as refused:
         estimator.admit("interactive")
     assert refused.value.retry_after_ms == 100

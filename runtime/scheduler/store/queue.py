@@ -102,6 +102,7 @@ def _claimed(row: dict[str, Any]) -> tuple[ClaimedTask, LeaseState]:
         attempts=row["attempts"],
         deadline_ts=row["deadline_ts"],
         cancellation_policy=row["cancellation_policy"],
+        sojourn_ms=float(row.get("sojourn_ms") or 0.0),
     )
     lease = LeaseState(
         host_id=task.host_id,
