@@ -16,8 +16,14 @@ from runtime.publication import sweep_operation_receipts
 from runtime.scheduler import Executor, capacity
 from runtime.scheduler.capacity_sampler import CapacitySampler
 from runtime.services import Services
+from runtime.store import Database
 
 log = logging.getLogger("workflow.jobs")
+
+# The executor's own pool: one connection per slot, and spares for the claim loop, lease
+# renewal and the reaper (its LISTEN connection is its own, outside the pool).
+EXECUTOR_POOL_MIN = 2
+EXECUTOR_POOL_SPARE = 3
 
 
 class BackgroundJob(Protocol):
@@ -72,6 +78,8 @@ class ExecutorJob:
     name: str
     executor: Executor
     runtime: WorkflowRuntime
+    # The executor's own pool (opened with it, closed after it stopped), or None: it shares one.
+    database: Database | None = None
     # A failed start (LISTEN refused, database down) is retried with doubling pauses.
     start_attempts: int = 8
     first_backoff_s: float = 0.5
@@ -90,6 +98,8 @@ class ExecutorJob:
         backoff = self.first_backoff_s
         for attempt in range(1, self.start_attempts + 1):
             try:
+                if self.database is not None:
+                    await self.database.open()
                 await self.executor.start()
                 return True
             except Exception as exc:
@@ -118,6 +128,15 @@ class ExecutorJob:
         if started:
             await self.executor.stop()
         await self.runtime.aclose()
+        if self.database is not None:
+            await self.database.close()
+
+
+def _conninfo(services: Services) -> str:
+    conninfo = services.database.pool.conninfo
+    if not isinstance(conninfo, str):
+        raise ValueError("the pool's conninfo is computed: a job's own connections need a string")
+    return conninfo
 
 
 def executor_job(services: Services) -> ExecutorJob:
@@ -131,8 +150,19 @@ def executor_job(services: Services) -> ExecutorJob:
         resolver=services.resolver,
         maximum_parallelism=section.maximum_parallelism,
     )
-    executor = Executor(services.database, runtime.handlers(), section.scheduler())
-    job = ExecutorJob("workflow-executor", executor, runtime)
+    # The executor's own pool: under overload the request handlers hold every connection of the
+    # shared pool, and an executor waiting behind them stops draining the very queue whose
+    # length makes calls be shed (goodput fell with concurrency).
+    slots = section.interactive_slots + section.standard_slots + section.batch_slots
+    database = Database(
+        _conninfo(services),
+        runtime_role=services.database.runtime_role,
+        min_size=EXECUTOR_POOL_MIN,
+        max_size=slots + EXECUTOR_POOL_SPARE,
+        name="workflow-executor",
+    )
+    executor = Executor(database, runtime.handlers(), section.scheduler())
+    job = ExecutorJob("workflow-executor", executor, runtime, database=database)
     services.executor_alive = job.alive
     return job
 
@@ -147,9 +177,7 @@ def capacity_job(services: Services) -> CapacitySampler:
         "batch": execution.batch_slots,
     }
     capacity.ESTIMATOR.configure(settings.capacity, slots if execution.workers_enabled else {})
-    conninfo = services.database.pool.conninfo
-    if not isinstance(conninfo, str):
-        raise ValueError("the pool's conninfo is computed: the capacity sampler needs a string")
+    conninfo = _conninfo(services)
     return CapacitySampler(
         conninfo, services.database.runtime_role, settings.capacity.sample_interval_ms / 1000
     )
