@@ -1,11 +1,12 @@
-"""The one load driver of bench-peers: raw httpx, prebuilt requests, sequential/closed/open loops.
+"""The one load driver of bench-peers: raw HTTP/1.1, prebuilt requests, sequential/closed/open.
 
-Every server under test gets exactly the same driver: single-connection keep-alive HTTP/1.1
-`httpx.AsyncClient`s, one per closed-loop caller and one per open-loop call in flight (a
-shared pool of many connections costs milliseconds of client CPU per call), request headers
-built once per (Tool, user) and bodies assembled from prebuilt byte slices, so the driver's
-own CPU per call stays small; it is measured and reported per phase. Transport errors and
-HTTP 5xx are counted apart from the service's own refusals and are never folded into them.
+Every server under test gets exactly the same driver: keep-alive HTTP/1.1 connections written
+and read by hand (bench.peers.driver.Connection), one per closed-loop caller and one per
+open-loop call in flight, request lines and headers built once per (Tool, user) and bodies
+assembled from prebuilt byte slices, so the driver's own CPU per call stays small (httpx cost
+about a millisecond per call, and much more at concurrency); it is measured and reported per
+phase. Transport errors and HTTP 5xx are counted apart from the service's own refusals and are
+never folded into them.
 """
 
 from __future__ import annotations
@@ -15,19 +16,26 @@ import itertools
 import json
 import random
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import httpx
 
 from bench.harness import MODERN, classify
 
 CAPACITY = "WORKFLOW_CAPACITY_EXHAUSTED"
 APPROVE_AT = 650
-# The httpx exceptions that mean the connection, not the service's answer, failed.
-TRANSPORT_ERRORS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.ConnectError)
+# The errors that mean the connection, not the service's answer, failed, by the names the
+# report has always used (httpx's: a connection closed without an answer is a ReadError).
+TRANSPORT_ERRORS = (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError)
+TRANSPORT_NAMES: dict[type[BaseException], str] = {
+    asyncio.IncompleteReadError: "ReadError",
+    ConnectionResetError: "ReadError",
+    BrokenPipeError: "WriteError",
+    ConnectionRefusedError: "ConnectError",
+    asyncio.LimitOverrunError: "RemoteProtocolError",
+}
 # A call still open after this is the server's backlog (our Tools' syncWaitMs is 20 s).
 CALL_TIMEOUT_S = 15.0
 DRAIN_LIMIT_S = CALL_TIMEOUT_S + 1.0
@@ -56,6 +64,76 @@ class Caller:
         """The tools/call body for one call (only the score and requestId change)."""
         head, middle, tail = self.parts
         return head + str(score).encode() + middle + request_id.encode() + tail
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection written and read by hand.
+
+    httpx costs the driver about a millisecond of CPU per call even on a single-connection
+    client, and making a client costs several (its TLS context): on a 2-core machine that is
+    CPU taken from the server under test. A request here is one write of prebuilt bytes and a
+    read of the status line, headers and a Content-Length (or chunked) body.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def post(self, head: bytes, body: bytes) -> tuple[int, bytes]:
+        """Send head (request line and headers, no Content-Length) and body; status, body."""
+        if self._writer is None or self._writer.is_closing():
+            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self._reader, self._writer
+        assert reader is not None
+        try:
+            writer.write(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
+            status, payload, close = await _read_response(reader)
+        except BaseException:
+            self.close()
+            raise
+        if close:
+            self.close()
+        return status, payload
+
+    def close(self) -> None:
+        """Drop the connection (the next post opens a new one)."""
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name:
+            headers[name.strip().lower()] = value.strip().lower()
+    if headers.get("transfer-encoding") == "chunked":
+        parts = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                break
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        payload = b"".join(parts)
+    else:
+        payload = await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, payload, headers.get("connection") == "close"
+
+
+def request_head(url: str, headers: dict[str, str]) -> tuple[str, int, bytes]:
+    """(host, port, the request's prebuilt line and headers) of a POST to url."""
+    parsed = urllib.parse.urlsplit(url)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 80
+    lines = [f"POST {parsed.path or '/'} HTTP/1.1", f"Host: {host}:{port}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return host, port, ("\r\n".join(lines) + "\r\n").encode("latin-1")
 
 
 def tool_call_caller(
@@ -100,10 +178,10 @@ def decision_for(score: int) -> str:
     return "approve" if score >= APPROVE_AT else "decline"
 
 
-def outcome_of(response: httpx.Response, score: int, request_id: str) -> tuple[str, int | None]:
+def outcome_of(status: int, payload: bytes, score: int, request_id: str) -> tuple[str, int | None]:
     """OK, a workflow error code, RPC_n, HTTP_n or WRONG_OUTPUT; and retryAfterMs if any."""
-    body = response.json() if response.content else None
-    reply = classify(response.status_code, body)
+    body = json.loads(payload) if payload else None
+    reply = classify(status, body)
     if reply.outcome == "UNKNOWN":
         # An isError result without a workflow error code (the peer's exceptions): a failure.
         return "TOOL_ERROR", None
@@ -124,6 +202,18 @@ class Target:
     url: str
     callers: list[Caller]
     run_id: str
+    _heads: list[bytes] = field(default_factory=list)
+
+    def head(self, index: int) -> bytes:
+        """Caller index's request line and headers, built once."""
+        if not self._heads:
+            self._heads = [request_head(self.url, c.headers)[2] for c in self.callers]
+        return self._heads[index]
+
+    def connection(self) -> Connection:
+        """A new (not yet opened) connection to the server."""
+        host, port, _ = request_head(self.url, {})
+        return Connection(host, port)
 
     def phase_prefix(self) -> str:
         """A requestId prefix unique to this run and phase (fresh idempotency keys).
@@ -134,48 +224,43 @@ class Target:
         return f"{self.run_id}-{self.name}-{next(_PHASES)}-"
 
 
-async def one_call(
-    http: httpx.AsyncClient, target: Target, prefix: str, n: int, origin: float
-) -> Sample:
+async def one_call(http: Connection, target: Target, prefix: str, n: int, origin: float) -> Sample:
     """POST one tools/call and classify it (transport errors and timeouts included)."""
-    caller = target.callers[n % len(target.callers)]
+    index = n % len(target.callers)
+    caller = target.callers[index]
     score, request_id = 600 + n % 100, f"{prefix}{n}"
     began = time.perf_counter()
     retry_after: int | None = None
     try:
-        response = await http.post(
-            target.url, content=caller.body(score, request_id), headers=caller.headers
-        )
-        outcome, retry_after = outcome_of(response, score, request_id)
+        async with asyncio.timeout(CALL_TIMEOUT_S):
+            status, payload = await http.post(target.head(index), caller.body(score, request_id))
+        outcome, retry_after = outcome_of(status, payload, score, request_id)
         if outcome != "OK" and outcome not in EXAMPLES:
-            EXAMPLES[outcome] = response.text[:300]
+            EXAMPLES[outcome] = payload[:300].decode("utf-8", "replace")
+    except TimeoutError:
+        http.close()
+        outcome = "TIMEOUT_ReadTimeout"
     except TRANSPORT_ERRORS as exc:
-        outcome = f"TRANSPORT_{type(exc).__name__}"
+        outcome = f"TRANSPORT_{TRANSPORT_NAMES.get(type(exc), type(exc).__name__)}"
         EXAMPLES.setdefault(outcome, repr(exc)[:300])
-    except httpx.TimeoutException as exc:
-        outcome = f"TIMEOUT_{type(exc).__name__}"
-    except (httpx.HTTPError, ValueError) as exc:
+    except ValueError as exc:
         outcome = f"CLIENT_{type(exc).__name__}"
         EXAMPLES.setdefault(outcome, repr(exc)[:300])
     return Sample(began - origin, time.perf_counter() - began, outcome, retry_after)
 
 
-def client(connections: int) -> httpx.AsyncClient:
-    """A lean client: a keep-alive HTTP/1.1 pool of exactly `connections`."""
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    timeout = httpx.Timeout(CALL_TIMEOUT_S, pool=None)
-    return httpx.AsyncClient(limits=limits, timeout=timeout, http1=True, http2=False)
-
-
 async def sequential(target: Target, count: int, seconds: float) -> list[Sample]:
     """count calls one after another (fewer when `seconds` run out first)."""
     prefix, samples = target.phase_prefix(), []
-    async with client(1) as http:
+    http = target.connection()
+    try:
         origin = time.perf_counter()
         for n in range(count):
             if time.perf_counter() - origin > seconds:
                 break
             samples.append(await one_call(http, target, prefix, n, origin))
+    finally:
+        http.close()
     return samples
 
 
@@ -187,15 +272,14 @@ async def closed_loop(target: Target, callers: int, seconds: float) -> list[Samp
     """
     prefix, samples = target.phase_prefix(), []
     numbers = itertools.count()
-    # One single-connection client per caller: a shared pool of many connections costs the
-    # driver milliseconds of CPU per call at c >= 50 (its pool is scanned on every request),
-    # which on a 2-core machine is taken from the server under test.
-    clients = [client(1) for _ in range(callers)]
+    # One connection per caller: a shared pool of many connections costs the driver
+    # milliseconds of CPU per call at c >= 50, taken from the server on a 2-core machine.
+    clients = [target.connection() for _ in range(callers)]
     try:
         origin = time.perf_counter()
         stop_at = origin + seconds
 
-        async def loop(http: httpx.AsyncClient) -> None:
+        async def loop(http: Connection) -> None:
             n = next(numbers)
             while time.perf_counter() < stop_at:
                 sample = await one_call(http, target, prefix, n, origin)
@@ -205,32 +289,35 @@ async def closed_loop(target: Target, callers: int, seconds: float) -> list[Samp
 
         await asyncio.gather(*(loop(http) for http in clients))
     finally:
-        await asyncio.gather(*(http.aclose() for http in clients))
+        for http in clients:
+            http.close()
     return samples
 
 
-class ClientPool:
-    """Single-connection clients handed to one call at a time (made on demand, kept)."""
+class ConnectionPool:
+    """Connections handed to one call at a time (opened on demand, kept for the next)."""
 
-    def __init__(self) -> None:
-        self._free: list[httpx.AsyncClient] = []
-        self._all: list[httpx.AsyncClient] = []
+    def __init__(self, target: Target) -> None:
+        self._target = target
+        self._free: list[Connection] = []
+        self._all: list[Connection] = []
 
-    async def call(self, target: Target, prefix: str, n: int, origin: float) -> Sample:
-        """one_call on a free client of the pool."""
+    async def call(self, prefix: str, n: int, origin: float) -> Sample:
+        """one_call on a free connection of the pool."""
         if self._free:
             http = self._free.pop()
         else:
-            http = client(1)
+            http = self._target.connection()
             self._all.append(http)
         try:
-            return await one_call(http, target, prefix, n, origin)
+            return await one_call(http, self._target, prefix, n, origin)
         finally:
             self._free.append(http)
 
-    async def aclose(self) -> None:
-        """Close every client the pool made."""
-        await asyncio.gather(*(http.aclose() for http in self._all))
+    def close(self) -> None:
+        """Close every connection the pool opened."""
+        for http in self._all:
+            http.close()
 
 
 async def open_loop(target: Target, rate: float, seconds: float, seed: int = 1) -> list[Sample]:
@@ -238,7 +325,7 @@ async def open_loop(target: Target, rate: float, seconds: float, seed: int = 1) 
     prefix, rng = target.phase_prefix(), random.Random(seed)
     limit = int(rate * seconds * ARRIVAL_SLACK) + 1
     pending: list[asyncio.Task[Sample]] = []
-    pool = ClientPool()
+    pool = ConnectionPool(target)
     try:
         origin = time.perf_counter()
         next_at = origin
@@ -247,14 +334,14 @@ async def open_loop(target: Target, rate: float, seconds: float, seed: int = 1) 
             if delay > 0:
                 await asyncio.sleep(delay)
             n = len(pending)
-            pending.append(asyncio.create_task(pool.call(target, prefix, n, origin)))
+            pending.append(asyncio.create_task(pool.call(prefix, n, origin)))
             next_at += rng.expovariate(rate)
         done, late = await asyncio.wait(pending, timeout=DRAIN_LIMIT_S)
         for task in late:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
     finally:
-        await pool.aclose()
+        pool.close()
     samples = [task.result() for task in done]
     return samples + [Sample(0.0, DRAIN_LIMIT_S, "CLIENT_CANCELLED") for _ in late]
 

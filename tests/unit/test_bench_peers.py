@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 
-import httpx
-
 from bench.peers.driver import (
+    Connection,
     Sample,
     latency_summary,
     outcome_of,
     quantile,
+    request_head,
     summarize,
     tool_call_caller,
 )
@@ -32,25 +33,25 @@ def test_wrapped_body_carries_the_decide_input_inside_workflow_invoke_arguments(
     assert arguments == {"stableToolRef": "t", "input": {"creditScore": 700, "requestId": "r"}}
 
 
-def _answer(structured: dict[str, object], is_error: bool = False) -> httpx.Response:
+def _answer(structured: dict[str, object], is_error: bool = False) -> tuple[int, bytes]:
     result = {"isError": is_error, "structuredContent": structured, "content": []}
-    return httpx.Response(200, json={"jsonrpc": "2.0", "id": 1, "result": result})
+    return 200, json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode()
 
 
 def test_outcome_checks_the_decision_bare_or_wrapped_in_output() -> None:
     bare = {"decision": "approve", "requestId": "r"}
-    assert outcome_of(_answer(bare), 700, "r") == ("OK", None)
-    assert outcome_of(_answer({"output": bare, "status": "completed"}), 700, "r") == ("OK", None)
-    assert outcome_of(_answer(bare), 600, "r")[0] == "WRONG_OUTPUT"
+    assert outcome_of(*_answer(bare), 700, "r") == ("OK", None)
+    assert outcome_of(*_answer({"output": bare, "status": "completed"}), 700, "r") == ("OK", None)
+    assert outcome_of(*_answer(bare), 600, "r")[0] == "WRONG_OUTPUT"
 
 
 def test_outcome_of_a_refusal_is_its_code_with_retry_after() -> None:
     refusal = {"error": {"code": "WORKFLOW_CAPACITY_EXHAUSTED", "retryAfterMs": 250}}
-    assert outcome_of(_answer(refusal, is_error=True), 700, "r") == (
+    assert outcome_of(*_answer(refusal, is_error=True), 700, "r") == (
         "WORKFLOW_CAPACITY_EXHAUSTED",
         250,
     )
-    assert outcome_of(httpx.Response(503, json={}), 700, "r")[0] == "HTTP_503"
+    assert outcome_of(503, b"{}", 700, "r")[0] == "HTTP_503"
 
 
 def test_quantile_is_nearest_rank_in_ms() -> None:
@@ -81,3 +82,32 @@ def test_summary_keeps_transport_errors_5xx_and_refusals_apart() -> None:
     assert summary["http5xx"] == {"HTTP_502": 1}
     assert summary["otherFailures"] == {"TIMEOUT_ReadTimeout": 1}
     assert summary["admitted"]["n"] == 2
+
+
+async def test_the_raw_connection_reads_length_and_chunked_bodies_and_reuses_itself() -> None:
+    answers = [
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    ]
+    accepted = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        for answer in answers:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            writer.write(answer)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    host, _, head = request_head(f"http://127.0.0.1:{port}/mcp", {"X-A": "1"})
+    assert head.startswith(b"POST /mcp HTTP/1.1\r\n") and b"X-A: 1\r\n" in head
+    connection = Connection(host, port)
+    async with server:
+        assert await connection.post(head, b"{}") == (200, b"ok")
+        assert await connection.post(head, b"{}") == (200, b"abc")
+    connection.close()
+    assert accepted == 1
