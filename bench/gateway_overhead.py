@@ -137,12 +137,32 @@ def report(legs: list[Leg], calls: int, elapsed: float) -> None:
         print(f"gateway - direct p50: {delta:+.2f} ms")
 
 
+def closed(target: Target, callers: int, gateway_pid: int) -> None:
+    """A closed loop on the Gateway: goodput, admitted p50/p95, Gateway CPU per call."""
+    before = cpu_seconds(gateway_pid)
+    samples = asyncio.run(driver.closed_loop(target, callers, 5.0))
+    spent = cpu_seconds(gateway_pid) - before
+    ok = [s.latency for s in samples if s.outcome == "OK"]
+    print(
+        f"closed c={callers}: {len(samples)} calls, {len(ok)} ok ({len(ok) / 5.0:.0f}/s), "
+        f"ok {quantiles(ok)}, gateway CPU {spent * 1000 / max(1, len(samples)):.2f} ms/call"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the rounds and print the table."""
     parser = argparse.ArgumentParser(prog="bench.gateway_overhead")
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--py-spy", default=None, help="record the Gateway (collapsed stacks)")
+    parser.add_argument(
+        "--after-overload", type=float, default=0.0, metavar="RATE",
+        help="first offer RATE/s of direct calls for 6 s (bench-peers' open loops), then measure",
+    )  # fmt: skip
+    parser.add_argument(
+        "--closed", type=int, default=0, metavar="C",
+        help="then a closed loop of C callers for 5 s on the Gateway (its CPU per call)",
+    )  # fmt: skip
     parser.add_argument("--users", type=int, default=8, help="distinct callers, round-robin")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
@@ -151,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         tools = asyncio.run(publish(service, new_id(), ["decide"]))
         gateway = stack.enter_context(running_gateway(service, tools["decide"].host_id, tools))
         legs = legs_for(service, gateway.mcp_url, tools, args.users)
+        if args.after_overload:
+            overload = asyncio.run(driver.open_loop(legs[0].target, args.after_overload, 6.0))
+            print(f"overload: {len(overload)} calls offered at {args.after_overload}/s")
+            time.sleep(1.0)  # bench-peers' settle time between phases
         spy = spy_on(gateway.pid, args.py_spy)
         began = time.perf_counter()
         asyncio.run(rounds(legs, args.calls, args.warmup, service.server.pid, gateway.pid))
@@ -160,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
             spy.wait(timeout=30)
         if legs[-1].failures:
             print(gateway.log_tail(4000))
-    report(legs, args.calls, elapsed)
+        report(legs, args.calls, elapsed)
+        if args.closed:
+            closed(legs[-1].target, args.closed, gateway.pid)
     return 0
 
 
