@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 import httptools
 import httpx
 
-# An idle connection older than this is closed rather than reused: uvicorn's default keep-alive
-# is 5 s, and a request sent as the server closes its end is lost.
-IDLE_LIMIT_S = 4.0
+# An idle connection older than this is closed rather than reused: httpx's keep-alive expiry,
+# which docs/OPERATIONS.md tells operators to keep Workflow's keep-alive above.
+IDLE_LIMIT_S = 5.0
 
 
 class WireError(Exception):
