@@ -27,6 +27,8 @@ class Workflow:
     connections: int = 0
     requests: list[bytes] = field(default_factory=list)
     close_after_answer: bool = False
+    # Requests (counted over all connections) read and then dropped without an answer.
+    drop: frozenset[int] = frozenset()
     port: int = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -40,6 +42,8 @@ class Workflow:
                     if line.lower().startswith(b"content-length:")
                 )
                 self.requests.append(head + await reader.readexactly(length))
+                if len(self.requests) in self.drop:
+                    break
                 close = b"Connection: close\r\n" if self.close_after_answer else b""
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -118,6 +122,26 @@ async def test_a_connection_the_server_closes_is_not_reused() -> None:
             assert await poster.post(b"{}", {}, timeout_s=5) == (200, ANSWER)
         await poster.aclose()
     assert workflow.connections == 3
+
+
+async def test_a_kept_connection_closed_under_a_request_is_retried_once_on_a_new_one() -> None:
+    workflow = Workflow(drop=frozenset({2}))
+    async with serving(workflow) as url:
+        poster = JsonPoster(url, max_connections=2)
+        assert await poster.post(b"{}", {}, timeout_s=5) == (200, ANSWER)
+        assert await poster.post(b"{}", {}, timeout_s=5) == (200, ANSWER)
+        await poster.aclose()
+    assert workflow.connections == 2 and len(workflow.requests) == 3
+
+
+async def test_a_new_connection_closed_without_an_answer_is_not_retried() -> None:
+    workflow = Workflow(drop=frozenset({1, 2}))
+    async with serving(workflow) as url:
+        poster = JsonPoster(url, max_connections=2)
+        with pytest.raises(WireError, match="RemoteProtocolError"):
+            await poster.post(b"{}", {}, timeout_s=5)
+        await poster.aclose()
+    assert len(workflow.requests) == 1
 
 
 async def test_nobody_listening_is_a_connect_error() -> None:
