@@ -8,8 +8,8 @@ parsed by httptools (the parser uvicorn uses). No redirects, no proxies from the
 no cookies. TLS uses httpx's default context, so trust is what it was with httpx.
 
 Every failure to get a complete answer raises WireError named like httpx's exceptions
-(ConnectError, ReadTimeout, ReadError, RemoteProtocolError), which the relay reports as
-WORKFLOW_INVOCATION_UNAVAILABLE.
+(ConnectError, ReadTimeout, ReadError, RemoteProtocolError, LocalProtocolError), which the
+relay reports as WORKFLOW_INVOCATION_UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ class JsonPoster:
         """(status, body) of one POST, within timeout_s in all (WireError otherwise)."""
         for value in headers.values():
             if "\r" in value or "\n" in value:
-                raise ValueError("a header value holds a line break")
+                # Never sent (it would split the request); httpx's name for what it refused.
+                raise WireError("LocalProtocolError")
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         request = b"".join(
             (self._head, lines.encode("latin-1"), b"Content-Length: %d\r\n\r\n" % len(body), body)
