@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,13 @@ from litestar import Litestar, Request, Response, get, post, route
 from litestar.datastructures import State
 
 from gateway.acl import RelayAcl, listed_routed
-from gateway.caller import CallerVerifier
+from gateway.caller import CallerVerifier, RequestCaller
 from gateway.calls import GatewayCalls
 from gateway.credentials import app_token_source
 from gateway.listing import CallerTools
 from gateway.relay import WorkflowClient
+from gateway.routed import PreparedTool, prepare
+from gateway.router import RouterSnapshot
 from gateway.snapshot import SnapshotWatcher
 from runtime.errors import AuthenticationError
 from runtime.mcp.bearer_gate import BearerGate
@@ -58,23 +60,37 @@ class Gateway:
     gate: BearerGate
     acl: RelayAcl
     client: WorkflowClient
+    # The snapshot last served and its Tools by name, input schemas compiled.
+    _prepared: tuple[RouterSnapshot | None, dict[str, PreparedTool]] = field(
+        default_factory=lambda: (None, {}), init=False, repr=False
+    )
+
+    def prepared(self, snapshot: RouterSnapshot) -> dict[str, PreparedTool]:
+        """snapshot's Tools by name, prepared once per snapshot (a reload prepares anew)."""
+        held, tools = self._prepared
+        if held is not snapshot:
+            tools = {tool.name: prepare(tool) for tool in snapshot.tools}
+            self._prepared = (snapshot, tools)
+        return tools
 
     def server_for(self, headers: Mapping[str, str]) -> McpServer:
         """The MCP server of one request: the caller's Tools, the current snapshot."""
         snapshot = self.watcher.current()
-        tools: list[dict[str, Any]] = []
-        try:
-            caller = self.verifier.verify(headers)
-        except AuthenticationError:
-            caller = None  # the gate (tools/list) or the call (tools/call) answers 401
-        if caller is not None:
-            tools = listed_routed(caller, snapshot.tools) + self.acl.listed_for(caller)
+        caller = RequestCaller(self.verifier, headers)
+
+        def listed() -> list[dict[str, Any]]:
+            try:
+                verified = caller.get()
+            except AuthenticationError:
+                return []  # the gate (tools/list) answers 401 first
+            return listed_routed(verified, snapshot.tools) + self.acl.listed_for(verified)
+
         section = self.settings.gateway
         calls = GatewayCalls(
-            snapshot, self.verifier, self.acl, self.client, section.relay_timeout_ms / 1000
+            self.prepared(snapshot), caller, self.acl, self.client, section.relay_timeout_ms / 1000
         )
         return McpServer(
-            CallerTools(tools),
+            CallerTools(listed),
             calls,
             page_size=section.tools_list_page_size,
             list_ttl_ms=section.tools_list_ttl_ms,

@@ -57,3 +57,27 @@ class CallerVerifier:
             roles=claim_set(claims, names.roles),
             user_token=SecretToken(token),
         )
+
+
+class RequestCaller:
+    """One request's caller, verified at most once: its tools/list and tools/call share it."""
+
+    __slots__ = ("_caller", "_failure", "_headers", "_verifier")
+
+    def __init__(self, verifier: CallerVerifier, headers: Mapping[str, str]) -> None:
+        self._verifier = verifier
+        self._headers = headers
+        self._caller: Caller | None = None
+        self._failure: AuthenticationError | None = None
+
+    def get(self) -> Caller:
+        """The verified caller, or the same AuthenticationError every time."""
+        if self._caller is not None:
+            return self._caller
+        if self._failure is None:
+            try:
+                self._caller = self._verifier.verify(self._headers)
+                return self._caller
+            except AuthenticationError as failure:
+                self._failure = failure
+        raise AuthenticationError(self._failure.message)

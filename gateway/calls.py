@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.acl import INTERNAL_TOOL, RelayAcl, refuse_internal
-from gateway.caller import Caller, CallerVerifier
+from gateway.caller import Caller, RequestCaller
 from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, with_error_meta
-from gateway.routed import call_routed, unreachable
-from gateway.router import RouterSnapshot
+from gateway.routed import PreparedTool, call_routed, unreachable
 from runtime.errors import AuthenticationError, WorkflowError, policy_denied
 from runtime.mcp.bearer_gate import unauthenticated
 from runtime.mcp.dispatch import ToolOutcome, error_outcome
@@ -26,14 +25,14 @@ class GatewayCalls:
 
     def __init__(
         self,
-        snapshot: RouterSnapshot,
-        verifier: CallerVerifier,
+        tools: Mapping[str, PreparedTool],
+        caller: RequestCaller,
         acl: RelayAcl,
         client: WorkflowClient,
         relay_timeout_s: float,
     ) -> None:
-        self._tools = snapshot.by_name()
-        self._verifier = verifier
+        self._tools = tools
+        self._caller = caller
         self._acl = acl
         self._client = client
         self._relay_timeout_s = relay_timeout_s
@@ -56,7 +55,7 @@ class GatewayCalls:
 
     async def _call(self, name: Any, arguments: Any, headers: Mapping[str, str]) -> ToolOutcome:
         try:
-            caller = self._verifier.verify(headers)
+            caller = self._caller.get()
         except AuthenticationError as failure:
             raise unauthenticated(failure.message, headers) from None
         if caller.host_id is not None:

@@ -4,6 +4,10 @@ Every call carries the verified user bearer in Authorization and the Gateway's o
 bearer in X-Scope-Token (seed 000 "Gateway assertion"), and the current W3C traceparent.
 Only a transport failure or timeout is WorkflowUnreachable; an answer from Workflow, refusal or
 not, is returned (a result) or raised as the same JSON-RPC fault (an error).
+
+One client per process, made at start-up: its keep-alive connections are reused by every call.
+On the wire it is gateway.wire's lean HTTP/1.1 poster; an injected httpx transport (the tests'
+in-process Workflow) goes through httpx instead.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import httpx
 import msgspec
 
 from gateway.caller import Caller
-from gateway.credentials import AppTokenSource
+from gateway.credentials import AppTokenSource, GatewayConfigurationError
+from gateway.wire import JsonPoster, WireError
 from runtime.mcp.jsonrpc import JsonRpcFault
 from runtime.mcp.protected_resource import bearer_challenge
 from runtime.mcp.protocol import LEGACY_VERSION
@@ -40,12 +45,27 @@ class WorkflowClient:
     ) -> None:
         self.url = url
         self._tokens = tokens
-        limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=32)
-        self._http = httpx.AsyncClient(transport=transport, limits=limits, trust_env=False)
+        self._http: httpx.AsyncClient | None = None
+        self._wire: JsonPoster | None = None
+        if transport is None:
+            try:
+                self._wire = JsonPoster(url, max_connections=MAX_CONNECTIONS)
+            except ValueError:
+                raise GatewayConfigurationError(
+                    f"gateway.workflow_url {url!r} is not an http(s) URL"
+                ) from None
+        else:
+            limits = httpx.Limits(
+                max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+            )
+            self._http = httpx.AsyncClient(transport=transport, limits=limits, trust_env=False)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._http.aclose()
+        if self._wire is not None:
+            await self._wire.aclose()
+        if self._http is not None:
+            await self._http.aclose()
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], caller: Caller, *, timeout_s: float
@@ -65,18 +85,26 @@ class WorkflowClient:
             "method": "tools/call",
             "params": {"name": name, "arguments": arguments},
         }
+        content = msgspec.json.encode(message)
+        if self._wire is not None:
+            try:
+                status, answer = await self._wire.post(content, headers, timeout_s=timeout_s)
+            except WireError as error:
+                raise WorkflowUnreachable(str(error)) from None
+            return _answer(status, answer)
+        assert self._http is not None
         try:
             response = await self._http.post(
-                self.url, content=msgspec.json.encode(message), headers=headers, timeout=timeout_s
+                self.url, content=content, headers=headers, timeout=timeout_s
             )
         except httpx.TransportError as error:
             raise WorkflowUnreachable(type(error).__name__) from None
-        return _answer(response)
+        return _answer(response.status_code, response.content)
 
 
-def _answer(response: httpx.Response) -> dict[str, Any]:
+def _answer(status_code: int, content: bytes) -> dict[str, Any]:
     try:
-        body = msgspec.json.decode(response.content)
+        body = msgspec.json.decode(content)
     except msgspec.DecodeError:
         body = None
     if isinstance(body, dict) and isinstance(body.get("result"), dict):
@@ -85,14 +113,14 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and isinstance(error.get("code"), int):
         headers = {}
-        if response.status_code == 401:
+        if status_code == 401:
             headers["WWW-Authenticate"] = bearer_challenge(credentials_sent=True)
         raise JsonRpcFault(
             error["code"],
             str(error.get("message", "")),
             data=error.get("data"),
-            http_status=response.status_code,
+            http_status=status_code,
             headers=headers,
         )
     # Not a JSON-RPC answer (a proxy's error page, a cut body): Workflow did not answer.
-    raise WorkflowUnreachable(f"HTTP {response.status_code} without a JSON-RPC body")
+    raise WorkflowUnreachable(f"HTTP {status_code} without a JSON-RPC body")

@@ -9,6 +9,7 @@ then one workflow_invoke with the HTTP timeout syncWaitMs + 2 s.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.acl import check_routed
@@ -17,7 +18,12 @@ from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, rendered_success
 from gateway.router import RoutedTool
 from runtime.errors import WorkflowError
-from runtime.invocation.rules import check_input, check_request_bytes
+from runtime.invocation.rules import (
+    SchemaCheck,
+    canonical_input,
+    check_request_bytes,
+    schema_check,
+)
 from runtime.mcp.dispatch import ToolOutcome
 
 log = logging.getLogger("workflow.gateway.routed")
@@ -35,8 +41,22 @@ def unreachable(what: str) -> WorkflowError:
     )
 
 
-def check_before_invoke(tool: RoutedTool, caller: Caller, arguments: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class PreparedTool:
+    """A snapshot Tool with its input schema compiled (once per snapshot, not per call)."""
+
+    tool: RoutedTool
+    input_check: SchemaCheck
+
+
+def prepare(tool: RoutedTool) -> PreparedTool:
+    """Compile tool's input schema (patterns on RE2); an unusable one refuses every call."""
+    return PreparedTool(tool, schema_check(tool.input_schema, "Tool"))
+
+
+def check_before_invoke(prepared: PreparedTool, caller: Caller, arguments: dict[str, Any]) -> str:
     """Every Gateway-side refusal, in order; the binding digest to pin when all pass."""
+    tool = prepared.tool
     check_routed(caller, tool)
     if tool.binding_digest is None:
         raise WorkflowError(
@@ -44,18 +64,21 @@ def check_before_invoke(tool: RoutedTool, caller: Caller, arguments: dict[str, A
             f"{tool.name} has no bindingDigest in the Gateway snapshot: republish this Tool",
         )
     # Workflow's own checks: canonical input, the schema on RE2 (a missing field is named).
-    check_input(arguments, tool.input_schema, None)
+    canonical = canonical_input(arguments)
+    prepared.input_check.check(arguments)
     if tool.maximum_request_bytes is not None:
         # Measured as Workflow measures it: the canonical input's bytes.
-        check_request_bytes(arguments, {"maximumRequestBytes": tool.maximum_request_bytes})
+        bounds = {"maximumRequestBytes": tool.maximum_request_bytes}
+        check_request_bytes(arguments, bounds, canonical=canonical)
     return tool.binding_digest
 
 
 async def call_routed(
-    client: WorkflowClient, tool: RoutedTool, caller: Caller, arguments: dict[str, Any]
+    client: WorkflowClient, prepared: PreparedTool, caller: Caller, arguments: dict[str, Any]
 ) -> ToolOutcome:
     """Run a workflow-backed Tool for a verified caller."""
-    binding_digest = check_before_invoke(tool, caller, arguments)
+    binding_digest = check_before_invoke(prepared, caller, arguments)
+    tool = prepared.tool
     invoke = {
         "stableToolRef": tool.stable_tool_ref,
         "expectedBindingDigest": binding_digest,

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.app import Gateway
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import OWNER
 from tests.support.gateway import (
@@ -20,7 +21,7 @@ from tests.support.gateway import (
     workflow_seen,
     write_tools,
 )
-from tests.support.invocation import ok, publish_tool, workers
+from tests.support.invocation import Tool, ok, publish_tool, workers
 from tests.support.log_scan import LogScan
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
@@ -73,3 +74,28 @@ async def test_a_new_snapshot_is_served_without_a_restart_and_a_bad_one_keeps_th
 
     write_tools(router_file, entry(tool, "claims.third"))
     await wait_until(lambda: serves({"claims.third"}), what="a good snapshot after bad ones")
+
+
+async def test_a_snapshot_s_input_schemas_are_compiled_once_and_again_after_a_reload(
+    gateway: Gateway, router_file: Path
+) -> None:
+    tool = Tool(
+        tool_id="0198a3c2-0000-7000-8000-000000000001",
+        wf_def_id="0198a3c2-0000-7000-8000-000000000002",
+        binding_id="",
+        binding_digest="sha256:" + "b" * 64,
+        definition_digest="sha256:" + "d" * 64,
+        aggregate_version=1,
+        text="",
+    )
+    write_tools(router_file, entry(tool))
+    await wait_until(lambda: len(gateway.watcher.current().tools) == 1, what="the snapshot")
+    snapshot = gateway.watcher.current()
+    prepared = gateway.prepared(snapshot)
+    assert prepared[TOOL_NAME].input_check.validator is not None
+    # Every call against the same snapshot gets the same compiled checks.
+    assert gateway.prepared(snapshot) is prepared
+    write_tools(router_file, entry(tool), entry(tool, "claims.second"))
+    await wait_until(lambda: gateway.watcher.current() is not snapshot, what="the reload")
+    reloaded = gateway.prepared(gateway.watcher.current())
+    assert set(reloaded) == {TOOL_NAME, "claims.second"}
