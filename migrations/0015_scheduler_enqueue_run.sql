@@ -20,7 +20,10 @@ CREATE FUNCTION workflow_enqueue_run(
     p_payload jsonb,
     p_priority smallint,
     p_available_at timestamptz,
-    p_idempotent boolean
+    p_idempotent boolean,
+    -- false: the caller announces the task after its commit (runtime.scheduler.wakeup), so its
+    -- commit never holds the notification queue's lock.
+    p_notify boolean DEFAULT true
 ) RETURNS uuid
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -47,9 +50,11 @@ BEGIN
         coalesce(p_available_at, now()), p_idempotent
     )
     RETURNING task_id INTO new_task_id;
-    PERFORM pg_notify(
-        'workflow_task_ready', json_build_object('type', 'task', 'id', new_task_id)::text
-    );
+    IF p_notify THEN
+        PERFORM pg_notify(
+            'workflow_task_ready', json_build_object('type', 'task', 'id', new_task_id)::text
+        );
+    END IF;
     RETURN new_task_id;
 END
 $$;

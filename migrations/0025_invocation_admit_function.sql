@@ -130,6 +130,7 @@ DECLARE
     recent bigint;
     recent_for_user bigint;
     held record;
+    new_task_id uuid;
 BEGIN
     -- The retry of a call whose first try committed (its answer was lost on the way): the
     -- process id is this call's own, so the answer is that run, whatever became of it or of
@@ -227,10 +228,13 @@ BEGIN
         RETURN;
     END IF;
 
-    PERFORM workflow_enqueue_run(
+    -- No NOTIFY inside: the service announces the task once this statement committed (a
+    -- notifying commit holds the notification queue's lock, and with it the Tool's lock,
+    -- through its WAL flush).
+    new_task_id := workflow_enqueue_run(
         p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
         p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
-        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false
+        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false, false
     );
     PERFORM workflow_record_run_spec(
         p_host_id, p_process_id, p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id,
@@ -342,7 +346,8 @@ BEGIN
            OR (b.per_user AND b.end_user_subject = p_end_user_subject))
       AND b.second < first_second;
 
+    -- detail: the first task, for the service to announce.
     RETURN QUERY SELECT 'accepted'::text, p_process_id, 'ACCEPTED'::text, 'none'::text,
-        p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, NULL::text;
+        p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, new_task_id::text;
 END
 $$;

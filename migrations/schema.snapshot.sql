@@ -54,6 +54,7 @@ DECLARE
     recent bigint;
     recent_for_user bigint;
     held record;
+    new_task_id uuid;
 BEGIN
     -- The retry of a call whose first try committed (its answer was lost on the way): the
     -- process id is this call's own, so the answer is that run, whatever became of it or of
@@ -151,10 +152,13 @@ BEGIN
         RETURN;
     END IF;
 
-    PERFORM workflow_enqueue_run(
+    -- No NOTIFY inside: the service announces the task once this statement committed (a
+    -- notifying commit holds the notification queue's lock, and with it the Tool's lock,
+    -- through its WAL flush).
+    new_task_id := workflow_enqueue_run(
         p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
         p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
-        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false
+        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false, false
     );
     PERFORM workflow_record_run_spec(
         p_host_id, p_process_id, p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id,
@@ -266,8 +270,9 @@ BEGIN
            OR (b.per_user AND b.end_user_subject = p_end_user_subject))
       AND b.second < first_second;
 
+    -- detail: the first task, for the service to announce.
     RETURN QUERY SELECT 'accepted'::text, p_process_id, 'ACCEPTED'::text, 'none'::text,
-        p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, NULL::text;
+        p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, new_task_id::text;
 END
 $$;
 
@@ -330,7 +335,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_enqueue_run(p_host_id uuid, p_process_id uuid, p_execution_class text, p_deadline_ts timestamp with time zone, p_cancellation_policy text, p_binding_id uuid, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_step_no integer, p_kind text, p_payload jsonb, p_priority smallint, p_available_at timestamp with time zone, p_idempotent boolean) RETURNS uuid
+CREATE FUNCTION public.workflow_enqueue_run(p_host_id uuid, p_process_id uuid, p_execution_class text, p_deadline_ts timestamp with time zone, p_cancellation_policy text, p_binding_id uuid, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_step_no integer, p_kind text, p_payload jsonb, p_priority smallint, p_available_at timestamp with time zone, p_idempotent boolean, p_notify boolean DEFAULT true) RETURNS uuid
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -357,9 +362,11 @@ BEGIN
         coalesce(p_available_at, now()), p_idempotent
     )
     RETURNING task_id INTO new_task_id;
-    PERFORM pg_notify(
-        'workflow_task_ready', json_build_object('type', 'task', 'id', new_task_id)::text
-    );
+    IF p_notify THEN
+        PERFORM pg_notify(
+            'workflow_task_ready', json_build_object('type', 'task', 'id', new_task_id)::text
+        );
+    END IF;
     RETURN new_task_id;
 END
 $$;

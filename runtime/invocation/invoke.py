@@ -24,7 +24,7 @@ from runtime.invocation.revisions import (
     read_active_revision,
 )
 from runtime.invocation.waiting import WaitedRun, finish_invoke
-from runtime.scheduler import capacity
+from runtime.scheduler import announce_task, capacity
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Database, retry_on_connection_error
 
@@ -241,6 +241,8 @@ async def _admit(
         raise _refusal(outcome)
     if outcome.outcome == "accepted":
         telemetry.run_admitted(outcome.process_id)
+        assert outcome.detail is not None  # the statement names the run's first task
+        announce_task(db, outcome.detail, revision.execution_class)
     elif outcome.outcome == "attach":
         await _refresh_credential(db, keyring, ctx, outcome)
     # The reservation names a run admitted in a committed transaction.

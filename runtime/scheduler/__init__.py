@@ -17,6 +17,7 @@ from runtime.scheduler.models import (
     TaskOutcome,
 )
 from runtime.scheduler.service import enqueue_process, get_process, start_run
+from runtime.scheduler.wakeup import announce_task
 
 __all__ = [
     "BudgetAmounts",
@@ -29,6 +30,7 @@ __all__ = [
     "TaskHandler",
     "TaskLease",
     "TaskOutcome",
+    "announce_task",
     "enqueue_process",
     "get_process",
     "start_run",

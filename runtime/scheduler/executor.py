@@ -17,6 +17,7 @@ import random
 import socket
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,25 @@ from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationLis
 from runtime.store import Database
 
 log = logging.getLogger(__name__)
+
+# The executors running in this process, woken directly when this process enqueues a task
+# (no NOTIFY round trip through the database for the work it admitted itself).
+_LOCAL: weakref.WeakSet[Executor] = weakref.WeakSet()
+
+
+def wake_local_executors(execution_class: str) -> bool:
+    """Wake this process's running executors to claim a task just committed here.
+
+    True when one of them has a free slot of the class, so it will claim the task itself.
+    """
+    room = False
+    for executor in list(_LOCAL):
+        if executor.alive:
+            executor._wake.set()
+            room = room or executor.free_slots(execution_class) > 0
+    return room
+
+
 ClaimObserver = Callable[[ClaimedTask], None]
 
 
@@ -130,6 +150,7 @@ class Executor:
                 await listener.close()
             raise
         self._listener = listener
+        _LOCAL.add(self)
         self._loop_task = asyncio.create_task(self._claim_loop(), name="claim-loop")
         self._monitor_task = asyncio.create_task(self._monitor_side_tasks(), name="monitor")
 
@@ -149,6 +170,7 @@ class Executor:
 
     async def stop(self) -> None:
         """Stop claiming, let running tasks finish within the grace, release the rest."""
+        _LOCAL.discard(self)
         self._stopping.set()
         self._wake.set()
         grace = self.settings.stop_grace_s
@@ -202,6 +224,15 @@ class Executor:
                     await self._wake.wait()
         finally:
             self._parked = False
+
+    def free_slots(self, execution_class: str) -> int:
+        """Slots this executor could fill with a task of the class right now."""
+        request = self._claim_request()
+        if execution_class == "interactive":
+            return request.interactive_slots
+        if execution_class == "standard":
+            return request.standard_slots
+        return request.batch_slots + request.borrow_slots
 
     def _claim_request(self) -> queue.ClaimRequest:
         s = self.settings

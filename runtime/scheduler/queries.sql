@@ -552,3 +552,8 @@ SELECT execution_class,
 FROM workflow_task
 WHERE state IN ('ready', 'running')
 GROUP BY execution_class;
+
+-- notify_task_ready --
+-- Wake every listening executor for a task committed without a NOTIFY of its own (a statement
+-- with no writes: no commit record to flush, so the notification queue's lock is brief).
+SELECT pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', %(task_id)s::text)::text);

@@ -164,3 +164,8 @@ async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[dict[
         },
     )
     return [dict(row) for row in await cursor.fetchall()]
+
+
+async def notify_task_ready(conn: Connection, task_id: str) -> None:
+    """NOTIFY the executors of every process that task_id is ready (autocommit connection)."""
+    await conn.execute(QUERIES["notify_task_ready"], {"task_id": task_id})
