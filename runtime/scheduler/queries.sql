@@ -233,6 +233,18 @@ RETURNING p.deadline_ts <= now() AS past_deadline, p.cancellation_policy, p.effe
           EXISTS (SELECT 1 FROM workflow_task r
                   WHERE r.state = 'ready' AND r.available_at <= now()) AS backlog;
 
+-- complete_task_at_once --
+-- The common completion in one statement (workflow_complete_task): debit, fenced task update, then the run's end or its one next task (claimed at once when nothing waits).
+SELECT * FROM workflow_complete_task(
+    %(host_id)s::uuid, %(task_id)s::uuid, %(lease_id)s::uuid, %(fencing_token)s::bigint,
+    %(result)s::jsonb, %(consume)s::boolean, %(attempts)s::integer, %(nested_calls)s::integer,
+    %(request_bytes)s::bigint, %(intermediate_bytes)s::bigint, %(result_bytes)s::bigint,
+    %(cost_units)s::bigint, %(finish)s::boolean, %(run_result)s::jsonb, %(next)s::boolean,
+    %(step_no)s::integer, %(kind)s::text, %(payload)s::jsonb, %(priority)s::smallint,
+    %(available_at)s::timestamptz, %(idempotent)s::boolean, %(worker_id)s::text,
+    %(lease_ms)s::integer, %(overrun_ms)s::integer
+);
+
 -- fail_task --
 -- Mark a task failed (or cancelled) under its lease.
 UPDATE workflow_task

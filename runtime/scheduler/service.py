@@ -34,7 +34,7 @@ from runtime.scheduler.models import (
 )
 from runtime.scheduler.outcomes import HUB, RunSnapshot
 from runtime.scheduler.store import ledgers, queue, runs
-from runtime.store import Connection, Database
+from runtime.store import Connection, Database, retry_on_connection_error
 
 CANCEL_LOCKED_POINT = "cancel_locked"
 DEFAULT_BUDGET = BudgetAmounts(
@@ -144,10 +144,47 @@ async def complete(
 ) -> Completion:
     """Commit a handler's outcome under its lease: budget used, task done, next tasks or run end.
 
-    One transaction; a run it ends is handed to this process's waiters once committed. With
-    successor, a single next task is inserted already claimed by that worker when no other
-    ready work waits (nothing is skipped ahead of, and no claim round trip is spent).
+    One transaction, and for at most one next task one statement (workflow_complete_task); a
+    run it ends is handed to this process's waiters once committed. With successor, a single
+    next task is inserted already claimed by that worker when no other ready work waits
+    (nothing is skipped ahead of, and no claim round trip is spent).
     """
+    if len(outcome.next_tasks) <= 1:
+        completion = await _complete_at_once(db, lease, outcome, successor)
+        if completion is not None:
+            return completion
+    return await _complete_in_transaction(db, lease, outcome, successor)
+
+
+async def _complete_at_once(
+    db: Database, lease: LeaseState, outcome: TaskOutcome, successor: Successor | None
+) -> Completion | None:
+    """The run's end or its one next task in one statement; None: a deadline or cancel ends it.
+
+    None means nothing was written: that end's error is worded on the transaction path.
+    """
+
+    async def attempt() -> runs.CompletedAtOnce:
+        async with db.connection() as conn:
+            return await runs.complete_at_once(conn, lease, outcome, successor)
+
+    with HUB.settling(lease.process_id) as settlement:
+        # Safe to repeat: a first try that committed before its answer was lost left the task
+        # done and its lease cleared, so the repeat is refused as LeaseLost, as a lost COMMIT
+        # answer is on the transaction path (the executor logs it; the waiters are woken).
+        done = await retry_on_connection_error(attempt, attempts=2)
+        if done.outcome == "ending":
+            return None
+        if done.outcome == "finished" and done.effect_state is not None:
+            settlement.hand(_ended("COMPLETED", done.effect_state, result=outcome.run_result))
+    return Completion(done.backlog, done.claimed)
+
+
+async def _complete_in_transaction(
+    db: Database, lease: LeaseState, outcome: TaskOutcome, successor: Successor | None
+) -> Completion:
+    """complete() as one transaction of several statements: parallel next tasks, or a run
+    ending at its deadline or cancellation signal."""
     with HUB.settling(lease.process_id) as settlement:
         async with db.transaction() as conn:
             if outcome.consume is not None:

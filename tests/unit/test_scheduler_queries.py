@@ -12,6 +12,8 @@ from runtime.scheduler.store.sql import QUERIES, QUERIES_PATH
 from runtime.store.queries import query_usage_problems
 
 SCHEDULER = Path(QUERIES_PATH).parent
+COMPLETE_FUNCTION = SCHEDULER.parent.parent / "migrations" / "0017_scheduler_complete_function.sql"
+FENCE = "t.lease_id = p_lease_id AND t.fencing_token = p_fencing_token AND t.state = 'running'"
 
 
 def test_every_query_block_is_used_and_every_used_name_exists() -> None:
@@ -22,8 +24,24 @@ def test_every_query_block_is_used_and_every_used_name_exists() -> None:
 def test_every_write_to_a_claimed_task_is_fenced_by_lease_and_token() -> None:
     fenced = ["complete_task", "fail_task", "release_task", "renew_leases"]
     fenced += ["mark_effect_possible", "confirm_effect", "debit_budget", "reconcile_budget"]
+    fenced += ["complete_task_at_once"]
     for name in fenced:
         assert "lease_id" in QUERIES[name] and "fencing_token" in QUERIES[name], name
+
+
+def test_a_completion_is_one_statement_of_the_fenced_complete_function() -> None:
+    sql = QUERIES["complete_task_at_once"]
+    assert sql.count(";") <= 1 and sql.startswith("SELECT * FROM workflow_complete_task(")
+    text = COMPLETE_FUNCTION.read_text(encoding="utf-8")
+    assert text.count("CREATE FUNCTION") == 1
+    body = " ".join(text[text.index("LANGUAGE plpgsql AS $$") :].split())
+    # The fence locks the task before any write, and the task update repeats it.
+    lock = body.index(FENCE + " FOR UPDATE OF t;")
+    first_write = min(body.index("UPDATE workflow_budget"), body.index("UPDATE workflow_task"))
+    assert lock < first_write and body.count(FENCE) == 2
+    # The run's end and the next task keep their named queries' wake-ups and live-run rules.
+    assert "'workflow_process_state_' || right(" in body and "'workflow_task_ready'" in body
+    assert body.count("state IN ('ACCEPTED', 'RUNNING', 'WAITING')") == 3
 
 
 def test_budget_amounts_refuse_negative_or_non_integer_counts() -> None:

@@ -56,7 +56,7 @@ async def claim_tasks(
             "overrun_ms": settings.overrun_ms,
         },
     )
-    return [_claimed(row) for row in await cursor.fetchall()]
+    return [claimed_from_row(row) for row in await cursor.fetchall()]
 
 
 async def insert_claimed_task(
@@ -86,10 +86,11 @@ async def insert_claimed_task(
         },
     )
     row = await cursor.fetchone()
-    return None if row is None else _claimed(row)
+    return None if row is None else claimed_from_row(row)
 
 
-def _claimed(row: dict[str, Any]) -> tuple[ClaimedTask, LeaseState]:
+def claimed_from_row(row: dict[str, Any]) -> tuple[ClaimedTask, LeaseState]:
+    """The claimed task and its fresh lease a claiming statement returned."""
     task = ClaimedTask(
         host_id=str(row["host_id"]),
         task_id=str(row["task_id"]),

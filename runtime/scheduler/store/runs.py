@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from runtime.errors import WorkflowError
-from runtime.scheduler.errors import LeaseLost, ending_state, error_document
-from runtime.scheduler.models import BudgetAmounts, EffectState, LeaseState, NewTask
+from runtime.scheduler.errors import LeaseLost, budget_exhausted, ending_state, error_document
+from runtime.scheduler.models import (
+    BudgetAmounts,
+    ClaimedTask,
+    EffectState,
+    LeaseState,
+    NewTask,
+    Successor,
+    TaskOutcome,
+)
+from runtime.scheduler.store.queue import claimed_from_row
 from runtime.scheduler.store.sql import QUERIES, jsonb
 from runtime.store import Connection
 
@@ -83,6 +93,69 @@ async def complete_task(conn: Connection, lease: LeaseState, output: Any) -> dic
     if row is None:
         raise LeaseLost(lease.task_id, "complete")
     return dict(row)
+
+
+@dataclass(frozen=True)
+class CompletedAtOnce:
+    """What workflow_complete_task did: ending (nothing written), finished, claimed, continued."""
+
+    outcome: str
+    backlog: bool
+    # The run's effect state when this completion finished it (None: it had already ended).
+    effect_state: EffectState | None
+    claimed: tuple[ClaimedTask, LeaseState] | None
+
+
+async def complete_at_once(
+    conn: Connection,
+    lease: LeaseState,
+    outcome: TaskOutcome,
+    successor: Successor | None,
+) -> CompletedAtOnce:
+    """Complete the leased task in one autocommit statement (at most one next task).
+
+    Raises LeaseLost (nothing written: a repeat of a completion that committed lands here too)
+    or WORKFLOW_BUDGET_EXHAUSTED (nothing written).
+    """
+    task = outcome.next_tasks[0] if outcome.next_tasks else None
+    amounts = outcome.consume or _NOTHING
+    params = (
+        lease.fence()
+        | amounts.as_params()
+        | {
+            "result": jsonb(outcome.output),
+            "consume": outcome.consume is not None,
+            "finish": outcome.finish,
+            "run_result": jsonb(outcome.run_result),
+            "next": task is not None,
+            "step_no": None if task is None else _step_no(lease, task),
+            "kind": None if task is None else task.kind,
+            "payload": None if task is None else jsonb(task.payload),
+            "priority": None if task is None else task.priority,
+            "available_at": None if task is None else task.available_at,
+            "idempotent": None if task is None else task.idempotent,
+            "worker_id": None if successor is None else successor.worker_id,
+            "lease_ms": None if successor is None else successor.lease_ms,
+            "overrun_ms": None if successor is None else successor.overrun_ms,
+        }
+    )
+    cursor = await conn.execute(QUERIES["complete_task_at_once"], params)
+    row = await cursor.fetchone()
+    assert row is not None  # the function returns exactly one row
+    done = row["outcome"]
+    if done == "lost":
+        raise LeaseLost(lease.task_id, "consume" if outcome.consume is not None else "complete")
+    if done == "exhausted":
+        raise budget_exhausted()
+    claimed = claimed_from_row(row) if done == "claimed" else None
+    return CompletedAtOnce(done, bool(row["backlog"]), row["effect_state"], claimed)
+
+
+def _step_no(lease: LeaseState, task: NewTask) -> int:
+    return task.step_no if task.step_no is not None else lease.step_no + 1
+
+
+_NOTHING = BudgetAmounts()
 
 
 async def fail_task(
