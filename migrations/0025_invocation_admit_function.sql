@@ -102,7 +102,10 @@ CREATE FUNCTION workflow_admit_invoke(
     p_token_expires_ts timestamptz,
     p_action_limit integer,
     -- The service's load shedding refuses this call unless it re-attaches, replays or conflicts.
-    p_shed boolean
+    p_shed boolean,
+    -- Count under the Tool's exclusive lock whatever the limits (the retry after
+    -- 'workflow_admission_near_limit').
+    p_exclusive boolean
 ) RETURNS TABLE (
     outcome text,
     process_id uuid,
@@ -131,6 +134,9 @@ DECLARE
     recent_for_user bigint;
     held record;
     new_task_id uuid;
+    tool_lock bigint;
+    in_flight_bound bigint;
+    shared_lock boolean;
 BEGIN
     -- The retry of a call whose first try committed (its answer was lost on the way): the
     -- process id is this call's own, so the answer is that run, whatever became of it or of
@@ -248,9 +254,23 @@ BEGIN
         'invoke'
     );
 
-    PERFORM pg_advisory_xact_lock(
-        hashtextextended('workflow-tool-admission:' || p_host_id || ':' || p_tool_id, 0)
-    );
+    -- The Tool's admission lock, shared while every limit is far away, exclusive near one.
+    -- Admissions in progress at any instant are at most one per server connection, so a call
+    -- whose counts stay more than max_connections under every limit cannot overspend it
+    -- whatever the others do: those admissions share the lock and never wait on each other.
+    -- Near a limit the count must be exact: the exclusive lock waits until every shared
+    -- holder has committed (so it sees them all) and keeps the next ones out until it has.
+    tool_lock := hashtextextended('workflow-tool-admission:' || p_host_id || ':' || p_tool_id, 0);
+    in_flight_bound := current_setting('max_connections')::bigint;
+    shared_lock := NOT p_exclusive AND least(
+        p_maximum_concurrent_runs, p_maximum_concurrent_runs_per_user, p_starts_per_minute,
+        p_starts_per_minute_per_user
+    ) > in_flight_bound;
+    IF shared_lock THEN
+        PERFORM pg_advisory_xact_lock_shared(tool_lock);
+    ELSE
+        PERFORM pg_advisory_xact_lock(tool_lock);
+    END IF;
     -- After the lock each statement's snapshot sees every admission that released it.
     -- clock_timestamp(), not now(): the lock may have been waited on. The start is recorded at
     -- this same instant (the owner record and its bucket), so starts are checked in the order
@@ -301,6 +321,16 @@ BEGIN
                  AND r.created_ts < to_timestamp(first_second + 1));
     END IF;
 
+    IF shared_lock AND NOT (
+        live + in_flight_bound < p_maximum_concurrent_runs
+        AND live_for_user + in_flight_bound < p_maximum_concurrent_runs_per_user
+        AND recent + in_flight_bound < p_starts_per_minute
+        AND recent_for_user + in_flight_bound < p_starts_per_minute_per_user
+    ) THEN
+        -- Closer to a limit than the shared lock allows: the caller repeats the statement
+        -- with p_exclusive (a shared lock cannot be raised to an exclusive one safely).
+        RAISE EXCEPTION 'workflow_admission_near_limit';
+    END IF;
     IF live >= p_maximum_concurrent_runs
        OR live_for_user >= p_maximum_concurrent_runs_per_user
        OR recent >= p_starts_per_minute

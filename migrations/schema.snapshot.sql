@@ -36,7 +36,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text)
+CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -55,6 +55,9 @@ DECLARE
     recent_for_user bigint;
     held record;
     new_task_id uuid;
+    tool_lock bigint;
+    in_flight_bound bigint;
+    shared_lock boolean;
 BEGIN
     -- The retry of a call whose first try committed (its answer was lost on the way): the
     -- process id is this call's own, so the answer is that run, whatever became of it or of
@@ -172,9 +175,23 @@ BEGIN
         'invoke'
     );
 
-    PERFORM pg_advisory_xact_lock(
-        hashtextextended('workflow-tool-admission:' || p_host_id || ':' || p_tool_id, 0)
-    );
+    -- The Tool's admission lock, shared while every limit is far away, exclusive near one.
+    -- Admissions in progress at any instant are at most one per server connection, so a call
+    -- whose counts stay more than max_connections under every limit cannot overspend it
+    -- whatever the others do: those admissions share the lock and never wait on each other.
+    -- Near a limit the count must be exact: the exclusive lock waits until every shared
+    -- holder has committed (so it sees them all) and keeps the next ones out until it has.
+    tool_lock := hashtextextended('workflow-tool-admission:' || p_host_id || ':' || p_tool_id, 0);
+    in_flight_bound := current_setting('max_connections')::bigint;
+    shared_lock := NOT p_exclusive AND least(
+        p_maximum_concurrent_runs, p_maximum_concurrent_runs_per_user, p_starts_per_minute,
+        p_starts_per_minute_per_user
+    ) > in_flight_bound;
+    IF shared_lock THEN
+        PERFORM pg_advisory_xact_lock_shared(tool_lock);
+    ELSE
+        PERFORM pg_advisory_xact_lock(tool_lock);
+    END IF;
     -- After the lock each statement's snapshot sees every admission that released it.
     -- clock_timestamp(), not now(): the lock may have been waited on. The start is recorded at
     -- this same instant (the owner record and its bucket), so starts are checked in the order
@@ -225,6 +242,16 @@ BEGIN
                  AND r.created_ts < to_timestamp(first_second + 1));
     END IF;
 
+    IF shared_lock AND NOT (
+        live + in_flight_bound < p_maximum_concurrent_runs
+        AND live_for_user + in_flight_bound < p_maximum_concurrent_runs_per_user
+        AND recent + in_flight_bound < p_starts_per_minute
+        AND recent_for_user + in_flight_bound < p_starts_per_minute_per_user
+    ) THEN
+        -- Closer to a limit than the shared lock allows: the caller repeats the statement
+        -- with p_exclusive (a shared lock cannot be raised to an exclusive one safely).
+        RAISE EXCEPTION 'workflow_admission_near_limit';
+    END IF;
     IF live >= p_maximum_concurrent_runs
        OR live_for_user >= p_maximum_concurrent_runs_per_user
        OR recent >= p_starts_per_minute

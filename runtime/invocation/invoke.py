@@ -205,7 +205,11 @@ async def _admit_once(
 
     async def admit() -> store.AdmitOutcome:
         async with db.connection() as conn:
-            return await store.admit_invoke(conn, params)
+            outcome = await store.admit_invoke(conn, params | {"exclusive": False})
+            if outcome.outcome == "near_limit":
+                # Rolled back whole: the same call again, counted under the exclusive lock.
+                outcome = await store.admit_invoke(conn, params | {"exclusive": True})
+            return outcome
 
     try:
         # Safe to repeat: a first try that committed before its answer was lost holds this

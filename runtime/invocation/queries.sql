@@ -36,7 +36,8 @@ FROM workflow_admit_invoke(
     %(intermediate_bytes)s::bigint, %(result_bytes)s::bigint, %(cost_units)s::bigint,
     %(task_kind)s::text, %(payload)s::jsonb, %(limits)s::jsonb,
     %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea,
-    %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(shed)s::boolean
+    %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(shed)s::boolean,
+    %(exclusive)s::boolean
 );
 
 -- select_last_closed_status --

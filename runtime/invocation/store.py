@@ -45,7 +45,8 @@ class AdmitOutcome:
 
     outcome: accepted | attach | replay | conflict (the idempotency claim), or stale (the head
     no longer names the revision passed), retired, missing_evidence (detail: the task), shed
-    (the call was to be shed and is no re-attach, replay or conflict; nothing was written).
+    (the call was to be shed and is no re-attach, replay or conflict; nothing was written),
+    near_limit (nothing was written: repeat with exclusive, the counts need the Tool's lock).
     """
 
     outcome: str
@@ -65,6 +66,7 @@ class AdmissionLimitReached(Exception):
 
 _LIMIT_REACHED = "workflow_admission_limit_reached"
 _SHED = "workflow_capacity_shed"
+_NEAR_LIMIT = "workflow_admission_near_limit"
 _RUN_COLUMNS = ("state", "effect_state", "deadline_ts", "result", "error")
 
 
@@ -96,6 +98,8 @@ async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome
     except psycopg.errors.RaiseException as exc:
         if exc.diag.message_primary == _SHED:
             return AdmitOutcome("shed", None, None, None, None)
+        if exc.diag.message_primary == _NEAR_LIMIT:
+            return AdmitOutcome("near_limit", None, None, None, None)
         if exc.diag.message_primary != _LIMIT_REACHED or exc.diag.message_detail is None:
             raise
         raise AdmissionLimitReached(_counts(json.loads(exc.diag.message_detail))) from None
