@@ -18,7 +18,7 @@ from runtime.scheduler import NewTask, enqueue_process
 from runtime.scheduler.models import BudgetAmounts, CancellationPolicy, ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import Keyring, SealedSecret, SecretToken
-from runtime.store import Database
+from runtime.store import Database, retry_on_connection_error
 
 
 def _uuid(value: str | None, name: str) -> str | None:
@@ -168,8 +168,15 @@ async def read_run(db: Database, host_id: str, process_id: str) -> dict[str, Any
     """A run's state, result, error and effect state, scoped to its host."""
     host, process = _uuid(host_id, "host_id"), _uuid(process_id, "process_id")
     assert host is not None and process is not None
-    async with db.transaction(read_only=True) as conn:
-        return await store.select_process_state(conn, host, process)
+
+    # One statement on an autocommit connection is one snapshot: a read-only transaction
+    # around it cost two more round trips, and waiters poll this at concurrency. A read, so a
+    # connection found dropped is simply tried again (as a transaction's BEGIN would be).
+    async def read() -> dict[str, Any] | None:
+        async with db.connection() as conn:
+            return await store.select_process_state(conn, host, process)
+
+    return await retry_on_connection_error(read, attempts=2)
 
 
 class RunWatch:
