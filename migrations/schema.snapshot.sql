@@ -176,7 +176,7 @@ BEGIN
     );
 
     -- The Tool's admission lock, shared while every limit is far away, exclusive near one.
-    -- Admissions in progress at any instant are at most one per server connection, so a call
+    -- Admissions in progress at any instant are at most one per database connection, so a call
     -- whose counts stay more than max_connections under every limit cannot overspend it
     -- whatever the others do: those admissions share the lock and never wait on each other.
     -- Near a limit the count must be exact: the exclusive lock waits until every shared
