@@ -691,13 +691,17 @@ END
 $$;
 
 CREATE FUNCTION public.workflow_tool_starts_since(p_host_id uuid, p_tool_id uuid, p_per_user boolean, p_subject text, p_from_second bigint, p_to_second bigint DEFAULT NULL::bigint) RETURNS bigint
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
-    SELECT coalesce(sum(b.starts), 0)::bigint
-    FROM workflow_tool_start_count_t b
-    WHERE b.host_id = p_host_id AND b.tool_id = p_tool_id AND b.per_user = p_per_user
-      AND b.end_user_subject = p_subject AND b.second >= p_from_second
-      AND (p_to_second IS NULL OR b.second <= p_to_second)
+BEGIN
+    RETURN (
+        SELECT coalesce(sum(b.starts), 0)::bigint
+        FROM workflow_tool_start_count_t b
+        WHERE b.host_id = p_host_id AND b.tool_id = p_tool_id AND b.per_user = p_per_user
+          AND b.end_user_subject = p_subject AND b.second >= p_from_second
+          AND b.second <= coalesce(p_to_second, 9223372036854775807)
+    );
+END
 $$;
 
 CREATE TABLE public.schema_migrations (
