@@ -201,20 +201,9 @@ BEGIN
     this_second := floor(extract(epoch FROM counted_at))::bigint;
     first_second := floor(extract(epoch FROM window_start))::bigint;
 
-    -- Live runs: the host's live-run index, one owner-record lookup each (a nested loop by
-    -- construction; a hash join would read every run the Tool ever admitted).
-    SELECT count(*), count(*) FILTER (WHERE i.end_user_subject = p_end_user_subject),
-           min(p.deadline_ts)
-    INTO live, live_for_user, next_live_deadline
-    FROM workflow_run_state p
-    CROSS JOIN LATERAL (
-        SELECT o.end_user_subject
-        FROM workflow_invocation_t o
-        WHERE o.host_id = p.host_id AND o.process_id = p.process_id AND o.tool_id = p_tool_id
-        LIMIT 1
-    ) AS i
-    WHERE p.host_id = p_host_id AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-      AND p.process_id <> p_process_id;
+    -- Live runs from the counters (this call's run is counted in only once admitted, below).
+    live := workflow_tool_live_count(p_host_id, p_tool_id, false, '');
+    live_for_user := workflow_tool_live_count(p_host_id, p_tool_id, true, p_end_user_subject);
 
     -- Starts in the window, from the seconds it touches: exact but for the window's first
     -- second, which may hold starts older than a minute (so the sum is an upper bound).
@@ -256,6 +245,18 @@ BEGIN
        OR live_for_user >= p_maximum_concurrent_runs_per_user
        OR recent >= p_starts_per_minute
        OR recent_for_user >= p_starts_per_minute_per_user THEN
+        -- Only a refusal needs the earliest deadline of the live runs (its retryAfterMs).
+        SELECT min(p.deadline_ts) INTO next_live_deadline
+        FROM workflow_run_state p
+        CROSS JOIN LATERAL (
+            SELECT 1
+            FROM workflow_invocation_t o
+            WHERE o.host_id = p.host_id AND o.process_id = p.process_id
+              AND o.tool_id = p_tool_id
+            LIMIT 1
+        ) AS i
+        WHERE p.host_id = p_host_id AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
+          AND p.process_id <> p_process_id;
         RAISE EXCEPTION 'workflow_admission_limit_reached' USING DETAIL = jsonb_build_object(
             'live', live,
             'live_for_user', live_for_user,
@@ -282,6 +283,7 @@ BEGIN
         p_host_id, p_process_id, 'invoke', p_user_id, p_end_user_subject, p_principal_subject,
         p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, counted_at
     );
+    PERFORM workflow_tool_live_add(p_host_id, p_tool_id, p_end_user_subject, 1);
     INSERT INTO workflow_tool_start_count_t AS b (
         host_id, tool_id, per_user, end_user_subject, second, starts
     ) VALUES
@@ -685,6 +687,51 @@ BEGIN
         RAISE EXCEPTION 'only a pending revision moves to a new owner'
             USING ERRCODE = 'integrity_constraint_violation',
                   CONSTRAINT = 'workflow_tool_binding_immutable';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION public.workflow_tool_live_add(p_host_id uuid, p_tool_id uuid, p_subject text, p_delta integer) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    this_shard smallint := (pg_backend_pid() % 8)::smallint;
+BEGIN
+    INSERT INTO workflow_tool_live_count_t AS c (
+        host_id, tool_id, per_user, end_user_subject, shard, live
+    ) VALUES
+        (p_host_id, p_tool_id, false, '', this_shard, p_delta),
+        (p_host_id, p_tool_id, true, p_subject, this_shard, p_delta)
+    ON CONFLICT ON CONSTRAINT workflow_tool_live_count_pk
+        DO UPDATE SET live = c.live + EXCLUDED.live;
+END
+$$;
+
+CREATE FUNCTION public.workflow_tool_live_count(p_host_id uuid, p_tool_id uuid, p_per_user boolean, p_subject text) RETURNS bigint
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    RETURN (
+        SELECT coalesce(sum(c.live), 0)::bigint
+        FROM workflow_tool_live_count_t c
+        WHERE c.host_id = p_host_id AND c.tool_id = p_tool_id AND c.per_user = p_per_user
+          AND c.end_user_subject = p_subject
+    );
+END
+$$;
+
+CREATE FUNCTION public.workflow_tool_live_end() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    owner record;
+BEGIN
+    SELECT i.tool_id, i.end_user_subject INTO owner
+    FROM workflow_invocation_t i
+    WHERE i.host_id = NEW.host_id AND i.process_id = NEW.process_id;
+    IF FOUND AND owner.tool_id IS NOT NULL THEN
+        PERFORM workflow_tool_live_add(NEW.host_id, owner.tool_id, owner.end_user_subject, -1);
     END IF;
     RETURN NEW;
 END
@@ -1116,6 +1163,16 @@ CREATE TABLE public.workflow_tool_grant_t (
     created_ts timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE TABLE public.workflow_tool_live_count_t (
+    host_id uuid NOT NULL,
+    tool_id uuid NOT NULL,
+    per_user boolean NOT NULL,
+    end_user_subject character varying(256) NOT NULL,
+    shard smallint NOT NULL,
+    live integer NOT NULL,
+    CONSTRAINT workflow_tool_live_count_scope_check CHECK ((per_user OR ((end_user_subject)::text = ''::text)))
+);
+
 CREATE TABLE public.workflow_tool_publication_t (
     host_id uuid NOT NULL,
     tool_id uuid NOT NULL,
@@ -1207,6 +1264,9 @@ ALTER TABLE ONLY public.workflow_tool_dependency_t
 ALTER TABLE ONLY public.workflow_tool_grant_t
     ADD CONSTRAINT workflow_tool_grant_pk PRIMARY KEY (host_id, wf_def_id, grant_id);
 
+ALTER TABLE ONLY public.workflow_tool_live_count_t
+    ADD CONSTRAINT workflow_tool_live_count_pk PRIMARY KEY (host_id, tool_id, per_user, end_user_subject, shard);
+
 ALTER TABLE ONLY public.workflow_tool_publication_t
     ADD CONSTRAINT workflow_tool_publication_pk PRIMARY KEY (host_id, tool_id);
 
@@ -1264,6 +1324,8 @@ CREATE INDEX workflow_tool_start_count_second_idx ON public.workflow_tool_start_
 CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public.wf_definition_version_t FOR EACH ROW EXECUTE FUNCTION public.wf_definition_version_guard();
 
 CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_idempotency_window_end();
+
+CREATE TRIGGER workflow_process_end_tool_live AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])))) EXECUTE FUNCTION public.workflow_tool_live_end();
 
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
 

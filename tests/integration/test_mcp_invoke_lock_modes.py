@@ -105,6 +105,14 @@ async def test_an_admission_far_from_every_limit_takes_the_tool_lock_shared(
 
 async def _fill_live_runs(admin: Admin, tool: Tool, count: int) -> None:
     """count live runs of the Tool, as admission would have left them (no executor runs)."""
+    params = {
+        "host": HOST,
+        "count": count,
+        "tool": tool.tool_id,
+        "binding": tool.binding_id,
+        "wf_def": tool.wf_def_id,
+        "digest": tool.definition_digest,
+    }
     await admin.execute(
         """
         WITH runs AS (
@@ -121,14 +129,11 @@ async def _fill_live_runs(admin: Admin, tool: Tool, count: int) -> None:
                %(binding)s, %(wf_def)s, '1.2.0', %(digest)s
         FROM runs
         """,
-        {
-            "host": HOST,
-            "count": count,
-            "tool": tool.tool_id,
-            "binding": tool.binding_id,
-            "wf_def": tool.wf_def_id,
-            "digest": tool.definition_digest,
-        },
+        params,
+    )
+    # Admission counts its runs in as it writes them (migration 0025's live counters).
+    await admin.execute(
+        "SELECT workflow_tool_live_add(%(host)s, %(tool)s, 'filler', %(count)s)", params
     )
 
 

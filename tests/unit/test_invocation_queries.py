@@ -21,7 +21,8 @@ ADMIT_FUNCTION = INVOCATION.parent.parent / "migrations" / "0025_invocation_admi
 
 def _admit_function_body() -> str:
     text = ADMIT_FUNCTION.read_text(encoding="utf-8")
-    return text[text.index("LANGUAGE plpgsql AS $$") :]
+    text = text[text.index("CREATE FUNCTION workflow_admit_invoke(") :]
+    return text[text.index("LANGUAGE plpgsql") :]
 
 
 def test_admission_is_one_statement_of_the_admit_function() -> None:
