@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from runtime.security.keyring import new_keyring_document
 from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database
+from tests.conftest import RUNTIME_ROLE
 from tests.support.binding_builders import publish_version, save_owner
 from tests.support.mcp import LEGACY, MODERN, McpTestClient
 from tests.support.publication_builders import context
@@ -88,6 +90,21 @@ def asgi_client(app: Litestar) -> httpx.AsyncClient:
     """A client talking to the app over ASGI without leaving the event loop."""
     transport = httpx.ASGITransport(app=app)
     return httpx.AsyncClient(transport=transport, base_url="http://localhost")
+
+
+@pytest.fixture
+async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An app on a pool of many connections, so admissions really run in parallel."""
+    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=12, max_size=16)
+    await database.open()
+    app = create_app()
+    attach_services(app, dataclasses.replace(services, database=database))
+    try:
+        async with asgi_client(app) as http:
+            yield http
+    finally:
+        await close_waiter(database)
+        await database.close()
 
 
 @pytest.fixture

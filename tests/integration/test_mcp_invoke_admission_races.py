@@ -21,14 +21,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from runtime.execution import close_waiter
 from runtime.invocation import store
-from runtime.mcp.app import attach_services, create_app
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
-from runtime.store import Database
-from tests.conftest import RUNTIME_ROLE
-from tests.integration.conftest import asgi_client
 from tests.support.binding_builders import HOST, binding, new_id, publish_args
 from tests.support.invocation import (
     Tool,
@@ -57,21 +51,6 @@ LOOPERS = 4
 ADMITTED = "WORKFLOW_TIMEOUT"
 
 Admin = psycopg.AsyncConnection[dict[str, Any]]
-
-
-@pytest.fixture
-async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    """An app on a pool of many connections, so admissions really run in parallel."""
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=12, max_size=16)
-    await database.open()
-    app = create_app()
-    attach_services(app, dataclasses.replace(services, database=database))
-    try:
-        async with asgi_client(app) as http:
-            yield http
-    finally:
-        await close_waiter(database)
-        await database.close()
 
 
 @pytest.fixture

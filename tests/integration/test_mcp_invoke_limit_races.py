@@ -9,20 +9,13 @@ that the refusal wrote nothing, and that no limit is ever overspent.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from runtime.execution import close_waiter
-from runtime.mcp.app import attach_services, create_app
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from runtime.store import Database
-from tests.conftest import RUNTIME_ROLE
-from tests.integration.conftest import asgi_client
 from tests.support.invocation import Tool, client, invoke_args, owner, publish_tool, refused
 from tests.support.mcp import McpTestClient
 
@@ -51,21 +44,6 @@ def limits(**given: int) -> dict[str, int]:
     ):
         values[per_user] = min(values[per_user], values[tool_wide])
     return values
-
-
-@pytest.fixture
-async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    """An app on a pool of many connections, so admissions really run in parallel."""
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=12, max_size=16)
-    await database.open()
-    app = create_app()
-    attach_services(app, dataclasses.replace(services, database=database))
-    try:
-        async with asgi_client(app) as http:
-            yield http
-    finally:
-        await close_waiter(database)
-        await database.close()
 
 
 async def _rows(services: Services, tool: Tool) -> tuple[int, int]:

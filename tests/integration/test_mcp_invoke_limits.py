@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from runtime.execution import close_waiter
-from runtime.mcp.app import attach_services, create_app
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from runtime.store import Database
-from tests.conftest import RUNTIME_ROLE
-from tests.integration.conftest import asgi_client
 from tests.support.invocation import (
     caller,
     client,
@@ -99,21 +92,6 @@ async def test_the_per_minute_limit_counts_starts_across_revisions(
         "WORKFLOW_CAPACITY_EXHAUSTED",
     )
     assert 0 < full["error"]["retryAfterMs"] <= 60000
-
-
-@pytest.fixture
-async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    """An app on a pool of many connections, so admissions really run in parallel."""
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=10, max_size=16)
-    await database.open()
-    app = create_app()
-    attach_services(app, dataclasses.replace(services, database=database))
-    try:
-        async with asgi_client(app) as http:
-            yield http
-    finally:
-        await close_waiter(database)
-        await database.close()
 
 
 async def test_parallel_admissions_cannot_exceed_the_concurrent_cap(

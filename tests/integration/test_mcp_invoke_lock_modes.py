@@ -9,21 +9,14 @@ limit the lock is exclusive and the count exact (migration 0025).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
-from runtime.execution import close_waiter
-from runtime.mcp.app import attach_services, create_app
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from runtime.store import Database
-from tests.conftest import RUNTIME_ROLE
-from tests.integration.conftest import asgi_client
 from tests.support.invocation import HOST, Tool, client, invoke_args, owner, publish_tool, refused
 from tests.support.mcp import McpTestClient
 
@@ -54,21 +47,6 @@ def _limits(concurrent: int) -> dict[str, int]:
         "startsPerMinute": 1_000_000,
         "startsPerMinutePerUser": 1_000_000,
     }
-
-
-@pytest.fixture
-async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    """An app on a pool of many connections, so admissions really run in parallel."""
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=8, max_size=16)
-    await database.open()
-    app = create_app()
-    attach_services(app, dataclasses.replace(services, database=database))
-    try:
-        async with asgi_client(app) as http:
-            yield http
-    finally:
-        await close_waiter(database)
-        await database.close()
 
 
 async def _call(caller: McpTestClient, tool: Tool, n: int) -> dict[str, Any]:
