@@ -439,12 +439,6 @@ BEGIN
         WHERE p.host_id = p_host_id AND p.process_id = v_process_id
           AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
         RETURNING p.effect_state INTO effect_state;
-        IF FOUND THEN
-            PERFORM pg_notify(
-                'workflow_process_state_' || right(v_process_id::text, 1),
-                json_build_object('type', 'process', 'id', v_process_id)::text
-            );
-        END IF;
         outcome := 'finished';
         RETURN;
     END IF;
@@ -488,7 +482,7 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- insert_task: a ready task of a live run, and a wake-up for the executors.
+    -- insert_task: a ready task of a live run; the caller announces it after the commit.
     INSERT INTO workflow_task AS t (
         host_id, process_id, step_no, kind, payload, execution_class, priority, available_at,
         idempotent
@@ -498,12 +492,7 @@ BEGIN
     FROM workflow_process r
     WHERE r.host_id = p_host_id AND r.process_id = v_process_id
       AND r.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-    RETURNING t.task_id INTO task_id;
-    IF FOUND THEN
-        PERFORM pg_notify(
-            'workflow_task_ready', json_build_object('type', 'task', 'id', task_id)::text
-        );
-    END IF;
+    RETURNING t.task_id, t.execution_class INTO task_id, execution_class;
 END
 $$;
 

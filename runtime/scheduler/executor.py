@@ -17,14 +17,13 @@ import random
 import socket
 import time
 import uuid
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from runtime import telemetry
 from runtime.errors import WorkflowError
-from runtime.scheduler import capacity, faults, maintenance, service
+from runtime.scheduler import capacity, faults, maintenance, service, wakeup
 from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
@@ -41,24 +40,6 @@ from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationLis
 from runtime.store import Database
 
 log = logging.getLogger(__name__)
-
-# The executors running in this process, woken directly when this process enqueues a task
-# (no NOTIFY round trip through the database for the work it admitted itself).
-_LOCAL: weakref.WeakSet[Executor] = weakref.WeakSet()
-
-
-def wake_local_executors(execution_class: str) -> bool:
-    """Wake this process's running executors to claim a task just committed here.
-
-    True when one of them has a free slot of the class, so it will claim the task itself.
-    """
-    room = False
-    for executor in list(_LOCAL):
-        if executor.alive:
-            executor._wake.set()
-            room = room or executor.free_slots(execution_class) > 0
-    return room
-
 
 ClaimObserver = Callable[[ClaimedTask], None]
 
@@ -150,7 +131,7 @@ class Executor:
                 await listener.close()
             raise
         self._listener = listener
-        _LOCAL.add(self)
+        wakeup.register(self)
         self._loop_task = asyncio.create_task(self._claim_loop(), name="claim-loop")
         self._monitor_task = asyncio.create_task(self._monitor_side_tasks(), name="monitor")
 
@@ -170,7 +151,7 @@ class Executor:
 
     async def stop(self) -> None:
         """Stop claiming, let running tasks finish within the grace, release the rest."""
-        _LOCAL.discard(self)
+        wakeup.unregister(self)
         self._stopping.set()
         self._wake.set()
         grace = self.settings.stop_grace_s
@@ -196,6 +177,10 @@ class Executor:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
+
+    def wake(self) -> None:
+        """Make the claim loop claim again now (a task was committed for it to take)."""
+        self._wake.set()
 
     def _notified(self, payload: dict[str, object] | None) -> None:
         if payload is None or payload.get("type") == "task":

@@ -569,3 +569,10 @@ GROUP BY execution_class;
 -- Wake every listening executor for a task committed without a NOTIFY of its own (a statement
 -- with no writes: no commit record to flush, so the notification queue's lock is brief).
 SELECT pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', %(task_id)s::text)::text);
+
+-- notify_runs_ended --
+-- Wake other processes' waiters of runs whose end was committed without a NOTIFY (a statement
+-- with no writes, as notify_task_ready; one statement for a batch of runs).
+SELECT pg_notify('workflow_process_state_' || right(id, 1),
+                 json_build_object('type', 'process', 'id', id)::text)
+FROM unnest(%(process_ids)s::text[]) AS ended(id);

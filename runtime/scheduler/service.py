@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, input_invalid
-from runtime.scheduler import faults
+from runtime.scheduler import faults, wakeup
 from runtime.scheduler.errors import (
     cancelled_error,
     ending_state,
@@ -177,6 +177,11 @@ async def _complete_at_once(
             return None
         if done.outcome == "finished" and done.effect_state is not None:
             settlement.hand(_ended("COMPLETED", done.effect_state, result=outcome.run_result))
+    # Committed without a NOTIFY (migration 0018): announced now that it is durable.
+    if done.outcome == "finished" and done.effect_state is not None:
+        wakeup.announce_run_end(db, lease.process_id)
+    elif done.ready is not None:
+        wakeup.announce_task(db, *done.ready)
     return Completion(done.backlog, done.claimed)
 
 

@@ -1,31 +1,89 @@
-"""Announcing a task committed without a NOTIFY: this process's executors at once, the others soon.
+"""Announcing what was committed without a NOTIFY: new tasks and ended runs.
 
-An admission that notifies inside its own transaction holds PostgreSQL's notification-queue
-lock through its commit's WAL flush, and with it every lock it took: a popular Tool's admission
-lock then waited on every other notifying commit of the database (measured: ten connections
-queued on one Tool's lock at 50 callers). So the admission commits without a NOTIFY and wakes
-this process's executors directly; only when none of them has a free slot for the task is the
-NOTIFY sent, in a statement of its own, for the executors of other processes (sending it
-always made this process's executor claim twice, the second time for nothing). NOTIFY is only
-a wake-up: a lost one costs a poll interval, never a task.
+A transaction that notifies holds PostgreSQL's notification-queue lock from just before its
+commit record until the end of its WAL flush, so notifying commits of the whole database queue
+behind each other's flushes, and so does every lock they hold meanwhile (measured: ten
+connections queued on one Tool's admission lock at 50 callers; completions waiting on each other
+at 12 ms per one-task run). So admissions and completions commit without a NOTIFY, and what they
+committed is announced afterwards:
+
+- a task left ready wakes this process's executors directly; only when none of them has a free
+  slot of its class is a NOTIFY sent, in a statement of its own, for other processes' executors
+  (sending it always made this process's executor claim twice, the second time for nothing);
+- a run's end is handed to this process's waiters by the completion itself
+  (``runtime.scheduler.outcomes``); waiters of other processes get a NOTIFY, sent by a statement
+  that writes nothing (so its commit flushes nothing and the queue lock is brief), and batched:
+  the ends committed while one such statement is in flight go out together in the next.
+
+NOTIFY is only a wake-up: one lost (a crash right after the commit) costs an executor's or a
+waiter's poll interval, never a task or a result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
+from typing import Protocol
 
-from runtime.scheduler.executor import wake_local_executors
 from runtime.scheduler.store import queue
 from runtime.store import Database
 
 log = logging.getLogger(__name__)
 
-# NOTIFYs in flight: kept so none is garbage-collected before it ran.
+
+class LocalExecutor(Protocol):
+    """What announcing needs of an executor running in this process."""
+
+    @property
+    def alive(self) -> bool:
+        """Started, claiming and not stopped."""
+        ...
+
+    def free_slots(self, execution_class: str) -> int:
+        """Slots it could fill with a task of the class right now."""
+        ...
+
+    def wake(self) -> None:
+        """Make its claim loop claim again now."""
+        ...
+
+
+# The executors running in this process (each registers itself while it runs).
+_LOCAL: weakref.WeakSet[LocalExecutor] = weakref.WeakSet()
+# Announcements in flight: kept so none is garbage-collected before it ran.
 _PENDING: set[asyncio.Task[None]] = set()
 
 
-async def _notify(db: Database, task_id: str) -> None:
+def register(executor: LocalExecutor) -> None:
+    """Wake executor for tasks committed by this process from now on."""
+    _LOCAL.add(executor)
+
+
+def unregister(executor: LocalExecutor) -> None:
+    """Stop waking executor (it stopped)."""
+    _LOCAL.discard(executor)
+
+
+def wake_local_executors(execution_class: str) -> bool:
+    """Wake this process's running executors to claim a task just committed here.
+
+    True when one of them has a free slot of the class, so it will claim the task itself.
+    """
+    room = False
+    for executor in list(_LOCAL):
+        if executor.alive:
+            executor.wake()
+            room = room or executor.free_slots(execution_class) > 0
+    return room
+
+
+def _spawn(task: asyncio.Task[None]) -> None:
+    _PENDING.add(task)
+    task.add_done_callback(_PENDING.discard)
+
+
+async def _notify_task(db: Database, task_id: str) -> None:
     try:
         async with db.connection() as conn:
             await queue.notify_task_ready(conn, task_id)
@@ -38,6 +96,40 @@ def announce_task(db: Database, task_id: str, execution_class: str) -> None:
     """Wake this process's executors now, other processes' when they have no room (at once)."""
     if wake_local_executors(execution_class):
         return
-    task = asyncio.get_running_loop().create_task(_notify(db, task_id))
-    _PENDING.add(task)
-    task.add_done_callback(_PENDING.discard)
+    _spawn(asyncio.get_running_loop().create_task(_notify_task(db, task_id)))
+
+
+class _RunEnds:
+    """Run ends of one database waiting for their NOTIFY, sent in batches by one sender."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._waiting: list[str] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    def add(self, process_id: str) -> None:
+        self._waiting.append(process_id)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send())
+            _spawn(self._sender)
+
+    async def _send(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            try:
+                async with self._db.connection() as conn:
+                    await queue.notify_runs_ended(conn, batch)
+            except Exception as exc:
+                # Waiters elsewhere read the run at their next poll.
+                log.debug("run-end notification not sent: %s", type(exc).__name__)
+
+
+_RUN_ENDS: weakref.WeakKeyDictionary[Database, _RunEnds] = weakref.WeakKeyDictionary()
+
+
+def announce_run_end(db: Database, process_id: str) -> None:
+    """Wake other processes' waiters of a run whose end this process committed (soon)."""
+    ends = _RUN_ENDS.get(db)
+    if ends is None:
+        ends = _RUN_ENDS[db] = _RunEnds(db)
+    ends.add(process_id)

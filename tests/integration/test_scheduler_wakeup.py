@@ -1,4 +1,4 @@
-"""A task committed without a NOTIFY is announced: local executors at once, others by NOTIFY.
+"""What is committed without a NOTIFY is announced: tasks to executors, run ends to waiters.
 
 workflow_invoke's admission commits without a NOTIFY (a notifying commit holds PostgreSQL's
 notification-queue lock, and so the Tool's admission lock, through its WAL flush); these tests
@@ -8,15 +8,29 @@ pin what runtime.scheduler.announce_task does instead.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from runtime.scheduler import Executor, announce_task
-from runtime.scheduler.models import SchedulerSettings
-from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
+from runtime.scheduler import Executor, announce_task, service
+from runtime.scheduler.models import (
+    BudgetAmounts,
+    LeaseState,
+    NewTask,
+    SchedulerSettings,
+    Successor,
+    TaskOutcome,
+)
+from runtime.scheduler.store import queue
+from runtime.scheduler.store.listener import (
+    TASK_READY_CHANNEL,
+    NotificationListener,
+    process_state_channels,
+)
 from runtime.store import Database
+from tests.support.waiting import wait_until
 
 QUIET = SchedulerSettings(poll_interval_ms=60_000)
 TASK_ID = "00000000-0000-4000-8000-000000000001"
@@ -73,3 +87,84 @@ async def test_a_local_executor_without_room_lets_other_processes_hear_of_the_ta
         announce_task(db, TASK_ID, "interactive")
         await _settle()
     assert heard == [{"type": "task", "id": TASK_ID}]
+
+
+# --- What a completion committed (migration 0018: no NOTIFY inside the completing commit) ---
+
+BUDGET = BudgetAmounts(
+    attempts=5, nested_calls=5, request_bytes=100, intermediate_bytes=100, result_bytes=100,
+    cost_units=10,
+)  # fmt: skip
+
+
+@pytest.fixture
+async def ends_heard(database_url: str) -> AsyncIterator[list[dict[str, Any] | None]]:
+    """The run-end notifications a waiter of another process would hear."""
+    payloads: list[dict[str, Any] | None] = []
+    listener = NotificationListener(database_url, process_state_channels(0, 1), payloads.append)
+    await listener.start()
+    try:
+        yield payloads
+    finally:
+        await listener.close()
+
+
+async def _claimed_run(db: Database) -> LeaseState:
+    await service.start_run(
+        db, host_id=str(uuid.uuid4()), first_task=NewTask("echo", {}), budget=BUDGET
+    )
+    async with db.connection() as conn:
+        [(_, lease)] = await queue.claim_tasks(conn, queue.ClaimRequest("w1", 8, 2, 2, 0), QUIET)
+    return lease
+
+
+async def test_a_run_ended_by_a_completion_is_notified_to_other_processes_once_committed(
+    db: Database, ends_heard: list[dict[str, Any] | None]
+) -> None:
+    lease = await _claimed_run(db)
+    await service.complete(db, lease, TaskOutcome.finish_run({"ok": True}))
+    expected = {"type": "process", "id": lease.process_id}
+    await wait_until(lambda: expected in ends_heard, what="the run's end notification")
+    run = await service.get_process(db, lease.host_id, lease.process_id)
+    assert run is not None and run["state"] == "COMPLETED"
+    assert ends_heard.count(expected) == 1
+
+
+async def test_run_ends_committed_together_are_all_notified_each_once(
+    db: Database, ends_heard: list[dict[str, Any] | None]
+) -> None:
+    leases = [await _claimed_run(db) for _ in range(12)]
+    await asyncio.gather(
+        *(service.complete(db, lease, TaskOutcome.finish_run({})) for lease in leases)
+    )
+    expected = [{"type": "process", "id": lease.process_id} for lease in leases]
+    await wait_until(
+        lambda: all(item in ends_heard for item in expected), what="every run's end notification"
+    )
+    assert sorted(p["id"] for p in ends_heard if p) == sorted(x["id"] for x in expected)
+
+
+async def test_a_next_task_a_completion_left_ready_is_announced_to_other_processes(
+    db: Database, heard: list[dict[str, Any] | None]
+) -> None:
+    lease = await _claimed_run(db)
+    # Ready work waits elsewhere, so the completion leaves its next task ready (not claimed).
+    await service.start_run(
+        db, host_id=str(uuid.uuid4()), first_task=NewTask("echo", {}), budget=BUDGET
+    )
+    # Both runs' first tasks were notified by their own commits: hear those out first.
+    await wait_until(lambda: len(heard) == 2, what="the first tasks' notifications")
+    heard.clear()
+    successor = Successor("w1", lease_ms=5_000)
+    completion = await service.complete(db, lease, TaskOutcome.then(NewTask("echo")), successor)
+    assert completion.successor is None and completion.backlog
+    await wait_until(lambda: len(heard) == 1, what="the next task's notification")
+    async with db.connection() as conn:
+        row = await (
+            await conn.execute(
+                "SELECT task_id::text AS id FROM workflow_task"
+                " WHERE process_id = %s AND step_no = 1",
+                (lease.process_id,),
+            )
+        ).fetchone()
+    assert row is not None and heard == [{"type": "task", "id": row["id"]}]

@@ -12,7 +12,8 @@ from runtime.scheduler.store.sql import QUERIES, QUERIES_PATH
 from runtime.store.queries import query_usage_problems
 
 SCHEDULER = Path(QUERIES_PATH).parent
-COMPLETE_FUNCTION = SCHEDULER.parent.parent / "migrations" / "0017_scheduler_complete_function.sql"
+# The completion function as it stands: 0017 wrote it, 0018 replaced it (no NOTIFY inside).
+COMPLETE_FUNCTION = SCHEDULER.parent.parent / "migrations" / "0018_scheduler_complete_without_notify.sql"
 FENCE = "t.lease_id = p_lease_id AND t.fencing_token = p_fencing_token AND t.state = 'running'"
 
 
@@ -33,14 +34,16 @@ def test_a_completion_is_one_statement_of_the_fenced_complete_function() -> None
     sql = QUERIES["complete_task_at_once"]
     assert sql.count(";") <= 1 and sql.startswith("SELECT * FROM workflow_complete_task(")
     text = COMPLETE_FUNCTION.read_text(encoding="utf-8")
-    assert text.count("CREATE FUNCTION") == 1
+    assert text.count("CREATE OR REPLACE FUNCTION") == 1
     body = " ".join(text[text.index("LANGUAGE plpgsql AS $$") :].split())
     # The fence locks the task before any write, and the task update repeats it.
     lock = body.index(FENCE + " FOR UPDATE OF t;")
     first_write = min(body.index("UPDATE workflow_budget"), body.index("UPDATE workflow_task"))
     assert lock < first_write and body.count(FENCE) == 2
-    # The run's end and the next task keep their named queries' wake-ups and live-run rules.
-    assert "'workflow_process_state_' || right(" in body and "'workflow_task_ready'" in body
+    # Nothing inside notifies: a notifying commit holds the notification queue's lock through
+    # its WAL flush, queueing every completion behind the last (the service announces after).
+    assert "pg_notify" not in body
+    # The next task keeps its named query's live-run rules.
     assert body.count("state IN ('ACCEPTED', 'RUNNING', 'WAITING')") == 3
 
 

@@ -170,3 +170,8 @@ async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[dict[
 async def notify_task_ready(conn: Connection, task_id: str) -> None:
     """NOTIFY the executors of every process that task_id is ready (autocommit connection)."""
     await conn.execute(QUERIES["notify_task_ready"], {"task_id": task_id})
+
+
+async def notify_runs_ended(conn: Connection, process_ids: list[str]) -> None:
+    """NOTIFY every process's waiters that these runs ended (autocommit connection)."""
+    await conn.execute(QUERIES["notify_runs_ended"], {"process_ids": process_ids})

@@ -104,6 +104,9 @@ class CompletedAtOnce:
     # The run's effect state when this completion finished it (None: it had already ended).
     effect_state: EffectState | None
     claimed: tuple[ClaimedTask, LeaseState] | None
+    # The next task left ready (outcome continued), as (task id, execution class): the caller
+    # announces it once committed.
+    ready: tuple[str, str] | None = None
 
 
 async def complete_at_once(
@@ -148,7 +151,10 @@ async def complete_at_once(
     if done == "exhausted":
         raise budget_exhausted()
     claimed = claimed_from_row(row) if done == "claimed" else None
-    return CompletedAtOnce(done, bool(row["backlog"]), row["effect_state"], claimed)
+    ready = None
+    if done == "continued" and row["task_id"] is not None:
+        ready = (str(row["task_id"]), str(row["execution_class"]))
+    return CompletedAtOnce(done, bool(row["backlog"]), row["effect_state"], claimed, ready)
 
 
 def _step_no(lease: LeaseState, task: NewTask) -> int:
