@@ -13,7 +13,8 @@ from runtime.store.queries import query_usage_problems
 
 SCHEDULER = Path(QUERIES_PATH).parent
 # The completion function as it stands: 0017 wrote it, 0018 replaced it (no NOTIFY inside).
-COMPLETE_FUNCTION = SCHEDULER.parent.parent / "migrations" / "0018_scheduler_complete_without_notify.sql"
+MIGRATIONS = SCHEDULER.parent.parent / "migrations"
+COMPLETE_FUNCTION = MIGRATIONS / "0018_scheduler_complete_without_notify.sql"
 FENCE = "t.lease_id = p_lease_id AND t.fencing_token = p_fencing_token AND t.state = 'running'"
 
 
