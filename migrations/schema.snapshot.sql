@@ -36,7 +36,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text)
+CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -58,6 +58,11 @@ DECLARE
     tool_lock bigint;
     in_flight_bound bigint;
     shared_lock boolean;
+    this_shard smallint := (pg_backend_pid() % 8)::smallint;
+    task_state text;
+    task_lease uuid;
+    task_token bigint;
+    task_lease_expires timestamptz;
 BEGIN
     -- The retry of a call whose first try committed (its answer was lost on the way): the
     -- process id is this call's own, so the answer is that run, whatever became of it or of
@@ -66,7 +71,7 @@ BEGIN
     RETURN QUERY
     SELECT CASE WHEN p.state IN ('ACCEPTED', 'RUNNING', 'WAITING') THEN 'attach' ELSE 'replay'
            END, p.process_id, p.state, p.effect_state, p.deadline_ts, p.result, p.error,
-           c.token_expires_ts, NULL::text
+           c.token_expires_ts, NULL::text, NULL::uuid, NULL::bigint, NULL::timestamptz
     FROM workflow_run_state p
     LEFT JOIN workflow_run_credential c ON c.host_id = p.host_id AND c.process_id = p.process_id
     WHERE p.host_id = p_host_id AND p.process_id = p_process_id;
@@ -85,7 +90,8 @@ BEGIN
         IF NOT FOUND OR NOT (held.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
                              OR held.result_replay_until > clock_timestamp()) THEN
             RETURN QUERY SELECT 'shed'::text, NULL::uuid, NULL::text, NULL::text,
-                NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+                NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text,
+                NULL::uuid, NULL::bigint, NULL::timestamptz;
             RETURN;
         END IF;
     END IF;
@@ -102,12 +108,14 @@ BEGIN
     -- such (the caller re-reads the head) even when its version was retired as well.
     IF head_binding IS DISTINCT FROM p_binding_id THEN
         RETURN QUERY SELECT 'stale'::text, NULL::uuid, NULL::text, NULL::text,
-            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text,
+            NULL::uuid, NULL::bigint, NULL::timestamptz;
         RETURN;
     END IF;
     IF version_status IS DISTINCT FROM 'active' THEN
         RETURN QUERY SELECT 'retired'::text, NULL::uuid, NULL::text, NULL::text,
-            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text;
+            NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text,
+            NULL::uuid, NULL::bigint, NULL::timestamptz;
         RETURN;
     END IF;
 
@@ -127,7 +135,8 @@ BEGIN
         LIMIT 1;
         IF missing_task IS NOT NULL THEN
             RETURN QUERY SELECT 'missing_evidence'::text, NULL::uuid, NULL::text, NULL::text,
-                NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, missing_task;
+                NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, missing_task,
+                NULL::uuid, NULL::bigint, NULL::timestamptz;
             RETURN;
         END IF;
     END IF;
@@ -146,7 +155,8 @@ BEGIN
         -- Re-attach and replay never count as starts; conflict names the run holding the key.
         RETURN QUERY
         SELECT claim.outcome, claim.process_id, p.state, p.effect_state, p.deadline_ts, p.result,
-               p.error, c.token_expires_ts, NULL::text
+               p.error, c.token_expires_ts, NULL::text, NULL::uuid, NULL::bigint,
+               NULL::timestamptz
         FROM (SELECT 1) AS one
         LEFT JOIN workflow_run_state p
                ON p.host_id = p_host_id AND p.process_id = claim.process_id
@@ -161,7 +171,8 @@ BEGIN
     new_task_id := workflow_enqueue_run(
         p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
         p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
-        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false, false
+        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false, false,
+        p_worker_id, p_lease_ms, p_overrun_ms
     );
     PERFORM workflow_record_run_spec(
         p_host_id, p_process_id, p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id,
@@ -284,11 +295,13 @@ BEGIN
         p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, counted_at
     );
     PERFORM workflow_tool_live_add(p_host_id, p_tool_id, p_end_user_subject, 1);
+    -- This connection's shard of the second: admissions on other connections never queue on
+    -- its row lock (held to the end of the commit's WAL flush).
     INSERT INTO workflow_tool_start_count_t AS b (
-        host_id, tool_id, per_user, end_user_subject, second, starts
+        host_id, tool_id, per_user, end_user_subject, second, shard, starts
     ) VALUES
-        (p_host_id, p_tool_id, false, '', this_second, 1),
-        (p_host_id, p_tool_id, true, p_end_user_subject, this_second, 1)
+        (p_host_id, p_tool_id, false, '', this_second, this_shard, 1),
+        (p_host_id, p_tool_id, true, p_end_user_subject, this_second, this_shard, 1)
     ON CONFLICT ON CONSTRAINT workflow_tool_start_count_pk
         DO UPDATE SET starts = b.starts + 1;
     -- Seconds that left every window: this Tool's and this user's (the retention job sweeps
@@ -299,9 +312,17 @@ BEGIN
            OR (b.per_user AND b.end_user_subject = p_end_user_subject))
       AND b.second < first_second;
 
-    -- detail: the first task, for the service to announce.
-    RETURN QUERY SELECT 'accepted'::text, p_process_id, 'ACCEPTED'::text, 'none'::text,
-        p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, new_task_id::text;
+    -- detail: the first task, for the service to announce, or, claimed by p_worker_id, its
+    -- lease for that executor to run it under.
+    IF p_worker_id IS NOT NULL THEN
+        SELECT r.state, r.lease_id, r.fencing_token, r.lease_expires_ts
+        INTO task_state, task_lease, task_token, task_lease_expires
+        FROM workflow_enqueued_task(p_host_id, new_task_id) AS r;
+    END IF;
+    RETURN QUERY SELECT 'accepted'::text, p_process_id,
+        CASE WHEN task_state = 'running' THEN 'RUNNING' ELSE 'ACCEPTED' END, 'none'::text,
+        p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, new_task_id::text,
+        task_lease, task_token, task_lease_expires;
 END
 $$;
 
@@ -496,17 +517,22 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_enqueue_run(p_host_id uuid, p_process_id uuid, p_execution_class text, p_deadline_ts timestamp with time zone, p_cancellation_policy text, p_binding_id uuid, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_step_no integer, p_kind text, p_payload jsonb, p_priority smallint, p_available_at timestamp with time zone, p_idempotent boolean, p_notify boolean DEFAULT true) RETURNS uuid
+CREATE FUNCTION public.workflow_enqueue_run(p_host_id uuid, p_process_id uuid, p_execution_class text, p_deadline_ts timestamp with time zone, p_cancellation_policy text, p_binding_id uuid, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_step_no integer, p_kind text, p_payload jsonb, p_priority smallint, p_available_at timestamp with time zone, p_idempotent boolean, p_notify boolean DEFAULT true, p_worker_id text DEFAULT NULL::text, p_lease_ms integer DEFAULT NULL::integer, p_overrun_ms integer DEFAULT NULL::integer) RETURNS uuid
     LANGUAGE plpgsql
     AS $$
 DECLARE
     new_task_id uuid;
+    claim boolean;
 BEGIN
+    claim := p_worker_id IS NOT NULL AND p_available_at IS NULL
+        AND p_deadline_ts > now()
+        AND NOT EXISTS (SELECT 1 FROM workflow_task r
+                        WHERE r.state = 'ready' AND r.available_at <= now());
     INSERT INTO workflow_process (
-        host_id, process_id, execution_class, deadline_ts, cancellation_policy, binding_id
+        host_id, process_id, execution_class, deadline_ts, cancellation_policy, binding_id, state
     ) VALUES (
         p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
-        p_binding_id
+        p_binding_id, CASE WHEN claim THEN 'RUNNING' ELSE 'ACCEPTED' END
     );
     INSERT INTO workflow_budget (
         host_id, process_id, remaining_attempts, remaining_nested_calls, remaining_request_bytes,
@@ -515,6 +541,26 @@ BEGIN
         p_host_id, p_process_id, p_attempts, p_nested_calls, p_request_bytes,
         p_intermediate_bytes, p_result_bytes, p_cost_units
     );
+    IF claim THEN
+        INSERT INTO workflow_task (
+            host_id, process_id, step_no, kind, payload, execution_class, priority, idempotent,
+            state, lease_id, fencing_token, attempts, worker_id, heartbeat_ts, lease_expires_ts
+        ) VALUES (
+            p_host_id, p_process_id, p_step_no, p_kind, p_payload, p_execution_class, p_priority,
+            p_idempotent, 'running', gen_random_uuid(), nextval('workflow_fencing_token_seq'), 1,
+            p_worker_id, now(),
+            CASE
+                WHEN p_execution_class = 'interactive' AND p_cancellation_policy <> 'disabled'
+                    THEN least(now() + p_lease_ms * interval '1 millisecond', p_deadline_ts)
+                WHEN p_cancellation_policy = 'disabled'
+                    THEN least(now() + p_lease_ms * interval '1 millisecond',
+                               p_deadline_ts + p_overrun_ms * interval '1 millisecond')
+                ELSE now() + p_lease_ms * interval '1 millisecond'
+            END
+        )
+        RETURNING task_id INTO new_task_id;
+        RETURN new_task_id;
+    END IF;
     INSERT INTO workflow_task (
         host_id, process_id, step_no, kind, payload, execution_class, priority, available_at,
         idempotent
@@ -529,6 +575,17 @@ BEGIN
         );
     END IF;
     RETURN new_task_id;
+END
+$$;
+
+CREATE FUNCTION public.workflow_enqueued_task(p_host_id uuid, p_task_id uuid) RETURNS TABLE(state text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone)
+    LANGUAGE plpgsql STABLE
+    AS $$
+BEGIN
+    RETURN QUERY
+    SELECT t.state, t.lease_id, t.fencing_token, t.lease_expires_ts
+    FROM workflow_task t
+    WHERE t.host_id = p_host_id AND t.task_id = p_task_id;
 END
 $$;
 
@@ -1180,6 +1237,7 @@ CREATE TABLE public.workflow_tool_start_count_t (
     end_user_subject character varying(256) NOT NULL,
     second bigint NOT NULL,
     starts integer NOT NULL,
+    shard smallint DEFAULT 0 NOT NULL,
     CONSTRAINT workflow_tool_start_count_scope_check CHECK ((per_user OR ((end_user_subject)::text = ''::text))),
     CONSTRAINT workflow_tool_start_count_starts_check CHECK ((starts > 0))
 );
@@ -1260,7 +1318,7 @@ ALTER TABLE ONLY public.workflow_tool_publication_t
     ADD CONSTRAINT workflow_tool_publication_pk PRIMARY KEY (host_id, tool_id);
 
 ALTER TABLE ONLY public.workflow_tool_start_count_t
-    ADD CONSTRAINT workflow_tool_start_count_pk PRIMARY KEY (host_id, tool_id, per_user, end_user_subject, second);
+    ADD CONSTRAINT workflow_tool_start_count_pk PRIMARY KEY (host_id, tool_id, per_user, end_user_subject, second, shard);
 
 CREATE INDEX workflow_action_authority_process_idx ON public.workflow_action_authority_t USING btree (host_id, process_id);
 

@@ -24,7 +24,13 @@ from runtime.invocation.revisions import (
     read_active_revision,
 )
 from runtime.invocation.waiting import WaitedRun, finish_invoke
-from runtime.scheduler import announce_task, capacity
+from runtime.scheduler import (
+    Reservation,
+    announce_task,
+    capacity,
+    claimed_first_task,
+    reserve_local_slot,
+)
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Database, retry_on_connection_error
 
@@ -202,6 +208,14 @@ async def _admit_once(
     # Shed calls still reach the statement: only a re-attach or replay of this very call may
     # pass (seed 000: the attach check runs before admission, so it skips capacity checks).
     params["shed"] = shed is not None
+    # A free executor slot of this process takes the run's first task as it is enqueued (when
+    # no ready task waits): no claim statement, no second commit before the task runs.
+    slot = None if shed is not None else reserve_local_slot(revision.execution_class)
+    params |= {
+        "worker_id": None if slot is None else slot.worker_id,
+        "lease_ms": None if slot is None else slot.lease_ms,
+        "overrun_ms": None if slot is None else slot.overrun_ms,
+    }
 
     async def admit() -> store.AdmitOutcome:
         async with db.connection() as conn:
@@ -211,13 +225,47 @@ async def _admit_once(
                 outcome = await store.admit_invoke(conn, params | {"exclusive": True})
             return outcome
 
+    outcome: store.AdmitOutcome | None = None
     try:
         # Safe to repeat: a first try that committed before its answer was lost holds this
-        # scope for this process id, so the repeat attaches to the run it admitted.
-        return revision, await retry_on_connection_error(admit, attempts=2), shed
+        # scope for this process id, so the repeat attaches to the run it admitted (a task
+        # it claimed for the slot is then reclaimed when its lease runs out).
+        outcome = await retry_on_connection_error(admit, attempts=2)
     except store.AdmissionLimitReached as reached:
         rules.check_admission_limits(revision.admission_limits, reached.counts)
         raise AssertionError("the limit the statement reached is one the rules name") from None
+    finally:
+        if slot is not None and not _adopted(slot, params, revision, outcome):
+            slot.release()
+    return revision, outcome, shed
+
+
+def _adopted(
+    slot: Reservation,
+    params: dict[str, Any],
+    revision: ActiveRevision,
+    outcome: store.AdmitOutcome | None,
+) -> bool:
+    """Hand the first task the statement inserted claimed to the reserved slot, if it did."""
+    if outcome is None or outcome.outcome != "accepted" or outcome.lease is None:
+        return False
+    assert outcome.process_id is not None and outcome.detail is not None
+    slot.adopt(
+        *claimed_first_task(
+            host_id=params["host_id"],
+            process_id=outcome.process_id,
+            task_id=outcome.detail,
+            kind=params["task_kind"],
+            payload=params["payload"],
+            execution_class=revision.execution_class,
+            deadline_ts=params["deadline_ts"],
+            cancellation_policy=revision.cancellation_policy,
+            lease_id=outcome.lease.lease_id,
+            fencing_token=outcome.lease.fencing_token,
+            lease_expires_ts=outcome.lease.expires_ts,
+        )
+    )
+    return True
 
 
 async def _admit(
@@ -246,7 +294,9 @@ async def _admit(
     if outcome.outcome == "accepted":
         telemetry.run_admitted(outcome.process_id)
         assert outcome.detail is not None  # the statement names the run's first task
-        announce_task(db, outcome.detail, revision.execution_class)
+        if outcome.lease is None:
+            # Left ready (no slot here was free, or ready work waits): the executors claim it.
+            announce_task(db, outcome.detail, revision.execution_class)
     elif outcome.outcome == "attach":
         await _refresh_credential(db, keyring, ctx, outcome)
     # The reservation names a run admitted in a committed transaction.

@@ -19,9 +19,9 @@ LEFT JOIN wf_definition_version_t v
 WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s;
 
 -- admit_invoke --
--- workflow_invoke's whole admission in one statement (workflow_admit_invoke, migration 0025).
+-- workflow_invoke's whole admission in one statement (workflow_admit_invoke, migration 0026).
 SELECT outcome, process_id::text AS process_id, state, effect_state, deadline_ts, result, error,
-       token_expires_ts, detail
+       token_expires_ts, detail, lease_id::text AS lease_id, fencing_token, lease_expires_ts
 FROM workflow_admit_invoke(
     %(host_id)s::uuid, %(tool_id)s::uuid, %(binding_id)s::uuid, %(wf_def_id)s::uuid,
     %(workflow_version)s::text, %(check_evidence)s::boolean,
@@ -37,7 +37,7 @@ FROM workflow_admit_invoke(
     %(task_kind)s::text, %(payload)s::jsonb, %(limits)s::jsonb,
     %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea,
     %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(shed)s::boolean,
-    %(exclusive)s::boolean
+    %(exclusive)s::boolean, %(worker_id)s::text, %(lease_ms)s::integer, %(overrun_ms)s::integer
 );
 
 -- select_last_closed_status --

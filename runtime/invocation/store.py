@@ -54,6 +54,17 @@ class AdmitOutcome:
     run: dict[str, Any] | None
     token_expires_ts: datetime | None
     detail: str | None
+    # accepted with the first task inserted claimed by the worker passed: its lease.
+    lease: FirstTaskLease | None = None
+
+
+@dataclass(frozen=True)
+class FirstTaskLease:
+    """The lease of a run's first task the admission inserted claimed by this process."""
+
+    lease_id: str
+    fencing_token: int
+    expires_ts: datetime
 
 
 class AdmissionLimitReached(Exception):
@@ -105,8 +116,11 @@ async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome
         raise AdmissionLimitReached(_counts(json.loads(exc.diag.message_detail))) from None
     assert row is not None  # the function returns exactly one row
     run = None if row["state"] is None else {name: row[name] for name in _RUN_COLUMNS}
+    lease = None
+    if row["lease_id"] is not None:
+        lease = FirstTaskLease(row["lease_id"], row["fencing_token"], row["lease_expires_ts"])
     return AdmitOutcome(
-        str(row["outcome"]), row["process_id"], run, row["token_expires_ts"], row["detail"]
+        str(row["outcome"]), row["process_id"], run, row["token_expires_ts"], row["detail"], lease
     )
 
 

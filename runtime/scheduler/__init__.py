@@ -17,7 +17,8 @@ from runtime.scheduler.models import (
     TaskOutcome,
 )
 from runtime.scheduler.service import enqueue_process, get_process, start_run
-from runtime.scheduler.wakeup import announce_task
+from runtime.scheduler.store.queue import claimed_first_task
+from runtime.scheduler.wakeup import Reservation, announce_task, reserve_local_slot
 
 __all__ = [
     "BudgetAmounts",
@@ -26,13 +27,16 @@ __all__ = [
     "Executor",
     "LeaseLost",
     "NewTask",
+    "Reservation",
     "SchedulerSettings",
     "TaskHandler",
     "TaskLease",
     "TaskOutcome",
     "announce_task",
+    "claimed_first_task",
     "enqueue_process",
     "get_process",
+    "reserve_local_slot",
     "start_run",
     "timeout_error",
 ]

@@ -17,6 +17,7 @@ import random
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,29 @@ from runtime.store import Database
 log = logging.getLogger(__name__)
 
 ClaimObserver = Callable[[ClaimedTask], None]
+
+
+class SlotReservation:
+    """A slot of one executor kept free for a task inserted claimed by its worker."""
+
+    def __init__(self, executor: Executor, execution_class: str) -> None:
+        self._executor: Executor | None = executor
+        self._class = execution_class
+        self.worker_id = executor.worker_id
+        self.lease_ms = executor.settings.lease_ms
+        self.overrun_ms = executor.settings.overrun_ms
+
+    def adopt(self, task: ClaimedTask, lease: LeaseState) -> None:
+        """Run the task claimed for this slot (its lease is the executor's to renew)."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor._adopt(task, lease)
+
+    def release(self) -> None:
+        """Give the slot back unused (the task, if any, was left ready); idempotent."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor._release(self._class)
 
 
 @dataclass
@@ -105,6 +129,8 @@ class Executor:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._running: dict[str, _Running] = {}
+        # Slots kept free for tasks an admission of this process may insert claimed for us.
+        self._reserved: Counter[str] = Counter()
         self._listener: NotificationListener | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._monitor_task: asyncio.Task[None] | None = None
@@ -219,12 +245,53 @@ class Executor:
             return request.standard_slots
         return request.batch_slots + request.borrow_slots
 
+    def reserve(self, execution_class: str) -> SlotReservation | None:
+        """Keep one free slot of the class for a task an admission may insert claimed for us.
+
+        None when stopping or no slot of the class is free. The caller adopts the task it got
+        (this executor runs it) or releases the slot; both exactly once.
+        """
+        if not self.alive or self._stopping.is_set():
+            return None
+        request = self._claim_request()
+        free = {
+            "interactive": request.interactive_slots,
+            "standard": request.standard_slots,
+            "batch": request.batch_slots,
+        }.get(execution_class, 0)
+        if free <= 0:
+            return None
+        self._reserved[execution_class] += 1
+        return SlotReservation(self, execution_class)
+
+    def _unreserve(self, execution_class: str) -> None:
+        self._reserved[execution_class] -= 1
+        if self._reserved[execution_class] <= 0:
+            del self._reserved[execution_class]
+
+    def _adopt(self, task: ClaimedTask, lease: LeaseState) -> None:
+        self._unreserve(task.execution_class)
+        if self._stopping.is_set():
+            # Not started here: its lease runs out and the reaper hands it to another worker.
+            return
+        self._dispatch(task, lease)
+
+    def _release(self, execution_class: str) -> None:
+        self._unreserve(execution_class)
+        # The slot is free again: ready work may be waiting for it.
+        self._wake.set()
+
     def _claim_request(self) -> queue.ClaimRequest:
         s = self.settings
-        interactive = sum(r.task.execution_class == "interactive" for r in self._running.values())
-        standard = sum(r.task.execution_class == "standard" for r in self._running.values())
+        reserved = self._reserved
+        interactive = reserved["interactive"] + sum(
+            r.task.execution_class == "interactive" for r in self._running.values()
+        )
+        standard = reserved["standard"] + sum(
+            r.task.execution_class == "standard" for r in self._running.values()
+        )
         borrowed = sum(r.borrowed for r in self._running.values())
-        own_batch = sum(
+        own_batch = reserved["batch"] + sum(
             r.task.execution_class == "batch" and not r.borrowed for r in self._running.values()
         )
         free_interactive = max(0, s.interactive_slots - interactive - borrowed)

@@ -26,10 +26,27 @@ import logging
 import weakref
 from typing import Protocol
 
+from runtime.scheduler.models import ClaimedTask, LeaseState
 from runtime.scheduler.store import queue
 from runtime.store import Database
 
 log = logging.getLogger(__name__)
+
+
+class Reservation(Protocol):
+    """A free slot of a local executor kept for a task inserted claimed by its worker."""
+
+    worker_id: str
+    lease_ms: int
+    overrun_ms: int
+
+    def adopt(self, task: ClaimedTask, lease: LeaseState) -> None:
+        """Run the task claimed for the slot."""
+        ...
+
+    def release(self) -> None:
+        """Give the slot back unused."""
+        ...
 
 
 class LocalExecutor(Protocol):
@@ -46,6 +63,10 @@ class LocalExecutor(Protocol):
 
     def wake(self) -> None:
         """Make its claim loop claim again now."""
+        ...
+
+    def reserve(self, execution_class: str) -> Reservation | None:
+        """Keep a free slot of the class for a task inserted claimed (None: none free)."""
         ...
 
 
@@ -76,6 +97,21 @@ def wake_local_executors(execution_class: str) -> bool:
             executor.wake()
             room = room or executor.free_slots(execution_class) > 0
     return room
+
+
+def reserve_local_slot(execution_class: str) -> Reservation | None:
+    """A free slot of this process's executors for a run's first task, or None.
+
+    An admission passes the slot's worker to the statement that enqueues the run, which inserts
+    the task already claimed by it when no ready task waits; the caller then adopts the task
+    into the slot, or releases the slot when the task was left ready (or nothing was admitted).
+    """
+    for executor in list(_LOCAL):
+        if executor.alive:
+            reservation = executor.reserve(execution_class)
+            if reservation is not None:
+                return reservation
+    return None
 
 
 def _spawn(task: asyncio.Task[None]) -> None:

@@ -126,3 +126,27 @@ async def test_racing_admissions_never_overspend_the_per_user_starts_per_minute(
     callers = [client(wide, dev_identity, "one-user")]
     cap = limits(startsPerMinutePerUser=5)
     await _exactly_one_refused(owner, services, callers, cap, 5)
+
+
+async def test_racing_admissions_count_their_starts_in_their_own_connections_shards(
+    owner: McpTestClient, wide: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> None:
+    # Every admission of a Tool updated the one row of its second, holding its lock through
+    # the commit's WAL flush, so a popular Tool's admissions queued on it (migration 0026).
+    callers = [client(wide, dev_identity, f"racer-{n}") for n in range(8)]
+    tool = await publish_tool(owner, syncWaitMs=50, admissionLimits=limits())
+    bodies = await _race(tool, callers, 0, 24)
+    assert {body["error"]["code"] for body in bodies} == {"WORKFLOW_TIMEOUT"}
+    async with services.database.transaction() as conn:
+        cursor = await conn.execute(
+            "SELECT count(DISTINCT shard) AS shards, sum(starts) AS starts,"
+            " workflow_tool_starts_since(host_id, tool_id, false, '', min(second)) AS counted"
+            " FROM workflow_tool_start_count_t"
+            " WHERE tool_id = %(tool)s AND NOT per_user GROUP BY host_id, tool_id",
+            {"tool": tool.tool_id},
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    # The starts are spread over the connections' shards and still add up exactly.
+    assert row["shards"] > 1 and row["starts"] == row["counted"] == 24, row
+    assert await _rows(services, tool) == (24, 24)

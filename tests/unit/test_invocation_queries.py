@@ -16,7 +16,9 @@ def test_every_query_block_is_used_and_every_used_name_exists() -> None:
     assert query_usage_problems(INVOCATION / "queries.sql", sources) == []
 
 
-ADMIT_FUNCTION = INVOCATION.parent.parent / "migrations" / "0025_invocation_admit_function.sql"
+# The admission function as it stands: 0025 wrote it, 0026 replaced it.
+MIGRATIONS = INVOCATION.parent.parent / "migrations"
+ADMIT_FUNCTION = MIGRATIONS / "0026_invocation_admit_sharded_claimed.sql"
 
 
 def _admit_function_body() -> str:

@@ -175,3 +175,38 @@ async def notify_task_ready(conn: Connection, task_id: str) -> None:
 async def notify_runs_ended(conn: Connection, process_ids: list[str]) -> None:
     """NOTIFY every process's waiters that these runs ended (autocommit connection)."""
     await conn.execute(QUERIES["notify_runs_ended"], {"process_ids": process_ids})
+
+
+def claimed_first_task(
+    *,
+    host_id: str,
+    process_id: str,
+    task_id: str,
+    kind: str,
+    payload: dict[str, Any],
+    execution_class: str,
+    deadline_ts: datetime,
+    cancellation_policy: str,
+    lease_id: str,
+    fencing_token: int,
+    lease_expires_ts: datetime,
+) -> tuple[ClaimedTask, LeaseState]:
+    """A run's first task as workflow_enqueue_run inserted it claimed (step 0, attempt 1)."""
+    return claimed_from_row(
+        {
+            "host_id": host_id,
+            "task_id": task_id,
+            "process_id": process_id,
+            "step_no": 0,
+            "kind": kind,
+            "payload": payload,
+            "execution_class": execution_class,
+            "idempotent": False,
+            "attempts": 1,
+            "deadline_ts": deadline_ts,
+            "cancellation_policy": cancellation_policy,
+            "lease_id": lease_id,
+            "fencing_token": fencing_token,
+            "lease_expires_ts": lease_expires_ts,
+        }
+    )
