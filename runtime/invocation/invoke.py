@@ -29,6 +29,7 @@ from runtime.scheduler import (
     announce_task,
     capacity,
     claimed_first_task,
+    door,
     reserve_local_slot,
 )
 from runtime.security import InvocationContext, Keyring, SealedSecret
@@ -339,6 +340,9 @@ async def invoke_tool(
         raise policy_denied(NESTED_REFUSAL)
     # Overload is judged before any round trip (arrived_at: time.monotonic() at arrival); a
     # refused call costs one lock-free read, to let its own re-attach or replay through.
+    if arrived_at is None:
+        # Arrival at the front door (runtime.scheduler.door) when it came through it.
+        arrived_at = door.arrived_at()
     arrival = time.monotonic() if arrived_at is None else arrived_at
     shed = _capacity_refusal(
         lambda: capacity.check_invoke(
@@ -349,9 +353,13 @@ async def invoke_tool(
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
     async with watch_run(db, process_id) as watch:
-        admitted = await telemetry.admission(
-            "invoke", _admit(db, ctx, request, keyring, sealed, shed)
-        )
+        try:
+            admitted = await telemetry.admission(
+                "invoke", _admit(db, ctx, request, keyring, sealed, shed)
+            )
+        finally:
+            # Decided: the next call at the front door may go on to its admission.
+            door.admitted()
         if admitted.outcome == "accepted":
             return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
     async with watch_run(db, admitted.process_id) as watch:

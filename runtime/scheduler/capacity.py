@@ -94,6 +94,9 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     loop_lag_turns: int = 1
     # Tools whose budgets this process remembers for the pre-transaction check.
     budget_cache_size: int = 4096
+    # Calls past the front door and not yet admitted, at most (runtime.scheduler.door); the
+    # others wait in arrival order. 0: no door.
+    door_concurrency: int = 32
 
     def __post_init__(self) -> None:
         if self.safety_factor <= 0 or not 0 < self.ewma_alpha <= 1:
@@ -104,6 +107,8 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
             raise ValueError("capacity: need 0 < sample_interval_ms <= stale_after_ms")
         if self.sojourn_interval_ms <= 0 or self.drain_window_ms <= 0:
             raise ValueError("capacity: sojourn_interval_ms and drain_window_ms must be > 0")
+        if self.door_concurrency < 0:
+            raise ValueError("capacity: door_concurrency must not be negative")
 
 
 @dataclass
@@ -326,6 +331,8 @@ class CapacityEstimator:
     classes: dict[str, ClassController] = field(default_factory=dict)
     # (host, Tool, binding digest) -> (class, budget ms) of the revisions this process admitted.
     budgets: dict[tuple[str, str, str], tuple[ExecutionClass, float]] = field(default_factory=dict)
+    # The longest of those budgets (ms), for the front door.
+    longest_budget: float | None = None
     # The monotonic clock; tests inject a deterministic one.
     clock: Callable[[], float] = time.monotonic
 
@@ -518,7 +525,13 @@ class CapacityEstimator:
         if len(budgets) >= self.settings.budget_cache_size:
             # Bounded without bookkeeping: forgetting only costs one in-transaction decision.
             budgets.clear()
+            self.longest_budget = None
         budgets[key] = (cls, budget)
+        self.longest_budget = max(budget, self.longest_budget or 0.0)
+
+    def longest_budget_ms(self) -> float | None:
+        """The longest budget of the Tools this process remembers (None: it knows none)."""
+        return self.longest_budget
 
     def check_invoke(
         self, host_id: str, stable_tool_ref: str, binding_digest: str | None, arrived_at: float

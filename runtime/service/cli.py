@@ -19,6 +19,7 @@ from publisher.command import add_publish_parser, run_publish
 from runtime import telemetry
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
+from runtime.mcp.front_door import FrontDoor
 from runtime.publication.bindings.destinations import policy_from_settings
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
@@ -90,7 +91,8 @@ def serve(args: argparse.Namespace) -> int:
             stop_waiting(services.database)
 
     run_http_server(
-        app,
+        # workflow_invoke's front door stands before litestar (runtime.scheduler.door).
+        FrontDoor(app),
         host=server.host,
         port=server.port,
         keep_alive_timeout_s=server.keep_alive_timeout_s,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import uvicorn
 from litestar import Litestar
@@ -36,7 +36,7 @@ class DrainingServer(uvicorn.Server):
 
 
 def run_http_server(
-    app: Litestar,
+    app: Litestar | Callable[..., Awaitable[None]],
     *,
     host: str,
     port: int,

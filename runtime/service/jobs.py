@@ -13,7 +13,7 @@ from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts
-from runtime.scheduler import Executor, capacity
+from runtime.scheduler import Executor, capacity, door
 from runtime.scheduler.capacity_sampler import CapacitySampler
 from runtime.services import Services
 from runtime.store import Database
@@ -177,6 +177,7 @@ def capacity_job(services: Services) -> CapacitySampler:
         "batch": execution.batch_slots,
     }
     capacity.ESTIMATOR.configure(settings.capacity, slots if execution.workers_enabled else {})
+    door.DOOR.configure(settings.capacity)
     conninfo = _conninfo(services)
     return CapacitySampler(
         conninfo, services.database.runtime_role, settings.capacity.sample_interval_ms / 1000

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
-from runtime.scheduler import capacity
+from runtime.scheduler import capacity, door
 from runtime.security import Authenticator, Keyring, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
@@ -38,8 +38,10 @@ def fresh_capacity_estimator() -> Iterator[None]:
     earlier test's executors measured (or a test's own simulated backlog) must not shed the
     calls of the next one."""
     capacity.reset()
+    door.reset()
     yield
     capacity.reset()
+    door.reset()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,159 @@
+"""workflow_invoke's front door as ASGI middleware: in front of litestar, bearers and schemas.
+
+Only a POST /mcp whose body is a tools/call of workflow_invoke goes through the door
+(runtime.scheduler.door); everything else passes straight to the app. The door reads what it
+needs of such a body (the JSON-RPC id and the protocol era) with the app's own decoder and
+era rules, and hands the body on unchanged. Anything it cannot read (invalid JSON, a body over
+the size bound, a request the era rules refuse) is left to the app, which answers it as ever.
+
+A call the door refuses is answered here, in a fraction of a millisecond: the tools/call result
+of its era with isError and WORKFLOW_CAPACITY_EXHAUSTED (retryable, retryAfterMs). It is
+refused before its bearer is verified: the refusal names no Tool and no host, so it tells an
+unauthenticated caller nothing but that the service is overloaded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import msgspec
+
+from runtime.mcp.dispatch import error_outcome
+from runtime.mcp.jsonrpc import JsonRpcFault, decode_body, is_request_id, result_response
+from runtime.mcp.protocol import SERVER_INFO_KEY, Era, resolve_era
+from runtime.mcp.server import SERVER_INFO
+from runtime.scheduler import door
+from runtime.scheduler.capacity import capacity_exhausted
+from runtime.telemetry import metrics
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+# Any ASGI application (litestar types its own scope and events more narrowly).
+ASGIApp = Callable[..., Awaitable[None]]
+
+TOOL = "workflow_invoke"
+# Bodies above this are left to the app (which bounds request sizes itself).
+MAX_READ_BYTES = 1024 * 1024
+_NEEDLE = TOOL.encode()
+
+
+class FrontDoor:
+    """Wraps the service's ASGI app: workflow_invoke calls queue at, or are refused by, the door."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection event."""
+        if not _maybe_invoke(scope) or door.DOOR.limit <= 0:
+            await self.app(scope, receive, send)
+            return
+        arrived_at = time.monotonic()
+        body, complete = await _read_body(receive)
+        replay = _replaying(body, complete, receive)
+        call = _invoke_call(body, scope) if complete else None
+        if call is None:
+            await self.app(scope, replay, send)
+            return
+        retry_after = door.DOOR.judge(arrived_at)
+        if retry_after is not None:
+            await _refuse(send, call, retry_after)
+            return
+        place = await door.DOOR.enter()
+        door.passed(arrived_at, place)
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            place.leave()
+
+
+def _maybe_invoke(scope: Scope) -> bool:
+    if scope.get("type") != "http" or scope.get("method") != "POST":
+        return False
+    return str(scope.get("path", "")).rstrip("/") == "/mcp"
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, bool]:
+    """The request body, and whether it was read whole (False: over the bound, or cut off)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return b"".join(chunks), False
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), True
+        if size > MAX_READ_BYTES:
+            return b"".join(chunks), False
+
+
+def _replaying(body: bytes, complete: bool, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then the connection's own events."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": not complete}
+        return await receive()
+
+    return replay
+
+
+class _Call(msgspec.Struct, frozen=True):
+    """What the door must know of a call to answer it: its id and era."""
+
+    request_id: str | int
+    era: Era
+
+
+def _invoke_call(body: bytes, scope: Scope) -> _Call | None:
+    """The id and era of a tools/call of workflow_invoke; None for anything else."""
+    if _NEEDLE not in body:
+        return None
+    try:
+        message = decode_body(body)
+    except JsonRpcFault:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    request_id = message.get("id")
+    if not isinstance(params, dict) or params.get("name") != TOOL or not is_request_id(request_id):
+        return None
+    headers = {
+        key.decode("latin-1").lower(): value.decode("latin-1")
+        for key, value in scope.get("headers", [])
+    }
+    try:
+        era = resolve_era(message, headers)
+    except JsonRpcFault:
+        return None
+    return _Call(request_id, era.era)
+
+
+async def _refuse(send: Send, call: _Call, retry_after_ms: int) -> None:
+    result = error_outcome(capacity_exhausted("interactive", retry_after_ms)).to_call_result()
+    if call.era is Era.MODERN:
+        result = {"resultType": "complete", **result, "_meta": {SERVER_INFO_KEY: SERVER_INFO}}
+    content = msgspec.json.encode(result_response(call.request_id, result))
+    metrics.labelled(metrics.TOOL_CALLS, TOOL, "WORKFLOW_CAPACITY_EXHAUSTED").inc()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(content)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": content})

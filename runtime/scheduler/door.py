@@ -1,0 +1,193 @@
+"""The front door of workflow_invoke: bounded work in progress, refusals decided on arrival.
+
+Under overload one service process could not even look at the calls it would refuse: every
+request was parsed, both bearers verified, its input validated and one statement run before
+the deadline-aware controller (runtime.scheduler.capacity) spoke, while the event loop was
+saturated with the calls it had already taken. Goodput fell to a quarter of the peak at twice
+the capacity, and admitted calls waited out most of their deadline.
+
+The door sits in front of all of that (runtime.mcp.front_door reads only the JSON-RPC id and
+era of the body). At most `door_concurrency` calls are between the door and their admission at
+once; the others wait in arrival order, costing a suspended coroutine and nothing else. A call
+leaves the door when its admission is decided (or its answer is sent, whichever is first), so
+a slot is never held while a run works.
+
+On arrival, with calls already waiting, the door predicts how long this one would wait: the
+calls ahead of it over the rate at which the door has been letting calls through (measured
+over the last second). It refuses at once, with WORKFLOW_CAPACITY_EXHAUSTED and retryAfterMs,
+only when that wait times the safety factor cannot fit the longest budget (min of syncWaitMs
+and totalDeadlineMs) of the Tools this process has admitted: no Tool's deadline could then be
+met (seed 001: refuse before acceptance when the remaining deadline cannot be met). The door
+knows the call's Tool only by its unverified arguments, so it judges against no single Tool's
+budget (which would tell an unauthenticated caller that a Tool exists); the call's own budget
+is judged by the controller after authentication, counting the time it spent at the door.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections import deque
+from collections.abc import Callable
+
+from runtime.scheduler import capacity
+from runtime.scheduler.capacity import CapacitySettings
+
+# Passes through the door are counted per bucket over this window: the door's rate.
+_WINDOW_S = 1.0
+_BUCKETS = 10
+
+
+class _Rate:
+    """Events per second over the last window (a ring of buckets)."""
+
+    def __init__(self) -> None:
+        self._width = _WINDOW_S / _BUCKETS
+        self._counts = [0] * _BUCKETS
+        self._last: int | None = None
+
+    def add(self, now: float) -> None:
+        self._advance(now)
+        self._counts[int(now / self._width) % _BUCKETS] += 1
+
+    def per_s(self, now: float) -> float:
+        self._advance(now)
+        return sum(self._counts) / _WINDOW_S
+
+    def _advance(self, now: float) -> None:
+        current = int(now / self._width)
+        gap = _BUCKETS if self._last is None else current - self._last
+        # Buckets the clock moved past since the last event hold nothing of the window now.
+        for step in range(min(max(gap, 0), _BUCKETS)):
+            self._counts[(current - step) % _BUCKETS] = 0
+        if gap > 0:
+            self._last = current
+
+
+class Pass:
+    """One call's place past the door; leave() (idempotent) gives it to the next caller."""
+
+    __slots__ = ("_door",)
+
+    def __init__(self, door: FrontDoor) -> None:
+        self._door: FrontDoor | None = door
+
+    def leave(self) -> None:
+        """The call's admission is decided (or its answer sent): let the next one in."""
+        door, self._door = self._door, None
+        if door is not None:
+            door._leave()
+
+
+class FrontDoor:
+    """At most `limit` calls between arrival and admission; the rest wait in arrival order."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.settings = CapacitySettings()
+        self.inside = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._passes = _Rate()
+
+    @property
+    def limit(self) -> int:
+        """How many calls may be past the door and not yet admitted (0: no door)."""
+        return self.settings.door_concurrency
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting at the door."""
+        return len(self._waiting)
+
+    def configure(self, settings: CapacitySettings) -> None:
+        """Apply the capacity section (its door_concurrency, safety factor, retry bounds)."""
+        self.settings = settings
+
+    def judge(self, now: float | None = None) -> int | None:
+        """retryAfterMs for a call arriving now that no Tool's deadline would fit, else None."""
+        settings = self.settings
+        if not settings.enabled or self.limit <= 0 or not self._waiting:
+            return None
+        now = self.clock() if now is None else now
+        rate = self._passes.per_s(now)
+        budget_ms = capacity.ESTIMATOR.longest_budget_ms()
+        if rate <= 0 or budget_ms is None:
+            # Nothing measured yet: the controller judges the call after authentication.
+            return None
+        wait_ms = (len(self._waiting) + 1) / rate * 1000
+        if wait_ms * settings.safety_factor <= budget_ms:
+            return None
+        excess = wait_ms - budget_ms / settings.safety_factor
+        return capacity.retry_after_ms(
+            excess, settings.safety_factor, settings.retry_after_min_ms, settings.retry_after_max_ms
+        )
+
+    async def enter(self) -> Pass:
+        """Wait for a place past the door (at once while there is room and nobody waits)."""
+        if self.limit <= 0:
+            return Pass(self)
+        if self.inside < self.limit and not self._waiting:
+            self.inside += 1
+            self._passes.add(self.clock())
+            return Pass(self)
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                # Handed a place just as it was cancelled: pass it on.
+                self._leave()
+            else:
+                self._waiting.remove(turn)
+            raise
+        return Pass(self)
+
+    def _leave(self) -> None:
+        if self.limit <= 0:
+            return
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                # The place goes straight to the next caller: inside stays the same.
+                turn.set_result(None)
+                self._passes.add(self.clock())
+                return
+        self.inside = max(0, self.inside - 1)
+
+
+# One door per process, in front of this process's admissions.
+DOOR = FrontDoor()
+
+# The call this task serves: when it arrived at the door, and its place past the door.
+_CALL: contextvars.ContextVar[tuple[float, Pass] | None] = contextvars.ContextVar(
+    "front_door_call", default=None
+)
+
+
+def passed(arrived_at: float, place: Pass) -> None:
+    """Record, for the admission this task runs next, when its call arrived and its place."""
+    _CALL.set((arrived_at, place))
+
+
+def arrived_at() -> float | None:
+    """When the call this task serves arrived at the door (None: it came another way)."""
+    call = _CALL.get()
+    return None if call is None else call[0]
+
+
+def admitted() -> None:
+    """The call this task serves is admitted or refused: its place goes to the next caller."""
+    call = _CALL.get()
+    if call is not None:
+        call[1].leave()
+
+
+def reset(settings: CapacitySettings | None = None) -> FrontDoor:
+    """A fresh door (tests; a process re-configuring itself)."""
+    global DOOR
+    DOOR = FrontDoor()
+    if settings is not None:
+        DOOR.configure(settings)
+    return DOOR

@@ -1,0 +1,128 @@
+"""workflow_invoke's front door in front of the app (runtime.mcp.front_door), through POST /mcp.
+
+A call the door refuses gets its era's tools/call result (isError, WORKFLOW_CAPACITY_EXHAUSTED,
+retryAfterMs) at once, with nothing written; every other request passes untouched; a call past
+the door gives its place to the next one as soon as its admission is decided, not when its run
+ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from litestar import Litestar
+
+from runtime.mcp.front_door import FrontDoor
+from runtime.scheduler import capacity, door
+from runtime.scheduler.capacity import CapacitySettings
+from runtime.security.devtools import DevIdentity
+from runtime.services import Services
+from tests.support.invocation import HOST, client, invoke_args, ok, publish_tool, refused
+from tests.support.mcp import LEGACY, MODERN
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.requirement("001:Capacity And Availability")
+
+
+@pytest.fixture
+async def doorway(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client on the app behind the front door, as `workflow-mcp serve` runs it."""
+    door.DOOR.configure(CapacitySettings(door_concurrency=1))
+    transport = httpx.ASGITransport(app=FrontDoor(app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+        yield http
+
+
+async def _runs(services: Services) -> int:
+    async with services.database.connection() as conn:
+        row = await (await conn.execute("SELECT count(*) AS n FROM workflow_process")).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+async def _crowd() -> tuple[door.Pass, asyncio.Task[door.Pass]]:
+    """The door full, one call waiting, and a Tool budget it cannot fit."""
+    capacity.ESTIMATOR.longest_budget = 1.0
+    inside = await door.DOOR.enter()
+    waiting = asyncio.create_task(door.DOOR.enter())
+    await wait_until(lambda: door.DOOR.waiting == 1, what="a call waiting at the door")
+    return inside, waiting
+
+
+async def _clear(crowd: tuple[door.Pass, asyncio.Task[door.Pass]]) -> None:
+    inside, waiting = crowd
+    inside.leave()
+    (await waiting).leave()
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+async def test_a_refused_call_gets_its_eras_capacity_result_at_once_with_nothing_written(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services, era: str
+) -> None:
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner)
+    caller = client(doorway, dev_identity)
+    caller.era = era
+    crowd = await _crowd()
+    try:
+        before = await _runs(services)
+        # The reply is checked against the era's MCP schema by the test client.
+        body = refused(
+            await caller.call_tool("workflow_invoke", invoke_args(tool)),
+            "WORKFLOW_CAPACITY_EXHAUSTED",
+        )
+        assert body["error"]["retryable"] is True and body["error"]["retryAfterMs"] > 0
+        assert "workflowInstanceId" not in body
+        assert await _runs(services) == before
+    finally:
+        await _clear(crowd)
+
+
+async def test_other_requests_pass_a_full_door_untouched(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner)
+    crowd = await _crowd()
+    try:
+        listed = await owner.request("tools/list", {})
+        assert listed.body is not None and "result" in listed.body
+        got = ok(
+            await owner.call_tool("workflow_binding_get", {"hostId": HOST, "toolId": tool.tool_id})
+        )
+        assert got["toolId"] == tool.tool_id
+    finally:
+        await _clear(crowd)
+
+
+async def test_a_call_gives_its_place_back_once_admitted_not_when_its_run_ends(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> None:
+    owner = client(doorway, dev_identity, "owner-1")
+    # No executor runs: an admitted call waits out its syncWaitMs for a result.
+    tool = await publish_tool(owner, syncWaitMs=1500)
+    caller = client(doorway, dev_identity)
+    before = await _runs(services)
+    first = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1})))
+
+    async def admitted() -> bool:
+        return await _runs(services) == before + 1
+
+    await wait_until(admitted, what="the first call's admission")
+    assert door.DOOR.inside == 0 and not first.done()
+    # With one place at the door, a second call is admitted while the first still waits.
+    second = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2})))
+
+    async def both() -> bool:
+        return await _runs(services) == before + 2
+
+    await wait_until(both, what="the second call's admission", within_s=1.0)
+    assert not first.done()
+    results: list[Any] = await asyncio.gather(first, second)
+    for result in results:
+        refused(result, "WORKFLOW_TIMEOUT")
+    assert door.DOOR.inside == 0 and door.DOOR.waiting == 0

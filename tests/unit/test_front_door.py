@@ -1,0 +1,134 @@
+"""The front door of workflow_invoke: bounded work in progress, arrival order, refusals on arrival.
+
+runtime.scheduler.door, with a hand-driven clock: what it lets through, in which order, and when
+it refuses a call at once (no Tool's deadline could be met) with a bounded retryAfterMs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from runtime.scheduler import capacity, door
+from runtime.scheduler.capacity import CapacitySettings
+
+pytestmark = pytest.mark.requirement("001:Capacity And Availability")
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def front(clock: Clock) -> door.FrontDoor:
+    capacity.reset()
+    made = door.FrontDoor(clock)
+    made.configure(CapacitySettings(door_concurrency=2, safety_factor=1.5))
+    return made
+
+
+async def _settle() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+async def test_calls_go_through_at_once_while_there_is_room(front: door.FrontDoor) -> None:
+    first, second = await front.enter(), await front.enter()
+    assert front.inside == 2 and front.waiting == 0
+    first.leave()
+    first.leave()  # leaving twice gives the place back once
+    assert front.inside == 1
+    second.leave()
+    assert front.inside == 0
+
+
+async def test_past_the_limit_calls_wait_and_go_in_arrival_order(front: door.FrontDoor) -> None:
+    held = [await front.enter(), await front.enter()]
+    order: list[int] = []
+
+    async def call(n: int) -> None:
+        place = await front.enter()
+        order.append(n)
+        place.leave()
+
+    waiting = [asyncio.create_task(call(n)) for n in range(4)]
+    await _settle()
+    assert front.waiting == 4 and order == []
+    held[0].leave()
+    await asyncio.gather(*waiting)
+    assert order == [0, 1, 2, 3]
+    held[1].leave()
+    assert front.inside == 0 and front.waiting == 0
+
+
+async def test_a_waiting_call_that_is_cancelled_leaves_no_place_behind(
+    front: door.FrontDoor,
+) -> None:
+    held = [await front.enter(), await front.enter()]
+    gone = asyncio.create_task(front.enter())
+    await _settle()
+    gone.cancel()
+    await _settle()
+    assert front.waiting == 0
+    for place in held:
+        place.leave()
+    assert front.inside == 0
+    assert (await front.enter()) is not None and front.inside == 1
+
+
+async def test_nothing_is_refused_while_nobody_waits_or_before_any_budget_is_known(
+    front: door.FrontDoor,
+) -> None:
+    held = [await front.enter(), await front.enter()]
+    assert front.judge() is None  # full, but nobody waits yet
+    waiter = asyncio.create_task(front.enter())
+    await _settle()
+    assert capacity.ESTIMATOR.longest_budget_ms() is None
+    assert front.judge() is None  # no Tool's budget known: the controller judges later
+    for place in held:
+        place.leave()
+    (await waiter).leave()
+
+
+async def test_a_call_no_tools_deadline_could_fit_is_refused_with_a_bounded_retry(
+    front: door.FrontDoor, clock: Clock
+) -> None:
+    capacity.ESTIMATOR.longest_budget = 1000.0
+    held = [await front.enter(), await front.enter()]  # two passes within the last second
+    waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
+    await _settle()
+    # 4 ahead of a new call at 2 passes/s: 2 s of waiting, times 1.5 > 1 s of budget.
+    retry = front.judge()
+    settings = front.settings
+    assert retry is not None
+    assert settings.retry_after_min_ms <= retry <= settings.retry_after_max_ms
+    # With a budget that fits the wait, the same queue is no reason to refuse.
+    capacity.ESTIMATOR.longest_budget = 10_000.0
+    assert front.judge() is None
+    for place in held:
+        place.leave()
+    for waiter in waiters:
+        (await waiter).leave()
+
+
+async def test_the_door_can_be_switched_off(clock: Clock) -> None:
+    off = door.FrontDoor(clock)
+    off.configure(CapacitySettings(door_concurrency=0))
+    places = [await off.enter() for _ in range(100)]
+    assert off.inside == 0 and off.judge() is None
+    for place in places:
+        place.leave()
+    with pytest.raises(ValueError):
+        CapacitySettings(door_concurrency=-1)
