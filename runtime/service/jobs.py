@@ -20,9 +20,11 @@ from runtime.store import Database
 
 log = logging.getLogger("workflow.jobs")
 
-# The executor's own pool: one connection per slot, and spares for the claim loop, lease
+# The executor's own pool: a connection per slot up to EXECUTOR_POOL_SLOTS (a slot holds one
+# only for its statements, so more slots share them), and spares for the claim loop, lease
 # renewal and the reaper (its LISTEN connection is its own, outside the pool).
 EXECUTOR_POOL_MIN = 2
+EXECUTOR_POOL_SLOTS = 12
 EXECUTOR_POOL_SPARE = 3
 
 
@@ -158,7 +160,7 @@ def executor_job(services: Services) -> ExecutorJob:
         _conninfo(services),
         runtime_role=services.database.runtime_role,
         min_size=EXECUTOR_POOL_MIN,
-        max_size=slots + EXECUTOR_POOL_SPARE,
+        max_size=min(slots, EXECUTOR_POOL_SLOTS) + EXECUTOR_POOL_SPARE,
         name="workflow-executor",
     )
     executor = Executor(database, runtime.handlers(), section.scheduler())
