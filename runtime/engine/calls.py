@@ -136,8 +136,3 @@ async def dispatch_mcp(
     if not isinstance(result, Mapping) or result.get("isError") is True:
         raise fault("runtime", pointer, title="MCP tool call failed", detail=f"tool {spec.tool}")
     return dict(result)
-
-
-def mcp_arguments(spec: McpCallSpec, evaluate: Evaluate) -> Any:
-    """The evaluated tools/call arguments (a map)."""
-    return evaluate(spec.arguments)

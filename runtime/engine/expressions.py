@@ -8,7 +8,6 @@ from typing import Any
 
 from runtime.engine.cel import CelLimits, check_result_size, evaluate_value
 from runtime.engine.celjson import MISSING
-from runtime.engine.errors import ExpressionError
 
 _RUNTIME_EXPRESSION = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
 
@@ -83,10 +82,3 @@ def _evaluate_node(
     if isinstance(tree, list | tuple):
         return [_evaluate_node(v, variables, limits, allow_omit=False) for v in tree]
     return tree
-
-
-def require_no_missing(value: Any, expression: str | None) -> Any:
-    """Turn a MISSING result at a site that cannot omit into an expression error."""
-    if value is MISSING:
-        raise ExpressionError("the value is missing", reason="missing", expression=expression)
-    return value
