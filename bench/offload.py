@@ -24,9 +24,9 @@ from typing import Any
 from runtime.canonical import load_definition_yaml
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.interpreter import run_workflow
-from runtime.engine.meter import StepMeter
 from runtime.engine.offload import EngineThreads
 from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest, RunLimits
+from runtime.engine.step_meter import StepMeter
 
 NESTED = """
 document: {dsl: "1.0.3", namespace: bench, name: nested, version: "1.0.0"}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from runtime.engine.errors import DefinitionError, ExpressionError
+from runtime.engine.cel.expression_error import ExpressionError
+from runtime.engine.errors import DefinitionError
 from runtime.engine.model import WorkflowDefinition
 from runtime.engine.parser import parse_definition
 

@@ -14,9 +14,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.engine.cel import compile_expression
-from runtime.engine.errors import DefinitionError, ExpressionError
-from runtime.engine.expressions import tree_expressions
+from runtime.engine.cel.compiler import compile_expression
+from runtime.engine.cel.expression_error import ExpressionError
+from runtime.engine.cel.value_trees import tree_expressions
+from runtime.engine.errors import DefinitionError
 from runtime.engine.model import (
     AssertSpec,
     ForSpec,

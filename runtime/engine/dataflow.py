@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from runtime.engine.expressions import site_expression
+from runtime.engine.cel.value_trees import site_expression
 from runtime.engine.model import (
     AssertSpec,
     DoSpec,

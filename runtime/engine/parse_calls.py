@@ -6,8 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from runtime.engine.cel.value_trees import expression_text
 from runtime.engine.errors import DefinitionError
-from runtime.engine.expressions import expression_text
 from runtime.engine.model import HttpCallSpec, McpCallSpec, TaskKind, TaskSpec, freeze
 from runtime.engine.parse_common import ParseContext, reject_unknown, require_mapping
 

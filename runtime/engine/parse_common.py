@@ -10,9 +10,9 @@ from typing import Any
 import jsonschema
 
 from runtime.canonical.patterns import PatternError, check_schema_patterns
+from runtime.engine.cel.value_trees import expression_text, rewrite_leading_dot_leaves
 from runtime.engine.durations import DurationError, parse_duration_ms
 from runtime.engine.errors import DefinitionError
-from runtime.engine.expressions import expression_text, rewrite_leading_dot_leaves
 from runtime.engine.model import Schema, TaskList, Transform, freeze
 
 # parse_task_list(value, pointer, qualifier, ctx), handed in by the parser: composite kinds

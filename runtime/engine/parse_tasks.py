@@ -6,9 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from runtime.engine.cel.value_trees import site_expression
 from runtime.engine.durations import DurationError
 from runtime.engine.errors import DefinitionError
-from runtime.engine.expressions import site_expression
 from runtime.engine.model import FLOW_DIRECTIVES, Task, TaskKind, TaskList, Transform, freeze
 from runtime.engine.parse_common import (
     ParseContext,

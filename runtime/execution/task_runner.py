@@ -25,7 +25,7 @@ completes the task (TaskOutcome.consume), so pure work commits once per top-leve
 CPU (issue 9): the interpreter runs on an engine thread, off the serving loop
 (``runtime.engine.offload`` explains the choice), so lease renewal and every request go on
 while a task computes; its effects still run on the serving loop with the fencing above.
-Each task attempt runs under a deterministic step budget (``runtime.engine.meter``): the
+Each task attempt runs under a deterministic step budget (``runtime.engine.step_meter``): the
 smaller of the ``task_step_budget`` setting and the run's maximumCostUnits in steps. A task
 that exceeds it ends the run WORKFLOW_BUDGET_EXHAUSTED on that attempt, at the same step
 every time, never by a lapsed lease and a reclaim.
@@ -47,10 +47,10 @@ from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
 from runtime.engine.interpreter import run_workflow
-from runtime.engine.meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.engine.offload import EngineThreads, LoopBoundEffects
 from runtime.engine.ports import EffectFailure, RealClock, RunLimits
 from runtime.engine.state import RunOutcome, RunState
+from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution import store
 from runtime.execution.credential import (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.engine.cel import (
+from runtime.engine.cel import ExpressionError
+from runtime.engine.cel.compiler import (
     CelLimits,
     build_activation,
     compile_expression,
@@ -13,7 +14,6 @@ from runtime.engine.cel import (
     expression_digest,
     referenced_roots,
 )
-from runtime.engine.errors import ExpressionError
 
 
 def test_predicate_returns_a_python_bool_for_a_cel_bool() -> None:

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.engine import cel_shim as shim
-from runtime.engine.cel import CelLimits, evaluate_value
-from runtime.engine.celjson import MISSING, cel_to_json
-from runtime.engine.errors import DefinitionError, ExpressionError
-from runtime.engine.expressions import evaluate_tree
+from runtime.engine import DefinitionError, ExpressionError
+from runtime.engine.cel import celpy_seam as shim
+from runtime.engine.cel.compiler import CelLimits, evaluate_value
+from runtime.engine.cel.json_values import MISSING, cel_to_json
+from runtime.engine.cel.value_trees import evaluate_tree
 from runtime.engine.parser import parse_definition
 from tests.support.shared import OWN_FIXTURES, requires_shared, shared_path
 

@@ -14,10 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from runtime.engine import cel_shim as shim
-from runtime.engine.celjson import CEL_VALUE_CONTRACT_VERSION, MISSING, cel_to_json, json_to_cel
-from runtime.engine.errors import ExpressionError
-from runtime.engine.meter import StepMeter, StopRequested, current_meter
+from runtime.engine.cel import celpy_seam as shim
+from runtime.engine.cel.expression_error import ExpressionError
+from runtime.engine.cel.json_values import (
+    CEL_VALUE_CONTRACT_VERSION,
+    MISSING,
+    cel_to_json,
+    json_to_cel,
+)
+from runtime.engine.step_meter import StepMeter, StopRequested, current_meter
 
 # Part of every compiled-program key so a profile change never reuses an old program.
 PROFILE_VERSION: Final = f"cel-workflow-profile-1/cel-value-v{CEL_VALUE_CONTRACT_VERSION}"
