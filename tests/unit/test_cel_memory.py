@@ -6,8 +6,7 @@ import tracemalloc
 
 import pytest
 
-from runtime.engine.cel import ExpressionError
-from runtime.engine.cel.compiler import CelLimits, evaluate_value
+from runtime.engine.cel import CelLimits, ExpressionError, evaluate_value
 from runtime.engine.step_meter import (
     MemoryBudgetExhausted,
     StepBudgetExhausted,

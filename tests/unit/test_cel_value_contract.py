@@ -13,10 +13,8 @@ import pytest
 import yaml
 
 from runtime.engine import DefinitionError, ExpressionError
+from runtime.engine.cel import MISSING, CelLimits, cel_to_json, evaluate_tree, evaluate_value
 from runtime.engine.cel import celpy_seam as shim
-from runtime.engine.cel.compiler import CelLimits, evaluate_value
-from runtime.engine.cel.json_values import MISSING, cel_to_json
-from runtime.engine.cel.value_trees import evaluate_tree
 from runtime.engine.parser import parse_definition
 from tests.support.shared import OWN_FIXTURES, requires_shared, shared_path
 

@@ -10,13 +10,15 @@ from runtime.engine.cel.compiler import (
     DEFAULT_LIMITS,
     CelLimits,
     CompiledExpression,
+    compile_expression,
+    is_identifier,
+)
+from runtime.engine.cel.evaluation import (
     build_activation,
     canonical_size,
     check_result_size,
-    compile_expression,
     evaluate_predicate,
     evaluate_value,
-    is_identifier,
 )
 from runtime.engine.cel.expression_error import ExpressionError
 from runtime.engine.cel.json_values import MISSING, cel_to_json, json_to_cel

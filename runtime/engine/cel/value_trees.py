@@ -6,7 +6,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from runtime.engine.cel.compiler import CelLimits, check_result_size, evaluate_value
+from runtime.engine.cel.compiler import CelLimits
+from runtime.engine.cel.evaluation import check_result_size, evaluate_value
 from runtime.engine.cel.json_values import MISSING
 
 _RUNTIME_EXPRESSION = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
