@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from runtime.engine.cel.expression_error import ExpressionError
-from runtime.engine.errors import DefinitionError
 from runtime.engine.model import WorkflowDefinition
-from runtime.engine.parser import parse_definition
+from runtime.engine.parse.definition import parse_definition
+from runtime.engine.parse.definition_errors import DefinitionError
 
 __all__ = ["DefinitionError", "ExpressionError", "WorkflowDefinition", "parse_definition"]

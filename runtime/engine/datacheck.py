@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from runtime.engine.dataflow import DataFlowReport, check_data_flow
 from runtime.engine.model import WorkflowDefinition
-from runtime.engine.parser import parse_definition
+from runtime.engine.parse.definition import parse_definition
 from runtime.engine.shape_eval import Finding
 from runtime.errors import WorkflowError, input_invalid
 

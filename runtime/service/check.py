@@ -29,6 +29,7 @@ from runtime.canonical import (
     load_yaml_core,
     schema_digest,
 )
+from runtime.engine import parse_definition
 from runtime.engine.analysis import http_calls, mcp_calls, static_requirements
 from runtime.engine.datacheck import (
     MAX_WARNINGS,
@@ -38,7 +39,6 @@ from runtime.engine.datacheck import (
     warning_entry,
 )
 from runtime.engine.model import WorkflowDefinition
-from runtime.engine.parser import parse_definition
 from runtime.errors import WorkflowError
 from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.publication import validate_definition

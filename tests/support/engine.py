@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from runtime.engine.parser import parse_definition
+from runtime.engine import parse_definition
 from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "definitions"

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.engine import DefinitionError, ExpressionError
+from runtime.engine import DefinitionError, ExpressionError, parse_definition
 from runtime.engine.cel import MISSING, CelLimits, cel_to_json, evaluate_tree, evaluate_value
 from runtime.engine.cel import celpy_seam as shim
-from runtime.engine.parser import parse_definition
 from tests.support.shared import OWN_FIXTURES, requires_shared, shared_path
 
 pytestmark = pytest.mark.requirement("001:CEL To JSON Contract")

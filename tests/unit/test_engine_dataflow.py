@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from runtime.canonical import load_definition_yaml
+from runtime.engine import parse_definition
 from runtime.engine.dataflow import DataFlowReport, check_data_flow
-from runtime.engine.parser import parse_definition
 from tests.support.engine import FIXTURES
 from tests.support.shared import REFERENCE_DEFINITION, requires_shared, shared_path
 

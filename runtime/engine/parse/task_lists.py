@@ -1,4 +1,4 @@
-"""Parse task lists and the common task fields; per-kind specs live in parse_kinds."""
+"""Parse task lists and the common task fields; per-kind specs live in task_specs."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.engine.cel.value_trees import site_expression
-from runtime.engine.durations import DurationError
-from runtime.engine.errors import DefinitionError
 from runtime.engine.model import FLOW_DIRECTIVES, Task, TaskKind, TaskList, Transform, freeze
-from runtime.engine.parse_common import (
+from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.durations import DurationError
+from runtime.engine.parse.parse_context import (
     ParseContext,
     parse_schema,
     parse_transform,
     reject_unknown,
     require_mapping,
 )
-from runtime.engine.parse_kinds import parse_spec
+from runtime.engine.parse.task_specs import parse_spec
 
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _COMMON = {"if", "input", "output", "export", "timeout", "then", "metadata"}

@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from runtime.engine.cel.value_trees import expression_text, site_expression
-from runtime.engine.durations import DurationError, parse_duration_ms
-from runtime.engine.errors import DefinitionError
 from runtime.engine.model import (
     AssertSpec,
     CatchSpec,
@@ -27,8 +25,10 @@ from runtime.engine.model import (
     freeze,
     walk_tasks,
 )
-from runtime.engine.parse_calls import parse_call
-from runtime.engine.parse_common import ParseContext, reject_unknown, require_mapping
+from runtime.engine.parse.call_specs import parse_call
+from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.durations import DurationError, parse_duration_ms
+from runtime.engine.parse.parse_context import ParseContext, reject_unknown, require_mapping
 
 
 def parse_spec(
