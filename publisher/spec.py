@@ -25,7 +25,7 @@ from runtime.canonical import (
     schema_digest,
 )
 from runtime.engine import parse_definition
-from runtime.engine.analysis import mcp_calls, static_requirements
+from runtime.engine.check import mcp_calls, static_requirements
 from runtime.engine.model import HttpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.errors import WorkflowError
 from runtime.publication import validate_definition

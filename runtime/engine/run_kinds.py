@@ -142,7 +142,7 @@ async def run_for(
     variables: Any,
 ) -> Any:
     """A bounded loop; each iteration gets the previous one's output."""
-    from runtime.engine.analysis import loop_bound
+    from runtime.engine.check.static_requirements import loop_bound
 
     items = transform_text(runner, spec.collection, variables, task.pointer)
     if not isinstance(items, list):

@@ -30,12 +30,14 @@ from runtime.canonical import (
     schema_digest,
 )
 from runtime.engine import parse_definition
-from runtime.engine.analysis import http_calls, mcp_calls, static_requirements
-from runtime.engine.datacheck import (
+from runtime.engine.check import (
     MAX_WARNINGS,
     check_document,
+    http_calls,
+    mcp_calls,
     parse_warning_entry,
     problem_entry,
+    static_requirements,
     warning_entry,
 )
 from runtime.engine.model import WorkflowDefinition

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from runtime.engine import DefinitionError, parse_definition
-from runtime.engine.analysis import (
+from runtime.engine.check.static_requirements import (
     declared_nested_calls,
     fork_widths,
     interactive_violations,

@@ -11,7 +11,7 @@ from typing import Any
 
 from runtime.binding_reach import dependency_for as dependency_for
 from runtime.engine import DefinitionError, ExpressionError, parse_definition
-from runtime.engine.analysis import WriteTask, fork_widths, static_requirements, write_tasks
+from runtime.engine.check import WriteTask, fork_widths, static_requirements, write_tasks
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.fields import DIGEST_PATTERN, UNANNOTATED, Annotations, Binding

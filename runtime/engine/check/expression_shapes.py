@@ -16,7 +16,7 @@ from runtime.engine.cel import celpy_seam as shim
 from runtime.engine.cel.compiler import compile_expression, is_identifier
 from runtime.engine.cel.expression_error import ExpressionError
 from runtime.engine.cel.value_trees import expression_text
-from runtime.engine.shapes import (
+from runtime.engine.check.shapes import (
     BOOL,
     NULL,
     NUMBER,
