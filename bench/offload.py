@@ -23,9 +23,14 @@ from typing import Any
 
 from runtime.canonical import load_definition_yaml
 from runtime.engine import WorkflowDefinition, parse_definition
-from runtime.engine.interpreter import run_workflow
-from runtime.engine.offload import EngineThreads
-from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest, RunLimits
+from runtime.engine.run import (
+    EngineThreads,
+    HttpRequest,
+    HttpResponse,
+    McpRequest,
+    RunLimits,
+    run_workflow,
+)
 from runtime.engine.step_meter import StepMeter
 
 NESTED = """

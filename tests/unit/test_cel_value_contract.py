@@ -131,7 +131,7 @@ def test_opaque_value_is_rejected() -> None:
 def test_wrong_root_type_fails_the_object_output_schema() -> None:
     import asyncio
 
-    from runtime.engine.interpreter import run_workflow
+    from runtime.engine.run import run_workflow
     from tests.support.engine import StubPort
 
     definition = parse_definition(

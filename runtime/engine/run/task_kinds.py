@@ -1,4 +1,4 @@
-"""Task-kind execution for the interpreter (a mixin over Interpreter's helpers)."""
+"""Task-kind execution for the interpreter: each kind's body, typed against the Runner protocol."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtime.engine.calls import build_http_request, dispatch_http, dispatch_mcp
-from runtime.engine.deadlines import DeadlineExpired
 from runtime.engine.model import (
     AssertSpec,
     DoSpec,
@@ -23,8 +21,10 @@ from runtime.engine.model import (
     WaitSpec,
     thaw,
 )
-from runtime.engine.problems import WorkflowFault, fault, matches_filter
-from runtime.engine.runner import Runner
+from runtime.engine.run.call_dispatch import build_http_request, dispatch_http, dispatch_mcp
+from runtime.engine.run.deadlines import DeadlineExpired
+from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
+from runtime.engine.run.runner import Runner
 
 Outcome = tuple[Any, str | None]
 

@@ -45,7 +45,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from runtime.engine.ports import EffectPort, HttpRequest, HttpResponse, McpRequest
+from runtime.engine.run.ports import EffectPort, HttpRequest, HttpResponse, McpRequest
 from runtime.engine.step_meter import StepMeter, metering
 
 T = TypeVar("T")
