@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.engine.cel.value_trees import site_expression
-from runtime.engine.model import FLOW_DIRECTIVES, Task, TaskKind, TaskList, Transform, freeze
+from runtime.engine.model import (
+    FLOW_DIRECTIVES,
+    SwitchSpec,
+    Task,
+    TaskKind,
+    TaskList,
+    Transform,
+    freeze,
+)
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError
 from runtime.engine.parse.parse_context import (
@@ -86,8 +94,6 @@ def _check_name(name: Any, seen: list[str], pointer: str) -> None:
 def _check_jumps(task_list: TaskList, names: list[str], ctx: ParseContext) -> None:
     # `names` holds every declared name, also of tasks that failed to parse, so a jump to a
     # task with its own problem is not reported twice.
-    from runtime.engine.model import SwitchSpec
-
     for task in task_list.tasks:
         position = names.index(task.name)
         targets = [task.then]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from runtime.engine.cel.evaluation import evaluate_predicate, evaluate_value
+from runtime.engine.cel.evaluation import build_activation, evaluate_predicate, evaluate_value
 from runtime.engine.cel.expression_error import ExpressionError
 from runtime.engine.cel.value_trees import evaluate_tree
 from runtime.engine.model import Schema, Task, TaskList, Transform, WorkflowDefinition, thaw
@@ -55,8 +55,6 @@ class Interpreter:
 
     def variables(self, roots: Mapping[str, Any], subject: Any, scope: Mapping[str, Any]) -> Any:
         """The activation of one site: roots and scope win, then subject keys, then context."""
-        from runtime.engine.cel.evaluation import build_activation
-
         base = {
             "context": self.state.context,
             "workflow": {"input": self.state.workflow_input},

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtime.engine.check.static_requirements import loop_bound
 from runtime.engine.model import (
     AssertSpec,
     DoSpec,
@@ -17,6 +18,7 @@ from runtime.engine.model import (
     SetSpec,
     SwitchSpec,
     Task,
+    Transform,
     TrySpec,
     WaitSpec,
     thaw,
@@ -142,8 +144,6 @@ async def run_for(
     variables: Any,
 ) -> Any:
     """A bounded loop; each iteration gets the previous one's output."""
-    from runtime.engine.check.static_requirements import loop_bound
-
     items = transform_text(runner, spec.collection, variables, task.pointer)
     if not isinstance(items, list):
         raise fault("expression", task.pointer, detail="for.in must give a list")
@@ -165,8 +165,6 @@ async def run_for(
 
 def transform_text(runner: Runner, text: str, variables: Any, pointer: str) -> Any:
     """Evaluate one always-expression value site."""
-    from runtime.engine.model import Transform
-
     return runner.transform(Transform(expression=text), variables, pointer)
 
 
