@@ -1,8 +1,9 @@
-"""The engine's modules import each other without a cycle (issue 8: straight layers).
+"""The engine's modules import each other without a cycle, and its parts only downward.
 
 Every import counts, also those inside functions and under TYPE_CHECKING: a cycle hidden in a
-function is still a cycle in the design. A sub-package's ``__init__`` is a module too (named
-after the package), so importing a name from a package is an edge to its ``__init__``.
+function is still a cycle in the design (issue 8: straight layers). A sub-package's
+``__init__`` is a module too (named after the package), so importing a name from a package is
+an edge to its ``__init__``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,17 @@ from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[2] / "runtime" / "engine"
 PACKAGE = "runtime.engine"
+
+# The engine's parts, top to bottom: a part imports its own modules and lower parts only.
+# The engine's own ``__init__`` sits above them all (it re-exports the entry points).
+PARTS: tuple[tuple[str, ...], ...] = (
+    ("run",),
+    ("check",),
+    ("parse",),
+    ("cel",),
+    ("model", "step_meter"),
+)
+PART_LEVEL = {part: level for level, parts in enumerate(PARTS) for part in parts}
 
 
 def module_name(path: Path) -> str:
@@ -72,6 +84,35 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if cycle is not None:
             return cycle
     return None
+
+
+def part_of(module: str) -> str | None:
+    """The engine part (sub-package or foundation module) of a dotted name; None for the top."""
+    rest = module.removeprefix(PACKAGE).lstrip(".")
+    return rest.split(".")[0] if rest else None
+
+
+def upward_imports() -> list[str]:
+    """Imports from one part of the engine into a part on a higher layer."""
+    problems: list[str] = []
+    for module, imported in sorted(import_graph().items()):
+        importer = part_of(module)
+        if importer is None:
+            continue
+        for target in sorted(imported):
+            part = part_of(target)
+            if part is None or PART_LEVEL[part] < PART_LEVEL[importer]:
+                problems.append(f"{module} imports {target} ({importer} -> {part or PACKAGE})")
+    return problems
+
+
+def test_every_engine_module_is_in_a_declared_part() -> None:
+    parts = {part_of(module) for module in engine_modules()} - {None}
+    assert sorted(part for part in parts if part not in PART_LEVEL) == []
+
+
+def test_the_engine_parts_import_only_downward() -> None:
+    assert upward_imports() == []
 
 
 def test_the_engine_has_no_import_cycle() -> None:
