@@ -6,7 +6,7 @@ A benchmark, not a test (numbers depend on the machine). For each placement it r
 pure definition (three nested loops over --items items) while a 10 ms ticker on the serving
 loop records how late it wakes (the loop lag every request and lease renewal would see), then
 runs --small one-task `set` workflows one after another and reports the mean time per run.
-The numbers back the choice documented in runtime/engine/offload.py.
+The numbers back the choice documented in runtime/engine/run/engine_threads.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ExpressionError: how the CEL layer reports an expression it cannot compile or evaluate."""
+"""ExpressionError: a CEL expression that does not compile, evaluate or convert to JSON."""
 
 from __future__ import annotations
 
