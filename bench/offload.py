@@ -6,7 +6,7 @@ A benchmark, not a test (numbers depend on the machine). For each placement it r
 pure definition (three nested loops over --items items) while a 10 ms ticker on the serving
 loop records how late it wakes (the loop lag every request and lease renewal would see), then
 runs --small one-task `set` workflows one after another and reports the mean time per run.
-The numbers back the choice documented in runtime/engine/offload.py.
+The numbers back the choice documented in runtime/engine/run/engine_threads.py.
 """
 
 from __future__ import annotations
@@ -23,10 +23,15 @@ from typing import Any
 
 from runtime.canonical import load_definition_yaml
 from runtime.engine import WorkflowDefinition, parse_definition
-from runtime.engine.interpreter import run_workflow
-from runtime.engine.meter import StepMeter
-from runtime.engine.offload import EngineThreads
-from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest, RunLimits
+from runtime.engine.run import (
+    EngineThreads,
+    HttpRequest,
+    HttpResponse,
+    McpRequest,
+    RunLimits,
+    run_workflow,
+)
+from runtime.engine.step_meter import StepMeter
 
 NESTED = """
 document: {dsl: "1.0.3", namespace: bench, name: nested, version: "1.0.0"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import zlib
 
-from runtime.engine.ports import EffectFailure
+from runtime.engine.run import EffectFailure
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _IDENTITY = ("", "identity")

@@ -20,7 +20,7 @@ import httpx
 
 from runtime.binding_reach import Dependency, Reach, dependency_for
 from runtime.canonical import CanonicalError, canonical_digest, sha256_digest
-from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
+from runtime.engine.run import HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
 from runtime.execution.outbound import encode_body, send_http, send_mcp

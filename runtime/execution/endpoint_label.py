@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from runtime import telemetry
-from runtime.engine.ports import HttpRequest
+from runtime.engine.run import HttpRequest
 from runtime.execution.targets import HttpPolicy, policy_for
 
 T = TypeVar("T")

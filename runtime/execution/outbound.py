@@ -10,7 +10,7 @@ from urllib.parse import urljoin
 import httpx
 
 from runtime.addresses import DestinationRefused
-from runtime.engine.ports import EffectFailure, HttpRequest, HttpResponse, McpRequest
+from runtime.engine.run import EffectFailure, HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution.decoding import BodyDecoder
 from runtime.execution.endpoint_label import observed_http, observed_mcp

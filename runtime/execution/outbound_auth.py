@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable
 
-from runtime.engine.ports import HttpRequest
+from runtime.engine.run import HttpRequest
 from runtime.security import SecretToken
 
 TokenSource = Callable[[], Awaitable[SecretToken]]

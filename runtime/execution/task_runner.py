@@ -23,9 +23,9 @@ checkpoint and result bytes and the task's cost units are debited in the transac
 completes the task (TaskOutcome.consume), so pure work commits once per top-level task.
 
 CPU (issue 9): the interpreter runs on an engine thread, off the serving loop
-(``runtime.engine.offload`` explains the choice), so lease renewal and every request go on
+(``runtime.engine.run.engine_threads`` says why), so lease renewal and every request go on
 while a task computes; its effects still run on the serving loop with the fencing above.
-Each task attempt runs under a deterministic step budget (``runtime.engine.meter``): the
+Each task attempt runs under a deterministic step budget (``runtime.engine.step_meter``): the
 smaller of the ``task_step_budget`` setting and the run's maximumCostUnits in steps. A task
 that exceeds it ends the run WORKFLOW_BUDGET_EXHAUSTED on that attempt, at the same step
 every time, never by a lapsed lease and a reclaim.
@@ -46,11 +46,17 @@ from runtime.addresses import AddressPolicy, Resolver, SystemResolver
 from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
-from runtime.engine.interpreter import run_workflow
-from runtime.engine.meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
-from runtime.engine.offload import EngineThreads, LoopBoundEffects
-from runtime.engine.ports import EffectFailure, RealClock, RunLimits
-from runtime.engine.state import RunOutcome, RunState
+from runtime.engine.run import (
+    EffectFailure,
+    EngineThreads,
+    LoopBoundEffects,
+    RealClock,
+    RunLimits,
+    RunOutcome,
+    RunState,
+    run_workflow,
+)
+from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution import store
 from runtime.execution.credential import (
@@ -126,7 +132,7 @@ class WorkflowRuntime:
     token_margin_seconds: int = RunCredentialSettings().original_token_margin_seconds
     # RFC 8693 exchange for workflow_start runs near their token's expiry (None: not configured).
     exchanger: TokenExchanger | None = None
-    # Where interpretation runs: off the serving loop (runtime.engine.offload).
+    # Where interpretation runs: off the serving loop (runtime.engine.run.engine_threads).
     engine: EngineThreads = field(default_factory=EngineThreads)
     # execution.maximum_parallelism: the service's fork-width ceiling over every run's own.
     maximum_parallelism: int | None = None

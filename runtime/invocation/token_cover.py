@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from runtime.engine import WorkflowDefinition
-from runtime.engine.analysis import worst_case_dispatches
+from runtime.engine.check import worst_case_dispatches
 from runtime.errors import WorkflowError
 from runtime.invocation.results import timestamp
 from runtime.security import InvocationContext

@@ -32,7 +32,7 @@ from runtime.canonical import (
     schema_digest,
 )
 from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition, parse_definition
-from runtime.engine.datacheck import definition_warnings
+from runtime.engine.check import definition_warnings
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.normalized import expression_digests, normalized_document

@@ -7,8 +7,8 @@ from typing import Any
 
 from runtime.canonical import canonical_digest
 from runtime.engine import WorkflowDefinition
-from runtime.engine.checks import expression_sites
 from runtime.engine.model import thaw
+from runtime.engine.parse import expression_sites
 
 # Names the expression language and its value mapping: a digest is only comparable within one.
 EXPRESSION_PROFILE = "cel-value-v1"

@@ -29,16 +29,18 @@ from runtime.canonical import (
     load_yaml_core,
     schema_digest,
 )
-from runtime.engine.analysis import http_calls, mcp_calls, static_requirements
-from runtime.engine.datacheck import (
+from runtime.engine import parse_definition
+from runtime.engine.check import (
     MAX_WARNINGS,
     check_document,
+    http_calls,
+    mcp_calls,
     parse_warning_entry,
     problem_entry,
+    static_requirements,
     warning_entry,
 )
 from runtime.engine.model import WorkflowDefinition
-from runtime.engine.parser import parse_definition
 from runtime.errors import WorkflowError
 from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.publication import validate_definition

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runtime.engine.datacheck import MAX_WARNINGS
+from runtime.engine.check import MAX_WARNINGS
 from runtime.publication.limits import DefinitionLimits
 from tests.support.binding_builders import new_id
 from tests.support.checker import publish_arguments

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from runtime.engine.ports import EffectFailure, HttpRequest
+from runtime.engine.run import EffectFailure, HttpRequest
 from runtime.execution.outbound import send_http
 from runtime.execution.targets import HttpPolicy
 from tests.support.execution import Receive, Send, read_body, serving

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from runtime.engine.ports import HttpRequest, McpRequest
+from runtime.engine.run import HttpRequest, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
 from runtime.execution.effects import (

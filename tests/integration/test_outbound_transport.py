@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS, AddressPolicy, SystemResolver
-from runtime.engine.ports import HttpRequest, McpRequest
+from runtime.engine.run import HttpRequest, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution.outbound import send_http, send_mcp
 from runtime.execution.targets import HttpPolicy

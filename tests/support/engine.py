@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from runtime.engine.parser import parse_definition
-from runtime.engine.ports import HttpRequest, HttpResponse, McpRequest
+from runtime.engine import parse_definition
+from runtime.engine.run import HttpRequest, HttpResponse, McpRequest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "definitions"
 ERRORS = "https://serverlessworkflow.io/spec/1.0.0/errors/"

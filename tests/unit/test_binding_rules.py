@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from runtime.canonical import canonical_digest, load_definition_yaml
-from runtime.engine.analysis import WriteTask
-from runtime.engine.parser import parse_definition
+from runtime.engine import parse_definition
+from runtime.engine.check import WriteTask
 from runtime.publication.bindings.carry_over import (
     ApprovedBasis,
     Candidate,

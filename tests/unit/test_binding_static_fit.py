@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.engine.analysis import static_requirements
+from runtime.engine import parse_definition
+from runtime.engine.check import static_requirements
 from runtime.engine.model import WorkflowDefinition
-from runtime.engine.parser import parse_definition
 from runtime.publication.bindings.carry_over import (
     ApprovedBasis,
     Candidate,

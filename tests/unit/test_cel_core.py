@@ -6,14 +6,13 @@ import pytest
 
 from runtime.engine.cel import (
     CelLimits,
+    ExpressionError,
     build_activation,
     compile_expression,
     evaluate_predicate,
     evaluate_value,
-    expression_digest,
-    referenced_roots,
 )
-from runtime.engine.errors import ExpressionError
+from runtime.engine.cel.compiler import expression_digest, referenced_roots
 
 
 def test_predicate_returns_a_python_bool_for_a_cel_bool() -> None:

@@ -6,9 +6,13 @@ import tracemalloc
 
 import pytest
 
-from runtime.engine.cel import CelLimits, evaluate_value
-from runtime.engine.errors import ExpressionError
-from runtime.engine.meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter, metering
+from runtime.engine.cel import CelLimits, ExpressionError, evaluate_value
+from runtime.engine.step_meter import (
+    MemoryBudgetExhausted,
+    StepBudgetExhausted,
+    StepMeter,
+    metering,
+)
 
 AMPLIFY = "items.map(x, s + s + s + s)"
 # 400 elements of four copies of a 50 KB string: 80 MB of strings if nothing stopped it.

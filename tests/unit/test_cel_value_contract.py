@@ -12,12 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.engine import cel_shim as shim
-from runtime.engine.cel import CelLimits, evaluate_value
-from runtime.engine.celjson import MISSING, cel_to_json
-from runtime.engine.errors import DefinitionError, ExpressionError
-from runtime.engine.expressions import evaluate_tree
-from runtime.engine.parser import parse_definition
+from runtime.engine import DefinitionError, ExpressionError, parse_definition
+from runtime.engine.cel import MISSING, CelLimits, cel_to_json, evaluate_tree, evaluate_value
+from runtime.engine.cel import celpy_seam as shim
 from tests.support.shared import OWN_FIXTURES, requires_shared, shared_path
 
 pytestmark = pytest.mark.requirement("001:CEL To JSON Contract")
@@ -134,7 +131,7 @@ def test_opaque_value_is_rejected() -> None:
 def test_wrong_root_type_fails_the_object_output_schema() -> None:
     import asyncio
 
-    from runtime.engine.interpreter import run_workflow
+    from runtime.engine.run import run_workflow
     from tests.support.engine import StubPort
 
     definition = parse_definition(

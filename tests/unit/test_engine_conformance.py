@@ -7,10 +7,8 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.engine.interpreter import run_workflow
-from runtime.engine.parser import parse_definition
-from runtime.engine.ports import RunLimits
-from runtime.engine.state import RunOutcome
+from runtime.engine import parse_definition
+from runtime.engine.run import RunLimits, RunOutcome, run_workflow
 from tests.support.engine import ERRORS, FIXTURES, InstantClock, StubPort
 
 

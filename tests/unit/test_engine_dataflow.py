@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from runtime.canonical import load_definition_yaml
-from runtime.engine.dataflow import DataFlowReport, check_data_flow
-from runtime.engine.parser import parse_definition
+from runtime.engine import parse_definition
+from runtime.engine.check import DataFlowReport, check_data_flow
 from tests.support.engine import FIXTURES
 from tests.support.shared import REFERENCE_DEFINITION, requires_shared, shared_path
 
@@ -221,9 +221,9 @@ def test_a_has_guard_on_the_input_field_covers_the_leading_dot_read() -> None:
 def test_past_its_visit_budget_the_checker_proves_nothing_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from runtime.engine import dataflow
+    from runtime.engine.check import data_flow
 
-    monkeypatch.setattr(dataflow, "MAX_TASK_VISITS", 1)
+    monkeypatch.setattr(data_flow, "MAX_TASK_VISITS", 1)
     report = check(
         [
             {"decide": {"set": {"status": "APPROVED"}}},

@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtime.engine.interpreter import run_workflow
-from runtime.engine.ports import HttpRequest, HttpResponse, RunLimits
-from runtime.engine.state import RunOutcome
+from runtime.engine.run import HttpRequest, HttpResponse, RunLimits, RunOutcome, run_workflow
 from tests.support.engine import ERRORS, InstantClock, StubPort, definition
 
 NO_DEADLINE = RunLimits(total_deadline_ms=None)

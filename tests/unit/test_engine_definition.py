@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.engine.analysis import (
+from runtime.engine import DefinitionError, parse_definition
+from runtime.engine.check.static_requirements import (
     declared_nested_calls,
     fork_widths,
     interactive_violations,
@@ -16,8 +17,6 @@ from runtime.engine.analysis import (
     static_requirements,
     write_tasks,
 )
-from runtime.engine.errors import DefinitionError
-from runtime.engine.parser import parse_definition
 from tests.support.shared import set_assert_definitions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "definitions"

@@ -8,10 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.engine.interpreter import run_workflow
-from runtime.engine.parser import parse_definition
-from runtime.engine.ports import RunLimits
-from runtime.engine.state import RunState
+from runtime.engine import parse_definition
+from runtime.engine.run import RunLimits, RunState, run_workflow
 from tests.support.engine import OBJECT_WITH_OK, StubPort, definition
 from tests.support.shared import set_assert_definitions
 

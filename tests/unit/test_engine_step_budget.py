@@ -8,11 +8,16 @@ from typing import Any
 
 import pytest
 
-from runtime.engine.interpreter import run_workflow
-from runtime.engine.meter import StepBudgetExhausted, StepMeter, metering
-from runtime.engine.offload import EngineThreads, LoopBoundEffects
-from runtime.engine.parser import parse_definition
-from runtime.engine.ports import HttpRequest, HttpResponse, RunLimits
+from runtime.engine import parse_definition
+from runtime.engine.run import (
+    EngineThreads,
+    HttpRequest,
+    HttpResponse,
+    LoopBoundEffects,
+    RunLimits,
+    run_workflow,
+)
+from runtime.engine.step_meter import StepBudgetExhausted, StepMeter, metering
 from tests.unit.test_engine_conformance import StubPort
 
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.engine.run_result import map_fault
+from runtime.engine.run.error_mapping import map_fault
 from runtime.errors import AuthenticationError
 from runtime.mcp.http_checks import duplicate_credential_fault, is_json_content_type
 from runtime.security import KeySet, TokenKind, TokenVerifier

@@ -7,8 +7,8 @@ import zlib
 
 import pytest
 
-from runtime.engine.calls import expand_template
-from runtime.engine.ports import EffectFailure
+from runtime.engine.run import EffectFailure
+from runtime.engine.run.call_dispatch import expand_template
 from runtime.errors import WorkflowError
 from runtime.execution.decoding import BodyDecoder
 from runtime.execution.targets import policy_for

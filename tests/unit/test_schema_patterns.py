@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.canonical.patterns import PatternError, check_schema_patterns, re2_validator
-from runtime.engine.errors import DefinitionError
-from runtime.engine.parser import parse_definition
+from runtime.engine import DefinitionError, parse_definition
 from runtime.errors import WorkflowError
 from runtime.invocation.rules import check_input
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.engine.datacheck import MAX_WARNINGS
+from runtime.engine.check import MAX_WARNINGS
 from runtime.service.cli import main
 from tests.support.binding_builders import (
     binding,

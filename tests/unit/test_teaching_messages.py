@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from runtime.binding_reach import EndpointTarget
-from runtime.engine.errors import DefinitionError
-from runtime.engine.parser import parse_definition
+from runtime.engine import DefinitionError, parse_definition
 from runtime.errors import WorkflowError
 from runtime.execution.targets import policy_for
 

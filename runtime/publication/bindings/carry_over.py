@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.engine.analysis import WriteTask
+from runtime.engine.check import WriteTask
 from runtime.publication.bindings.reach import Reach
 
 WriteTaskKey = tuple[str, str, str]

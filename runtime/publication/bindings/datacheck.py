@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.engine.datacheck import MAX_WARNINGS, data_flow_report, warning_entry
+from runtime.engine.check import MAX_WARNINGS, data_flow_report, warning_entry
 from runtime.engine.model import WorkflowDefinition
 from runtime.publication.bindings.problems import BindingProblem
 

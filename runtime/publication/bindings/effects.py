@@ -10,10 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.binding_reach import dependency_for as dependency_for
-from runtime.engine.analysis import WriteTask, fork_widths, static_requirements, write_tasks
-from runtime.engine.errors import DefinitionError, ExpressionError
+from runtime.engine import DefinitionError, ExpressionError, parse_definition
+from runtime.engine.check import WriteTask, fork_widths, static_requirements, write_tasks
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
-from runtime.engine.parser import parse_definition
 from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.bindings.fields import DIGEST_PATTERN, UNANNOTATED, Annotations, Binding
 from runtime.publication.bindings.problems import BindingProblem, ordered

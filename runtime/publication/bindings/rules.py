@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generated.models import ToolBinding, WorkflowBindingPublishInput
-from runtime.engine.analysis import WriteTask
+from runtime.engine.check import WriteTask
 from runtime.engine.model import WorkflowDefinition
 from runtime.publication.bindings.coverage import coverage_problems
 from runtime.publication.bindings.datacheck import pinned_data_flow

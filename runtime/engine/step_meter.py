@@ -7,8 +7,9 @@ always stops at the same step: a CPU bound that is also deterministic (seed 001:
 timeouts are no substitute for deterministic evaluation-cost limits).
 
 The meter is also the interpreter's cooperative checkpoint: a task that runs off the event
-loop (see ``runtime.engine.offload``) is asked to stop through ``request_stop`` and stops at
-its next step, because pure CPU work never reaches an ``await`` where cancellation lands.
+loop (see ``runtime.engine.run.engine_threads``) is asked to stop through ``request_stop``
+and stops at its next step, because pure CPU work never reaches an ``await`` where
+cancellation lands.
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from runtime.engine.durations import DurationError, parse_duration_ms
-from runtime.engine.errors import DefinitionError
-from runtime.engine.expressions import expression_text, site_expression
+from runtime.engine.cel.compiler import is_identifier
+from runtime.engine.cel.value_trees import expression_text, site_expression
 from runtime.engine.model import (
     AssertSpec,
     CatchSpec,
@@ -27,8 +26,10 @@ from runtime.engine.model import (
     freeze,
     walk_tasks,
 )
-from runtime.engine.parse_calls import parse_call
-from runtime.engine.parse_common import ParseContext, reject_unknown, require_mapping
+from runtime.engine.parse.call_specs import parse_call
+from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.durations import DurationError, parse_duration_ms
+from runtime.engine.parse.parse_context import ParseContext, reject_unknown, require_mapping
 
 
 def parse_spec(
@@ -150,8 +151,6 @@ def _parse_for(node: Mapping[str, Any], pointer: str, qualified: str, ctx: Parse
     if not isinstance(collection, str):
         raise DefinitionError("for.in must be an expression string", task=pointer)
     each, at = loop.get("each", "item"), loop.get("at", "index")
-    from runtime.engine.cel import is_identifier
-
     for name in (each, at):
         if not isinstance(name, str) or not is_identifier(name):
             raise DefinitionError(f"loop variable {name!r} is not a CEL identifier", task=pointer)
@@ -183,8 +182,6 @@ def _parse_try(node: Mapping[str, Any], pointer: str, qualified: str, ctx: Parse
     filter_fields = {"type", "status", "instance", "title", "detail", "details"}
     reject_unknown(errors_with, filter_fields, "catch.errors.with", pointer)
     as_ = catch.get("as", "error")
-    from runtime.engine.cel import is_identifier
-
     if not isinstance(as_, str) or not is_identifier(as_):
         raise DefinitionError(f"catch.as {as_!r} is not a CEL identifier", task=pointer)
     retry = _parse_retry(catch["retry"], pointer, ctx) if "retry" in catch else None

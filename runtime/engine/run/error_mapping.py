@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runtime.engine.problems import standard_kind
-from runtime.engine.state import EffectState
+from runtime.engine.run.faults import standard_kind
+from runtime.engine.run.state import EffectState
 from runtime.errors import WorkflowError
 
 # Reasons the runtime itself writes for an outbound failure (runtime.execution.outbound). A

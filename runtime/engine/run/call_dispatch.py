@@ -1,4 +1,4 @@
-"""Executing `call: http` and `call: mcp` through the effect port, with effect tracking."""
+"""`call: http` and `call: mcp` through the effect port: build the request, map what comes back."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ from typing import Any
 from urllib.parse import quote
 
 from runtime.engine.model import HttpCallSpec, McpCallSpec
-from runtime.engine.ports import EffectFailure, EffectPort, HttpRequest, HttpResponse, McpRequest
-from runtime.engine.problems import fault
+from runtime.engine.run.faults import fault
+from runtime.engine.run.ports import (
+    EffectFailure,
+    EffectPort,
+    HttpRequest,
+    HttpResponse,
+    McpRequest,
+)
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Evaluate = Callable[[Any], Any]
@@ -136,8 +142,3 @@ async def dispatch_mcp(
     if not isinstance(result, Mapping) or result.get("isError") is True:
         raise fault("runtime", pointer, title="MCP tool call failed", detail=f"tool {spec.tool}")
     return dict(result)
-
-
-def mcp_arguments(spec: McpCallSpec, evaluate: Evaluate) -> Any:
-    """The evaluated tools/call arguments (a map)."""
-    return evaluate(spec.arguments)

@@ -1,4 +1,4 @@
-"""Engine error types: publication-time definition errors and CEL expression errors."""
+"""Publication-time definition errors: each problem with its pointer and rule, ranked."""
 
 from __future__ import annotations
 
@@ -110,17 +110,3 @@ class DefinitionError(Exception):
         if self.expression is not None:
             details["expression"] = self.expression
         return details
-
-
-class ExpressionError(Exception):
-    """A CEL expression failed to compile, evaluate, type-check or convert to JSON.
-
-    ``reason`` is one of: syntax, limit, function, evaluate, missing, type, convert, cost.
-    The message never embeds evaluated data.
-    """
-
-    def __init__(self, message: str, *, reason: str, expression: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.reason = reason
-        self.expression = expression

@@ -10,10 +10,10 @@ from typing import Any
 import jsonschema
 
 from runtime.canonical.patterns import PatternError, check_schema_patterns
-from runtime.engine.durations import DurationError, parse_duration_ms
-from runtime.engine.errors import DefinitionError
-from runtime.engine.expressions import expression_text, rewrite_leading_dot_leaves
+from runtime.engine.cel.value_trees import expression_text, rewrite_leading_dot_leaves
 from runtime.engine.model import Schema, TaskList, Transform, freeze
+from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.durations import DurationError, parse_duration_ms
 
 # parse_task_list(value, pointer, qualifier, ctx), handed in by the parser: composite kinds
 # parse their bodies through it, so the per-kind parsers need not import the task parser.

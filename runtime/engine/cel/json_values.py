@@ -13,8 +13,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from runtime.engine import cel_shim as shim
-from runtime.engine.errors import ExpressionError
+from runtime.engine.cel import celpy_seam as shim
+from runtime.engine.cel.expression_error import ExpressionError
 
 CEL_VALUE_CONTRACT_VERSION: Final = 2
 MAX_SAFE_INTEGER: Final = 2**53 - 1

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runtime.engine.cel import DEFAULT_LIMITS, CelLimits
+from runtime.engine.cel.compiler import DEFAULT_LIMITS, CelLimits
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
-from runtime.engine.ports import Clock
-from runtime.engine.problems import fault
+from runtime.engine.run.faults import fault
+from runtime.engine.run.ports import Clock
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ Under this load a process does not lag the loop less than a thread that hands ov
 through a pipe) and every effect (HTTP, MCP, step ledger, budget) would have to cross the
 process boundary as well, with the lease, fencing and psycopg connections in the parent.
 Total CPU is bounded either way: every task attempt runs under a deterministic step budget
-(``runtime.engine.meter``). Heavy work that must not share the API's cores belongs in
+(``runtime.engine.step_meter``). Heavy work that must not share the API's cores belongs in
 `worker` processes, which run this same code.
 
 The GIL: a CPU-bound thread gives the GIL to a waiting loop only every switch interval
@@ -45,8 +45,8 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from runtime.engine.meter import StepMeter, metering
-from runtime.engine.ports import EffectPort, HttpRequest, HttpResponse, McpRequest
+from runtime.engine.run.ports import EffectPort, HttpRequest, HttpResponse, McpRequest
+from runtime.engine.step_meter import StepMeter, metering
 
 T = TypeVar("T")
 Work = Callable[[], Coroutine[Any, Any, T]]

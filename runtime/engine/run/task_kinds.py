@@ -1,4 +1,4 @@
-"""Task-kind execution for the interpreter (a mixin over Interpreter's helpers)."""
+"""Task-kind execution for the interpreter: each kind's body, typed against the Runner protocol."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtime.engine.calls import build_http_request, dispatch_http, dispatch_mcp
-from runtime.engine.deadlines import DeadlineExpired
+from runtime.engine.check.static_requirements import loop_bound
 from runtime.engine.model import (
     AssertSpec,
     DoSpec,
@@ -19,12 +18,15 @@ from runtime.engine.model import (
     SetSpec,
     SwitchSpec,
     Task,
+    Transform,
     TrySpec,
     WaitSpec,
     thaw,
 )
-from runtime.engine.problems import WorkflowFault, fault, matches_filter
-from runtime.engine.runner import Runner
+from runtime.engine.run.call_dispatch import build_http_request, dispatch_http, dispatch_mcp
+from runtime.engine.run.deadlines import DeadlineExpired
+from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
+from runtime.engine.run.runner import Runner
 
 Outcome = tuple[Any, str | None]
 
@@ -142,8 +144,6 @@ async def run_for(
     variables: Any,
 ) -> Any:
     """A bounded loop; each iteration gets the previous one's output."""
-    from runtime.engine.analysis import loop_bound
-
     items = transform_text(runner, spec.collection, variables, task.pointer)
     if not isinstance(items, list):
         raise fault("expression", task.pointer, detail="for.in must give a list")
@@ -165,8 +165,6 @@ async def run_for(
 
 def transform_text(runner: Runner, text: str, variables: Any, pointer: str) -> Any:
     """Evaluate one always-expression value site."""
-    from runtime.engine.model import Transform
-
     return runner.transform(Transform(expression=text), variables, pointer)
 
 

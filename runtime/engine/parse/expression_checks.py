@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.engine.cel import compile_expression
-from runtime.engine.errors import DefinitionError, ExpressionError
-from runtime.engine.expressions import tree_expressions
+from runtime.engine.cel.compiler import compile_expression
+from runtime.engine.cel.expression_error import ExpressionError
+from runtime.engine.cel.value_trees import tree_expressions
 from runtime.engine.model import (
     AssertSpec,
     ForSpec,
@@ -32,6 +32,7 @@ from runtime.engine.model import (
     WorkflowDefinition,
     walk_tasks,
 )
+from runtime.engine.parse.definition_errors import DefinitionError
 
 ROOTS = frozenset({"context", "input", "output", "task", "workflow", "runtime"})
 _MAP_LITERAL_KEY = re.compile(r"""['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*:""")

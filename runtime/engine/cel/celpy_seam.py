@@ -193,11 +193,6 @@ def _budget_error(meter: StepMeter) -> Exception:
     return BudgetError(meter.budget)
 
 
-def is_eval_error(value: Any) -> bool:
-    """True when a celpy result is an error value rather than data."""
-    return isinstance(value, CELEvalError)
-
-
 def _evaluation_error(exc: Any) -> CelEvaluationError:
     # celpy messages may embed the whole activation (user data); keep only a short safe head.
     args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))

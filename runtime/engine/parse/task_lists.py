@@ -1,4 +1,4 @@
-"""Parse task lists and the common task fields; per-kind specs live in parse_kinds."""
+"""Parse task lists and the common task fields; per-kind specs live in task_specs."""
 
 from __future__ import annotations
 
@@ -6,18 +6,26 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.engine.durations import DurationError
-from runtime.engine.errors import DefinitionError
-from runtime.engine.expressions import site_expression
-from runtime.engine.model import FLOW_DIRECTIVES, Task, TaskKind, TaskList, Transform, freeze
-from runtime.engine.parse_common import (
+from runtime.engine.cel.value_trees import site_expression
+from runtime.engine.model import (
+    FLOW_DIRECTIVES,
+    SwitchSpec,
+    Task,
+    TaskKind,
+    TaskList,
+    Transform,
+    freeze,
+)
+from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.durations import DurationError
+from runtime.engine.parse.parse_context import (
     ParseContext,
     parse_schema,
     parse_transform,
     reject_unknown,
     require_mapping,
 )
-from runtime.engine.parse_kinds import parse_spec
+from runtime.engine.parse.task_specs import parse_spec
 
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _COMMON = {"if", "input", "output", "export", "timeout", "then", "metadata"}
@@ -86,8 +94,6 @@ def _check_name(name: Any, seen: list[str], pointer: str) -> None:
 def _check_jumps(task_list: TaskList, names: list[str], ctx: ParseContext) -> None:
     # `names` holds every declared name, also of tasks that failed to parse, so a jump to a
     # task with its own problem is not reported twice.
-    from runtime.engine.model import SwitchSpec
-
     for task in task_list.tasks:
         position = names.index(task.name)
         targets = [task.then]

@@ -9,18 +9,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from runtime.engine.cel import evaluate_predicate, evaluate_value
-from runtime.engine.deadlines import Deadlines
-from runtime.engine.errors import ExpressionError
-from runtime.engine.expressions import evaluate_tree
-from runtime.engine.meter import charge_steps
+from runtime.engine.cel.evaluation import build_activation, evaluate_predicate, evaluate_value
+from runtime.engine.cel.expression_error import ExpressionError
+from runtime.engine.cel.value_trees import evaluate_tree
 from runtime.engine.model import Schema, Task, TaskList, Transform, WorkflowDefinition, thaw
-from runtime.engine.ports import Clock, EffectPort, RealClock, RunLimits
-from runtime.engine.problems import WorkflowFault, expression_fault, fault
-from runtime.engine.run_kinds import run_spec
-from runtime.engine.run_result import map_fault, output_error
-from runtime.engine.runner import ListResult
-from runtime.engine.state import RunOutcome, RunState
+from runtime.engine.run.deadlines import Deadlines
+from runtime.engine.run.error_mapping import map_fault, output_error
+from runtime.engine.run.faults import WorkflowFault, expression_fault, fault
+from runtime.engine.run.ports import Clock, EffectPort, RealClock, RunLimits
+from runtime.engine.run.runner import ListResult
+from runtime.engine.run.state import RunOutcome, RunState
+from runtime.engine.run.task_kinds import run_spec
+from runtime.engine.step_meter import charge_steps
 
 Checkpoint = Callable[[RunState], Awaitable[None]]
 
@@ -55,8 +55,6 @@ class Interpreter:
 
     def variables(self, roots: Mapping[str, Any], subject: Any, scope: Mapping[str, Any]) -> Any:
         """The activation of one site: roots and scope win, then subject keys, then context."""
-        from runtime.engine.cel import build_activation
-
         base = {
             "context": self.state.context,
             "workflow": {"input": self.state.workflow_input},

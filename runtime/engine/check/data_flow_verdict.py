@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from runtime.engine.dataflow import DataFlowReport, check_data_flow
+from runtime.engine.check.data_flow import DataFlowReport, check_data_flow
+from runtime.engine.check.expression_shapes import Finding
 from runtime.engine.model import WorkflowDefinition
-from runtime.engine.parser import parse_definition
-from runtime.engine.shape_eval import Finding
+from runtime.engine.parse.definition import parse_definition
 from runtime.errors import WorkflowError, input_invalid
 
 MAX_WARNINGS: Final = 200  # the receipt's warnings.maxItems

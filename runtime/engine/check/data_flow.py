@@ -13,7 +13,22 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from runtime.engine.expressions import site_expression
+from runtime.engine.cel.value_trees import site_expression
+from runtime.engine.check.expression_shapes import Finding, Site, infer_expression, infer_tree
+from runtime.engine.check.shapes import (
+    BOOL,
+    EMPTY_OBJECT,
+    NUMBER,
+    STRING,
+    UNKNOWN,
+    Field,
+    Shape,
+    array,
+    join,
+    merge_objects,
+    obj,
+    of_schema,
+)
 from runtime.engine.model import (
     AssertSpec,
     DoSpec,
@@ -30,21 +45,6 @@ from runtime.engine.model import (
     TrySpec,
     WaitSpec,
     WorkflowDefinition,
-)
-from runtime.engine.shape_eval import Finding, Site, infer_expression, infer_tree
-from runtime.engine.shapes import (
-    BOOL,
-    EMPTY_OBJECT,
-    NUMBER,
-    STRING,
-    UNKNOWN,
-    Field,
-    Shape,
-    array,
-    join,
-    merge_objects,
-    obj,
-    of_schema,
 )
 
 _LOOP_PASSES: Final = 4
@@ -371,6 +371,3 @@ def _check(definition: WorkflowDefinition, checker: _Checker) -> DataFlowReport:
         site = checker.site("/output", last, {"output": last.data}, last.data)
         checker.transform(definition.output_as, site)
     return _severity_split(checker.findings)
-
-
-__all__ = ["DataFlowReport", "Finding", "check_data_flow"]

@@ -6,10 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.engine.errors import DefinitionError
-from runtime.engine.expressions import expression_text
+from runtime.engine.cel.value_trees import expression_text
 from runtime.engine.model import HttpCallSpec, McpCallSpec, TaskKind, TaskSpec, freeze
-from runtime.engine.parse_common import ParseContext, reject_unknown, require_mapping
+from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.parse_context import ParseContext, reject_unknown, require_mapping
 
 DEFAULT_MCP_ENDPOINT = "/mcp"
 DEFAULT_PROTOCOL_VERSION = "2025-06-18"

@@ -1,6 +1,6 @@
 """What the task kinds need from the interpreter: the Runner protocol and a list's result.
 
-The task kinds (``run_kinds``) are called by the interpreter and call back into it for nested
+The task kinds (``task_kinds``) are called by the interpreter and call back into it for nested
 task lists and expressions; typing them against this protocol instead of the Interpreter class
 keeps the import graph of the engine acyclic.
 """
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime.engine.deadlines import Deadlines
 from runtime.engine.model import Task, TaskList, Transform, WorkflowDefinition
-from runtime.engine.ports import Clock, EffectPort, RunLimits
-from runtime.engine.state import RunState
+from runtime.engine.run.deadlines import Deadlines
+from runtime.engine.run.ports import Clock, EffectPort, RunLimits
+from runtime.engine.run.state import RunState
 
 
 @dataclass

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from runtime.engine import cel_shim as shim
-from runtime.engine.cel import compile_expression, is_identifier
-from runtime.engine.errors import ExpressionError
-from runtime.engine.expressions import expression_text
-from runtime.engine.shapes import (
+from runtime.engine.cel import celpy_seam as shim
+from runtime.engine.cel.compiler import compile_expression, is_identifier
+from runtime.engine.cel.expression_error import ExpressionError
+from runtime.engine.cel.value_trees import expression_text
+from runtime.engine.check.shapes import (
     BOOL,
     NULL,
     NUMBER,

@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from runtime.engine.checks import check_expressions
-from runtime.engine.durations import DurationError
-from runtime.engine.errors import DefinitionError
-from runtime.engine.model import FLOW_DIRECTIVES, Schema, TaskList, Transform, WorkflowDefinition
+from runtime.engine.model import Schema, TaskList, Transform, WorkflowDefinition
 from runtime.engine.model import freeze as _freeze
-from runtime.engine.parse_calls import check_authentication_policies
-from runtime.engine.parse_common import ParseContext, parse_schema, parse_transform
-from runtime.engine.parse_tasks import parse_task_list
+from runtime.engine.parse.call_specs import check_authentication_policies
+from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.durations import DurationError
+from runtime.engine.parse.expression_checks import check_expressions
+from runtime.engine.parse.parse_context import ParseContext, parse_schema, parse_transform
+from runtime.engine.parse.task_lists import parse_task_list
 
 _TOP_LEVEL = {"document", "do", "input", "output", "use", "timeout", "schedule", "evaluate"}
 _DOCUMENT_FIELDS = {"dsl", "namespace", "name", "version", "title", "summary", "tags", "metadata"}
@@ -205,6 +205,3 @@ def _parse_workflow_timeout(value: Any, ctx: ParseContext) -> int | None:
         return ctx.timeout_ms(value)
     except DurationError as exc:
         raise DefinitionError(f"workflow timeout: {exc}") from None
-
-
-__all__ = ["FLOW_DIRECTIVES", "parse_definition"]

@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from runtime.engine.cel import CelLimits, check_result_size, evaluate_value
-from runtime.engine.celjson import MISSING
-from runtime.engine.errors import ExpressionError
+from runtime.engine.cel.compiler import CelLimits
+from runtime.engine.cel.evaluation import check_result_size, evaluate_value
+from runtime.engine.cel.json_values import MISSING
 
 _RUNTIME_EXPRESSION = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
 
@@ -83,10 +83,3 @@ def _evaluate_node(
     if isinstance(tree, list | tuple):
         return [_evaluate_node(v, variables, limits, allow_omit=False) for v in tree]
     return tree
-
-
-def require_no_missing(value: Any, expression: str | None) -> Any:
-    """Turn a MISSING result at a site that cannot omit into an expression error."""
-    if value is MISSING:
-        raise ExpressionError("the value is missing", reason="missing", expression=expression)
-    return value
