@@ -264,6 +264,31 @@ async def sequential(target: Target, count: int, seconds: float) -> list[Sample]
     return samples
 
 
+async def interleaved(
+    first: Target, second: Target, count: int, seconds: float
+) -> tuple[list[Sample], list[Sample]]:
+    """count calls one after another alternating first and second (one connection each).
+
+    Phases of two servers run minutes apart differ by the machine's drift as much as by the
+    servers; alternating call by call compares them at the same moments.
+    """
+    prefixes = (first.phase_prefix(), second.phase_prefix())
+    connections = (first.connection(), second.connection())
+    samples: tuple[list[Sample], list[Sample]] = ([], [])
+    try:
+        origin = time.perf_counter()
+        for n in range(count):
+            if time.perf_counter() - origin > seconds:
+                break
+            for side, target in enumerate((first, second)):
+                sample = await one_call(connections[side], target, prefixes[side], n, origin)
+                samples[side].append(sample)
+    finally:
+        for http in connections:
+            http.close()
+    return samples
+
+
 async def closed_loop(target: Target, callers: int, seconds: float) -> list[Sample]:
     """callers loops for `seconds`; a capacity refusal is retried at once with the same call.
 

@@ -121,6 +121,15 @@ def ratios(phases: list[dict[str, Any]]) -> dict[str, Any]:
         out["gatewayMinusDirectP50Ms"] = round(
             gateway["admitted"]["p50"] - direct["admitted"]["p50"], 2
         )
+    paired = _find(phases, "one-tool", "ours-gateway-vs-direct", "sequential interleaved")
+    if (
+        paired
+        and paired["direct"]["admitted"].get("p50")
+        and paired["gateway"]["admitted"].get("p50")
+    ):
+        out["gatewayMinusDirectP50MsInterleaved"] = round(
+            paired["gateway"]["admitted"]["p50"] - paired["direct"]["admitted"]["p50"], 2
+        )
     return out
 
 
@@ -154,7 +163,10 @@ def _row(phases: list[dict[str, Any]], layout: str, target: str) -> str | None:
 def print_table(results: dict[str, Any]) -> None:
     """The summary table (markdown), then the ratios."""
     phases = results["phases"]
-    loops = list(dict.fromkeys(s["phase"] for s in phases if s["phase"] != "sequential"))
+    # The interleaved Gateway phase has a summary per side: it goes into the ratios only.
+    loops = list(
+        dict.fromkeys(s["phase"] for s in phases if not s["phase"].startswith("sequential"))
+    )
     print("\nok/s (admitted p50/p99 ms, rN = N refused); seq p50/p95/p99 ms; CPU ms/call (seq)")
     header = ["layout", "server", "seq p50/p95/p99", "server CPU", "PG CPU", "driver CPU"]
     header += [*loops, "transport err/5xx"]

@@ -252,6 +252,33 @@ async def bench_main(
         for target, pids in targets:
             print(f"\n### {layout} / {target.name} ({len(target.callers)} callers)", flush=True)
             await run_target(bench, layout, Measured(target, pids), layout == "one-tool")
+    direct, gateway = (target for target, _ in layouts["one-tool"][:2])
+    await gateway_interleaved(bench, direct, gateway)
+
+
+async def gateway_interleaved(bench: Bench, direct: Target, gateway: Target) -> None:
+    """Direct and Gateway calls alternating one by one: the Gateway's added p50 at one time."""
+    profile = bench.profile
+    if time.monotonic() > bench.deadline:
+        bench.skipped.append("one-tool gateway interleaved")
+        return
+    direct_samples, gateway_samples = await driver.interleaved(
+        direct, gateway, profile.sequential_calls, profile.sequential_max_s
+    )
+    summary = {
+        "layout": "one-tool",
+        "target": "ours-gateway-vs-direct",
+        "phase": "sequential interleaved",
+        "direct": driver.summarize(direct_samples, 0.0),
+        "gateway": driver.summarize(gateway_samples, 0.0),
+    }
+    bench.phases.append(summary)
+    d, g = summary["direct"]["admitted"], summary["gateway"]["admitted"]
+    print(
+        f"\n== gateway vs direct, interleaved: {len(direct_samples)} pairs;"
+        f" direct p50 {d.get('p50')} ms, gateway p50 {g.get('p50')} ms",
+        flush=True,
+    )
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

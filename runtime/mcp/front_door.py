@@ -63,7 +63,7 @@ class FrontDoor:
         if retry_after is not None:
             await _refuse(send, call, retry_after)
             return
-        place = await door.DOOR.enter()
+        place = await door.DOOR.enter(arrived_at)
         door.passed(arrived_at, place)
         try:
             await self.app(scope, replay, send)

@@ -97,6 +97,9 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # Calls past the front door and not yet admitted, at most (runtime.scheduler.door); the
     # others wait in arrival order. 0: no door.
     door_concurrency: int = 32
+    # The door's queue target (CoDel-style): once the oldest waiting call has waited longer,
+    # a call predicted to wait longer still is refused on arrival. None: only deadlines count.
+    door_queue_target_ms: int | None = 2000
 
     def __post_init__(self) -> None:
         if self.safety_factor <= 0 or not 0 < self.ewma_alpha <= 1:
@@ -109,6 +112,8 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
             raise ValueError("capacity: sojourn_interval_ms and drain_window_ms must be > 0")
         if self.door_concurrency < 0:
             raise ValueError("capacity: door_concurrency must not be negative")
+        if self.door_queue_target_ms is not None and self.door_queue_target_ms <= 0:
+            raise ValueError("capacity: door_queue_target_ms must be positive (or null)")
 
 
 @dataclass

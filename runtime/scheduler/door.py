@@ -13,20 +13,31 @@ leaves the door when its admission is decided (or its answer is sent, whichever 
 a slot is never held while a run works.
 
 On arrival, with calls already waiting, the door predicts how long this one would wait: the
-calls ahead of it over the rate at which the door has been letting calls through (measured
-over the last second). It refuses at once, with WORKFLOW_CAPACITY_EXHAUSTED and retryAfterMs,
-only when that wait times the safety factor cannot fit the longest budget (min of syncWaitMs
-and totalDeadlineMs) of the Tools this process has admitted: no Tool's deadline could then be
-met (seed 001: refuse before acceptance when the remaining deadline cannot be met). The door
-knows the call's Tool only by its unverified arguments, so it judges against no single Tool's
-budget (which would tell an unauthenticated caller that a Tool exists); the call's own budget
-is judged by the controller after authentication, counting the time it spent at the door.
+calls ahead of it over the rate at which the door has let calls through (the last second). It
+refuses the call at once, with WORKFLOW_CAPACITY_EXHAUSTED and retryAfterMs, when
+
+- that wait times the safety factor fits no budget (min of syncWaitMs and totalDeadlineMs) of
+  the Tools this process has admitted: no Tool's deadline could be met (seed 001: refuse
+  before acceptance when the remaining deadline cannot be met); or
+- the queue stands beyond `door_queue_target_ms` (the oldest waiting call has waited longer)
+  and this call would wait longer still. As in CoDel, a burst that drains is let through and
+  only a standing queue is refused: under sustained overload the calls served are served
+  within the target instead of every call waiting out most of its deadline, and the excess
+  learns at once when to come back. The default, 2 s, is the p95 of the one-task result the
+  interactive class qualifies against; a closed loop of callers at the service's capacity
+  keeps its queue well under it, so callers that retry at once are not refused into a spin.
+
+The door knows the call's Tool only by its unverified arguments, so it judges against no
+single Tool's budget (which would tell an unauthenticated caller that a Tool exists); the
+call's own budget is judged by the controller after authentication, counting the time it
+spent at the door.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -87,7 +98,8 @@ class FrontDoor:
         self.clock = clock
         self.settings = CapacitySettings()
         self.inside = 0
-        self._waiting: deque[asyncio.Future[None]] = deque()
+        # (arrived at, its turn) of each waiting call, oldest first.
+        self._waiting: deque[tuple[float, asyncio.Future[None]]] = deque()
         self._passes = _Rate()
 
     @property
@@ -105,25 +117,31 @@ class FrontDoor:
         self.settings = settings
 
     def judge(self, now: float | None = None) -> int | None:
-        """retryAfterMs for a call arriving now that no Tool's deadline would fit, else None."""
+        """retryAfterMs for a call arriving now that should not wait at the door, else None."""
         settings = self.settings
         if not settings.enabled or self.limit <= 0 or not self._waiting:
             return None
         now = self.clock() if now is None else now
         rate = self._passes.per_s(now)
+        wait_ms = (len(self._waiting) + 1) / rate * 1000 if rate > 0 else math.inf
+        allowed = math.inf
         budget_ms = capacity.ESTIMATOR.longest_budget_ms()
-        if rate <= 0 or budget_ms is None:
-            # Nothing measured yet: the controller judges the call after authentication.
+        if budget_ms is not None:
+            allowed = budget_ms / settings.safety_factor
+        target = settings.door_queue_target_ms
+        oldest_ms = (now - self._waiting[0][0]) * 1000
+        if target is not None and oldest_ms > target:
+            # A standing queue: nothing drained it within the target.
+            allowed = min(allowed, float(target))
+        if wait_ms <= allowed:
             return None
-        wait_ms = (len(self._waiting) + 1) / rate * 1000
-        if wait_ms * settings.safety_factor <= budget_ms:
-            return None
-        excess = wait_ms - budget_ms / settings.safety_factor
+        # The wait until the queue ahead has drained to what is allowed (unscaled time).
+        excess = min(wait_ms - allowed, float(settings.retry_after_max_ms))
         return capacity.retry_after_ms(
-            excess, settings.safety_factor, settings.retry_after_min_ms, settings.retry_after_max_ms
+            excess, 1.0, settings.retry_after_min_ms, settings.retry_after_max_ms
         )
 
-    async def enter(self) -> Pass:
+    async def enter(self, arrived_at: float | None = None) -> Pass:
         """Wait for a place past the door (at once while there is room and nobody waits)."""
         if self.limit <= 0:
             return Pass(self)
@@ -132,7 +150,8 @@ class FrontDoor:
             self._passes.add(self.clock())
             return Pass(self)
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(turn)
+        entry = (self.clock() if arrived_at is None else arrived_at, turn)
+        self._waiting.append(entry)
         try:
             await turn
         except asyncio.CancelledError:
@@ -140,7 +159,7 @@ class FrontDoor:
                 # Handed a place just as it was cancelled: pass it on.
                 self._leave()
             else:
-                self._waiting.remove(turn)
+                self._waiting.remove(entry)
             raise
         return Pass(self)
 
@@ -148,7 +167,7 @@ class FrontDoor:
         if self.limit <= 0:
             return
         while self._waiting:
-            turn = self._waiting.popleft()
+            _, turn = self._waiting.popleft()
             if not turn.done():
                 # The place goes straight to the next caller: inside stays the same.
                 turn.set_result(None)

@@ -35,7 +35,9 @@ def clock() -> Clock:
 def front(clock: Clock) -> door.FrontDoor:
     capacity.reset()
     made = door.FrontDoor(clock)
-    made.configure(CapacitySettings(door_concurrency=2, safety_factor=1.5))
+    made.configure(
+        CapacitySettings(door_concurrency=2, safety_factor=1.5, door_queue_target_ms=None)
+    )
     return made
 
 
@@ -132,3 +134,25 @@ async def test_the_door_can_be_switched_off(clock: Clock) -> None:
         place.leave()
     with pytest.raises(ValueError):
         CapacitySettings(door_concurrency=-1)
+
+
+async def test_a_standing_queue_past_its_target_refuses_who_would_wait_longer_still(
+    clock: Clock,
+) -> None:
+    capacity.reset()
+    capacity.ESTIMATOR.longest_budget = 60_000.0  # no deadline is at stake
+    front = door.FrontDoor(clock)
+    front.configure(CapacitySettings(door_concurrency=1, door_queue_target_ms=200))
+    held = await front.enter()
+    waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
+    await _settle()
+    # A fresh burst: the oldest waiter has not waited the target yet, so nobody is refused.
+    assert front.judge() is None
+    clock.now += 0.5  # the queue stood for 500 ms: one pass in the last second, three ahead
+    retry = front.judge()
+    assert retry is not None and retry > 0
+    # Once it drains, arrivals are let in again.
+    held.leave()
+    for waiter in waiters:
+        (await waiter).leave()
+    assert front.judge() is None
