@@ -48,6 +48,8 @@ class Admitted:
     sync_wait_ms: int
     # state, deadline_ts, effect_state (and result and error when it already ended).
     run: dict[str, Any]
+    # accepted with its first task claimed by this process's executor in the statement itself.
+    started: bool = False
 
 
 @dataclass(frozen=True)
@@ -308,6 +310,7 @@ async def _admit(
         revision.definition_digest,
         revision.sync_wait_ms,
         outcome.run,
+        started=outcome.lease is not None,
     )
 
 
@@ -352,14 +355,17 @@ async def invoke_tool(
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
+    # The call's place at the front door is kept until its run starts (runtime.scheduler.door).
+    door.expect_start(process_id)
     async with watch_run(db, process_id) as watch:
+        queued = False
         try:
             admitted = await telemetry.admission(
                 "invoke", _admit(db, ctx, request, keyring, sealed, shed)
             )
+            queued = admitted.outcome == "accepted" and not admitted.started
         finally:
-            # Decided: the next call at the front door may go on to its admission.
-            door.admitted()
+            door.admitted(queued=queued)
         if admitted.outcome == "accepted":
             return await finish_invoke(db, watch, ctx.host_id, _waited(admitted), admitted.run)
     async with watch_run(db, admitted.process_id) as watch:

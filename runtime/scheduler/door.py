@@ -7,10 +7,14 @@ saturated with the calls it had already taken. Goodput fell to a quarter of the 
 the capacity, and admitted calls waited out most of their deadline.
 
 The door sits in front of all of that (runtime.mcp.front_door reads only the JSON-RPC id and
-era of the body). At most `door_concurrency` calls are between the door and their admission at
+era of the body). At most `door_concurrency` calls are past the door and not yet started at
 once; the others wait in arrival order, costing a suspended coroutine and nothing else. A call
-leaves the door when its admission is decided (or its answer is sent, whichever is first), so
-a slot is never held while a run works.
+leaves the door when its run starts (its first task is claimed by an executor of this
+process, in the admission statement itself when a slot is free), when its admission is
+decided otherwise (a re-attach, a replay, a refusal), or when its answer is sent, whichever is
+first. So the door bounds the runs admitted and not yet started as well as the admissions in
+progress: when the executors fall behind, calls wait at the door, where waiting is cheap and
+measured, instead of in the task queue; and a place is never held while a run works.
 
 On arrival, with calls already waiting, the door predicts how long this one would wait: the
 calls ahead of it over the rate at which the door has let calls through (the last second). It
@@ -79,15 +83,19 @@ class _Rate:
 class Pass:
     """One call's place past the door; leave() (idempotent) gives it to the next caller."""
 
-    __slots__ = ("_door",)
+    __slots__ = ("_door", "process_id")
 
     def __init__(self, door: FrontDoor) -> None:
         self._door: FrontDoor | None = door
+        # The run this call admits, while its place waits for the run's first task to start.
+        self.process_id: str | None = None
 
     def leave(self) -> None:
-        """The call's admission is decided (or its answer sent): let the next one in."""
+        """The call's run started (or its admission failed, or its answer is sent)."""
         door, self._door = self._door, None
         if door is not None:
+            if self.process_id is not None:
+                door._starting.pop(self.process_id, None)
             door._leave()
 
 
@@ -101,6 +109,8 @@ class FrontDoor:
         # (arrived at, its turn) of each waiting call, oldest first.
         self._waiting: deque[tuple[float, asyncio.Future[None]]] = deque()
         self._passes = _Rate()
+        # Places held until the first task of their run starts (process id -> place).
+        self._starting: dict[str, Pass] = {}
 
     @property
     def limit(self) -> int:
@@ -196,11 +206,31 @@ def arrived_at() -> float | None:
     return None if call is None else call[0]
 
 
-def admitted() -> None:
-    """The call this task serves is admitted or refused: its place goes to the next caller."""
+def expect_start(process_id: str) -> None:
+    """The call this task serves admits run process_id: its place waits for the run to start."""
     call = _CALL.get()
-    if call is not None:
+    if call is not None and call[1]._door is not None:
+        call[1].process_id = process_id
+        call[1]._door._starting[process_id] = call[1]
+
+
+def admitted(*, queued: bool) -> None:
+    """The admission of the call this task serves is decided.
+
+    queued: its run was admitted with its first task left ready in the queue, so the place
+    is kept until an executor of this process starts that task (or the answer is sent);
+    otherwise (the task already claimed, a re-attach, a replay, a refusal) it goes now.
+    """
+    call = _CALL.get()
+    if call is not None and not queued:
         call[1].leave()
+
+
+def started(process_id: str) -> None:
+    """An executor of this process started a task of run process_id (frees its call's place)."""
+    place = DOOR._starting.pop(process_id, None)
+    if place is not None:
+        place.leave()
 
 
 def reset(settings: CapacitySettings | None = None) -> FrontDoor:

@@ -24,7 +24,7 @@ from typing import Any
 
 from runtime import telemetry
 from runtime.errors import WorkflowError
-from runtime.scheduler import capacity, faults, maintenance, service, wakeup
+from runtime.scheduler import capacity, door, faults, maintenance, service, wakeup
 from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
@@ -334,6 +334,8 @@ class Executor:
         borrowed = task.execution_class == "batch" and own_batch >= self.settings.batch_slots
         running = _Running(task, lease, borrowed)
         self._running[task.task_id] = running
+        # A run admitted through this process's front door started: its call's place frees.
+        door.started(task.process_id)
         running.job = asyncio.create_task(self._execute(task, lease), name=f"task-{task.task_id}")
         capacity.record_sojourn(task.execution_class, task.sojourn_ms)
         telemetry.metrics.record_slots(self.settings, self._running_classes())

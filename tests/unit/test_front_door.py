@@ -156,3 +156,28 @@ async def test_a_standing_queue_past_its_target_refuses_who_would_wait_longer_st
     for waiter in waiters:
         (await waiter).leave()
     assert front.judge() is None
+
+
+async def test_a_calls_place_waits_for_its_run_to_start_only_when_the_run_was_queued() -> None:
+    front = door.reset(CapacitySettings(door_concurrency=1))
+
+    async def call(process_id: str, *, queued: bool) -> door.Pass:
+        place = await front.enter()
+        door.passed(0.0, place)
+        door.expect_start(process_id)
+        door.admitted(queued=queued)
+        return place
+
+    # Claimed in the admission statement: the place goes at once.
+    await asyncio.create_task(call("run-1", queued=False))
+    assert front.inside == 0
+    # Left in the queue: the place is kept until an executor here starts the run.
+    await asyncio.create_task(call("run-2", queued=True))
+    assert front.inside == 1
+    door.started("run-other")
+    assert front.inside == 1
+    door.started("run-2")
+    assert front.inside == 0
+    door.started("run-2")  # a later task of the same run changes nothing
+    assert front.inside == 0
+    door.reset()
