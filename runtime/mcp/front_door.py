@@ -63,7 +63,12 @@ class FrontDoor:
         if retry_after is not None:
             await _refuse(send, call, retry_after)
             return
-        place = await door.DOOR.enter(arrived_at)
+        try:
+            place = await door.DOOR.enter(arrived_at)
+        except door.DoorClosed:
+            # Shutting down: answered now (retryable) instead of cut off by the grace period.
+            await _refuse(send, call, door.DOOR.settings.retry_after_min_ms)
+            return
         door.passed(arrived_at, place)
         try:
             await self.app(scope, replay, send)

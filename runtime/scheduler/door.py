@@ -80,6 +80,10 @@ class _Rate:
             self._last = current
 
 
+class DoorClosed(Exception):
+    """The process is shutting down: a call waiting at the door is answered, not served."""
+
+
 class Pass:
     """One call's place past the door; leave() (idempotent) gives it to the next caller."""
 
@@ -111,6 +115,7 @@ class FrontDoor:
         self._passes = _Rate()
         # Places held until the first task of their run starts (process id -> place).
         self._starting: dict[str, Pass] = {}
+        self.closed = False
 
     @property
     def limit(self) -> int:
@@ -126,9 +131,19 @@ class FrontDoor:
         """Apply the capacity section (its door_concurrency, safety factor, retry bounds)."""
         self.settings = settings
 
+    def close(self) -> None:
+        """Shutdown: the calls waiting are answered now (DoorClosed), and so is every new one."""
+        self.closed = True
+        while self._waiting:
+            _, turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_exception(DoorClosed())
+
     def judge(self, now: float | None = None) -> int | None:
         """retryAfterMs for a call arriving now that should not wait at the door, else None."""
         settings = self.settings
+        if self.closed:
+            return settings.retry_after_min_ms
         if not settings.enabled or self.limit <= 0 or not self._waiting:
             return None
         now = self.clock() if now is None else now

@@ -21,6 +21,7 @@ from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
 from runtime.mcp.front_door import FrontDoor
 from runtime.publication.bindings.destinations import policy_from_settings
+from runtime.scheduler import door
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import (
@@ -87,6 +88,8 @@ def serve(args: argparse.Namespace) -> int:
     def drain() -> None:
         # Services exist once the lifespan started them (a stop during start-up has none).
         services: Services | None = app.state.get("services")
+        # Calls still waiting at the front door are answered too (retryable).
+        door.DOOR.close()
         if services is not None:
             stop_waiting(services.database)
 

@@ -132,3 +132,22 @@ async def test_a_queued_run_keeps_its_calls_place_until_an_executor_starts_it(
     for result in results:
         assert ok(result)["status"] == "completed"
     assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
+
+
+async def test_at_shutdown_a_call_waiting_at_the_door_gets_a_retryable_refusal(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> None:
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner)
+    caller = client(doorway, dev_identity)
+    inside = await door.DOOR.enter()
+    try:
+        call = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool)))
+        await wait_until(lambda: door.DOOR.waiting == 1, what="the call waiting at the door")
+        before = await _runs(services)
+        door.DOOR.close()
+        body = refused(await call, "WORKFLOW_CAPACITY_EXHAUSTED")
+        assert body["error"]["retryable"] is True
+        assert await _runs(services) == before
+    finally:
+        inside.leave()

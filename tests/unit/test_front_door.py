@@ -181,3 +181,20 @@ async def test_a_calls_place_waits_for_its_run_to_start_only_when_the_run_was_qu
     door.started("run-2")  # a later task of the same run changes nothing
     assert front.inside == 0
     door.reset()
+
+
+async def test_closing_the_door_answers_the_calls_waiting_and_every_new_one(
+    front: door.FrontDoor,
+) -> None:
+    held = [await front.enter(), await front.enter()]
+    waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
+    await _settle()
+    front.close()
+    for waiter in waiters:
+        with pytest.raises(door.DoorClosed):
+            await waiter
+    assert front.waiting == 0
+    assert front.judge() == front.settings.retry_after_min_ms
+    for place in held:
+        place.leave()
+    assert front.inside == 0
