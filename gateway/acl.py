@@ -15,6 +15,7 @@ from typing import Any
 from gateway.caller import Caller
 from gateway.router import RoutedTool
 from generated.routes import ROUTES, ToolRoute
+from generated.tools import ToolName
 from runtime.errors import WorkflowError, policy_denied
 from runtime.mcp.tools import ServedTool
 from runtime.security import SecuritySettings
@@ -29,7 +30,7 @@ async def _relayed_elsewhere(args: Any, call: Any) -> Any:
 class RelayAcl:
     """The relayed Workflow tools (catalog order) and the roles each needs."""
 
-    def __init__(self, security: SecuritySettings, routes: Mapping[str, ToolRoute] = ROUTES):
+    def __init__(self, security: SecuritySettings, routes: Mapping[ToolName, ToolRoute] = ROUTES):
         self._roles: dict[str, frozenset[str]] = {}
         self._described: dict[str, dict[str, Any]] = {}
         for name, route in routes.items():

@@ -15,13 +15,14 @@ from typing import Any
 from msgspec import Struct
 
 from generated import models, validators
+from generated.tools import ToolName
 
 
 @dataclass(frozen=True)
 class ToolRoute:
     """Everything the transport needs to list, validate and dispatch one tool."""
 
-    name: str
+    name: ToolName
     title: str
     description: str
     annotations: Mapping[str, Any]
@@ -213,7 +214,7 @@ ERROR_RESULT_SCHEMA: Mapping[str, Any] = {
 ERROR_RESULT_MODEL: type[Struct] = models.WorkflowErrorResult
 validate_error_result = validators.validate_workflow_error_result
 
-ROUTES: dict[str, ToolRoute] = {
+ROUTES: dict[ToolName, ToolRoute] = {
     "workflow_definition_save": ToolRoute(
         name="workflow_definition_save",
         title="Save workflow definition head",

@@ -13,6 +13,7 @@ from litestar import Litestar, Request, Response, get, post, route
 from litestar.datastructures import State
 
 from generated.routes import ROUTES
+from generated.tools import ToolName
 from runtime.mcp.bearer_gate import BearerGate
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.http_checks import (
@@ -145,7 +146,7 @@ async def readyz(state: State) -> Response[dict[str, Any]]:
 
 
 def attach_services(
-    app: Litestar, services: Services, routes: Mapping[str, ToolRoute] | None = None
+    app: Litestar, services: Services, routes: Mapping[ToolName, ToolRoute] | None = None
 ) -> None:
     """Wire the served tools and the MCP server to the app's state."""
     registry = ToolRegistry(ROUTES if routes is None else routes)
@@ -164,7 +165,7 @@ def attach_services(
 
 def create_app(
     services_factory: ServicesFactory | None = None,
-    routes: Mapping[str, ToolRoute] | None = None,
+    routes: Mapping[ToolName, ToolRoute] | None = None,
 ) -> Litestar:
     """Build the ASGI app; with a factory, services are created at start-up, closed at shutdown.
 

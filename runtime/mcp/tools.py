@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generated.routes import ToolRoute
+from generated.tools import ToolName
 from runtime.mcp.paging import Pages
 
 __all__ = ["ServedTool", "ToolRegistry", "ToolRoute"]
@@ -67,14 +68,14 @@ def _load_handler(module_name: str) -> tuple[Handler, Refusal | None] | None:
 class ToolRegistry:
     """The tools this process serves; a route without a handler is not served at all."""
 
-    def __init__(self, routes: Mapping[str, ToolRoute]) -> None:
+    def __init__(self, routes: Mapping[ToolName, ToolRoute]) -> None:
         served: list[ServedTool] = []
         for route in routes.values():
             loaded = _load_handler(route.handler_module)
             if loaded is not None:
                 served.append(ServedTool(route, *loaded))
         self._tools: Sequence[ServedTool] = tuple(served)
-        self._by_name = {tool.route.name: tool for tool in served}
+        self._by_name: dict[str, ServedTool] = {tool.route.name: tool for tool in served}
         self._pages = Pages(self._tools, [tool.route.name for tool in served])
 
     def get(self, name: str) -> ServedTool | None:
