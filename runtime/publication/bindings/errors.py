@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import field
 
+from generated.errors import ErrorCodeName
 from generated.models import ExpectedAggregateVersion, HostId, OperationId
 from runtime.errors import WorkflowError
 
@@ -85,7 +86,7 @@ class BindingRuleViolation(ValueError):
     It carries no evidence: the Portal cannot prove it from the request alone.
     """
 
-    def __init__(self, message: str, *, code: str = "WORKFLOW_INPUT_INVALID") -> None:
+    def __init__(self, message: str, *, code: ErrorCodeName = "WORKFLOW_INPUT_INVALID") -> None:
         super().__init__(message)
         self.message = message
         self.code = code
