@@ -34,7 +34,6 @@ class ToolRoute:
     output_model: type[Struct]
     validate_input: Callable[[Any], Any]
     validate_output: Callable[[Any], Any]
-    handler_module: str
 '''
 
 
@@ -79,7 +78,6 @@ def _route(tool: ToolSpec) -> str:
         "output_model": f"models.{output_model_name(tool.name)}",
         "validate_input": f"validators.{validator_function_name(input_validator_id(tool.name))}",
         "validate_output": f"validators.{validator_function_name(output_validator_id(tool.name))}",
-        "handler_module": repr(f"handlers.{tool.name}"),
     }
     arguments = "".join(f"        {key}={value},\n" for key, value in fields.items())
     return f"    {tool.name!r}: ToolRoute(\n{arguments}    ),\n"

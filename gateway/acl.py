@@ -17,14 +17,10 @@ from gateway.router import RoutedTool
 from generated.routes import ROUTES, ToolRoute
 from generated.tools import ToolName
 from runtime.errors import WorkflowError, policy_denied
-from runtime.mcp.tools import ServedTool
+from runtime.mcp.tools import describe_tool
 from runtime.security import SecuritySettings
 
 INTERNAL_TOOL = "workflow_invoke"
-
-
-async def _relayed_elsewhere(args: Any, call: Any) -> Any:
-    raise AssertionError("relayed tools run in Workflow, not in the Gateway")
 
 
 class RelayAcl:
@@ -39,7 +35,7 @@ class RelayAcl:
                 continue  # a tool with no role list is never relayed (fails closed)
             self._roles[name] = roles
             # The contract's own Tool object, exactly as Workflow lists it.
-            self._described[name] = ServedTool(route, _relayed_elsewhere).describe()
+            self._described[name] = describe_tool(route)
 
     def is_relayed(self, name: str) -> bool:
         """Whether name is a Workflow tool this Gateway relays."""

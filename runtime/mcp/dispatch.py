@@ -139,10 +139,11 @@ class ToolDispatcher:
         call = ToolCall(route.name, context, self.services, arguments)
         try:
             failure = _schema_failure(route, arguments)
+            handler = tool.handler
             if failure is None:
-                result = await tool.handle(self._convert_input(tool, arguments), call)
-            elif tool.refuse is not None:
-                result = await tool.refuse(failure, call)
+                result = await handler.handle(self._convert_input(tool, arguments), call)
+            elif handler.refuse is not None:
+                result = await handler.refuse(failure, call)
             else:
                 raise failure.error()
         except (WorkflowError, JsonRpcFault, StoreUnavailable):

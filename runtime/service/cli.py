@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import msgspec
 
 from gateway.command import add_gateway_parser, apply_arguments, run_gateway
+from handlers import HANDLERS
 from publisher.command import add_publish_parser, run_publish
 from runtime import telemetry
 from runtime.execution import stop_waiting
@@ -77,7 +78,7 @@ def serve(args: argparse.Namespace) -> int:
         settings.execution.workers_enabled = False
     identity = apply_dev_identity(settings)
     dev = identity is not None
-    app = create_app(with_service_jobs(lambda: build_services(settings)))
+    app = create_app(with_service_jobs(lambda: build_services(settings)), HANDLERS)
     if identity is not None:
         app.register(dev_token_exchange_route(identity))
     server = settings.server

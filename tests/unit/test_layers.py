@@ -93,3 +93,26 @@ def test_every_runtime_package_is_on_a_layer() -> None:
     } | {f"runtime.{path.stem}" for path in (ROOT / "runtime").glob("*.py")}
     packages -= {"runtime.__init__", "runtime.__pycache__"}
     assert sorted(package for package in packages if package not in LEVEL) == []
+
+
+def dynamic_imports(path: Path) -> list[str]:
+    """importlib imports and __import__ calls in a file: imports a reader cannot follow."""
+    found = sorted(
+        module
+        for module in imported_modules(path)
+        if module == "importlib" or module.startswith("importlib.")
+    )
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    return found + ["__import__" for node in calls if node.id == "__import__"]
+
+
+def test_the_transport_discovers_no_module_at_run_time() -> None:
+    # Handlers come from the explicit table handlers.HANDLERS, so a tool's trail from the
+    # transport to its handler is all plain imports.
+    problems = {
+        module_name(path): dynamic_imports(path)
+        for path in sorted((ROOT / "runtime" / "mcp").rglob("*.py"))
+        if dynamic_imports(path)
+    }
+    assert problems == {}
