@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.acl import INTERNAL_TOOL, RelayAcl, refuse_internal
+from gateway.acl import RelayAcl, is_internal, refuse_internal
 from gateway.caller import Caller, RequestCaller
 from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, with_error_meta
@@ -68,7 +68,7 @@ class GatewayCalls:
         try:
             if routed is not None:
                 return with_error_meta(await call_routed(self._client, routed, caller, arguments))
-            if name == INTERNAL_TOOL:
+            if is_internal(name):
                 raise refuse_internal()
             if self._acl.is_relayed(name):
                 return await self._relay(name, caller, arguments)

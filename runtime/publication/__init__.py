@@ -7,9 +7,6 @@ their own modules beside these.
 from __future__ import annotations
 
 from runtime.publication.definitions import (
-    PUBLISH_TOOL,
-    RETIRE_TOOL,
-    SAVE_TOOL,
     publish_definition,
     read_definition_head,
     read_definition_version,
@@ -18,7 +15,6 @@ from runtime.publication.definitions import (
     validate_definition,
 )
 from runtime.publication.grants import (
-    GRANTS_SYNC_TOOL,
     grants_digest,
     read_definition_grants,
     sync_definition_grants,
@@ -30,11 +26,7 @@ from runtime.publication.operations import (
 )
 
 __all__ = [
-    "GRANTS_SYNC_TOOL",
-    "PUBLISH_TOOL",
     "RECEIPT_RETENTION",
-    "RETIRE_TOOL",
-    "SAVE_TOOL",
     "grants_digest",
     "publish_definition",
     "read_definition_grants",

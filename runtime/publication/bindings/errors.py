@@ -10,12 +10,8 @@ from msgspec import field
 
 from generated.errors import ErrorCodeName
 from generated.models import ExpectedAggregateVersion, HostId, OperationId
+from generated.tools import ToolName
 from runtime.errors import WorkflowError
-
-PUBLISH_TOOL = "workflow_binding_publish"
-RETIRE_TOOL = "workflow_binding_retire"
-DECIDE_TOOL = "workflow_binding_decide"
-REVOKE_TOOL = "workflow_binding_revoke"
 
 RequestSection = Literal["binding", "reach"]
 _DISCRIMINATORS: dict[RequestSection, str] = {
@@ -96,7 +92,7 @@ class BindingRuleViolation(ValueError):
         return WorkflowError(self.code, self.message)
 
 
-def negative_version_error(operation_id: str, tool_name: str) -> WorkflowError:
+def negative_version_error(operation_id: str, tool_name: ToolName) -> WorkflowError:
     """Version 1 evidence: a negative expectedAggregateVersion (publish or retire)."""
     evidence: dict[str, Any] = {
         "version": 1,
@@ -117,7 +113,7 @@ def evidence_of(section: RequestSection, operation_id: str) -> dict[str, Any]:
         "version": 2,
         "discriminator": _DISCRIMINATORS[section],
         "operationId": operation_id,
-        "toolName": PUBLISH_TOOL,
+        "toolName": "workflow_binding_publish",
         "requestSection": section,
     }
 
