@@ -17,7 +17,7 @@ from gateway.router import RoutedTool
 from generated.routes import ROUTES, ToolRoute
 from generated.tools import ToolName
 from runtime.errors import WorkflowError, policy_denied
-from runtime.mcp.tools import describe_tool
+from runtime.mcp import describe_tool
 from runtime.security import SecuritySettings
 
 

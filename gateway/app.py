@@ -28,17 +28,20 @@ from gateway.routed import PreparedTool, prepare
 from gateway.router import RouterSnapshot
 from gateway.snapshot import SnapshotWatcher
 from runtime.errors import AuthenticationError
-from runtime.mcp.bearer_gate import BearerGate
-from runtime.mcp.http_checks import (
+from runtime.mcp import (
+    INVALID_REQUEST,
+    METADATA_PATH,
+    BearerGate,
+    HttpReply,
+    JsonRpcFault,
+    McpServer,
     duplicate_credential_fault,
     is_json_content_type,
+    resource_metadata,
     unsupported_media_fault,
+    with_resource_metadata,
 )
-from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
-from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
-from runtime.mcp.server import HttpReply, McpServer
-from runtime.security import Authenticator, KeySet
-from runtime.security.devtools import DevIdentity
+from runtime.security import Authenticator, DevIdentity, KeySet
 from runtime.settings import Settings
 
 MAX_BODY_BYTES = 1024 * 1024

@@ -11,9 +11,7 @@ from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, with_error_meta
 from gateway.routed import PreparedTool, call_routed, unreachable
 from runtime.errors import AuthenticationError, WorkflowError, policy_denied
-from runtime.mcp.bearer_gate import unauthenticated
-from runtime.mcp.dispatch import ToolOutcome, error_outcome
-from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+from runtime.mcp import INVALID_PARAMS, JsonRpcFault, ToolOutcome, error_outcome, unauthenticated
 from runtime.telemetry import caller as bind_caller
 from runtime.telemetry import tool_call
 

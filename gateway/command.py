@@ -12,8 +12,7 @@ from gateway.app import build_gateway, create_gateway_app
 from gateway.credentials import GatewayConfigurationError
 from gateway.router import RouterError
 from runtime import telemetry
-from runtime.security import KeySetError
-from runtime.security.devtools import DevIdentity
+from runtime.security import DevIdentity, KeySetError
 from runtime.settings import Settings
 
 log = logging.getLogger("workflow.gateway")

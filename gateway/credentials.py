@@ -17,8 +17,7 @@ from typing import Protocol
 
 import jwt
 
-from runtime.security import SecretToken
-from runtime.security.devtools import DEV_HOST_ID, DevIdentity
+from runtime.security import DEV_HOST_ID, DevIdentity, SecretToken
 from runtime.settings import GatewaySettings
 
 DEV_TOKEN_TTL_S = 3600

@@ -6,6 +6,12 @@ their own modules beside these.
 
 from __future__ import annotations
 
+from runtime.publication.bindings.destinations import (
+    DestinationPolicy,
+    check_destination,
+    policy_from_settings,
+)
+from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.definitions import (
     publish_definition,
     read_definition_head,
@@ -27,7 +33,11 @@ from runtime.publication.operations import (
 
 __all__ = [
     "RECEIPT_RETENTION",
+    "BindingRuleViolation",
+    "DestinationPolicy",
+    "check_destination",
     "grants_digest",
+    "policy_from_settings",
     "publish_definition",
     "read_definition_grants",
     "read_definition_head",

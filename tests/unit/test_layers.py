@@ -2,7 +2,8 @@
 
 A package may import itself and any package on a lower layer, never one on its own layer or
 above. Imports inside functions and under TYPE_CHECKING count too: a hidden upward import is
-still an upward import in the design.
+still an upward import in the design. The Gateway and the publisher are clients of the runtime
+(issue 21): they use only what its packages export.
 """
 
 from __future__ import annotations
@@ -116,3 +117,33 @@ def test_the_transport_discovers_no_module_at_run_time() -> None:
         if dynamic_imports(path)
     }
     assert problems == {}
+
+
+CLIENTS = ("gateway", "publisher")
+
+
+def runtime_names_imported(path: Path) -> list[str]:
+    """Each runtime module a file imports from, or a runtime name it imports, as written."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "runtime":
+                found += [f"runtime.{alias.name}" for alias in node.names]
+            elif node.module.startswith("runtime."):
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.startswith("runtime.")]
+    return found
+
+
+def test_the_gateway_and_the_publisher_import_only_what_runtime_packages_export() -> None:
+    # A package's (or a single-module unit's) own names, never a module inside a package: what
+    # a runtime package keeps to itself may change without a client noticing.
+    problems = [
+        f"{module_name(path)} imports from {module}"
+        for client in CLIENTS
+        for path in sorted((ROOT / client).rglob("*.py"))
+        for module in runtime_names_imported(path)
+        if module not in LEVEL
+    ]
+    assert problems == []
