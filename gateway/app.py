@@ -26,6 +26,7 @@ from gateway.listing import CallerTools
 from gateway.relay import WorkflowClient
 from gateway.routed import PreparedTool, prepare
 from gateway.router import RouterSnapshot
+from gateway.settings import GatewayConfig
 from gateway.snapshot import SnapshotWatcher
 from runtime.errors import AuthenticationError
 from runtime.mcp import (
@@ -42,7 +43,6 @@ from runtime.mcp import (
     with_resource_metadata,
 )
 from runtime.security import Authenticator, DevIdentity, KeySet
-from runtime.settings import Settings
 
 MAX_BODY_BYTES = 1024 * 1024
 JSON = "application/json"
@@ -57,7 +57,7 @@ INSTRUCTIONS = (
 class Gateway:
     """The process's collaborators: snapshot, verifiers, ACL and the Workflow client."""
 
-    settings: Settings
+    settings: GatewayConfig
     watcher: SnapshotWatcher
     verifier: CallerVerifier
     gate: BearerGate
@@ -105,7 +105,7 @@ class Gateway:
 
 
 def build_gateway(
-    settings: Settings,
+    settings: GatewayConfig,
     *,
     identity: DevIdentity | None = None,
     transport: httpx.AsyncBaseTransport | None = None,

@@ -3,7 +3,7 @@
 A package may import itself and any package on a lower layer, never one on its own layer or
 above. Imports inside functions and under TYPE_CHECKING count too: a hidden upward import is
 still an upward import in the design. The Gateway and the publisher are clients of the runtime
-(issue 21): they use only what its packages export.
+(issue 21): the runtime never imports them, and they use only what its packages export.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Top to bottom. Each entry is a package or a single module of runtime/ (or handlers/).
+# Top to bottom. Each entry is a package or a single module of runtime/, or a top-level package.
 LAYERS: tuple[tuple[str, ...], ...] = (
+    # `python -m runtime.cli`, the historical name of the entry point: an alias of it, nothing else.
     ("runtime.cli",),
-    ("runtime.service",),
+    # The entry point: wires the clients' commands into the service's command line.
+    ("workflow_mcp",),
     ("publisher",),
     ("gateway",),
+    ("runtime.service",),
     ("handlers",),
     ("runtime.mcp",),
     ("runtime.services",),
@@ -69,6 +72,7 @@ def upward_imports() -> list[str]:
         *sorted((ROOT / "handlers").glob("*.py")),
         *sorted((ROOT / "gateway").rglob("*.py")),
         *sorted((ROOT / "publisher").rglob("*.py")),
+        *sorted((ROOT / "workflow_mcp").rglob("*.py")),
     ]
     for path in sources:
         if path == ROOT / "runtime" / "__init__.py":
@@ -120,6 +124,17 @@ def test_the_transport_discovers_no_module_at_run_time() -> None:
 
 
 CLIENTS = ("gateway", "publisher")
+
+
+def test_nothing_in_runtime_imports_the_gateway_or_the_publisher() -> None:
+    # They are clients of the runtime; the entry point (workflow_mcp) wires them in.
+    problems = [
+        f"{module_name(path)} imports {module}"
+        for path in sorted((ROOT / "runtime").rglob("*.py"))
+        for module in sorted(imported_modules(path))
+        if module.split(".")[0] in CLIENTS
+    ]
+    assert problems == []
 
 
 def runtime_names_imported(path: Path) -> list[str]:
