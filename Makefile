@@ -49,7 +49,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 
 typecheck: venv
-	$(VENV)/bin/mypy runtime handlers codegen gateway publisher
+	$(VENV)/bin/mypy runtime handlers codegen gateway publisher workflow_mcp
 
 codegen: venv
 	$(PY) -m codegen.generate

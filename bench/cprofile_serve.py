@@ -15,7 +15,7 @@ import sys
 import time
 from types import FrameType
 
-from runtime.service.cli import main
+from workflow_mcp.cli import main
 
 _PROFILE = cProfile.Profile(timer=time.thread_time)
 

@@ -29,6 +29,7 @@ from codegen.render_routes import (
     output_validator_id,
     render_errors,
     render_routes,
+    render_tool_names,
 )
 from codegen.render_validators import ValidatorCodeError, ValidatorModule
 
@@ -37,6 +38,7 @@ GENERATED_FILES = (
     "models.py",
     "validators.py",
     "routes.py",
+    "tools.py",
     "errors.py",
     "openapi.json",
 )
@@ -62,6 +64,7 @@ def render_all(contracts_dir: Path) -> dict[str, str]:
             "models.py": render_models(contracts, catalog, header),
             "validators.py": validators.render(header),
             "routes.py": render_routes(catalog, header),
+            "tools.py": render_tool_names(catalog, header),
             "errors.py": render_errors(contracts.errors, header),
         }
         files = {name: ruff_format(text, f"generated/{name}") for name, text in python.items()}

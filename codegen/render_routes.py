@@ -1,4 +1,5 @@
-"""generated/routes.py (the tool route table) and generated/errors.py (the error code enum)."""
+"""generated/routes.py (the tool route table), generated/tools.py (the tool name type) and
+generated/errors.py (the error code enum and Literal)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ ROUTE_CLASS = '''
 class ToolRoute:
     """Everything the transport needs to list, validate and dispatch one tool."""
 
-    name: str
+    name: ToolName
     title: str
     description: str
     annotations: Mapping[str, Any]
@@ -33,7 +34,6 @@ class ToolRoute:
     output_model: type[Struct]
     validate_input: Callable[[Any], Any]
     validate_output: Callable[[Any], Any]
-    handler_module: str
 '''
 
 
@@ -78,7 +78,6 @@ def _route(tool: ToolSpec) -> str:
         "output_model": f"models.{output_model_name(tool.name)}",
         "validate_input": f"validators.{validator_function_name(input_validator_id(tool.name))}",
         "validate_output": f"validators.{validator_function_name(output_validator_id(tool.name))}",
-        "handler_module": repr(f"handlers.{tool.name}"),
     }
     arguments = "".join(f"        {key}={value},\n" for key, value in fields.items())
     return f"    {tool.name!r}: ToolRoute(\n{arguments}    ),\n"
@@ -99,16 +98,42 @@ def render_routes(catalog: BundledCatalog, header: str) -> str:
         "from msgspec import Struct",
         "",
         "from generated import models, validators",
+        "from generated.tools import ToolName",
         ROUTE_CLASS,
         "",
         f"ERROR_RESULT_SCHEMA: Mapping[str, Any] = {_literal(catalog.error_result_schema)}",
         "ERROR_RESULT_MODEL: type[Struct] = models.WorkflowErrorResult",
         f"validate_error_result = validators.{validator_function_name(ERROR_RESULT_ID)}",
         "",
-        "ROUTES: dict[str, ToolRoute] = {",
+        "ROUTES: dict[ToolName, ToolRoute] = {",
     ]
     body = "".join(_route(tool) for tool in catalog.tools)
     return "\n".join(lines) + "\n" + body + "}\n"
+
+
+def _literal_lines(name: str, values: list[str]) -> list[str]:
+    """A `name = Literal[...]` alias of values, one per line."""
+    return [f"{name} = Literal[", *(f"    {value!r}," for value in values), "]"]
+
+
+def render_tool_names(catalog: BundledCatalog, header: str) -> str:
+    """The tool name module: every catalog tool name as one Literal type, in catalog order."""
+    names = [tool.name for tool in catalog.tools]
+    lines = [
+        header,
+        '"""The catalog tool names: the Literal type ToolName and TOOL_NAMES, in order."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Final, Literal",
+        "",
+        *_literal_lines("ToolName", names),
+        "",
+        "TOOL_NAMES: Final[tuple[ToolName, ...]] = (",
+        *(f"    {name!r}," for name in names),
+        ")",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _member_name(code: str) -> str:
@@ -128,11 +153,15 @@ def render_errors(errors: list[dict[str, Any]], header: str) -> str:
         raise ContractError("errors.json: duplicate error codes")
     lines = [
         header,
-        '"""The stable error registry (contracts errors.json) as an enum."""',
+        '"""The stable error registry (contracts errors.json) as an enum and a Literal type."""',
         "",
         "from __future__ import annotations",
         "",
         "from enum import StrEnum",
+        "from typing import Literal",
+        "",
+        "# The codes as strings: what WorkflowError accepts beside an ErrorCode member.",
+        *_literal_lines("ErrorCodeName", [str(entry["code"]) for _, entry in members]),
         "",
         "",
         "class ErrorCode(StrEnum):",

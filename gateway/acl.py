@@ -15,30 +15,25 @@ from typing import Any
 from gateway.caller import Caller
 from gateway.router import RoutedTool
 from generated.routes import ROUTES, ToolRoute
+from generated.tools import ToolName
 from runtime.errors import WorkflowError, policy_denied
-from runtime.mcp.tools import ServedTool
+from runtime.mcp import describe_tool
 from runtime.security import SecuritySettings
-
-INTERNAL_TOOL = "workflow_invoke"
-
-
-async def _relayed_elsewhere(args: Any, call: Any) -> Any:
-    raise AssertionError("relayed tools run in Workflow, not in the Gateway")
 
 
 class RelayAcl:
     """The relayed Workflow tools (catalog order) and the roles each needs."""
 
-    def __init__(self, security: SecuritySettings, routes: Mapping[str, ToolRoute] = ROUTES):
+    def __init__(self, security: SecuritySettings, routes: Mapping[ToolName, ToolRoute] = ROUTES):
         self._roles: dict[str, frozenset[str]] = {}
         self._described: dict[str, dict[str, Any]] = {}
         for name, route in routes.items():
             roles = security.roles_for(name)
-            if name == INTERNAL_TOOL or roles is None:
+            if is_internal(name) or roles is None:
                 continue  # a tool with no role list is never relayed (fails closed)
             self._roles[name] = roles
             # The contract's own Tool object, exactly as Workflow lists it.
-            self._described[name] = ServedTool(route, _relayed_elsewhere).describe()
+            self._described[name] = describe_tool(route)
 
     def is_relayed(self, name: str) -> bool:
         """Whether name is a Workflow tool this Gateway relays."""
@@ -64,6 +59,12 @@ def check_routed(caller: Caller, tool: RoutedTool) -> None:
     """Refuse with WORKFLOW_POLICY_DENIED unless the caller holds one of the Tool's roles."""
     if not caller.holds_any(tuple(tool.roles)):
         raise policy_denied(f"the caller holds no role allowed to call {tool.name}")
+
+
+def is_internal(name: str) -> bool:
+    """Whether name is workflow_invoke, which the Gateway calls itself and never relays."""
+    internal: ToolName = "workflow_invoke"
+    return name == internal
 
 
 def refuse_internal() -> WorkflowError:

@@ -26,20 +26,23 @@ from gateway.listing import CallerTools
 from gateway.relay import WorkflowClient
 from gateway.routed import PreparedTool, prepare
 from gateway.router import RouterSnapshot
+from gateway.settings import GatewayConfig
 from gateway.snapshot import SnapshotWatcher
 from runtime.errors import AuthenticationError
-from runtime.mcp.bearer_gate import BearerGate
-from runtime.mcp.http_checks import (
+from runtime.mcp import (
+    INVALID_REQUEST,
+    METADATA_PATH,
+    BearerGate,
+    HttpReply,
+    JsonRpcFault,
+    McpServer,
     duplicate_credential_fault,
     is_json_content_type,
+    resource_metadata,
     unsupported_media_fault,
+    with_resource_metadata,
 )
-from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
-from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
-from runtime.mcp.server import HttpReply, McpServer
-from runtime.security import Authenticator, KeySet
-from runtime.security.devtools import DevIdentity
-from runtime.settings import Settings
+from runtime.security import Authenticator, DevIdentity, KeySet
 
 MAX_BODY_BYTES = 1024 * 1024
 JSON = "application/json"
@@ -54,7 +57,7 @@ INSTRUCTIONS = (
 class Gateway:
     """The process's collaborators: snapshot, verifiers, ACL and the Workflow client."""
 
-    settings: Settings
+    settings: GatewayConfig
     watcher: SnapshotWatcher
     verifier: CallerVerifier
     gate: BearerGate
@@ -102,7 +105,7 @@ class Gateway:
 
 
 def build_gateway(
-    settings: Settings,
+    settings: GatewayConfig,
     *,
     identity: DevIdentity | None = None,
     transport: httpx.AsyncBaseTransport | None = None,

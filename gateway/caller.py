@@ -11,9 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runtime.errors import AuthenticationError
-from runtime.security import SecretToken, SecuritySettings, TokenKind, TokenVerifier, bearer_token
-from runtime.security.authenticator import claim_set, normalize_host_id
-from runtime.security.keys import KeySet
+from runtime.security import (
+    KeySet,
+    SecretToken,
+    SecuritySettings,
+    TokenKind,
+    TokenVerifier,
+    bearer_token,
+    claim_set,
+    normalize_host_id,
+)
 
 SCOPE_TOKEN_HEADER = "x-scope-token"
 

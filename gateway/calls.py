@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.acl import INTERNAL_TOOL, RelayAcl, refuse_internal
+from gateway.acl import RelayAcl, is_internal, refuse_internal
 from gateway.caller import Caller, RequestCaller
 from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, with_error_meta
 from gateway.routed import PreparedTool, call_routed, unreachable
 from runtime.errors import AuthenticationError, WorkflowError, policy_denied
-from runtime.mcp.bearer_gate import unauthenticated
-from runtime.mcp.dispatch import ToolOutcome, error_outcome
-from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+from runtime.mcp import INVALID_PARAMS, JsonRpcFault, ToolOutcome, error_outcome, unauthenticated
 from runtime.telemetry import caller as bind_caller
 from runtime.telemetry import tool_call
 
@@ -68,7 +66,7 @@ class GatewayCalls:
         try:
             if routed is not None:
                 return with_error_meta(await call_routed(self._client, routed, caller, arguments))
-            if name == INTERNAL_TOOL:
+            if is_internal(name):
                 raise refuse_internal()
             if self._acl.is_relayed(name):
                 return await self._relay(name, caller, arguments)

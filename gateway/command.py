@@ -1,4 +1,4 @@
-"""`workflow-mcp gateway`: the reference Gateway's command line (runtime.service.cli adds it)."""
+"""`workflow-mcp gateway`: the reference Gateway's command line (workflow_mcp.cli adds it)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import uvicorn
 from gateway.app import build_gateway, create_gateway_app
 from gateway.credentials import GatewayConfigurationError
 from gateway.router import RouterError
+from gateway.settings import GatewayConfig
 from runtime import telemetry
-from runtime.security import KeySetError
-from runtime.security.devtools import DevIdentity
-from runtime.settings import Settings
+from runtime.security import DevIdentity, KeySetError
 
 log = logging.getLogger("workflow.gateway")
 SERVICE_NAME = "workflow-mcp-gateway"
@@ -35,7 +34,7 @@ def add_gateway_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     run.add_argument("--port", type=int, default=None, help="listen port (gateway.port)")
 
 
-def apply_arguments(settings: Settings, args: argparse.Namespace) -> None:
+def apply_arguments(settings: GatewayConfig, args: argparse.Namespace) -> None:
     """Command-line options over the loaded `gateway` section."""
     section = settings.gateway
     if args.router is not None:
@@ -48,7 +47,7 @@ def apply_arguments(settings: Settings, args: argparse.Namespace) -> None:
         section.port = args.port
 
 
-def run_gateway(settings: Settings, identity: DevIdentity | None) -> int:
+def run_gateway(settings: GatewayConfig, identity: DevIdentity | None) -> int:
     """Serve until interrupted (settings already loaded, the dev identity applied if any)."""
     if settings.telemetry.service_name == "workflow-mcp":
         settings.telemetry.service_name = SERVICE_NAME

@@ -17,9 +17,8 @@ from typing import Protocol
 
 import jwt
 
-from runtime.security import SecretToken
-from runtime.security.devtools import DEV_HOST_ID, DevIdentity
-from runtime.settings import GatewaySettings
+from gateway.settings import GatewaySettings
+from runtime.security import DEV_HOST_ID, DevIdentity, SecretToken
 
 DEV_TOKEN_TTL_S = 3600
 # Mint again when less than this is left, so a token never expires during a long wait.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from runtime.mcp.paging import Pages
+from runtime.mcp import Pages
 
 
 class CallerTools:

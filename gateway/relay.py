@@ -20,9 +20,7 @@ import msgspec
 from gateway.caller import Caller
 from gateway.credentials import AppTokenSource, GatewayConfigurationError
 from gateway.wire import JsonPoster, WireError
-from runtime.mcp.jsonrpc import JsonRpcFault
-from runtime.mcp.protected_resource import bearer_challenge
-from runtime.mcp.protocol import LEGACY_VERSION
+from runtime.mcp import LEGACY_VERSION, JsonRpcFault, bearer_challenge
 from runtime.telemetry import inject_trace
 
 # Connections kept to Workflow: every waiting workflow-backed call holds one.

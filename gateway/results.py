@@ -19,9 +19,9 @@ import jsonschema
 import msgspec
 
 from gateway.router import RoutedTool
-from runtime.canonical.patterns import PatternError, re2_validator
+from runtime.canonical import PatternError, re2_validator
 from runtime.errors import WorkflowError
-from runtime.mcp.dispatch import ToolOutcome
+from runtime.mcp import ToolOutcome
 
 META_PREFIX = "io.lightapi.workflow/"
 INSTANCE_KEY = f"{META_PREFIX}workflowInstanceId"

@@ -18,13 +18,8 @@ from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, rendered_success
 from gateway.router import RoutedTool
 from runtime.errors import WorkflowError
-from runtime.invocation.rules import (
-    SchemaCheck,
-    canonical_input,
-    check_request_bytes,
-    schema_check,
-)
-from runtime.mcp.dispatch import ToolOutcome
+from runtime.invocation import SchemaCheck, canonical_input, check_request_bytes, schema_check
+from runtime.mcp import ToolOutcome
 
 log = logging.getLogger("workflow.gateway.routed")
 

@@ -4,11 +4,34 @@
 # source schemas.json sha256:4963e095165626744e6e7efc6d6ee504ed79fd7ab4e1367e81429f34608b7c5b
 # source workflow-tools-list-full.json sha256:0ff14d29ce2d74646178f574adcf3eb5f4149e17c2af89463e26a4506597ed05
 
-"""The stable error registry (contracts errors.json) as an enum."""
+"""The stable error registry (contracts errors.json) as an enum and a Literal type."""
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
+
+# The codes as strings: what WorkflowError accepts beside an ErrorCode member.
+ErrorCodeName = Literal[
+    "WORKFLOW_INPUT_INVALID",
+    "WORKFLOW_START_REJECTED",
+    "WORKFLOW_DEFINITION_MISMATCH",
+    "WORKFLOW_DEFINITION_RETIRED",
+    "WORKFLOW_TIMEOUT",
+    "WORKFLOW_CANCELLED",
+    "WORKFLOW_TASK_FAILED",
+    "WORKFLOW_OUTPUT_INVALID",
+    "WORKFLOW_OUTPUT_INVALID_AFTER_EFFECT",
+    "WORKFLOW_POLICY_DENIED",
+    "WORKFLOW_CAPACITY_EXHAUSTED",
+    "WORKFLOW_INVOCATION_UNAVAILABLE",
+    "WORKFLOW_IDEMPOTENCY_CONFLICT",
+    "WORKFLOW_BUDGET_EXHAUSTED",
+    "WORKFLOW_OPERATION_PENDING",
+    "WORKFLOW_NOT_FOUND",
+    "VERSION_CONFLICT",
+    "WORKFLOW_STATE_CONFLICT",
+]
 
 
 class ErrorCode(StrEnum):

@@ -15,13 +15,14 @@ from typing import Any
 from msgspec import Struct
 
 from generated import models, validators
+from generated.tools import ToolName
 
 
 @dataclass(frozen=True)
 class ToolRoute:
     """Everything the transport needs to list, validate and dispatch one tool."""
 
-    name: str
+    name: ToolName
     title: str
     description: str
     annotations: Mapping[str, Any]
@@ -36,7 +37,6 @@ class ToolRoute:
     output_model: type[Struct]
     validate_input: Callable[[Any], Any]
     validate_output: Callable[[Any], Any]
-    handler_module: str
 
 
 ERROR_RESULT_SCHEMA: Mapping[str, Any] = {
@@ -213,7 +213,7 @@ ERROR_RESULT_SCHEMA: Mapping[str, Any] = {
 ERROR_RESULT_MODEL: type[Struct] = models.WorkflowErrorResult
 validate_error_result = validators.validate_workflow_error_result
 
-ROUTES: dict[str, ToolRoute] = {
+ROUTES: dict[ToolName, ToolRoute] = {
     "workflow_definition_save": ToolRoute(
         name="workflow_definition_save",
         title="Save workflow definition head",
@@ -378,7 +378,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowDefinitionSaveOutput,
         validate_input=validators.validate_workflow_definition_save_input,
         validate_output=validators.validate_workflow_definition_save_output,
-        handler_module="handlers.workflow_definition_save",
     ),
     "workflow_definition_publish": ToolRoute(
         name="workflow_definition_publish",
@@ -590,7 +589,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowDefinitionPublishOutput,
         validate_input=validators.validate_workflow_definition_publish_input,
         validate_output=validators.validate_workflow_definition_publish_output,
-        handler_module="handlers.workflow_definition_publish",
     ),
     "workflow_definition_retire": ToolRoute(
         name="workflow_definition_retire",
@@ -708,7 +706,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowDefinitionRetireOutput,
         validate_input=validators.validate_workflow_definition_retire_input,
         validate_output=validators.validate_workflow_definition_retire_output,
-        handler_module="handlers.workflow_definition_retire",
     ),
     "workflow_definition_grants_sync": ToolRoute(
         name="workflow_definition_grants_sync",
@@ -858,7 +855,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowDefinitionGrantsSyncOutput,
         validate_input=validators.validate_workflow_definition_grants_sync_input,
         validate_output=validators.validate_workflow_definition_grants_sync_output,
-        handler_module="handlers.workflow_definition_grants_sync",
     ),
     "workflow_binding_publish": ToolRoute(
         name="workflow_binding_publish",
@@ -1499,7 +1495,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowBindingPublishOutput,
         validate_input=validators.validate_workflow_binding_publish_input,
         validate_output=validators.validate_workflow_binding_publish_output,
-        handler_module="handlers.workflow_binding_publish",
     ),
     "workflow_binding_retire": ToolRoute(
         name="workflow_binding_retire",
@@ -1601,7 +1596,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowBindingRetireOutput,
         validate_input=validators.validate_workflow_binding_retire_input,
         validate_output=validators.validate_workflow_binding_retire_output,
-        handler_module="handlers.workflow_binding_retire",
     ),
     "workflow_binding_get": ToolRoute(
         name="workflow_binding_get",
@@ -3018,7 +3012,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowBindingGetOutput,
         validate_input=validators.validate_workflow_binding_get_input,
         validate_output=validators.validate_workflow_binding_get_output,
-        handler_module="handlers.workflow_binding_get",
     ),
     "workflow_binding_list": ToolRoute(
         name="workflow_binding_list",
@@ -3262,7 +3255,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowBindingListOutput,
         validate_input=validators.validate_workflow_binding_list_input,
         validate_output=validators.validate_workflow_binding_list_output,
-        handler_module="handlers.workflow_binding_list",
     ),
     "workflow_binding_decide": ToolRoute(
         name="workflow_binding_decide",
@@ -3398,7 +3390,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowBindingDecideOutput,
         validate_input=validators.validate_workflow_binding_decide_input,
         validate_output=validators.validate_workflow_binding_decide_output,
-        handler_module="handlers.workflow_binding_decide",
     ),
     "workflow_binding_revoke": ToolRoute(
         name="workflow_binding_revoke",
@@ -3513,7 +3504,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowBindingRevokeOutput,
         validate_input=validators.validate_workflow_binding_revoke_input,
         validate_output=validators.validate_workflow_binding_revoke_output,
-        handler_module="handlers.workflow_binding_revoke",
     ),
     "workflow_invoke": ToolRoute(
         name="workflow_invoke",
@@ -3608,7 +3598,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowInvokeOutput,
         validate_input=validators.validate_workflow_invoke_input,
         validate_output=validators.validate_workflow_invoke_output,
-        handler_module="handlers.workflow_invoke",
     ),
     "workflow_start": ToolRoute(
         name="workflow_start",
@@ -3708,7 +3697,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowStartOutput,
         validate_input=validators.validate_workflow_start_input,
         validate_output=validators.validate_workflow_start_output,
-        handler_module="handlers.workflow_start",
     ),
     "workflow_wait_result": ToolRoute(
         name="workflow_wait_result",
@@ -3782,7 +3770,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowWaitResultOutput,
         validate_input=validators.validate_workflow_wait_result_input,
         validate_output=validators.validate_workflow_wait_result_output,
-        handler_module="handlers.workflow_wait_result",
     ),
     "workflow_get_status": ToolRoute(
         name="workflow_get_status",
@@ -4062,7 +4049,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowGetStatusOutput,
         validate_input=validators.validate_workflow_get_status_input,
         validate_output=validators.validate_workflow_get_status_output,
-        handler_module="handlers.workflow_get_status",
     ),
     "workflow_get_result": ToolRoute(
         name="workflow_get_result",
@@ -4129,7 +4115,6 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowGetResultOutput,
         validate_input=validators.validate_workflow_get_result_input,
         validate_output=validators.validate_workflow_get_result_output,
-        handler_module="handlers.workflow_get_result",
     ),
     "workflow_cancel": ToolRoute(
         name="workflow_cancel",
@@ -4196,6 +4181,5 @@ ROUTES: dict[str, ToolRoute] = {
         output_model=models.WorkflowCancelOutput,
         validate_input=validators.validate_workflow_cancel_input,
         validate_output=validators.validate_workflow_cancel_output,
-        handler_module="handlers.workflow_cancel",
     ),
 }

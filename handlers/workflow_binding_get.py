@@ -6,12 +6,10 @@ from generated.models import WorkflowBindingGetInput, WorkflowBindingGetOutput
 from runtime.mcp.call import ToolCall
 from runtime.publication.bindings import get_binding
 
-RETIRE_TOOL = "workflow_binding_retire"
-
 
 async def handle(args: WorkflowBindingGetInput, call: ToolCall) -> WorkflowBindingGetOutput:
     """Read a revision with its reach, write tasks, decisions and the active revision."""
     # Whoever may retire a Tool must be able to read the head version retirement expects.
-    retirers = call.services.settings.security.roles_for(RETIRE_TOOL)
+    retirers = call.services.settings.security.roles_for("workflow_binding_retire")
     may_retire = retirers is not None and call.context.has_any_role(retirers)
     return await get_binding(call.services.database, call.context, args, may_retire=may_retire)

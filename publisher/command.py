@@ -24,8 +24,7 @@ from publisher.report import ProgressDisplay, render_status, render_table
 from publisher.run import Publisher, RunResult
 from publisher.spec import PublishDir, SpecError, load_dir
 from runtime.binding_reach import EndpointTarget
-from runtime.publication.bindings.destinations import DestinationPolicy, check_destination
-from runtime.publication.bindings.errors import BindingRuleViolation
+from runtime.publication import BindingRuleViolation, DestinationPolicy, check_destination
 
 EXIT_OK: Final = 0
 EXIT_NOT_PUBLISHED: Final = 1

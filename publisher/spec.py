@@ -24,9 +24,14 @@ from runtime.canonical import (
     load_yaml_core,
     schema_digest,
 )
-from runtime.engine import parse_definition
-from runtime.engine.check import mcp_calls, static_requirements
-from runtime.engine.model import HttpCallSpec, WorkflowDefinition, walk_tasks
+from runtime.engine import (
+    HttpCallSpec,
+    WorkflowDefinition,
+    mcp_calls,
+    parse_definition,
+    static_requirements,
+    walk_tasks,
+)
 from runtime.errors import WorkflowError
 from runtime.publication import validate_definition
 

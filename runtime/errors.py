@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from generated.errors import ErrorCode
+from generated.errors import ErrorCode, ErrorCodeName
 
 ErrorStatus = Literal["failed", "timeout", "cancelled", "rejected"]
 
@@ -30,7 +30,7 @@ class WorkflowError(Exception):
 
     def __init__(
         self,
-        code: ErrorCode | str,
+        code: ErrorCode | ErrorCodeName,
         message: str,
         *,
         status: ErrorStatus = "rejected",

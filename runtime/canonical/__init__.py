@@ -13,6 +13,7 @@ from runtime.canonical.definition import (
     schema_digest,
 )
 from runtime.canonical.errors import CanonicalError, CanonicalErrorKind
+from runtime.canonical.patterns import PatternError, re2_validator
 from runtime.canonical.safe_json import (
     INPUT_PROFILE,
     PROFILE,
@@ -37,6 +38,7 @@ __all__ = [
     "SAFE_INTEGER_MAX",
     "CanonicalError",
     "CanonicalErrorKind",
+    "PatternError",
     "canonical_bytes",
     "canonical_digest",
     "definition_digest",
@@ -47,6 +49,7 @@ __all__ = [
     "narrowest_profile",
     "normalize_value",
     "parse_json_strict",
+    "re2_validator",
     "schema_digest",
     "sha256_digest",
 ]

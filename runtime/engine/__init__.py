@@ -14,8 +14,18 @@ Here are the entry points most callers need; each part's package exports the res
 from __future__ import annotations
 
 from runtime.engine.cel.expression_error import ExpressionError
-from runtime.engine.model import WorkflowDefinition
+from runtime.engine.check import mcp_calls, static_requirements
+from runtime.engine.model import HttpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.engine.parse.definition import parse_definition
 from runtime.engine.parse.definition_errors import DefinitionError
 
-__all__ = ["DefinitionError", "ExpressionError", "WorkflowDefinition", "parse_definition"]
+__all__ = [
+    "DefinitionError",
+    "ExpressionError",
+    "HttpCallSpec",
+    "WorkflowDefinition",
+    "mcp_calls",
+    "parse_definition",
+    "static_requirements",
+    "walk_tasks",
+]

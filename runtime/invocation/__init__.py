@@ -5,18 +5,28 @@ from __future__ import annotations
 from runtime.invocation.invoke import invoke_tool
 from runtime.invocation.lifecycle import cancel, get_result, get_status, wait_result
 from runtime.invocation.requests import InvokeRequest, StartRequest, given
+from runtime.invocation.rules import (
+    SchemaCheck,
+    canonical_input,
+    check_request_bytes,
+    schema_check,
+)
 from runtime.invocation.start import start_workflow
 from runtime.invocation.waiting import MAX_WAIT_MS
 
 __all__ = [
     "MAX_WAIT_MS",
     "InvokeRequest",
+    "SchemaCheck",
     "StartRequest",
     "cancel",
+    "canonical_input",
+    "check_request_bytes",
     "get_result",
     "get_status",
     "given",
     "invoke_tool",
+    "schema_check",
     "start_workflow",
     "wait_result",
 ]

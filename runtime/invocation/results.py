@@ -15,7 +15,7 @@ from generated.models import (
     WorkflowGetStatusOutput,
     WorkflowInvokeOutput,
 )
-from runtime.errors import ErrorStatus, WorkflowError, error_registry
+from runtime.errors import ErrorStatus, WorkflowError, error_code, error_registry
 from runtime.scheduler.errors import TIMEOUT_MESSAGE
 
 
@@ -46,7 +46,7 @@ def stored_error(run: Mapping[str, Any], instance_id: str) -> WorkflowError:
     retryable = stored.get("retryable")
     details = stored.get("details")
     return WorkflowError(
-        str(code),
+        error_code(str(code)),
         str(message),
         status=status,
         retryable=retryable if isinstance(retryable, bool) else None,

@@ -13,7 +13,9 @@ from litestar import Litestar, Request, Response, get, post, route
 from litestar.datastructures import State
 
 from generated.routes import ROUTES
+from generated.tools import ToolName
 from runtime.mcp.bearer_gate import BearerGate
+from runtime.mcp.call import ToolHandler
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.http_checks import (
     duplicate_credential_fault,
@@ -145,10 +147,13 @@ async def readyz(state: State) -> Response[dict[str, Any]]:
 
 
 def attach_services(
-    app: Litestar, services: Services, routes: Mapping[str, ToolRoute] | None = None
+    app: Litestar,
+    services: Services,
+    handlers: Mapping[ToolName, ToolHandler],
+    routes: Mapping[ToolName, ToolRoute] = ROUTES,
 ) -> None:
-    """Wire the served tools and the MCP server to the app's state."""
-    registry = ToolRegistry(ROUTES if routes is None else routes)
+    """Wire the served tools (each route with a handler) and the MCP server to the app's state."""
+    registry = ToolRegistry(routes, handlers)
     dispatcher = ToolDispatcher(registry, services)
     app.state.services = services
     metrics.watch_pool("service", services.database.pool.get_stats)
@@ -164,21 +169,25 @@ def attach_services(
 
 def create_app(
     services_factory: ServicesFactory | None = None,
-    routes: Mapping[str, ToolRoute] | None = None,
+    handlers: Mapping[ToolName, ToolHandler] | None = None,
+    routes: Mapping[ToolName, ToolRoute] = ROUTES,
 ) -> Litestar:
     """Build the ASGI app; with a factory, services are created at start-up, closed at shutdown.
 
     Background work (jobs, an in-process executor) belongs to the factory: the composition
-    package starts it with the services and stops it in their close.
+    package starts it with the services and stops it in their close. The handler table
+    (handlers.HANDLERS) comes with the factory: this package never imports the handlers.
 
     Without one the caller attaches services itself (attach_services), as tests do.
     """
+    if services_factory is not None and handlers is None:
+        raise ValueError("create_app: a services factory needs the handler table")
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        assert services_factory is not None
+        assert services_factory is not None and handlers is not None
         services, close = await services_factory()
-        attach_services(app, services, routes)
+        attach_services(app, services, handlers, routes)
         # What serve's start-up built (modules, routes, schemas, services) lives as long as the
         # process: out of the collector's way, a full collection triggered by a publication
         # thread no longer holds the GIL (and so the serving loop) for the whole heap, measured

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,3 +53,20 @@ class InputFailure:
     def error(self) -> WorkflowError:
         """The plain WORKFLOW_INPUT_INVALID refusal, naming the path, keyword and problems."""
         return input_invalid(self.message, self.details())
+
+
+# handle(args, call): args is the route's generated input struct; the result its output struct.
+Handle = Callable[[Any, ToolCall], Awaitable[Any]]
+# refuse(failure, call): a handler's own answer to arguments the catalog validator refused.
+Refuse = Callable[[InputFailure, ToolCall], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ToolHandler:
+    """The hand-written code of one tool: its handle, and refuse where a contract rule needs one.
+
+    The table of them is handlers.HANDLERS; the composition hands it to the app.
+    """
+
+    handle: Handle
+    refuse: Refuse | None = None

@@ -57,9 +57,9 @@ def with_correlation(outcome: ToolOutcome, correlation: str | None) -> ToolOutco
     Seed 001: the envelope carries the id an operator finds the call's logs and trace by.
     Publication tools are left as they are: their refusals replay byte for byte by operationId.
     """
-    error = outcome.structured.get("error")
-    if not outcome.is_error or correlation is None or not isinstance(error, dict):
+    if not outcome.is_error or correlation is None:
         return outcome
+    error = outcome.structured["error"]
     details = {**(error.get("details") or {}), "correlationId": correlation}
     structured = {**outcome.structured, "error": {**error, "details": details}}
     return ToolOutcome(structured, True, outcome.text)
@@ -139,17 +139,18 @@ class ToolDispatcher:
         call = ToolCall(route.name, context, self.services, arguments)
         try:
             failure = _schema_failure(route, arguments)
+            handler = tool.handler
             if failure is None:
-                result = await tool.handle(self._convert_input(tool, arguments), call)
-            elif tool.refuse is not None:
-                result = await tool.refuse(failure, call)
+                result = await handler.handle(self._convert_input(tool, arguments), call)
+            elif handler.refuse is not None:
+                result = await handler.refuse(failure, call)
             else:
                 raise failure.error()
-        except (WorkflowError, JsonRpcFault, StoreUnavailable):
+        except (WorkflowError, StoreUnavailable):
             raise
         except Exception as exc:
             raise _unexpected(route.name, "failed", exc) from None
-        output = result if isinstance(result, dict) else msgspec.to_builtins(result)
+        output = msgspec.to_builtins(result)
         self._validate_output(tool, output)
         return ToolOutcome(output, False, _compact_json(output))
 
@@ -237,6 +238,5 @@ def _outcome_code(outcome: ToolOutcome) -> str:
     """ok, or the error code of an isError result (a bounded label)."""
     if not outcome.is_error:
         return "ok"
-    error = outcome.structured.get("error")
-    code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, str) else "error"
+    code: str = outcome.structured["error"]["code"]
+    return code

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from generated.routes import ToolRoute
+from generated.tools import ToolName
+from runtime.mcp.call import ToolHandler
 from runtime.mcp.paging import Pages
 
-__all__ = ["ServedTool", "ToolRegistry", "ToolRoute"]
+__all__ = ["ServedTool", "ToolRegistry", "ToolRoute", "describe_tool"]
 
 META_PREFIX = "io.lightapi.workflow/"
 
-Handler = Callable[[Any, Any], Awaitable[Any]]
-# refuse(failure, call): a handler's own answer to arguments the catalog validator refused.
-Refusal = Callable[[Any, Any], Awaitable[Any]]
+
+def describe_tool(route: ToolRoute) -> dict[str, Any]:
+    """The MCP Tool object of a route, as tools/list shows it."""
+    return {
+        "name": route.name,
+        "title": route.title,
+        "description": route.description,
+        "inputSchema": dict(route.input_schema),
+        "outputSchema": dict(route.output_schema),
+        "annotations": dict(route.annotations),
+        "_meta": {
+            f"{META_PREFIX}permission": route.permission,
+            f"{META_PREFIX}sideEffect": route.side_effect,
+            f"{META_PREFIX}gatewayPublication": route.gateway_publication,
+            f"{META_PREFIX}identitySource": route.identity_source,
+            f"{META_PREFIX}publisherToken": route.publisher_token,
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -25,8 +40,7 @@ class ServedTool:
     """A route together with its handler."""
 
     route: ToolRoute
-    handle: Handler
-    refuse: Refusal | None = None
+    handler: ToolHandler
 
     @property
     def is_publication(self) -> bool:
@@ -35,46 +49,20 @@ class ServedTool:
 
     def describe(self) -> dict[str, Any]:
         """The MCP Tool object for tools/list."""
-        route = self.route
-        return {
-            "name": route.name,
-            "title": route.title,
-            "description": route.description,
-            "inputSchema": dict(route.input_schema),
-            "outputSchema": dict(route.output_schema),
-            "annotations": dict(route.annotations),
-            "_meta": {
-                f"{META_PREFIX}permission": route.permission,
-                f"{META_PREFIX}sideEffect": route.side_effect,
-                f"{META_PREFIX}gatewayPublication": route.gateway_publication,
-                f"{META_PREFIX}identitySource": route.identity_source,
-                f"{META_PREFIX}publisherToken": route.publisher_token,
-            },
-        }
-
-
-def _load_handler(module_name: str) -> tuple[Handler, Refusal | None] | None:
-    if importlib.util.find_spec(module_name) is None:
-        return None
-    module = importlib.import_module(module_name)
-    handle = getattr(module, "handle", None)
-    refuse = getattr(module, "refuse", None)
-    if not callable(handle):
-        return None
-    return handle, refuse if callable(refuse) else None
+        return describe_tool(self.route)
 
 
 class ToolRegistry:
-    """The tools this process serves; a route without a handler is not served at all."""
+    """The tools this process serves: each route that has an entry in the handler table."""
 
-    def __init__(self, routes: Mapping[str, ToolRoute]) -> None:
-        served: list[ServedTool] = []
-        for route in routes.values():
-            loaded = _load_handler(route.handler_module)
-            if loaded is not None:
-                served.append(ServedTool(route, *loaded))
+    def __init__(
+        self, routes: Mapping[ToolName, ToolRoute], handlers: Mapping[ToolName, ToolHandler]
+    ) -> None:
+        served = [
+            ServedTool(route, handlers[name]) for name, route in routes.items() if name in handlers
+        ]
         self._tools: Sequence[ServedTool] = tuple(served)
-        self._by_name = {tool.route.name: tool for tool in served}
+        self._by_name: dict[str, ServedTool] = {tool.route.name: tool for tool in served}
         self._pages = Pages(self._tools, [tool.route.name for tool in served])
 
     def get(self, name: str) -> ServedTool | None:

@@ -6,10 +6,13 @@ their own modules beside these.
 
 from __future__ import annotations
 
+from runtime.publication.bindings.destinations import (
+    DestinationPolicy,
+    check_destination,
+    policy_from_settings,
+)
+from runtime.publication.bindings.errors import BindingRuleViolation
 from runtime.publication.definitions import (
-    PUBLISH_TOOL,
-    RETIRE_TOOL,
-    SAVE_TOOL,
     publish_definition,
     read_definition_head,
     read_definition_version,
@@ -18,7 +21,6 @@ from runtime.publication.definitions import (
     validate_definition,
 )
 from runtime.publication.grants import (
-    GRANTS_SYNC_TOOL,
     grants_digest,
     read_definition_grants,
     sync_definition_grants,
@@ -30,12 +32,12 @@ from runtime.publication.operations import (
 )
 
 __all__ = [
-    "GRANTS_SYNC_TOOL",
-    "PUBLISH_TOOL",
     "RECEIPT_RETENTION",
-    "RETIRE_TOOL",
-    "SAVE_TOOL",
+    "BindingRuleViolation",
+    "DestinationPolicy",
+    "check_destination",
     "grants_digest",
+    "policy_from_settings",
     "publish_definition",
     "read_definition_grants",
     "read_definition_head",

@@ -45,9 +45,6 @@ from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
 SaveResult = Literal["saved", "unchanged", "stale"]
-SAVE_TOOL = "workflow_definition_save"
-PUBLISH_TOOL = "workflow_definition_publish"
-RETIRE_TOOL = "workflow_definition_retire"
 # Rejections that depend only on the request and immutable versions, so replay stores them.
 PUBLISH_FINAL_REJECTIONS = rejections_with_codes(
     frozenset({"WORKFLOW_INPUT_INVALID", "WORKFLOW_DEFINITION_MISMATCH"})
@@ -367,7 +364,6 @@ async def publish_definition(
     existing version is WORKFLOW_DEFINITION_MISMATCH. Idempotent per operationId; arguments
     (the exact argument object) is what the ledger's request digest covers.
     """
-    check_host_assertion(ctx, request.host_id)
 
     async def perform(conn: Connection) -> WorkflowDefinitionPublishOutput:
         return await _publish(conn, ctx, request)
@@ -375,8 +371,8 @@ async def publish_definition(
     return await run_operation(
         db,
         ctx,
-        tool_name=PUBLISH_TOOL,
-        operation_id=request.operation_id,
+        request,
+        tool_name="workflow_definition_publish",
         arguments=arguments,
         perform=perform,
         output=WorkflowDefinitionPublishOutput,
@@ -426,7 +422,6 @@ async def retire_definition(
     Retiring a retired version returns result "unchanged" with status "retired"; an unknown
     version is WORKFLOW_NOT_FOUND (not stored, so it can be retried once the version exists).
     """
-    check_host_assertion(ctx, request.host_id)
 
     async def perform(conn: Connection) -> WorkflowDefinitionRetireOutput:
         return await _retire(conn, ctx, request)
@@ -434,8 +429,8 @@ async def retire_definition(
     return await run_operation(
         db,
         ctx,
-        tool_name=RETIRE_TOOL,
-        operation_id=request.operation_id,
+        request,
+        tool_name="workflow_definition_retire",
         arguments=arguments,
         perform=perform,
         output=WorkflowDefinitionRetireOutput,

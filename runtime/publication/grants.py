@@ -20,8 +20,6 @@ from runtime.store import Connection, Database
 
 SyncResult = Literal["saved", "unchanged", "stale"]
 
-GRANTS_SYNC_TOOL = "workflow_definition_grants_sync"
-
 
 def grant_digest_form(grant: Grant) -> dict[str, Any]:
     """The grant as it enters grantsDigest: environments sorted."""

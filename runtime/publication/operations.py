@@ -1,6 +1,7 @@
 """The operation receipt ledger: idempotent, host-scoped replay of mutating publication calls.
 
-Every mutating call that carries an operationId runs through `run_operation`, which in ONE
+Every mutating call that carries an operationId runs through `run_operation`, which first
+refuses a hostId argument naming another host than the verified one, then in ONE
 transaction: claims (hostId, operationId) with INSERT ... ON CONFLICT DO NOTHING and locks the
 row FOR UPDATE (an overlapping attempt waits for the first to commit or roll back), compares
 the stored tool name and request digest, and either replays the stored response or performs
@@ -25,14 +26,15 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
+from generated.tools import ToolName
 from runtime.canonical import CanonicalError, canonical_bytes, canonical_digest
 from runtime.errors import WorkflowError, input_invalid, policy_denied
 from runtime.publication.store import ledger
-from runtime.security import InvocationContext
+from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
 RECEIPT_RETENTION = timedelta(days=30)
@@ -40,6 +42,20 @@ OutputT = TypeVar("OutputT", bound=msgspec.Struct)
 Perform = Callable[[Connection], Awaitable[OutputT]]
 # Whether a rejection is final for its operation: stored, and replayed to every retry.
 FinalRejection = Callable[[WorkflowError], bool]
+
+
+class OperationRequest(Protocol):
+    """A mutating publication request: the host it asserts and the operationId fencing it."""
+
+    @property
+    def host_id(self) -> str:
+        """The hostId argument (an assertion, checked against the verified host)."""
+        ...
+
+    @property
+    def operation_id(self) -> str:
+        """The operationId argument (the ledger key within the verified host)."""
+        ...
 
 
 def canonical_copy(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -111,21 +127,23 @@ def _no_stored_rejections(error: WorkflowError) -> bool:
 async def run_operation(
     db: Database,
     ctx: InvocationContext,
+    request: OperationRequest,
     *,
-    tool_name: str,
-    operation_id: str,
+    tool_name: ToolName,
     arguments: Mapping[str, Any],
     perform: Perform[OutputT],
     output: type[OutputT],
     is_final: FinalRejection = _no_stored_rejections,
 ) -> OutputT:
-    """Run perform once per (host, operationId) and return its receipt, replaying repeats.
+    """Check request's hostId, then run perform once per (host, operationId), replaying repeats.
 
     arguments is the exact argument object as received: the request digest is defined over it.
 
     A rejection for which is_final holds is stored and replayed like a receipt; any other
     error rolls the whole transaction back, ledger row included, so a retry runs afresh.
     """
+    check_host_assertion(ctx, request.host_id)
+    operation_id = request.operation_id
     digest = request_digest(arguments)
     async with db.transaction() as conn:
         claimed = await ledger.claim_operation(

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from runtime.security.authenticator import Authenticator, bearer_token, normalize_host_id
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from runtime.security.authenticator import (
+    Authenticator,
+    bearer_token,
+    claim_set,
+    normalize_host_id,
+)
 from runtime.security.context import InvocationContext, SecretToken
 from runtime.security.keyring import (
     Keyring,
@@ -23,10 +31,19 @@ from runtime.security.settings import (
 )
 from runtime.security.verify import TokenKind, TokenVerifier, is_application_token
 
+if TYPE_CHECKING:
+    from runtime.security.devtools import DEV_HOST_ID, DevIdentity
+
+# The development identity is imported on first use, so that `python -m runtime.security.devtools`
+# does not import its own module a second time through this package.
+_LAZY = {"DEV_HOST_ID": "runtime.security.devtools", "DevIdentity": "runtime.security.devtools"}
+
 __all__ = [
     "DEFAULT_TOOL_ROLES",
+    "DEV_HOST_ID",
     "Authenticator",
     "ClaimNames",
+    "DevIdentity",
     "InvocationContext",
     "KeySet",
     "KeySetError",
@@ -44,9 +61,20 @@ __all__ = [
     "authorize_roles",
     "bearer_token",
     "check_host_assertion",
+    "claim_set",
     "configured_keyring_path",
     "is_application_token",
     "is_position_holder",
     "load_configured_keyring",
     "normalize_host_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the development identity's names on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime.security' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

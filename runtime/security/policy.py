@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generated.tools import ToolName
 from runtime.errors import policy_denied
 from runtime.security.authenticator import normalize_host_id
 from runtime.security.context import InvocationContext
@@ -14,7 +15,9 @@ def check_host_assertion(ctx: InvocationContext, host_id_argument: object) -> No
         raise policy_denied("hostId does not match the caller's host")
 
 
-def authorize_roles(ctx: InvocationContext, tool_name: str, settings: SecuritySettings) -> None:
+def authorize_roles(
+    ctx: InvocationContext, tool_name: ToolName, settings: SecuritySettings
+) -> None:
     """Refuse with WORKFLOW_POLICY_DENIED unless the user holds a role allowed for tool_name."""
     allowed = settings.roles_for(tool_name)
     if allowed is None:

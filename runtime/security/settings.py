@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from generated.tools import ToolName
+
 # Only asymmetric algorithms: a shared-secret (HS*) or unsigned ("none") token could be forged
 # by anyone who holds the public verification key.
 ASYMMETRIC_ALGORITHMS: frozenset[str] = frozenset(
@@ -29,7 +31,7 @@ _WORKFLOW_ADMINS = ["admin", "host-admin", "workflow-admin"]
 
 # The seed's "Operator setup" and "Authorization" sections. workflow_invoke is deliberately
 # absent: the published Tool is the capability, so no user role is checked for it.
-DEFAULT_TOOL_ROLES: dict[str, list[str]] = {
+DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_definition_save": _PUBLICATION_ADMINS,
     "workflow_definition_grants_sync": _PUBLICATION_ADMINS,
     "workflow_definition_publish": _DEFINITION_PUBLISHERS,
@@ -159,7 +161,7 @@ class SecuritySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
         # A partial override in the config file must never silently drop another tool's check.
         self.tool_roles = {**default_tool_roles(), **self.tool_roles}
 
-    def roles_for(self, tool_name: str) -> frozenset[str] | None:
+    def roles_for(self, tool_name: ToolName) -> frozenset[str] | None:
         """The roles allowed to call tool_name, or None when the tool has no role check."""
         roles = self.tool_roles.get(tool_name)
         return None if roles is None else frozenset(roles)

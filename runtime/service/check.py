@@ -54,7 +54,6 @@ from runtime.publication.bindings.rules import check_pinned, check_request
 EXIT_CLEAN: Final = 0
 EXIT_WARNINGS: Final = 1  # only with --strict
 EXIT_ERRORS: Final = 2
-_BINDING_TOOL = "workflow_binding_publish"
 
 
 @dataclass
@@ -187,7 +186,7 @@ def check_binding(
     except CanonicalError as error:
         problems.append(_problem("", error.discriminator, error.message))
         return result
-    route = ROUTES[_BINDING_TOOL]
+    route = ROUTES["workflow_binding_publish"]
     try:
         route.validate_input(arguments)
     except JsonSchemaValueException as error:

@@ -1,7 +1,9 @@
-"""The `workflow-mcp` command line: serve, worker, migrate, token, check, runs.
+"""The service's commands of `workflow-mcp`: serve, worker, migrate, token, check, runs.
 
-Every command reads the same settings: a YAML file (--config or $WORKFLOW_CONFIG) with
-WORKFLOW_<SECTION>_<KEY> environment variables over it (see config.example.yaml).
+The entry point is workflow_mcp.cli, which adds the clients' commands (publish, gateway) and the
+document with their sections: nothing here imports gateway or publisher. Every command reads the
+same settings: a YAML file (--config or $WORKFLOW_CONFIG) with WORKFLOW_<SECTION>_<KEY>
+environment variables over it (see config.example.yaml).
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ import argparse
 import asyncio
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import msgspec
 
-from gateway.command import add_gateway_parser, apply_arguments, run_gateway
-from publisher.command import add_publish_parser, run_publish
+from handlers import HANDLERS
 from runtime import telemetry
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
@@ -42,6 +44,11 @@ from runtime.store.bootstrap import resolve_conninfo
 from runtime.store.migrations import migrate
 
 PROG = "workflow-mcp"
+DESCRIPTION = "The `workflow-mcp` command line: serve, worker, migrate, token, check, runs."
+
+Document = TypeVar("Document", bound=Settings)
+# Adds one subcommand (its parser, and its run function as the `run` default).
+AddCommand = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
 
 def _usage_banner(host: str, port: int, data_dir: str, dev: bool) -> str:
@@ -63,12 +70,19 @@ def _usage_banner(host: str, port: int, data_dir: str, dev: bool) -> str:
     return "\n".join(lines)
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    settings = load_settings(args.config)
+def command_settings(args: argparse.Namespace, document: type[Document]) -> Document:
+    """A command's settings: the document from --config, --database-url over it, telemetry set."""
+    settings = load_settings(args.config, document=document)
     if getattr(args, "database_url", None):
         settings.store.database_url = args.database_url
     telemetry.configure(settings.telemetry)
     return settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    # The document the entry point chose (build_parser's), so every command accepts its sections.
+    document: type[Settings] = args.document
+    return command_settings(args, document)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -79,7 +93,7 @@ def serve(args: argparse.Namespace) -> int:
         settings.execution.workers_enabled = False
     identity = apply_dev_identity(settings)
     dev = identity is not None
-    app = create_app(with_service_jobs(lambda: build_services(settings)))
+    app = create_app(with_service_jobs(lambda: build_services(settings)), HANDLERS)
     if identity is not None:
         app.register(dev_token_exchange_route(identity))
     server = settings.server
@@ -162,22 +176,6 @@ def check(args: argparse.Namespace) -> int:
     return code
 
 
-def publish(args: argparse.Namespace) -> int:
-    """Publish a directory of definitions and Tool specs (publisher.command)."""
-    settings = load_settings(args.config) if args.config else None
-    destinations = (
-        None if settings is None else policy_from_settings(settings.publication.destinations)
-    )
-    return run_publish(args, destinations=destinations)
-
-
-def gateway(args: argparse.Namespace) -> int:
-    """Run the reference Gateway until interrupted."""
-    settings = _settings(args)
-    apply_arguments(settings, args)
-    return run_gateway(settings, apply_dev_identity(settings))
-
-
 def runs(args: argparse.Namespace) -> int:
     """List, show or cancel runs of one host."""
     return runs_command(_settings(args), args)
@@ -225,9 +223,12 @@ def _check_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     run.set_defaults(run=check)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every command."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+def build_parser(
+    extra: Sequence[AddCommand] = (), document: type[Settings] = Settings
+) -> argparse.ArgumentParser:
+    """The argument parser of the service's commands, then extra's; settings load as document."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    parser.set_defaults(document=document)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("serve", help="serve MCP over HTTP")
     _config_option(run)
@@ -247,21 +248,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _check_parser(commands)
     add_runs_parser(commands)
-    add_publish_parser(commands)
-    commands.choices["publish"].set_defaults(run=publish)
     commands.choices["runs"].set_defaults(run=runs)
-    add_gateway_parser(commands)
-    commands.choices["gateway"].set_defaults(run=gateway)
+    for add in extra:
+        add(commands)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `workflow-mcp` (and `python -m runtime.cli`)."""
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    extra: Sequence[AddCommand] = (),
+    document: type[Settings] = Settings,
+) -> int:
+    """Run one command line: the service's commands and extra's (workflow_mcp.cli passes them)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "token":
         # The development token minter keeps its own options (and --help).
         return devtools_main(["mint", *args[1:]], mint_prog="workflow-mcp token")
-    parsed = build_parser().parse_args(args)
+    parsed = build_parser(extra, document).parse_args(args)
     # Defaults until a command has loaded its settings (which may choose another format).
     telemetry.configure_logging(telemetry.TelemetrySettings())
     try:
@@ -271,7 +275,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: configuration error: {error}", file=sys.stderr)
         return 2
     return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from generated.routes import ROUTES
+from handlers import HANDLERS
 from runtime.canonical import definition_digest
 from runtime.mcp.tools import ToolRegistry
 from tests.support.publication import definition_text, new_id, save_args
@@ -27,7 +28,7 @@ from tests.support.server import LIVE_PAGE_SIZE, LiveServer
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 FOREIGN_HOST = "00000000-0000-4000-8000-000000000001"
-SERVED = ToolRegistry(ROUTES).names
+SERVED = ToolRegistry(ROUTES, HANDLERS).names
 # As the SDK's default client (create_mcp_http_client), but a hung server fails the test sooner.
 TIMEOUT = httpx2.Timeout(30.0, read=60.0)
 

@@ -31,6 +31,7 @@ from schemathesis.specs.openapi.checks import (
 
 from codegen.reference import is_valid
 from generated.routes import ROUTES
+from handlers import HANDLERS
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.mcp.tools import ToolRegistry
 from runtime.security.devtools import DEV_HOST_ID, DEV_USER_ID, DevIdentity
@@ -44,7 +45,7 @@ MAX_EXAMPLES = int(os.environ.get("FUZZ_MAX_EXAMPLES", "25"))
 HOSTILE_EXAMPLES = max(8, MAX_EXAMPLES // 3)
 
 SCHEMA = schemathesis.openapi.from_path(OPENAPI)
-SERVED = ToolRegistry(ROUTES).names
+SERVED = ToolRegistry(ROUTES, HANDLERS).names
 CHECKS = [
     not_a_server_error,
     status_code_conformance,

@@ -14,6 +14,7 @@ import gc
 import pytest
 from litestar import Litestar
 
+from handlers import HANDLERS
 from runtime.mcp.app import attach_services, create_app
 from runtime.services import Services
 from tests.integration.conftest import (
@@ -41,7 +42,7 @@ def app(services: Services) -> Litestar:
     module) holds the loop and /healthz with it, which no serving process does.
     """
     app = create_app()
-    attach_services(app, services)
+    attach_services(app, services, HANDLERS)
     gc.freeze()
     return app
 

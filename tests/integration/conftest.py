@@ -14,6 +14,7 @@ import pytest
 from litestar import Litestar
 from psycopg.rows import dict_row
 
+from handlers import HANDLERS
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
@@ -77,7 +78,7 @@ def services(settings: Settings, db: Database, dev_identity: DevIdentity) -> Ser
 def app(services: Services) -> Litestar:
     """The ASGI app wired to the test services (the test owns the database)."""
     app = create_app()
-    attach_services(app, services)
+    attach_services(app, services, HANDLERS)
     return app
 
 
@@ -100,7 +101,7 @@ async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.Asy
     database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=12, max_size=16)
     await database.open()
     app = create_app()
-    attach_services(app, dataclasses.replace(services, database=database))
+    attach_services(app, dataclasses.replace(services, database=database), HANDLERS)
     try:
         async with asgi_client(app) as http:
             yield http

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Awaitable, Callable
 
+from handlers import HANDLERS
 from runtime.mcp.app import attach_services, create_app
 from runtime.services import Services
 
@@ -12,7 +13,7 @@ from runtime.services import Services
 async def test_attaching_services_freezes_nothing(services: Services) -> None:
     # Tests attach services to app after app: freezing each time would keep their garbage.
     before = gc.get_freeze_count()
-    attach_services(create_app(), services)
+    attach_services(create_app(), services, HANDLERS)
     # Frozen objects freed meanwhile lower the count; a freeze would raise it by thousands.
     assert gc.get_freeze_count() <= before
 
@@ -26,7 +27,7 @@ async def test_the_serving_lifespan_freezes_what_start_up_built(services: Servic
     async def factory() -> tuple[Services, Callable[[], Awaitable[None]]]:
         return services, close
 
-    app = create_app(factory)
+    app = create_app(factory, HANDLERS)
     gc.unfreeze()
     async with app.lifespan():
         assert gc.get_freeze_count() > 0

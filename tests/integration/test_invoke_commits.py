@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import psycopg
 import pytest
 
+from handlers import HANDLERS
 from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter, configure_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.scheduler import Executor, SchedulerSettings
@@ -129,7 +130,7 @@ async def test_a_sequential_one_task_invoke_commits_at_most_four_transactions(
         keyring=dev_identity.keyring(),
     )
     app = create_app()
-    attach_services(app, services)
+    attach_services(app, services, HANDLERS)
     runtime = WorkflowRuntime(ExecutionSettings(), services.keyring)
     executor = Executor(db, runtime.handlers(), QUIET)
     configure_waiter(db, poll_interval_s=60.0)

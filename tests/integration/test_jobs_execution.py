@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from litestar import Litestar
 
+from handlers import HANDLERS
 from runtime.execution import close_waiter, start_workflow_run, wait_for_result
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.mcp.app import create_app
@@ -103,7 +104,7 @@ async def test_an_app_started_with_a_services_factory_runs_a_workflow_it_admits(
     services: Services, db: Database, dev_identity: DevIdentity
 ) -> None:
     services.settings.execution = ServiceExecutionSettings(**FAST)
-    app = create_app(with_service_jobs(_factory(services)))
+    app = create_app(with_service_jobs(_factory(services)), HANDLERS)
     deadline = datetime.now(UTC) + timedelta(seconds=30)
     async with lifespan(app):
         process_id = await _admit(services, dev_identity.user_token(), deadline)

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from litestar import Litestar
 
+from handlers import HANDLERS
 from runtime.mcp.app import attach_services
 from runtime.security import TokenTrust
 from runtime.security.devtools import DEV_AUDIENCE, DEV_ISSUER, DevIdentity
@@ -129,7 +130,7 @@ async def test_tools_list_needs_a_bearer_unless_anonymous_discovery_is_on(
 @pytest.fixture
 async def open_discovery(settings: Settings, app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
     settings.server.anonymous_discovery = True
-    attach_services(app, app.state.services)
+    attach_services(app, app.state.services, HANDLERS)
     async with asgi_client(app) as http:
         yield http
 

@@ -11,9 +11,11 @@ import pytest
 
 from generated.routes import ROUTES
 from runtime.mcp.app import attach_services, create_app
+from runtime.mcp.call import ToolHandler
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from tests.integration.conftest import asgi_client
+from tests.support import echo_handler, failing_handler
 from tests.support.mcp import LEGACY, MODERN, McpTestClient, assert_valid_mcp
 
 pytestmark = pytest.mark.requirement("000:Error envelopes")
@@ -42,7 +44,6 @@ def _echo_route(name: str) -> Any:
 
     return dataclasses.replace(
         template,
-        handler_module="tests.support.echo_handler",
         input_model=EchoInput,
         validate_input=accept,
         validate_output=accept,
@@ -54,9 +55,10 @@ async def echo_client(
     services: Services, request: pytest.FixtureRequest, auth_headers: dict[str, str]
 ) -> AsyncIterator[McpTestClient]:
     routes = {name: _echo_route(name) for name in INVOCATION_TOOLS}
+    handlers = dict.fromkeys(INVOCATION_TOOLS, ToolHandler(echo_handler.handle))
 
     app = create_app()
-    attach_services(app, services, routes)
+    attach_services(app, services, handlers, routes)
     async with asgi_client(app) as http:
         yield McpTestClient(http, request.param, auth_headers)
 
@@ -113,11 +115,10 @@ async def test_valid_tokens_reach_the_handler_with_the_verified_host(
 async def test_a_defect_in_a_handler_is_a_retryable_is_error_result_without_internals(
     services: Services, auth_headers: dict[str, str], era: str
 ) -> None:
-    route = dataclasses.replace(
-        _echo_route("workflow_get_status"), handler_module="tests.support.failing_handler"
-    )
+    route = _echo_route("workflow_get_status")
+    handlers = {"workflow_get_status": ToolHandler(failing_handler.handle)}
     app = create_app()
-    attach_services(app, services, {"workflow_get_status": route})
+    attach_services(app, services, handlers, {"workflow_get_status": route})
     async with asgi_client(app) as http:
         client = McpTestClient(http, era, auth_headers)
         reply = await client.request("tools/call", {"name": "workflow_get_status", "arguments": {}})

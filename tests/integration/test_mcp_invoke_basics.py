@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from handlers import HANDLERS
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Keyring
@@ -155,7 +156,7 @@ async def test_invoke_is_rejected_when_no_sealing_key_is_configured(
 ) -> None:
     tool = await publish_tool(owner)
     app = create_app()
-    attach_services(app, dataclasses.replace(services, keyring=Keyring.empty()))
+    attach_services(app, dataclasses.replace(services, keyring=Keyring.empty()), HANDLERS)
     async with asgi_client(app) as http:
         keyless = client(http, dev_identity)
         body = refused(

@@ -13,6 +13,7 @@ import httpx
 import psycopg
 import pytest
 
+from handlers import HANDLERS
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
@@ -55,7 +56,7 @@ async def fault_client(
         keyring=dev_identity.keyring(),
     )
     app = create_app()
-    attach_services(app, services)
+    attach_services(app, services, HANDLERS)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         client = McpTestClient(

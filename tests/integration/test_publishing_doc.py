@@ -13,9 +13,9 @@ import pytest
 
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.security.devtools import DevIdentity
-from runtime.service.cli import main
 from tests.support.invocation import ok, refused, workers
 from tests.support.mcp import MODERN, McpTestClient
+from workflow_mcp.cli import main
 
 __all__ = ["workers"]
 

@@ -30,8 +30,9 @@ from litestar import Litestar
 
 from gateway.app import Gateway, build_gateway, create_gateway_app
 from gateway.router import RoutedTool, RouterSnapshot, write_snapshot
+from gateway.settings import GatewayConfig, GatewaySettings
 from runtime.security.devtools import DevIdentity
-from runtime.settings import GatewaySettings, Settings
+from runtime.settings import Settings
 from tests.support.binding_builders import HOST
 from tests.support.invocation import Tool
 from tests.support.mcp import MODERN, McpTestClient
@@ -117,13 +118,14 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         return [msgspec.json.decode(r.content)["params"]["name"] for r in self.requests]
 
 
-def gateway_settings(settings: Settings, router_file: Path, **changes: Any) -> Settings:
+def gateway_settings(settings: Settings, router_file: Path, **changes: Any) -> GatewayConfig:
     """The Workflow test settings with a gateway section for router_file (checked every call)."""
     section = GatewaySettings(
         router_file=str(router_file), reload_interval_ms=0, workflow_url=WORKFLOW_URL,
         tools_list_page_size=100,
     )  # fmt: skip
-    return msgspec.structs.replace(settings, gateway=msgspec.structs.replace(section, **changes))
+    sections = {name: getattr(settings, name) for name in settings.__struct_fields__}
+    return GatewayConfig(**sections, gateway=msgspec.structs.replace(section, **changes))
 
 
 @pytest.fixture

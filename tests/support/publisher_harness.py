@@ -21,8 +21,8 @@ from gateway.router import RoutedTool, RouterSnapshot, load_snapshot
 from publisher.command import run_publish
 from publisher.ledger import Ledger
 from runtime.security.devtools import DEV_HOST_ID
-from runtime.service.cli import build_parser
 from tests.support.server import REPO_ROOT, LiveServer
+from workflow_mcp.cli import build_parser
 
 EXAMPLES = REPO_ROOT / "examples"
 OWNER = "alice"

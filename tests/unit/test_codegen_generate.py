@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import msgspec
@@ -148,3 +149,17 @@ def test_errors_module_has_every_registered_code_with_its_retryable_default(
     assert [code.value for code in errors.ErrorCode] == [entry["code"] for entry in registry]
     assert errors.ErrorCode.WORKFLOW_TIMEOUT.retryable is True
     assert errors.ErrorCode.WORKFLOW_INPUT_INVALID.retryable is False
+
+
+def test_the_error_code_literal_names_exactly_the_enum_codes(
+    fixture_files: dict[str, str],
+) -> None:
+    errors = load_rendered_module("_test_fixture_error_names", fixture_files["errors.py"])
+    assert typing.get_args(errors.ErrorCodeName) == tuple(code.value for code in errors.ErrorCode)
+
+
+def test_the_tool_name_literal_names_every_catalog_tool_in_catalog_order() -> None:
+    from generated import routes, tools
+
+    assert typing.get_args(tools.ToolName) == tools.TOOL_NAMES == tuple(routes.ROUTES)
+    assert all(name == route.name for name, route in routes.ROUTES.items())

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.settings import GatewayConfig
 from runtime.service.config import load_settings
-from runtime.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
 
 
 def test_the_example_configuration_loads_with_every_section() -> None:
-    settings = load_settings(EXAMPLE)
+    settings = load_settings(EXAMPLE, document=GatewayConfig)
     assert settings.store.database_url == "postgresql://workflow@db.internal/workflow"
     assert settings.security.jwks_file == "/run/secrets/issuer-jwks.json"
     assert settings.security.user_token.issuers == ["https://login.example.com"]
@@ -23,8 +23,8 @@ def test_the_example_configuration_loads_with_every_section() -> None:
 
 
 def test_the_example_shows_the_defaults_where_it_marks_none(tmp_path: Path) -> None:
-    defaults = Settings()
-    example = load_settings(EXAMPLE)
+    defaults = GatewayConfig()
+    example = load_settings(EXAMPLE, document=GatewayConfig)
     assert example.server == defaults.server
     assert example.execution.scheduler() == defaults.execution.scheduler()
     assert example.security.clock_skew_seconds == defaults.security.clock_skew_seconds
@@ -38,7 +38,7 @@ def test_the_environment_variables_the_example_shows_load_over_it() -> None:
             name, _, value = text.partition("=")
             shown[name] = value.strip("'")
     assert len(shown) >= 5
-    settings = load_settings(EXAMPLE, shown)
+    settings = load_settings(EXAMPLE, shown, document=GatewayConfig)
     assert settings.server.port == int(shown["WORKFLOW_SERVER_PORT"])
     assert settings.execution.workers_enabled is False
     assert settings.publication.destinations.allowed_hosts is None

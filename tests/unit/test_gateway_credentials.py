@@ -15,9 +15,9 @@ from gateway.credentials import (
     StaticToken,
     app_token_source,
 )
+from gateway.settings import GatewayConfig, GatewaySettings
 from runtime.security.devtools import DEV_HOST_ID, DevIdentity
 from runtime.service.config import load_settings
-from runtime.settings import GatewaySettings
 
 OTHER_HOST = "01964b05-552a-7c4b-9184-6857e7f3dc5f"
 
@@ -71,6 +71,6 @@ def test_a_configured_token_wins_and_a_file_token_is_read_again_when_it_changes(
 
 
 def test_the_environment_sets_the_token_and_the_settings_never_show_it() -> None:
-    settings = load_settings(None, {"WORKFLOW_GATEWAY_APP_TOKEN": "x.y.z"})
+    settings = load_settings(None, {"WORKFLOW_GATEWAY_APP_TOKEN": "x.y.z"}, document=GatewayConfig)
     assert settings.gateway.app_token == "x.y.z"
     assert "x.y.z" not in repr(settings.gateway)

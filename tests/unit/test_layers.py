@@ -2,7 +2,8 @@
 
 A package may import itself and any package on a lower layer, never one on its own layer or
 above. Imports inside functions and under TYPE_CHECKING count too: a hidden upward import is
-still an upward import in the design.
+still an upward import in the design. The Gateway and the publisher are clients of the runtime
+(issue 21): the runtime never imports them, and they use only what its packages export.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Top to bottom. Each entry is a package or a single module of runtime/ (or handlers/).
+# Top to bottom. Each entry is a package or a single module of runtime/, or a top-level package.
 LAYERS: tuple[tuple[str, ...], ...] = (
+    # `python -m runtime.cli`, the historical name of the entry point: an alias of it, nothing else.
     ("runtime.cli",),
-    ("runtime.service",),
+    # The entry point: wires the clients' commands into the service's command line.
+    ("workflow_mcp",),
     ("publisher",),
     ("gateway",),
+    ("runtime.service",),
     ("handlers",),
     ("runtime.mcp",),
     ("runtime.services",),
@@ -68,6 +72,7 @@ def upward_imports() -> list[str]:
         *sorted((ROOT / "handlers").glob("*.py")),
         *sorted((ROOT / "gateway").rglob("*.py")),
         *sorted((ROOT / "publisher").rglob("*.py")),
+        *sorted((ROOT / "workflow_mcp").rglob("*.py")),
     ]
     for path in sources:
         if path == ROOT / "runtime" / "__init__.py":
@@ -93,3 +98,67 @@ def test_every_runtime_package_is_on_a_layer() -> None:
     } | {f"runtime.{path.stem}" for path in (ROOT / "runtime").glob("*.py")}
     packages -= {"runtime.__init__", "runtime.__pycache__"}
     assert sorted(package for package in packages if package not in LEVEL) == []
+
+
+def dynamic_imports(path: Path) -> list[str]:
+    """importlib imports and __import__ calls in a file: imports a reader cannot follow."""
+    found = sorted(
+        module
+        for module in imported_modules(path)
+        if module == "importlib" or module.startswith("importlib.")
+    )
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    return found + ["__import__" for node in calls if node.id == "__import__"]
+
+
+def test_the_transport_discovers_no_module_at_run_time() -> None:
+    # Handlers come from the explicit table handlers.HANDLERS, so a tool's trail from the
+    # transport to its handler is all plain imports.
+    problems = {
+        module_name(path): dynamic_imports(path)
+        for path in sorted((ROOT / "runtime" / "mcp").rglob("*.py"))
+        if dynamic_imports(path)
+    }
+    assert problems == {}
+
+
+CLIENTS = ("gateway", "publisher")
+
+
+def test_nothing_in_runtime_imports_the_gateway_or_the_publisher() -> None:
+    # They are clients of the runtime; the entry point (workflow_mcp) wires them in.
+    problems = [
+        f"{module_name(path)} imports {module}"
+        for path in sorted((ROOT / "runtime").rglob("*.py"))
+        for module in sorted(imported_modules(path))
+        if module.split(".")[0] in CLIENTS
+    ]
+    assert problems == []
+
+
+def runtime_names_imported(path: Path) -> list[str]:
+    """Each runtime module a file imports from, or a runtime name it imports, as written."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "runtime":
+                found += [f"runtime.{alias.name}" for alias in node.names]
+            elif node.module.startswith("runtime."):
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.startswith("runtime.")]
+    return found
+
+
+def test_the_gateway_and_the_publisher_import_only_what_runtime_packages_export() -> None:
+    # A package's (or a single-module unit's) own names, never a module inside a package: what
+    # a runtime package keeps to itself may change without a client noticing.
+    problems = [
+        f"{module_name(path)} imports from {module}"
+        for client in CLIENTS
+        for path in sorted((ROOT / client).rglob("*.py"))
+        for module in runtime_names_imported(path)
+        if module not in LEVEL
+    ]
+    assert problems == []

@@ -10,8 +10,8 @@ import pytest
 from publisher.command import EXIT_USAGE, actor_of, run_publish
 from runtime.publication.bindings.destinations import DestinationPolicy
 from runtime.security.devtools import DevIdentity
-from runtime.service.cli import build_parser
 from tests.support.publisher_harness import copy_examples
+from workflow_mcp.cli import build_parser
 
 UNREACHABLE = "http://127.0.0.1:9/mcp"
 

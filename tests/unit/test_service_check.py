@@ -10,7 +10,6 @@ import pytest
 import yaml
 
 from runtime.engine.check import MAX_WARNINGS
-from runtime.service.cli import main
 from tests.support.binding_builders import (
     binding,
     definition_yaml,
@@ -25,6 +24,7 @@ from tests.support.engine import FIXTURES
 from tests.support.publication import SIMPLE_DEFINITION, definition_text
 from tests.support.published_workflow import two_calls_yaml
 from tests.support.shared import REFERENCE_DEFINITION, requires_shared, shared_path
+from workflow_mcp.cli import main
 
 # Data-flow warnings each conformance scenario is expected to carry (none has a problem);
 # the parser's own notes (bare-leaf rewrites, reads of outside data) come as definition.warning.

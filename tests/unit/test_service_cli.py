@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import tomllib
+from pathlib import Path
+
 import msgspec
 import pytest
 
-from runtime.service.cli import _worker_settings, build_parser, main
+from runtime.service.cli import _worker_settings
+from workflow_mcp.cli import build_parser, main
 
-COMMANDS = ["serve", "worker", "migrate", "token", "check", "runs"]
+COMMANDS = ["serve", "worker", "migrate", "token", "check", "runs", "publish", "gateway"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -74,3 +79,11 @@ def test_a_configuration_error_is_one_line_and_exit_code_two(
     assert main(["worker"]) == 2
     err = capsys.readouterr().err
     assert "configuration error" in err and "server.port" in err
+
+
+def test_the_console_script_and_the_historical_module_run_the_same_entry_point() -> None:
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    script = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["scripts"]
+    module, _, attribute = script["workflow-mcp"].partition(":")
+    assert getattr(importlib.import_module(module), attribute) is main
+    assert importlib.import_module("runtime.cli").main is main

@@ -10,10 +10,6 @@ from runtime.publication.bindings.definition_hooks import (
 from runtime.publication.bindings.destinations import DestinationPolicy
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.errors import (
-    DECIDE_TOOL,
-    PUBLISH_TOOL,
-    RETIRE_TOOL,
-    REVOKE_TOOL,
     InvalidBindingRequest,
     failed_section,
     publish_envelope,
@@ -21,16 +17,7 @@ from runtime.publication.bindings.errors import (
 from runtime.publication.bindings.publish import publish_binding, refuse_publish_request
 from runtime.publication.bindings.reads import get_binding, list_bindings
 
-GET_TOOL = "workflow_binding_get"
-LIST_TOOL = "workflow_binding_list"
-
 __all__ = [
-    "DECIDE_TOOL",
-    "GET_TOOL",
-    "LIST_TOOL",
-    "PUBLISH_TOOL",
-    "RETIRE_TOOL",
-    "REVOKE_TOOL",
     "DestinationPolicy",
     "InvalidBindingRequest",
     "approval_digest",

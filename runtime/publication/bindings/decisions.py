@@ -25,18 +25,16 @@ from runtime.publication.bindings.common import (
 )
 from runtime.publication.bindings.destinations import DestinationPolicy
 from runtime.publication.bindings.errors import (
-    DECIDE_TOOL,
-    RETIRE_TOOL,
-    REVOKE_TOOL,
     negative_version_error,
 )
 from runtime.publication.bindings.fields import stored_binding
-from runtime.publication.bindings.operation import run_binding_operation
+from runtime.publication.bindings.operation import is_final_rejection
 from runtime.publication.bindings.problems import revalidation_refusal
 from runtime.publication.bindings.publish import close_with_decision, version_conflict
 from runtime.publication.bindings.rules import check_pinned, check_revision
 from runtime.publication.offload import off_loop
-from runtime.security import InvocationContext, check_host_assertion
+from runtime.publication.operations import run_operation
+from runtime.security import InvocationContext
 from runtime.store import Connection, Database
 
 
@@ -219,21 +217,21 @@ async def decide_binding(
     destination policy and parallelism ceiling) and supersedes the previous active revision;
     reject requires a comment. expectedBindingDigest pins the revision the owner reviewed.
     """
-    check_host_assertion(ctx, request.host_id)
     comment_of(request.comment, required=request.decision == "reject")
     destination_policy = policy or DestinationPolicy()
 
     async def perform(conn: Connection) -> WorkflowBindingDecideOutput:
         return await _decide(conn, ctx, request, destination_policy, maximum_parallelism)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
-        tool_name=DECIDE_TOOL,
-        operation_id=request.operation_id,
+        request,
+        tool_name="workflow_binding_decide",
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingDecideOutput,
+        is_final=is_final_rejection,
     )
 
 
@@ -282,20 +280,20 @@ async def revoke_binding(
     arguments: Mapping[str, Any],
 ) -> WorkflowBindingRevokeOutput:
     """workflow_binding_revoke: the stored owner revokes the active revision (reason required)."""
-    check_host_assertion(ctx, request.host_id)
     comment_of(request.comment, required=True)
 
     async def perform(conn: Connection) -> WorkflowBindingRevokeOutput:
         return await _revoke(conn, ctx, request)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
-        tool_name=REVOKE_TOOL,
-        operation_id=request.operation_id,
+        request,
+        tool_name="workflow_binding_revoke",
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingRevokeOutput,
+        is_final=is_final_rejection,
     )
 
 
@@ -308,7 +306,7 @@ async def _retire(
     tool_id, operation_id = request.tool_id, request.operation_id
     expected = request.expected_aggregate_version
     if expected < 0:
-        raise negative_version_error(operation_id, RETIRE_TOOL)
+        raise negative_version_error(operation_id, "workflow_binding_retire")
     head = await store.lock_head(conn, ctx.host_id, tool_id)
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
@@ -351,18 +349,18 @@ async def retire_binding(
     arguments: Mapping[str, Any],
 ) -> WorkflowBindingRetireOutput:
     """workflow_binding_retire: the active revision becomes retired, a pending one withdrawn."""
-    check_host_assertion(ctx, request.host_id)
     comment = comment_of(request.comment, required=False)
 
     async def perform(conn: Connection) -> WorkflowBindingRetireOutput:
         return await _retire(conn, ctx, request, comment)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
-        tool_name=RETIRE_TOOL,
-        operation_id=request.operation_id,
+        request,
+        tool_name="workflow_binding_retire",
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingRetireOutput,
+        is_final=is_final_rejection,
     )

@@ -8,13 +8,10 @@ from typing import Any, Literal
 import msgspec
 from msgspec import field
 
+from generated.errors import ErrorCodeName
 from generated.models import ExpectedAggregateVersion, HostId, OperationId
+from generated.tools import ToolName
 from runtime.errors import WorkflowError
-
-PUBLISH_TOOL = "workflow_binding_publish"
-RETIRE_TOOL = "workflow_binding_retire"
-DECIDE_TOOL = "workflow_binding_decide"
-REVOKE_TOOL = "workflow_binding_revoke"
 
 RequestSection = Literal["binding", "reach"]
 _DISCRIMINATORS: dict[RequestSection, str] = {
@@ -85,7 +82,7 @@ class BindingRuleViolation(ValueError):
     It carries no evidence: the Portal cannot prove it from the request alone.
     """
 
-    def __init__(self, message: str, *, code: str = "WORKFLOW_INPUT_INVALID") -> None:
+    def __init__(self, message: str, *, code: ErrorCodeName = "WORKFLOW_INPUT_INVALID") -> None:
         super().__init__(message)
         self.message = message
         self.code = code
@@ -95,7 +92,7 @@ class BindingRuleViolation(ValueError):
         return WorkflowError(self.code, self.message)
 
 
-def negative_version_error(operation_id: str, tool_name: str) -> WorkflowError:
+def negative_version_error(operation_id: str, tool_name: ToolName) -> WorkflowError:
     """Version 1 evidence: a negative expectedAggregateVersion (publish or retire)."""
     evidence: dict[str, Any] = {
         "version": 1,
@@ -116,7 +113,7 @@ def evidence_of(section: RequestSection, operation_id: str) -> dict[str, Any]:
         "version": 2,
         "discriminator": _DISCRIMINATORS[section],
         "operationId": operation_id,
-        "toolName": PUBLISH_TOOL,
+        "toolName": "workflow_binding_publish",
         "requestSection": section,
     }
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from generated.errors import ErrorCodeName
 from runtime.errors import WorkflowError
 from runtime.publication.bindings.errors import RequestSection, evidence_of
 
@@ -33,8 +34,8 @@ LIMIT_RULES: Final = frozenset(
 )
 # The listed problems keep the receipt's warnings cap; the message still counts them all.
 MAX_LISTED: Final = 200
-POLICY_DENIED: Final = "WORKFLOW_POLICY_DENIED"
-INPUT_INVALID: Final = "WORKFLOW_INPUT_INVALID"
+POLICY_DENIED: Final[ErrorCodeName] = "WORKFLOW_POLICY_DENIED"
+INPUT_INVALID: Final[ErrorCodeName] = "WORKFLOW_INPUT_INVALID"
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,19 +29,19 @@ from runtime.publication.bindings.common import current_owner, is_owner, not_fou
 from runtime.publication.bindings.destinations import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.errors import (
-    PUBLISH_TOOL,
     InvalidBindingRequest,
     PublishEnvelope,
     negative_version_error,
     request_section_error,
 )
 from runtime.publication.bindings.fields import Binding
-from runtime.publication.bindings.operation import run_binding_operation
+from runtime.publication.bindings.operation import is_final_rejection
 from runtime.publication.bindings.problems import refusal
 from runtime.publication.bindings.reach import Reach
 from runtime.publication.bindings.rules import PinnedCheck, check_pinned, check_request
 from runtime.publication.offload import off_loop
-from runtime.security import InvocationContext, check_host_assertion
+from runtime.publication.operations import run_operation
+from runtime.security import InvocationContext
 from runtime.store import Connection, Database
 
 REASON_MAX = 1024
@@ -82,7 +82,7 @@ def validate_publish_request(request: WorkflowBindingPublishInput) -> ValidatedP
     """The request-only rules: version 1 evidence, then every bindingFields/bindingReach problem."""
     operation_id = request.operation_id
     if request.expected_aggregate_version < 0:
-        raise negative_version_error(operation_id, PUBLISH_TOOL)
+        raise negative_version_error(operation_id, "workflow_binding_publish")
     checked = check_request(request)
     if checked.problems:
         raise refusal(checked.problems, operation_id)
@@ -338,7 +338,7 @@ async def _checked_publish(
 ) -> tuple[ValidatedPublish, dict[str, Any], Owner, PinnedCheck]:
     """Every rule in one pass; raises one refusal listing every problem, blockers first."""
     if publish.expected_aggregate_version < 0:
-        raise negative_version_error(publish.operation_id, PUBLISH_TOOL)
+        raise negative_version_error(publish.operation_id, "workflow_binding_publish")
     checked = check_request(publish)
     validated = None if checked.problems else validated_publish(checked.binding, checked.reach)
     state = await _lock_pinned_state(
@@ -431,26 +431,26 @@ async def publish_binding(
 ) -> WorkflowBindingPublishOutput:
     """workflow_binding_publish: record a revision as active or pendingApproval.
 
-    The hostId assertion is checked first; then the (host, operationId) ledger row is claimed
-    or locked before any rule, so request-only rejections (negative expected version,
-    bindingFields, bindingReach) and VERSION_CONFLICT are stored and replayed unchanged.
-    arguments (the exact argument object) is what the ledger's request digest covers.
+    The ledger checks the hostId assertion, then claims or locks the (host, operationId) row
+    before any rule, so request-only rejections (negative expected version, bindingFields,
+    bindingReach) and VERSION_CONFLICT are stored and replayed unchanged. arguments (the exact
+    argument object) is what the ledger's request digest covers.
     """
-    check_host_assertion(ctx, request.host_id)
     targets = (target.endpoint_uri for target in request.endpoint_targets)
     destination_policy = await resolve_names(policy or DestinationPolicy(), targets)
 
     async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
         return await _publish(conn, ctx, request, destination_policy, maximum_parallelism)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
-        tool_name=PUBLISH_TOOL,
-        operation_id=request.operation_id,
+        request,
+        tool_name="workflow_binding_publish",
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingPublishOutput,
+        is_final=is_final_rejection,
     )
 
 
@@ -467,19 +467,19 @@ async def refuse_publish_request(
     be fenced: the rejection is stored under it like any request-only rejection (a negative
     expected version still wins, as in validate_publish_request), and replayed to every retry.
     """
-    check_host_assertion(ctx, envelope.host_id)
 
     async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
         if envelope.expected_aggregate_version < 0:
-            raise negative_version_error(envelope.operation_id, PUBLISH_TOOL)
+            raise negative_version_error(envelope.operation_id, "workflow_binding_publish")
         raise request_section_error(rejection, envelope.operation_id)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
-        tool_name=PUBLISH_TOOL,
-        operation_id=envelope.operation_id,
+        envelope,
+        tool_name="workflow_binding_publish",
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingPublishOutput,
+        is_final=is_final_rejection,
     )
