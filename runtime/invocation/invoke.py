@@ -30,6 +30,7 @@ from runtime.scheduler import (
     capacity,
     claimed_first_task,
     door,
+    executors_here,
     reserve_local_slot,
 )
 from runtime.security import InvocationContext, Keyring, SealedSecret
@@ -363,7 +364,8 @@ async def invoke_tool(
             admitted = await telemetry.admission(
                 "invoke", _admit(db, ctx, request, keyring, sealed, shed)
             )
-            queued = admitted.outcome == "accepted" and not admitted.started
+            # Kept only while an executor here will start the run (and so free the place).
+            queued = admitted.outcome == "accepted" and not admitted.started and executors_here()
         finally:
             door.admitted(queued=queued)
         if admitted.outcome == "accepted":

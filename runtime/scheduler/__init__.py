@@ -18,7 +18,12 @@ from runtime.scheduler.models import (
 )
 from runtime.scheduler.service import enqueue_process, get_process, start_run
 from runtime.scheduler.store.queue import claimed_first_task
-from runtime.scheduler.wakeup import Reservation, announce_task, reserve_local_slot
+from runtime.scheduler.wakeup import (
+    Reservation,
+    announce_task,
+    executors_here,
+    reserve_local_slot,
+)
 
 __all__ = [
     "BudgetAmounts",
@@ -35,6 +40,7 @@ __all__ = [
     "announce_task",
     "claimed_first_task",
     "enqueue_process",
+    "executors_here",
     "get_process",
     "reserve_local_slot",
     "start_run",

@@ -86,6 +86,11 @@ def unregister(executor: LocalExecutor) -> None:
     _LOCAL.discard(executor)
 
 
+def executors_here() -> bool:
+    """Whether an executor runs in this process (a `serve --no-workers` process has none)."""
+    return any(executor.alive for executor in list(_LOCAL))
+
+
 def wake_local_executors(execution_class: str) -> bool:
     """Wake this process's running executors to claim a task just committed here.
 

@@ -114,23 +114,56 @@ async def test_a_queued_run_keeps_its_calls_place_until_an_executor_starts_it(
     tool = await publish_tool(owner, syncWaitMs=10_000)
     caller = client(doorway, dev_identity)
     before = await _runs(services)
-    # No executor yet: the first call's run is admitted with its task left in the queue.
-    first = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1})))
+    async with running_executor(services) as executor:
+        # Every interactive slot is taken: the first call's run is admitted into the queue.
+        held = []
+        while (slot := executor.reserve("interactive")) is not None:
+            held.append(slot)
+        first = asyncio.create_task(
+            caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1}))
+        )
 
-    async def admitted() -> bool:
-        return await _runs(services) == before + 1
+        async def admitted() -> bool:
+            return await _runs(services) == before + 1
 
-    await wait_until(admitted, what="the first call's admission")
-    assert door.DOOR.inside == 1
-    # The door's one place is held by a run that has not started: the next call waits.
-    second = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2})))
-    await wait_until(lambda: door.DOOR.waiting == 1, what="the second call waiting")
-    assert await _runs(services) == before + 1
-    async with running_executor(services):
-        # The executor starts the first run, which frees its place for the second call.
+        await wait_until(admitted, what="the first call's admission")
+        assert door.DOOR.inside == 1
+        # The door's one place is held by a run that has not started: the next call waits.
+        second = asyncio.create_task(
+            caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2}))
+        )
+        await wait_until(lambda: door.DOOR.waiting == 1, what="the second call waiting")
+        assert await _runs(services) == before + 1
+        # A slot frees: the executor starts the first run, which frees its place.
+        for slot in held:
+            slot.release()
         results: list[Any] = await asyncio.gather(first, second)
     for result in results:
         assert ok(result)["status"] == "completed"
+    assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
+
+
+async def test_without_an_executor_here_a_call_gives_its_place_back_once_admitted(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> None:
+    # `serve --no-workers`: other processes run the tasks, so nothing here would free the
+    # place of a call whose run waits in the queue.
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner, syncWaitMs=1500)
+    caller = client(doorway, dev_identity)
+    before = await _runs(services)
+    first = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1})))
+
+    async def admitted(count: int) -> bool:
+        return await _runs(services) == before + count
+
+    await wait_until(lambda: admitted(1), what="the first call's admission")
+    assert door.DOOR.inside == 0 and not first.done()
+    # With one place at the door, a second call is admitted while the first still waits.
+    second = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2})))
+    await wait_until(lambda: admitted(2), what="the second call's admission", within_s=1.0)
+    for result in await asyncio.gather(first, second):
+        refused(result, "WORKFLOW_TIMEOUT")
     assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
 
 
