@@ -39,8 +39,7 @@ from runtime.publication.normalized import expression_digests, normalized_docume
 from runtime.publication.offload import off_loop
 from runtime.publication.operations import rejections_with_codes, run_operation
 from runtime.publication.revisions import judge_revision
-from runtime.publication.store import constraints as _constraints  # noqa: F401 (registers errors)
-from runtime.publication.store import definitions as store
+from runtime.publication.store import definition_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -154,7 +153,7 @@ def _head_row(ctx: InvocationContext, request: WorkflowDefinitionSaveInput) -> d
 
 
 def _save_receipt(
-    result: SaveResult, wf_def_id: str, head: store.HeadState
+    result: SaveResult, wf_def_id: str, head: definition_rows.HeadState
 ) -> WorkflowDefinitionSaveOutput:
     return WorkflowDefinitionSaveOutput(
         result=result,
@@ -165,11 +164,13 @@ def _save_receipt(
     )
 
 
-async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[SaveResult, store.HeadState]:
-    created = await store.insert_head(conn, row)
+async def _apply_save(
+    conn: Connection, row: dict[str, Any]
+) -> tuple[SaveResult, definition_rows.HeadState]:
+    created = await definition_rows.insert_head(conn, row)
     if created is not None:
         return "saved", created
-    current = await store.lock_head(conn, row["host_id"], row["wf_def_id"])
+    current = await definition_rows.lock_head(conn, row["host_id"], row["wf_def_id"])
     assert current is not None  # the insert conflicted, and heads are never deleted
     verdict = judge_revision(
         row["source_revision"],
@@ -184,7 +185,7 @@ async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[SaveResult
     )
     if verdict != "apply":
         return verdict, current
-    updated = await store.update_head(conn, row)
+    updated = await definition_rows.update_head(conn, row)
     assert updated is not None  # we hold the row lock and our revision is higher
     await _move_pending_bindings(conn, row)
     return "saved", updated
@@ -224,7 +225,7 @@ def _version_receipt(
     result: Literal["published", "unchanged"],
     wf_def_id: str,
     version: str,
-    state: store.VersionState,
+    state: definition_rows.VersionState,
     warnings: list[dict[str, str]] | None = None,
 ) -> WorkflowDefinitionPublishOutput:
     return WorkflowDefinitionPublishOutput(
@@ -242,7 +243,7 @@ def _version_receipt(
 def _retire_receipt(
     result: Literal["retired", "unchanged"],
     request: WorkflowDefinitionRetireInput,
-    state: store.VersionState,
+    state: definition_rows.VersionState,
     withdrawn_binding_ids: list[str],
 ) -> WorkflowDefinitionRetireOutput:
     return WorkflowDefinitionRetireOutput(
@@ -260,7 +261,7 @@ async def _existing_version_receipt(
     ctx: InvocationContext,
     request: WorkflowDefinitionPublishInput,
     digest: str,
-    existing: store.VersionState,
+    existing: definition_rows.VersionState,
     document: dict[str, Any],
 ) -> WorkflowDefinitionPublishOutput:
     if existing.definition_digest != digest:
@@ -275,7 +276,7 @@ async def _existing_version_receipt(
     warnings = existing.warnings
     if warnings is None:
         warnings = (await off_loop(_checked_for_publication, document)).warnings
-        await store.store_version_warnings(
+        await definition_rows.store_version_warnings(
             conn, ctx.host_id, request.wf_def_id, request.version, warnings
         )
     return _version_receipt("unchanged", request.wf_def_id, request.version, existing, warnings)
@@ -318,11 +319,13 @@ async def _publish(
             details={"definitionDigest": digest},
         )
     check_document_version(document, request.version)
-    existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+    existing = await definition_rows.lock_version(
+        conn, ctx.host_id, request.wf_def_id, request.version
+    )
     if existing is not None:
         return await _existing_version_receipt(conn, ctx, request, digest, existing, document)
     checked = await off_loop(_checked_for_publication, document)
-    created = await store.insert_version(
+    created = await definition_rows.insert_version(
         conn,
         {
             "host_id": ctx.host_id,
@@ -345,7 +348,9 @@ async def _publish(
         },
     )
     if created is None:  # another operation published this version since our lookup
-        raced = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+        raced = await definition_rows.lock_version(
+            conn, ctx.host_id, request.wf_def_id, request.version
+        )
         assert raced is not None
         return await _existing_version_receipt(conn, ctx, request, digest, raced, document)
     return _version_receipt(
@@ -391,7 +396,9 @@ async def _retire(
     conn: Connection, ctx: InvocationContext, request: WorkflowDefinitionRetireInput
 ) -> WorkflowDefinitionRetireOutput:
     # Lock order (seed "Concurrency"): the version row FOR UPDATE first, then any Tool heads.
-    state = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+    state = await definition_rows.lock_version(
+        conn, ctx.host_id, request.wf_def_id, request.version
+    )
     if state is None:
         raise WorkflowError("WORKFLOW_NOT_FOUND", "no published version with that wfDefId")
     if state.status == "retired":
@@ -403,7 +410,7 @@ async def _retire(
     withdrawn = await on_definition_version_retire(
         conn, ctx, request.wf_def_id, request.version, request.operation_id
     )
-    retired = await store.retire_version(
+    retired = await definition_rows.retire_version(
         conn,
         ctx.host_id,
         request.wf_def_id,
@@ -450,7 +457,7 @@ async def read_definition_head(
     if (key := normalize_uuid(wf_def_id)) is None:
         return None
     async with db.transaction(read_only=True) as conn:
-        return await store.select_head(conn, ctx.host_id, key)
+        return await definition_rows.select_head(conn, ctx.host_id, key)
 
 
 async def read_definition_version(
@@ -460,4 +467,4 @@ async def read_definition_version(
     if (key := normalize_uuid(wf_def_id)) is None:
         return None
     async with db.transaction(read_only=True) as conn:
-        return await store.select_version(conn, ctx.host_id, key, version)
+        return await definition_rows.select_version(conn, ctx.host_id, key, version)

@@ -14,7 +14,7 @@ from runtime.canonical import canonical_digest
 from runtime.errors import input_invalid
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.revisions import judge_revision
-from runtime.publication.store import grants as store
+from runtime.publication.store import grant_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -49,7 +49,7 @@ def _refuse_repeated_grant_ids(grants: Sequence[Grant]) -> None:
         seen.add(grant.grant_id)
 
 
-def _grant_rows(
+def _new_grants(
     ctx: InvocationContext, request: WorkflowDefinitionGrantsSyncInput
 ) -> list[dict[str, Any]]:
     return [
@@ -72,10 +72,10 @@ async def _apply_sync(
     ctx: InvocationContext,
     request: WorkflowDefinitionGrantsSyncInput,
     sync: dict[str, Any],
-) -> tuple[SyncResult, store.GrantSyncState]:
-    created = await store.insert_sync(conn, sync)
+) -> tuple[SyncResult, grant_rows.GrantSyncState]:
+    created = await grant_rows.insert_sync(conn, sync)
     if created is None:
-        current = await store.lock_sync(conn, ctx.host_id, request.wf_def_id)
+        current = await grant_rows.lock_sync(conn, ctx.host_id, request.wf_def_id)
         assert current is not None  # the insert conflicted, and sync rows are never deleted
         verdict = judge_revision(
             request.source_revision,
@@ -90,9 +90,9 @@ async def _apply_sync(
         )
         if verdict != "apply":
             return verdict, current
-        created = await store.update_sync(conn, sync)
+        created = await grant_rows.update_sync(conn, sync)
         assert created is not None  # we hold the row lock and our revision is higher
-    await store.replace_grants(conn, ctx.host_id, request.wf_def_id, _grant_rows(ctx, request))
+    await grant_rows.replace_grants(conn, ctx.host_id, request.wf_def_id, _new_grants(ctx, request))
     return "saved", created
 
 
@@ -132,4 +132,4 @@ async def read_definition_grants(
     if (key := normalize_uuid(wf_def_id)) is None:
         return []
     async with db.transaction(read_only=True) as conn:
-        return await store.select_grants(conn, ctx.host_id, key)
+        return await grant_rows.select_grants(conn, ctx.host_id, key)

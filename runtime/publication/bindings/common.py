@@ -8,7 +8,7 @@ from msgspec import UNSET, UnsetType
 
 from runtime.errors import WorkflowError, input_invalid, policy_denied
 from runtime.publication.bindings.carry_over import Owner
-from runtime.publication.bindings.store import lock_definition_owner
+from runtime.publication.store.binding_rows import lock_definition_owner
 from runtime.security import InvocationContext
 from runtime.store import Connection
 

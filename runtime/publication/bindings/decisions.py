@@ -16,7 +16,6 @@ from generated.models import (
     WorkflowBindingRevokeOutput,
 )
 from runtime.errors import WorkflowError
-from runtime.publication.bindings import store
 from runtime.publication.bindings.common import (
     comment_of,
     current_owner,
@@ -36,25 +35,26 @@ from runtime.publication.bindings.problems import revalidation_refusal
 from runtime.publication.bindings.publish import close_with_decision, version_conflict
 from runtime.publication.bindings.rules import check_pinned, check_revision
 from runtime.publication.offload import off_loop
+from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
 
 async def _lock_reviewed_revision(
     conn: Connection, ctx: InvocationContext, binding_id: str, expected_digest: str
-) -> tuple[dict[str, Any], dict[str, Any], store.PublicationHead]:
+) -> tuple[dict[str, Any], dict[str, Any], binding_rows.PublicationHead]:
     """Lock version (FOR SHARE), owner and Tool head in order; check owner and reviewed digest."""
-    found = await store.select_revision(conn, ctx.host_id, binding_id)
+    found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     if found is None:
         raise not_found("binding revision with that bindingId")
-    version_row = await store.lock_version_for_share(
+    version_row = await binding_rows.lock_version_for_share(
         conn, ctx.host_id, found["wf_def_id"], found["workflow_version"]
     )
     assert version_row is not None  # revisions reference their version, and versions stay
     owner = await current_owner(conn, ctx.host_id, found["wf_def_id"])
     require_owner(ctx, owner)
-    head = await store.lock_head(conn, ctx.host_id, found["tool_id"])
-    revision = await store.select_revision(conn, ctx.host_id, binding_id)
+    head = await binding_rows.lock_head(conn, ctx.host_id, found["tool_id"])
+    revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     assert revision is not None
     if revision["binding_digest"] != expected_digest:
         raise WorkflowError(
@@ -82,7 +82,7 @@ async def _revalidate(
         raise WorkflowError(
             "WORKFLOW_DEFINITION_RETIRED", "the pinned definition version is retired"
         )
-    reach = await store.read_reach(conn, ctx.host_id, revision["binding_id"])
+    reach = await binding_rows.read_reach(conn, ctx.host_id, revision["binding_id"])
     checked = check_revision(stored_binding(revision["binding"]), reach)
     pinned = await off_loop(  # parsing and checking the pinned definition is CPU-bound
         check_pinned,
@@ -120,7 +120,7 @@ async def _approve(
     ctx: InvocationContext,
     revision: Mapping[str, Any],
     version_row: Mapping[str, Any],
-    head: store.PublicationHead,
+    head: binding_rows.PublicationHead,
     comment: str | None,
     operation_id: str,
 ) -> WorkflowBindingDecideOutput:
@@ -134,7 +134,7 @@ async def _approve(
             operation_id=operation_id,
         )
     owner = version_row["owner"]
-    activated = await store.activate_revision(
+    activated = await binding_rows.activate_revision(
         conn,
         ctx.host_id,
         revision["binding_id"],
@@ -143,10 +143,10 @@ async def _approve(
         owner_position_id=owner.position_id,
     )
     assert activated  # pending under the head lock
-    await store.insert_evidence(
+    await binding_rows.insert_evidence(
         conn, ctx.host_id, revision["binding_id"], revision["write_tasks"], owner.user_id
     )
-    decision_id = await store.insert_decision(
+    decision_id = await binding_rows.insert_decision(
         conn,
         host_id=ctx.host_id,
         tool_id=revision["tool_id"],
@@ -157,7 +157,7 @@ async def _approve(
         comment=comment,
         operation_id=operation_id,
     )
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
         revision["tool_id"],
@@ -194,7 +194,7 @@ async def _decide(
         comment=comment,
     )
     assert decision_id is not None
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
         revision["tool_id"],
@@ -257,7 +257,7 @@ async def _revoke(
         comment=comment,
     )
     assert decision_id is not None
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
         revision["tool_id"],
@@ -309,7 +309,7 @@ async def _retire(
     expected = request.expected_aggregate_version
     if expected < 0:
         raise negative_version_error(operation_id, RETIRE_TOOL)
-    head = await store.lock_head(conn, ctx.host_id, tool_id)
+    head = await binding_rows.lock_head(conn, ctx.host_id, tool_id)
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
     if head.active_binding_id is None and head.pending_binding_id is None:
@@ -332,7 +332,7 @@ async def _retire(
                 comment=comment,
             )
             closed[status] = binding_id
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn, ctx.host_id, tool_id, active_binding_id=None, pending_binding_id=None
     )
     return WorkflowBindingRetireOutput(

@@ -73,15 +73,6 @@ def annotations_of(value: ToolAnnotations) -> Annotations:
     )
 
 
-def stored_annotations(document: Mapping[str, Any]) -> Annotations:
-    """The effect flags of toolAnnotations Workflow stored after validating them."""
-    return Annotations(
-        read_only=bool(document["readOnly"]),
-        destructive=bool(document["destructive"]),
-        human_approval_required=bool(document.get("humanApprovalRequired", False)),
-    )
-
-
 def _mode_problems(binding: ToolBinding) -> list[BindingProblem]:
     found = []
     if binding.invocation_mode != "sync":

@@ -16,7 +16,6 @@ from generated.models import (
 )
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
-from runtime.publication.bindings import store
 from runtime.publication.bindings.carry_over import (
     ApprovedBasis,
     Candidate,
@@ -41,6 +40,7 @@ from runtime.publication.bindings.problems import refusal
 from runtime.publication.bindings.reach import Reach
 from runtime.publication.bindings.rules import PinnedCheck, check_pinned, check_request
 from runtime.publication.offload import off_loop
+from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -93,7 +93,7 @@ async def lock_pinned_version(
     conn: Connection, host_id: str, binding: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Lock the pinned version FOR SHARE; it must exist, be active and match both digests."""
-    row = await store.lock_version_for_share(
+    row = await binding_rows.lock_version_for_share(
         conn, host_id, binding["wfDefId"], binding["workflowVersion"]
     )
     if row is None:
@@ -146,9 +146,9 @@ def revision_receipt(
 
 async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> ApprovedBasis:
     """What carry-over compares on the Tool's active revision."""
-    revision = await store.select_revision(conn, host_id, binding_id)
+    revision = await binding_rows.select_revision(conn, host_id, binding_id)
     assert revision is not None  # the head points at it
-    reach = await store.read_reach(conn, host_id, binding_id)
+    reach = await binding_rows.read_reach(conn, host_id, binding_id)
     return ApprovedBasis(
         binding_id=binding_id,
         wf_def_id=revision["wf_def_id"],
@@ -171,13 +171,13 @@ async def close_with_decision(
     comment: str | None = None,
 ) -> str | None:
     """Close an active or pending revision and append its decision; None when already closed."""
-    revision = await store.select_revision(conn, ctx.host_id, binding_id)
+    revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     assert revision is not None
-    if not await store.close_revision(
+    if not await binding_rows.close_revision(
         conn, ctx.host_id, binding_id, status=status, decided_by=ctx.user_id
     ):
         return None
-    return await store.insert_decision(
+    return await binding_rows.insert_decision(
         conn,
         host_id=ctx.host_id,
         tool_id=revision["tool_id"],
@@ -204,7 +204,7 @@ class StatusDecision:
 async def decide_status(
     conn: Connection,
     ctx: InvocationContext,
-    head: store.PublicationHead,
+    head: binding_rows.PublicationHead,
     candidate: Candidate,
     owner: Owner,
 ) -> StatusDecision:
@@ -275,14 +275,14 @@ def _revision_row(
 async def _unchanged(
     conn: Connection,
     ctx: InvocationContext,
-    head: store.PublicationHead,
+    head: binding_rows.PublicationHead,
     digest: str,
     warnings: list[dict[str, str]],
 ) -> WorkflowBindingPublishOutput | None:
     for binding_id in (head.active_binding_id, head.pending_binding_id):
         if binding_id is None:
             continue
-        revision = await store.select_revision(conn, ctx.host_id, binding_id)
+        revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
         if revision is not None and revision["binding_digest"] == digest:
             return revision_receipt("unchanged", revision, head.aggregate_version, None, warnings)
     return None
@@ -291,7 +291,7 @@ async def _unchanged(
 async def _supersede_previous(
     conn: Connection,
     ctx: InvocationContext,
-    head: store.PublicationHead,
+    head: binding_rows.PublicationHead,
     activating: bool,
     operation_id: str,
 ) -> None:
@@ -373,7 +373,7 @@ async def _publish(
     operation_id, expected = publish.operation_id, publish.expected_aggregate_version
     doc = request.binding.document
     warnings = fit.warnings
-    head = await store.lock_head(conn, ctx.host_id, doc["toolId"])
+    head = await binding_rows.lock_head(conn, ctx.host_id, doc["toolId"])
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
     unchanged = await _unchanged(conn, ctx, head, request.binding_digest, warnings)
@@ -392,13 +392,15 @@ async def _publish(
     binding_id = str(uuid.uuid4())
     write_tasks = [write_task_document(task) for task in fit.write_tasks]
     row = _revision_row(ctx, request, binding_id, write_tasks, owner, status, operation_id)
-    await store.insert_revision(conn, row)
-    await store.insert_reach(conn, ctx.host_id, binding_id, request.reach)
+    await binding_rows.insert_revision(conn, row)
+    await binding_rows.insert_reach(conn, ctx.host_id, binding_id, request.reach)
     decision_id = None
     if status.active:
         assert status.action is not None
-        await store.insert_evidence(conn, ctx.host_id, binding_id, write_tasks, owner.user_id)
-        decision_id = await store.insert_decision(
+        await binding_rows.insert_evidence(
+            conn, ctx.host_id, binding_id, write_tasks, owner.user_id
+        )
+        decision_id = await binding_rows.insert_decision(
             conn,
             host_id=ctx.host_id,
             tool_id=doc["toolId"],
@@ -408,14 +410,14 @@ async def _publish(
             approval_digest=request.approval_digest,
             operation_id=operation_id,
         )
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
         doc["toolId"],
         active_binding_id=binding_id if status.active else head.active_binding_id,
         pending_binding_id=None if status.active else binding_id,
     )
-    stored = await store.select_revision(conn, ctx.host_id, binding_id)
+    stored = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     assert stored is not None
     return revision_receipt("published", stored, version, decision_id, warnings)
 

@@ -18,7 +18,6 @@ from generated.models import (
     WorkflowBindingListOutput,
 )
 from runtime.errors import input_invalid
-from runtime.publication.bindings import store
 from runtime.publication.bindings.common import (
     CONTRACT_STATUSES,
     contract_status,
@@ -26,6 +25,7 @@ from runtime.publication.bindings.common import (
     timestamp,
 )
 from runtime.publication.ids import normalize_uuid
+from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -44,7 +44,7 @@ async def revision_document(
     """A stored revision as the contract's BindingRevision."""
     owner: dict[str, Any] = {"userId": row["owner_user_id"]}
     _optional(owner, "positionId", row["owner_position_id"])
-    reach = await store.read_reach(conn, host_id, row["binding_id"])
+    reach = await binding_rows.read_reach(conn, host_id, row["binding_id"])
     doc: dict[str, Any] = {
         "bindingId": row["binding_id"],
         "status": contract_status(row["revision_status"]),
@@ -95,19 +95,23 @@ async def get_binding(
     tool_id = request.tool_id
     binding_id = None if request.binding_id is UNSET else request.binding_id
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
-        head = await store.read_head(conn, ctx.host_id, tool_id)
+        head = await binding_rows.read_head(conn, ctx.host_id, tool_id)
         # A caller with no relationship to the Tool learns nothing, not even that it exists.
         related = head is not None and (
             may_retire
-            or await store.tool_related_to_caller(
+            or await binding_rows.tool_related_to_caller(
                 conn, ctx.host_id, tool_id, ctx.user_id, sorted(ctx.positions)
             )
         )
         if head is None or not related:
             raise not_found("binding publication for that toolId")
         wanted = binding_id or head.pending_binding_id or head.active_binding_id
-        wanted = wanted or await store.select_latest_revision_id(conn, ctx.host_id, tool_id)
-        row = None if wanted is None else await store.select_revision(conn, ctx.host_id, wanted)
+        wanted = wanted or await binding_rows.select_latest_revision_id(conn, ctx.host_id, tool_id)
+        row = (
+            None
+            if wanted is None
+            else await binding_rows.select_revision(conn, ctx.host_id, wanted)
+        )
         if row is None or row["tool_id"] != tool_id:
             raise not_found("binding revision of that Tool")
         result: dict[str, Any] = {"toolId": tool_id, "aggregateVersion": head.aggregate_version}
@@ -115,10 +119,10 @@ async def get_binding(
         _optional(result, "pendingBindingId", head.pending_binding_id)
         result["revision"] = await revision_document(conn, ctx.host_id, row)
         if head.active_binding_id is not None and head.active_binding_id != row["binding_id"]:
-            active = await store.select_revision(conn, ctx.host_id, head.active_binding_id)
+            active = await binding_rows.select_revision(conn, ctx.host_id, head.active_binding_id)
             assert active is not None
             result["activeRevision"] = await revision_document(conn, ctx.host_id, active)
-        decisions = await store.select_decisions(conn, ctx.host_id, tool_id, DECISIONS_LIMIT)
+        decisions = await binding_rows.select_decisions(conn, ctx.host_id, tool_id, DECISIONS_LIMIT)
         result["decisions"] = [_decision_document(decision) for decision in decisions]
     return msgspec.convert(result, WorkflowBindingGetOutput)
 
@@ -190,8 +194,8 @@ async def list_bindings(
     params = _list_params(ctx, request)
     page_size = params["limit"] - 1
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
-        rows = await store.list_revisions(conn, params)
-        counts = await store.count_pending(conn, params)
+        rows = await binding_rows.list_revisions(conn, params)
+        counts = await binding_rows.count_pending(conn, params)
     result: dict[str, Any] = {
         "items": [_list_item(row) for row in rows[:page_size]],
         "pendingCount": sum(int(row["pending_count"]) for row in counts),

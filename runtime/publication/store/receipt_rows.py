@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runtime.publication.store.sql import QUERIES
+from runtime.publication.store import QUERIES
 from runtime.store import Connection
 
 

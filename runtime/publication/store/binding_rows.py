@@ -1,18 +1,15 @@
-"""Storage helpers of binding revisions: each takes a connection and never commits."""
+"""Rows of Tool binding revisions, their publication heads, reach, evidence and decisions."""
 
 from __future__ import annotations
 
 import json
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from runtime.publication.bindings.fields import stored_annotations
-from runtime.publication.bindings.reach import Dependency, EndpointTarget, Reach
-from runtime.store import Connection, load_queries
-
-QUERIES = load_queries(Path(__file__).resolve().with_name("queries.sql"))
+from runtime.binding_reach import Annotations, Dependency, EndpointTarget, Reach
+from runtime.publication.store import QUERIES
+from runtime.store import Connection
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +23,15 @@ class PublicationHead:
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def stored_annotations(document: dict[str, Any]) -> Annotations:
+    """The effect flags of toolAnnotations Workflow stored after validating them."""
+    return Annotations(
+        read_only=bool(document["readOnly"]),
+        destructive=bool(document["destructive"]),
+        human_approval_required=bool(document.get("humanApprovalRequired", False)),
+    )
 
 
 async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.publication.store.sql import QUERIES
+from runtime.publication.store import QUERIES
 from runtime.store import Connection
 
 
