@@ -23,7 +23,7 @@ from runtime.publication.grants import (
     read_definition_grants,
     sync_definition_grants,
 )
-from runtime.publication.operations import (
+from runtime.publication.receipt_ledger import (
     RECEIPT_RETENTION,
     run_operation,
     sweep_operation_receipts,

@@ -34,11 +34,11 @@ from runtime.canonical import (
 from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition, parse_definition
 from runtime.engine.datacheck import definition_warnings
 from runtime.errors import WorkflowError, input_invalid
+from runtime.publication.check_threads import off_loop
+from runtime.publication.definition_checks import expression_digests, normalized_document
 from runtime.publication.ids import normalize_uuid
-from runtime.publication.normalized import expression_digests, normalized_document
-from runtime.publication.offload import off_loop
-from runtime.publication.operations import rejections_with_codes, run_operation
-from runtime.publication.revisions import judge_revision
+from runtime.publication.receipt_ledger import rejections_with_codes, run_operation
+from runtime.publication.source_revision import judge_revision
 from runtime.publication.store import definition_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database

@@ -13,7 +13,7 @@ from generated.models import (
 from runtime.canonical import canonical_digest
 from runtime.errors import input_invalid
 from runtime.publication.ids import normalize_uuid
-from runtime.publication.revisions import judge_revision
+from runtime.publication.source_revision import judge_revision
 from runtime.publication.store import grant_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database

@@ -34,7 +34,7 @@ from runtime.publication.bindings.operation import run_binding_operation
 from runtime.publication.bindings.problems import revalidation_refusal
 from runtime.publication.bindings.publish import close_with_decision, version_conflict
 from runtime.publication.bindings.rules import check_pinned, check_revision
-from runtime.publication.offload import off_loop
+from runtime.publication.check_threads import off_loop
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database

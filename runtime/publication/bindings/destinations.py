@@ -28,7 +28,7 @@ from runtime.publication.bindings.problems import BindingProblem
 from runtime.publication.bindings.reach import EndpointTarget
 
 if TYPE_CHECKING:
-    from runtime.publication.settings import DestinationSettings
+    from runtime.publication.publication_settings import DestinationSettings
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 

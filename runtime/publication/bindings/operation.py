@@ -13,7 +13,7 @@ from typing import Any
 
 from runtime.errors import WorkflowError
 from runtime.publication.bindings.errors import has_request_evidence
-from runtime.publication.operations import OutputT, Perform, run_operation
+from runtime.publication.receipt_ledger import OutputT, Perform, run_operation
 from runtime.security import InvocationContext
 from runtime.store import Database
 

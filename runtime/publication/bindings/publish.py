@@ -39,7 +39,7 @@ from runtime.publication.bindings.operation import run_binding_operation
 from runtime.publication.bindings.problems import refusal
 from runtime.publication.bindings.reach import Reach
 from runtime.publication.bindings.rules import PinnedCheck, check_pinned, check_request
-from runtime.publication.offload import off_loop
+from runtime.publication.check_threads import off_loop
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database

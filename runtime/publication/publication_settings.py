@@ -7,7 +7,7 @@ import ipaddress
 import msgspec
 
 from runtime.addresses import AddressPolicy
-from runtime.publication.limits import DefinitionLimits
+from runtime.publication.definition_limits import DefinitionLimits
 
 
 class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
