@@ -6,6 +6,7 @@ their own modules beside these.
 
 from __future__ import annotations
 
+from runtime.publication.definition_checks import validate_definition
 from runtime.publication.definitions import (
     PUBLISH_TOOL,
     RETIRE_TOOL,
@@ -15,7 +16,6 @@ from runtime.publication.definitions import (
     read_definition_version,
     retire_definition,
     save_definition,
-    validate_definition,
 )
 from runtime.publication.grants import (
     GRANTS_SYNC_TOOL,

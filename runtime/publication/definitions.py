@@ -9,7 +9,6 @@ receipts are the generated output structs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from msgspec import UNSET
@@ -24,18 +23,15 @@ from generated.models import (
     WorkflowDefinitionSaveInput,
     WorkflowDefinitionSaveOutput,
 )
-from runtime.canonical import (
-    CanonicalError,
-    canonical_digest,
-    definition_digest,
-    load_definition_yaml,
-    schema_digest,
-)
-from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition, parse_definition
-from runtime.engine.datacheck import definition_warnings
-from runtime.errors import WorkflowError, input_invalid
+from runtime.canonical import canonical_digest, definition_digest
+from runtime.errors import WorkflowError
 from runtime.publication.check_threads import off_loop
-from runtime.publication.definition_checks import expression_digests, normalized_document
+from runtime.publication.definition_checks import (
+    check_document_version,
+    checked_for_publication,
+    load_definition,
+    loaded_with_digest,
+)
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.receipt_ledger import rejections_with_codes, run_operation
 from runtime.publication.source_revision import judge_revision
@@ -76,47 +72,6 @@ def position_of(owner: Owner) -> str | None:
     return None if owner.position_id is UNSET else owner.position_id
 
 
-def _load(text: str) -> dict[str, Any]:
-    try:
-        return load_definition_yaml(text)
-    except CanonicalError as error:
-        raise input_invalid(
-            f"definition is not accepted: {error.message}",
-            details={"discriminator": error.discriminator},
-        ) from error
-
-
-def validate_definition(document: dict[str, Any]) -> WorkflowDefinition:
-    """Run the engine's definition model validation (runtime definition and CEL checks).
-
-    The document is user input, so any exception the parser raises means "invalid definition":
-    a parser gap must refuse the definition, never surface as a server fault.
-    """
-    try:
-        return parse_definition(document)
-    except DefinitionError as error:
-        raise input_invalid(
-            f"definition is invalid: {error.message}", details=error.details()
-        ) from error
-    except ExpressionError as error:
-        details = {"reason": error.reason}
-        raise input_invalid(f"definition is invalid: {error.message}", details=details) from error
-    except Exception as error:  # any parser failure on user input is a refusal, never a 500
-        raise input_invalid("definition is invalid: it does not match the DSL profile") from error
-
-
-def check_document_version(document: Mapping[str, Any], version: str) -> None:
-    """Refuse a version whose definition text declares another document.version."""
-    header = document.get("document")
-    written = header.get("version") if isinstance(header, Mapping) else None
-    if isinstance(written, str) and written != version:
-        raise input_invalid(
-            f"document.version {written!r} in the definition differs from the version argument "
-            f"{version!r}; publish it as {written!r} or change document.version to {version!r}",
-            details={"documentVersion": written, "version": version},
-        )
-
-
 # --- save -------------------------------------------------------------------------------------
 
 
@@ -140,7 +95,7 @@ def _head_row(ctx: InvocationContext, request: WorkflowDefinitionSaveInput) -> d
         "name": request.name,
         "version": request.version,
         "definition": request.definition,
-        "definition_digest": definition_digest(_load(request.definition)),
+        "definition_digest": definition_digest(load_definition(request.definition)),
         "content_digest": canonical_digest(content),
         "lifecycle_status": request.lifecycle_status,
         "catalog_visible": request.catalog_visible,
@@ -275,43 +230,17 @@ async def _existing_version_receipt(
     # once here and stored, so no later unchanged receipt runs the checker again.
     warnings = existing.warnings
     if warnings is None:
-        warnings = (await off_loop(_checked_for_publication, document)).warnings
+        warnings = (await off_loop(checked_for_publication, document)).warnings
         await definition_rows.store_version_warnings(
             conn, ctx.host_id, request.wf_def_id, request.version, warnings
         )
     return _version_receipt("unchanged", request.wf_def_id, request.version, existing, warnings)
 
 
-@dataclass(frozen=True, slots=True)
-class _Checked:
-    """What publication computes from a document before storing it (all pure CPU work)."""
-
-    warnings: list[dict[str, str]]
-    schema_digest: str
-    normalized_document: dict[str, Any]
-    expression_digests: list[dict[str, str]]
-
-
-def _loaded_with_digest(text: str) -> tuple[dict[str, Any], str]:
-    document = _load(text)
-    return document, definition_digest(document)
-
-
-def _checked_for_publication(document: dict[str, Any]) -> _Checked:
-    definition = validate_definition(document)
-    warnings = definition_warnings(definition, document)  # refuses the data bugs it proves
-    return _Checked(
-        warnings=warnings,
-        schema_digest=schema_digest(document),
-        normalized_document=normalized_document(definition),
-        expression_digests=expression_digests(definition),
-    )
-
-
 async def _publish(
     conn: Connection, ctx: InvocationContext, request: WorkflowDefinitionPublishInput
 ) -> WorkflowDefinitionPublishOutput:
-    document, digest = await off_loop(_loaded_with_digest, request.definition)
+    document, digest = await off_loop(loaded_with_digest, request.definition)
     if digest != request.expected_definition_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
@@ -324,7 +253,7 @@ async def _publish(
     )
     if existing is not None:
         return await _existing_version_receipt(conn, ctx, request, digest, existing, document)
-    checked = await off_loop(_checked_for_publication, document)
+    checked = await off_loop(checked_for_publication, document)
     created = await definition_rows.insert_version(
         conn,
         {
