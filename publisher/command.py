@@ -24,8 +24,8 @@ from publisher.report import ProgressDisplay, render_status, render_table
 from publisher.run import Publisher, RunResult
 from publisher.spec import PublishDir, SpecError, load_dir
 from runtime.binding_reach import EndpointTarget
-from runtime.publication.bindings.destinations import DestinationPolicy, check_destination
-from runtime.publication.bindings.errors import BindingRuleViolation
+from runtime.publication.bindings.destination_policy import DestinationPolicy, check_destination
+from runtime.publication.bindings.rejections import BindingRuleViolation
 
 EXIT_OK: Final = 0
 EXIT_NOT_PUBLISHED: Final = 1

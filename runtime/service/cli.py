@@ -19,7 +19,7 @@ from publisher.command import add_publish_parser, run_publish
 from runtime import telemetry
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
-from runtime.publication.bindings.destinations import policy_from_settings
+from runtime.publication.bindings.destination_policy import policy_from_settings
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import (

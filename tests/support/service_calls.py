@@ -19,8 +19,8 @@ from runtime import publication
 from runtime.mcp.call import InputFailure
 from runtime.publication import bindings
 from runtime.publication.bindings import DestinationPolicy
-from runtime.publication.bindings.fields import Binding, validate_binding
-from runtime.publication.bindings.reach import Reach, normalize_reach
+from runtime.publication.bindings.field_rules import Binding, validate_binding
+from runtime.publication.bindings.reach_rules import Reach, normalize_reach
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Database
 

@@ -10,17 +10,17 @@ import pytest
 from runtime.canonical import canonical_digest, load_definition_yaml
 from runtime.engine.analysis import WriteTask
 from runtime.engine.parser import parse_definition
-from runtime.publication.bindings.carry_over import (
+from runtime.publication.bindings.destination_policy import DestinationPolicy, check_destinations
+from runtime.publication.bindings.digests import approval_digest, binding_digest
+from runtime.publication.bindings.reach_rules import Reach
+from runtime.publication.bindings.rejections import BindingRuleViolation
+from runtime.publication.bindings.status_rules import (
     ApprovedBasis,
     Candidate,
     Owner,
     carry_over_denied_reason,
 )
-from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
-from runtime.publication.bindings.digests import approval_digest, binding_digest
-from runtime.publication.bindings.effects import check_effect_matrix, static_fit_problems
-from runtime.publication.bindings.errors import BindingRuleViolation
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.version_rules import check_effect_matrix, static_fit_problems
 from tests.support.binding_builders import (
     binding,
     definition_yaml,

@@ -7,14 +7,14 @@ from typing import Any
 from runtime.engine.analysis import static_requirements
 from runtime.engine.model import WorkflowDefinition
 from runtime.engine.parser import parse_definition
-from runtime.publication.bindings.carry_over import (
+from runtime.publication.bindings.reach_rules import Reach
+from runtime.publication.bindings.status_rules import (
     ApprovedBasis,
     Candidate,
     Owner,
     carry_over_denied_reason,
 )
-from runtime.publication.bindings.effects import static_fit_problems
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.version_rules import static_fit_problems
 from tests.support.binding_builders import binding, definition_yaml
 from tests.support.service_calls import checked_binding
 

@@ -12,7 +12,7 @@ from runtime.execution.credential import open_credential, seal_credential, selec
 from runtime.execution.effects import matching_grant
 from runtime.execution.store import QUERIES, QUERIES_PATH
 from runtime.execution.targets import policy_for
-from runtime.publication.bindings.reach import Dependency, EndpointTarget
+from runtime.publication.bindings.reach_rules import Dependency, EndpointTarget
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store.queries import query_usage_problems

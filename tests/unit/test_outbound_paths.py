@@ -12,7 +12,7 @@ from runtime.engine.ports import EffectFailure
 from runtime.errors import WorkflowError
 from runtime.execution.decoding import BodyDecoder
 from runtime.execution.targets import policy_for
-from runtime.publication.bindings.reach import EndpointTarget
+from runtime.publication.bindings.reach_rules import EndpointTarget
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")
 

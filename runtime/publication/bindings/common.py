@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from msgspec import UNSET, UnsetType
 
 from runtime.errors import WorkflowError, input_invalid, policy_denied
-from runtime.publication.bindings.carry_over import Owner
+from runtime.publication.bindings.status_rules import Owner
 from runtime.publication.store.binding_rows import lock_definition_owner
 from runtime.security import InvocationContext
 from runtime.store import Connection

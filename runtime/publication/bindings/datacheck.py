@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from runtime.engine.datacheck import MAX_WARNINGS, data_flow_report, warning_entry
 from runtime.engine.model import WorkflowDefinition
-from runtime.publication.bindings.problems import BindingProblem
+from runtime.publication.bindings.binding_problems import BindingProblem
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,24 +16,24 @@ from generated.models import (
     WorkflowBindingRevokeOutput,
 )
 from runtime.errors import WorkflowError
+from runtime.publication.bindings.binding_problems import revalidation_refusal
 from runtime.publication.bindings.common import (
     comment_of,
     current_owner,
     not_found,
     require_owner,
 )
-from runtime.publication.bindings.destinations import DestinationPolicy
-from runtime.publication.bindings.errors import (
+from runtime.publication.bindings.destination_policy import DestinationPolicy
+from runtime.publication.bindings.field_rules import stored_binding
+from runtime.publication.bindings.operation import run_binding_operation
+from runtime.publication.bindings.publish import close_with_decision, version_conflict
+from runtime.publication.bindings.rejections import (
     DECIDE_TOOL,
     RETIRE_TOOL,
     REVOKE_TOOL,
     negative_version_error,
 )
-from runtime.publication.bindings.fields import stored_binding
-from runtime.publication.bindings.operation import run_binding_operation
-from runtime.publication.bindings.problems import revalidation_refusal
-from runtime.publication.bindings.publish import close_with_decision, version_conflict
-from runtime.publication.bindings.rules import check_pinned, check_revision
+from runtime.publication.bindings.validation import check_pinned, check_revision
 from runtime.publication.check_threads import off_loop
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.canonical import canonical_digest
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.reach_rules import Reach
 
 # Binding fields that are not part of the revision's identity.
 EXCLUDED_FROM_BINDING_DIGEST = frozenset(

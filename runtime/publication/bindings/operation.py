@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings.errors import has_request_evidence
+from runtime.publication.bindings.rejections import has_request_evidence
 from runtime.publication.receipt_ledger import OutputT, Perform, run_operation
 from runtime.security import InvocationContext
 from runtime.store import Database

@@ -16,7 +16,21 @@ from generated.models import (
 )
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
-from runtime.publication.bindings.carry_over import (
+from runtime.publication.bindings.binding_problems import refusal
+from runtime.publication.bindings.common import current_owner, is_owner, not_found
+from runtime.publication.bindings.destination_policy import DestinationPolicy, resolve_names
+from runtime.publication.bindings.digests import approval_digest, binding_digest
+from runtime.publication.bindings.field_rules import Binding
+from runtime.publication.bindings.operation import run_binding_operation
+from runtime.publication.bindings.reach_rules import Reach
+from runtime.publication.bindings.rejections import (
+    PUBLISH_TOOL,
+    InvalidBindingRequest,
+    PublishEnvelope,
+    negative_version_error,
+    request_section_error,
+)
+from runtime.publication.bindings.status_rules import (
     ApprovedBasis,
     Candidate,
     Owner,
@@ -24,21 +38,7 @@ from runtime.publication.bindings.carry_over import (
     write_task_document,
     write_task_key_of_document,
 )
-from runtime.publication.bindings.common import current_owner, is_owner, not_found
-from runtime.publication.bindings.destinations import DestinationPolicy, resolve_names
-from runtime.publication.bindings.digests import approval_digest, binding_digest
-from runtime.publication.bindings.errors import (
-    PUBLISH_TOOL,
-    InvalidBindingRequest,
-    PublishEnvelope,
-    negative_version_error,
-    request_section_error,
-)
-from runtime.publication.bindings.fields import Binding
-from runtime.publication.bindings.operation import run_binding_operation
-from runtime.publication.bindings.problems import refusal
-from runtime.publication.bindings.reach import Reach
-from runtime.publication.bindings.rules import PinnedCheck, check_pinned, check_request
+from runtime.publication.bindings.validation import PinnedCheck, check_pinned, check_request
 from runtime.publication.check_threads import off_loop
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion

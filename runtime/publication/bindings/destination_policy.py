@@ -23,9 +23,9 @@ from runtime.addresses import (
     Resolver,
     is_literal,
 )
-from runtime.publication.bindings.errors import BindingRuleViolation
-from runtime.publication.bindings.problems import BindingProblem
-from runtime.publication.bindings.reach import EndpointTarget
+from runtime.publication.bindings.binding_problems import BindingProblem
+from runtime.publication.bindings.reach_rules import EndpointTarget
+from runtime.publication.bindings.rejections import BindingRuleViolation
 
 if TYPE_CHECKING:
     from runtime.publication.publication_settings import DestinationSettings

@@ -12,23 +12,23 @@ from typing import Any
 from generated.models import ToolBinding, WorkflowBindingPublishInput
 from runtime.engine.analysis import WriteTask
 from runtime.engine.model import WorkflowDefinition
-from runtime.publication.bindings.coverage import coverage_problems
+from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.datacheck import pinned_data_flow
-from runtime.publication.bindings.destinations import DestinationPolicy, destination_problems
-from runtime.publication.bindings.effects import (
-    binding_static_fit_problems,
-    effect_matrix_problems,
-    pinned_definition_problems,
-    service_parallelism_problems,
-)
-from runtime.publication.bindings.fields import Binding, binding_field_problems, binding_of
-from runtime.publication.bindings.problems import BindingProblem
-from runtime.publication.bindings.reach import (
+from runtime.publication.bindings.destination_policy import DestinationPolicy, destination_problems
+from runtime.publication.bindings.endpoint_coverage import coverage_problems
+from runtime.publication.bindings.field_rules import Binding, binding_field_problems, binding_of
+from runtime.publication.bindings.reach_rules import (
     EndpointTarget,
     Reach,
     indexed_targets,
     reach_of,
     reach_problems,
+)
+from runtime.publication.bindings.version_rules import (
+    binding_static_fit_problems,
+    effect_matrix_problems,
+    pinned_definition_problems,
+    service_parallelism_problems,
 )
 
 

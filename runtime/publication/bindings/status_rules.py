@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.analysis import WriteTask
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.reach_rules import Reach
 
 WriteTaskKey = tuple[str, str, str]
 

@@ -17,9 +17,9 @@ from generated import models
 from runtime.binding_reach import Dependency as Dependency
 from runtime.binding_reach import EndpointTarget as EndpointTarget
 from runtime.binding_reach import Reach as Reach
-from runtime.publication.bindings.errors import InvalidBindingRequest
-from runtime.publication.bindings.fields import annotation_problems, annotations_of
-from runtime.publication.bindings.problems import BindingProblem, ordered
+from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.field_rules import annotation_problems, annotations_of
+from runtime.publication.bindings.rejections import InvalidBindingRequest
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 

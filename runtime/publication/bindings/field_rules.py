@@ -21,8 +21,8 @@ from generated.models import AdmissionLimits, ToolAnnotations, ToolBinding
 from runtime.binding_reach import UNANNOTATED as UNANNOTATED
 from runtime.binding_reach import Annotations as Annotations
 from runtime.canonical.patterns import PatternError, check_schema_patterns
-from runtime.publication.bindings.errors import InvalidBindingRequest, RequestSection
-from runtime.publication.bindings.problems import BindingProblem, ordered
+from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.rejections import InvalidBindingRequest, RequestSection
 
 DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
 

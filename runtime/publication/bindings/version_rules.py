@@ -14,10 +14,15 @@ from runtime.engine.analysis import WriteTask, fork_widths, static_requirements,
 from runtime.engine.errors import DefinitionError, ExpressionError
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.engine.parser import parse_definition
-from runtime.publication.bindings.errors import BindingRuleViolation
-from runtime.publication.bindings.fields import DIGEST_PATTERN, UNANNOTATED, Annotations, Binding
-from runtime.publication.bindings.problems import BindingProblem, ordered
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.field_rules import (
+    DIGEST_PATTERN,
+    UNANNOTATED,
+    Annotations,
+    Binding,
+)
+from runtime.publication.bindings.reach_rules import Reach
+from runtime.publication.bindings.rejections import BindingRuleViolation
 
 # Task kinds a bounded, headless sync run may contain; the parser already refuses human,
 # agent and runner tasks, and this list keeps the matrix closed if the profile grows.
