@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from generated.models import (
     WorkflowBindingDecideInput,
@@ -15,29 +15,66 @@ from generated.models import (
     WorkflowBindingRevokeInput,
     WorkflowBindingRevokeOutput,
 )
-from runtime.errors import WorkflowError
+from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings.binding_problems import revalidation_refusal
-from runtime.publication.bindings.common import (
-    comment_of,
-    current_owner,
-    not_found,
-    require_owner,
-)
 from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.field_rules import stored_binding
-from runtime.publication.bindings.operation import run_binding_operation
-from runtime.publication.bindings.publish import close_with_decision, version_conflict
 from runtime.publication.bindings.rejections import (
     DECIDE_TOOL,
     RETIRE_TOOL,
     REVOKE_TOOL,
+    is_final_rejection,
     negative_version_error,
+    not_found,
+    version_conflict,
 )
+from runtime.publication.bindings.status_rules import current_owner, require_owner
 from runtime.publication.bindings.validation import check_pinned, check_revision
 from runtime.publication.check_threads import off_loop
+from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
+
+
+def comment_of(value: str | UnsetType, *, required: bool) -> str | None:
+    """A decision comment; a reject or revoke needs one with some text (not only spaces)."""
+    comment = None if value is UNSET else value
+    if comment is not None and not comment.strip():
+        raise input_invalid("comment must contain text, not only spaces")
+    if comment is None and required:
+        raise input_invalid("comment is required")
+    return comment
+
+
+async def close_with_decision(
+    conn: Connection,
+    ctx: InvocationContext,
+    binding_id: str,
+    *,
+    status: str,
+    action: str,
+    operation_id: str | None,
+    comment: str | None = None,
+) -> str | None:
+    """Close an active or pending revision and append its decision; None when already closed."""
+    revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
+    assert revision is not None
+    if not await binding_rows.close_revision(
+        conn, ctx.host_id, binding_id, status=status, decided_by=ctx.user_id
+    ):
+        return None
+    return await binding_rows.insert_decision(
+        conn,
+        host_id=ctx.host_id,
+        tool_id=revision["tool_id"],
+        binding_id=binding_id,
+        action=action,
+        actor=ctx.user_id,
+        approval_digest=revision["approval_digest"],
+        comment=comment,
+        operation_id=operation_id,
+    )
 
 
 async def _lock_reviewed_revision(
@@ -226,7 +263,7 @@ async def decide_binding(
     async def perform(conn: Connection) -> WorkflowBindingDecideOutput:
         return await _decide(conn, ctx, request, destination_policy, maximum_parallelism)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
         tool_name=DECIDE_TOOL,
@@ -234,6 +271,7 @@ async def decide_binding(
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingDecideOutput,
+        is_final=is_final_rejection,
     )
 
 
@@ -288,7 +326,7 @@ async def revoke_binding(
     async def perform(conn: Connection) -> WorkflowBindingRevokeOutput:
         return await _revoke(conn, ctx, request)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
         tool_name=REVOKE_TOOL,
@@ -296,6 +334,7 @@ async def revoke_binding(
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingRevokeOutput,
+        is_final=is_final_rejection,
     )
 
 
@@ -357,7 +396,7 @@ async def retire_binding(
     async def perform(conn: Connection) -> WorkflowBindingRetireOutput:
         return await _retire(conn, ctx, request, comment)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
         tool_name=RETIRE_TOOL,
@@ -365,4 +404,5 @@ async def retire_binding(
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingRetireOutput,
+        is_final=is_final_rejection,
     )

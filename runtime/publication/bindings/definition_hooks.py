@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings.publish import close_with_decision
+from runtime.publication.bindings.decisions import close_with_decision
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext
 from runtime.store import Connection

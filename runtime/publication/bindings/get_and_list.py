@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -18,16 +18,34 @@ from generated.models import (
     WorkflowBindingListOutput,
 )
 from runtime.errors import input_invalid
-from runtime.publication.bindings.common import (
-    CONTRACT_STATUSES,
-    contract_status,
-    not_found,
-    timestamp,
-)
+from runtime.publication.bindings.rejections import not_found
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
+
+# The database keeps 'approved' (with active); the contract calls that status "active".
+STATUS_NAMES = {"approved": "active"}
+CONTRACT_STATUSES = {
+    "active": "approved",
+    "pendingApproval": "pendingApproval",
+    "rejected": "rejected",
+    "revoked": "revoked",
+    "retired": "retired",
+    "superseded": "superseded",
+    "withdrawn": "withdrawn",
+}
+
+
+def contract_status(revision_status: str) -> str:
+    """The RevisionStatus name of a stored revision_status."""
+    return STATUS_NAMES.get(revision_status, revision_status)
+
+
+def timestamp(value: datetime) -> str:
+    """RFC 3339 UTC with a Z suffix and microseconds (the contract's Timestamp)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
 
 DECISIONS_LIMIT = 200
 LIST_DEFAULT_LIMIT = 25  # contracts: workflow_binding_list limit default 25

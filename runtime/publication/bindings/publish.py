@@ -17,34 +17,35 @@ from generated.models import (
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings.binding_problems import refusal
-from runtime.publication.bindings.common import current_owner, is_owner, not_found
+from runtime.publication.bindings.decisions import close_with_decision
 from runtime.publication.bindings.destination_policy import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.field_rules import Binding
-from runtime.publication.bindings.operation import run_binding_operation
 from runtime.publication.bindings.reach_rules import Reach
 from runtime.publication.bindings.rejections import (
     PUBLISH_TOOL,
     InvalidBindingRequest,
     PublishEnvelope,
+    is_final_rejection,
     negative_version_error,
+    not_found,
     request_section_error,
+    version_conflict,
 )
 from runtime.publication.bindings.status_rules import (
-    ApprovedBasis,
     Candidate,
     Owner,
-    carry_over_denied_reason,
+    StatusDecision,
+    current_owner,
+    decide_status,
     write_task_document,
-    write_task_key_of_document,
 )
 from runtime.publication.bindings.validation import PinnedCheck, check_pinned, check_request
 from runtime.publication.check_threads import off_loop
+from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
-
-REASON_MAX = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +56,6 @@ class ValidatedPublish:
     reach: Reach
     binding_digest: str
     approval_digest: str
-
-
-def version_conflict(current: int) -> WorkflowError:
-    """VERSION_CONFLICT naming the head's current aggregate version."""
-    return WorkflowError(
-        "VERSION_CONFLICT",
-        f"expectedAggregateVersion does not match the Tool head's aggregate version {current}",
-        details={"aggregateVersion": current},
-    )
 
 
 def validated_publish(binding: Binding, reach: Reach) -> ValidatedPublish:
@@ -142,83 +134,6 @@ def revision_receipt(
         carry_over_denied_reason=denied or UNSET,
         warnings=[PublicationWarning(**w) for w in warnings] if warnings else UNSET,
     )
-
-
-async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> ApprovedBasis:
-    """What carry-over compares on the Tool's active revision."""
-    revision = await binding_rows.select_revision(conn, host_id, binding_id)
-    assert revision is not None  # the head points at it
-    reach = await binding_rows.read_reach(conn, host_id, binding_id)
-    return ApprovedBasis(
-        binding_id=binding_id,
-        wf_def_id=revision["wf_def_id"],
-        owner=Owner(revision["owner_user_id"], revision["owner_position_id"]),
-        approval_digest=revision["approval_digest"],
-        dependency_keys=frozenset(dep.carry_over_key for dep in reach.dependencies),
-        target_keys=frozenset(target.carry_over_key for target in reach.endpoint_targets),
-        write_task_keys=frozenset(write_task_key_of_document(t) for t in revision["write_tasks"]),
-    )
-
-
-async def close_with_decision(
-    conn: Connection,
-    ctx: InvocationContext,
-    binding_id: str,
-    *,
-    status: str,
-    action: str,
-    operation_id: str | None,
-    comment: str | None = None,
-) -> str | None:
-    """Close an active or pending revision and append its decision; None when already closed."""
-    revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
-    assert revision is not None
-    if not await binding_rows.close_revision(
-        conn, ctx.host_id, binding_id, status=status, decided_by=ctx.user_id
-    ):
-        return None
-    return await binding_rows.insert_decision(
-        conn,
-        host_id=ctx.host_id,
-        tool_id=revision["tool_id"],
-        binding_id=binding_id,
-        action=action,
-        actor=ctx.user_id,
-        approval_digest=revision["approval_digest"],
-        comment=comment,
-        operation_id=operation_id,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class StatusDecision:
-    """Which status a new revision gets, by which action, on which basis."""
-
-    active: bool
-    action: str | None  # selfApprove or carryOver when active
-    approved_by: str | None
-    basis_id: str | None
-    denied_reason: str | None
-
-
-async def decide_status(
-    conn: Connection,
-    ctx: InvocationContext,
-    head: binding_rows.PublicationHead,
-    candidate: Candidate,
-    owner: Owner,
-) -> StatusDecision:
-    """Status rules: selfApprove, else carryOver from the active revision, else pending."""
-    if is_owner(ctx, owner):
-        return StatusDecision(True, "selfApprove", ctx.user_id, None, None)
-    basis = None
-    if head.active_binding_id is not None:
-        basis = await approved_basis(conn, ctx.host_id, head.active_binding_id)
-    reason = carry_over_denied_reason(basis, candidate, owner)
-    if reason is None:
-        assert basis is not None
-        return StatusDecision(True, "carryOver", owner.user_id, basis.binding_id, None)
-    return StatusDecision(False, None, None, None, reason[:REASON_MAX])
 
 
 def _revision_row(
@@ -445,7 +360,7 @@ async def publish_binding(
     async def perform(conn: Connection) -> WorkflowBindingPublishOutput:
         return await _publish(conn, ctx, request, destination_policy, maximum_parallelism)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
         tool_name=PUBLISH_TOOL,
@@ -453,6 +368,7 @@ async def publish_binding(
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingPublishOutput,
+        is_final=is_final_rejection,
     )
 
 
@@ -476,7 +392,7 @@ async def refuse_publish_request(
             raise negative_version_error(envelope.operation_id, PUBLISH_TOOL)
         raise request_section_error(rejection, envelope.operation_id)
 
-    return await run_binding_operation(
+    return await run_operation(
         db,
         ctx,
         tool_name=PUBLISH_TOOL,
@@ -484,4 +400,5 @@ async def refuse_publish_request(
         arguments=arguments,
         perform=perform,
         output=WorkflowBindingPublishOutput,
+        is_final=is_final_rejection,
     )

@@ -1,7 +1,9 @@
-"""Carry-over: when the approval of the active revision carries to a new revision.
+"""Status rules: which status a new binding revision gets, and who may decide on one.
 
-The conditions are checked in the specification's order and the first that fails becomes
-carryOverDeniedReason on the new pendingApproval revision.
+The definition owner's own revision is active at once (selfApprove); otherwise the approval of
+the Tool's active revision carries over to it (carryOver) when nothing the owner approved
+changed, else it waits for the owner (pendingApproval). The carry-over conditions are checked
+in the specification's order and the first that fails becomes carryOverDeniedReason.
 """
 
 from __future__ import annotations
@@ -11,9 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.analysis import WriteTask
+from runtime.errors import WorkflowError, policy_denied
 from runtime.publication.bindings.reach_rules import Reach
+from runtime.publication.store import binding_rows
+from runtime.publication.store.binding_rows import lock_definition_owner
+from runtime.security import InvocationContext
+from runtime.store import Connection
 
 WriteTaskKey = tuple[str, str, str]
+# carryOverDeniedReason's longest form in the contract (and its column).
+REASON_MAX = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +122,78 @@ def carry_over_denied_reason(
     if candidate.binding_approval != "carryOver":
         return "the definition version was published with bindingApproval reapprove"
     return None
+
+
+def is_owner(ctx: InvocationContext, owner: Owner) -> bool:
+    """The caller is the owner by user id, or holds the owner position in the verified token."""
+    if ctx.user_id == owner.user_id:
+        return True
+    return owner.position_id is not None and owner.position_id in ctx.positions
+
+
+def require_owner(ctx: InvocationContext, owner: Owner) -> None:
+    """Refuse anyone but Workflow's stored definition owner."""
+    if not is_owner(ctx, owner):
+        raise policy_denied("only the workflow definition owner may do this")
+
+
+NO_SAVED_HEAD = "the definition has no saved head; save it first"
+
+
+async def current_owner(conn: Connection, host_id: str, wf_def_id: str) -> Owner:
+    """The owner Workflow stored with the saved head; refused when no head was saved.
+
+    A published version's owner comes from the publisher's own payload, so it never decides
+    who may approve: only save changes ownership (seed 000 "Ownership").
+    """
+    head = await lock_definition_owner(conn, host_id, wf_def_id)
+    if head is None:
+        raise WorkflowError("WORKFLOW_STATE_CONFLICT", NO_SAVED_HEAD)
+    return Owner(head["owner_user_id"], head["owner_position_id"])
+
+
+async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> ApprovedBasis:
+    """What carry-over compares on the Tool's active revision."""
+    revision = await binding_rows.select_revision(conn, host_id, binding_id)
+    assert revision is not None  # the head points at it
+    reach = await binding_rows.read_reach(conn, host_id, binding_id)
+    return ApprovedBasis(
+        binding_id=binding_id,
+        wf_def_id=revision["wf_def_id"],
+        owner=Owner(revision["owner_user_id"], revision["owner_position_id"]),
+        approval_digest=revision["approval_digest"],
+        dependency_keys=frozenset(dep.carry_over_key for dep in reach.dependencies),
+        target_keys=frozenset(target.carry_over_key for target in reach.endpoint_targets),
+        write_task_keys=frozenset(write_task_key_of_document(t) for t in revision["write_tasks"]),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StatusDecision:
+    """Which status a new revision gets, by which action, on which basis."""
+
+    active: bool
+    action: str | None  # selfApprove or carryOver when active
+    approved_by: str | None
+    basis_id: str | None
+    denied_reason: str | None
+
+
+async def decide_status(
+    conn: Connection,
+    ctx: InvocationContext,
+    head: binding_rows.PublicationHead,
+    candidate: Candidate,
+    owner: Owner,
+) -> StatusDecision:
+    """Status rules: selfApprove, else carryOver from the active revision, else pending."""
+    if is_owner(ctx, owner):
+        return StatusDecision(True, "selfApprove", ctx.user_id, None, None)
+    basis = None
+    if head.active_binding_id is not None:
+        basis = await approved_basis(conn, ctx.host_id, head.active_binding_id)
+    reason = carry_over_denied_reason(basis, candidate, owner)
+    if reason is None:
+        assert basis is not None
+        return StatusDecision(True, "carryOver", owner.user_id, basis.binding_id, None)
+    return StatusDecision(False, None, None, None, reason[:REASON_MAX])

@@ -13,7 +13,6 @@ from generated.models import ToolBinding, WorkflowBindingPublishInput
 from runtime.engine.analysis import WriteTask
 from runtime.engine.model import WorkflowDefinition
 from runtime.publication.bindings.binding_problems import BindingProblem
-from runtime.publication.bindings.datacheck import pinned_data_flow
 from runtime.publication.bindings.destination_policy import DestinationPolicy, destination_problems
 from runtime.publication.bindings.endpoint_coverage import coverage_problems
 from runtime.publication.bindings.field_rules import Binding, binding_field_problems, binding_of
@@ -27,6 +26,7 @@ from runtime.publication.bindings.reach_rules import (
 from runtime.publication.bindings.version_rules import (
     binding_static_fit_problems,
     effect_matrix_problems,
+    pinned_data_flow,
     pinned_definition_problems,
     service_parallelism_problems,
 )

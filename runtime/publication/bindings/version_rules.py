@@ -1,16 +1,23 @@
-"""The sync effect matrix, pinned-dependency checks and the static fit of a pinned version.
+"""The rules that read a binding's pinned definition version.
 
-These rules read the pinned definition version, so their rejections carry no request
-evidence (they depend on stored state, not only on the request).
+The sync task kinds, the effect matrix and pinned dependencies, the static fit against the
+binding's bounds and deadline, the service's parallelism ceiling, and the data-flow checker.
+These rules read stored state (the version), not only the request, so their rejections carry
+no request evidence.
+
+The data-flow checker runs again on the pinned version because versions published before it
+existed were never checked; a proved bug's pointer is the task in the definition.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from runtime.binding_reach import dependency_for as dependency_for
 from runtime.engine.analysis import WriteTask, fork_widths, static_requirements, write_tasks
+from runtime.engine.datacheck import MAX_WARNINGS, data_flow_report, warning_entry
 from runtime.engine.errors import DefinitionError, ExpressionError
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.engine.parser import parse_definition
@@ -222,3 +229,27 @@ def service_parallelism_problems(
         for pointer, width in sorted(fork_widths(definition).items())
         if width > ceiling
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedDataFlow:
+    """What the checker proved on the pinned version: bugs as problems, and the warnings."""
+
+    problems: list[BindingProblem]
+    warnings: list[dict[str, str]]
+
+
+def pinned_data_flow(definition: WorkflowDefinition, version: str) -> PinnedDataFlow:
+    """Check the pinned version's data flow (both lists capped like the receipt's warnings)."""
+    report = data_flow_report(definition)
+    problems = [
+        BindingProblem(
+            error.pointer,
+            error.code,
+            f"the pinned definition version {version} has a data bug: {error.message}; "
+            "publish a fixed version and bind to it",
+        )
+        for error in report.errors[:MAX_WARNINGS]
+    ]
+    warnings = [warning_entry(warning) for warning in report.warnings[:MAX_WARNINGS]]
+    return PinnedDataFlow(problems, warnings)
