@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from generated.models import PublicationWarning
 from runtime.canonical import (
     CanonicalError,
     canonical_digest,
@@ -24,6 +25,7 @@ from runtime.engine.checks import expression_sites
 from runtime.engine.datacheck import definition_warnings
 from runtime.engine.model import thaw
 from runtime.errors import input_invalid
+from runtime.publication.store.definition_rows import ExpressionDigest
 
 # Names the expression language and its value mapping: a digest is only comparable within one.
 EXPRESSION_PROFILE = "cel-value-v1"
@@ -40,10 +42,10 @@ def expression_digest(text: str) -> str:
     return canonical_digest({"profile": EXPRESSION_PROFILE, "expression": text})
 
 
-def expression_digests(definition: WorkflowDefinition) -> list[dict[str, str]]:
+def expression_digests(definition: WorkflowDefinition) -> list[ExpressionDigest]:
     """Every expression in walk order: the task pointer, the normalized text and its digest."""
     return [
-        {"task": site.task, "expression": site.text, "digest": expression_digest(site.text)}
+        ExpressionDigest(site.task, site.text, expression_digest(site.text))
         for site in expression_sites(definition)
     ]
 
@@ -94,10 +96,10 @@ def check_document_version(document: Mapping[str, Any], version: str) -> None:
 class CheckedDefinition:
     """What publication computes from a document before storing it (all pure CPU work)."""
 
-    warnings: list[dict[str, str]]
+    warnings: list[PublicationWarning]
     schema_digest: str
     normalized_document: dict[str, Any]
-    expression_digests: list[dict[str, str]]
+    expression_digests: list[ExpressionDigest]
 
 
 def loaded_with_digest(text: str) -> tuple[dict[str, Any], str]:
@@ -109,9 +111,9 @@ def loaded_with_digest(text: str) -> tuple[dict[str, Any], str]:
 def checked_for_publication(document: dict[str, Any]) -> CheckedDefinition:
     """Validate a loaded document and compute what its version stores beside the text."""
     definition = validate_definition(document)
-    warnings = definition_warnings(definition, document)  # refuses the data bugs it proves
+    found = definition_warnings(definition, document)  # refuses the data bugs it proves
     return CheckedDefinition(
-        warnings=warnings,
+        warnings=[PublicationWarning(**warning) for warning in found],
         schema_digest=schema_digest(document),
         normalized_document=normalized_document(definition),
         expression_digests=expression_digests(definition),

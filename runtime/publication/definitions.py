@@ -14,6 +14,7 @@ from typing import Any, Literal
 from msgspec import UNSET
 
 from generated.models import (
+    BindingApproval,
     Owner,
     PublicationWarning,
     WorkflowDefinitionPublishInput,
@@ -50,33 +51,24 @@ PUBLISH_FINAL_REJECTIONS = rejections_with_codes(
 RETIRE_FINAL_REJECTIONS = rejections_with_codes(frozenset({"WORKFLOW_DEFINITION_MISMATCH"}))
 
 
-def version_status(status: str) -> Literal["active", "retired"]:
-    """A stored version status as the contract names it."""
-    assert status in ("active", "retired")  # the table's CHECK constraint
-    return "active" if status == "active" else "retired"
-
-
-def binding_approval(value: str) -> Literal["carryOver", "reapprove"]:
-    """A stored binding approval mode as the contract names it."""
-    assert value in ("carryOver", "reapprove")  # the table's CHECK constraint
-    return "carryOver" if value == "carryOver" else "reapprove"
-
-
-def requested_approval(request: WorkflowDefinitionPublishInput) -> str:
+def requested_approval(request: WorkflowDefinitionPublishInput) -> BindingApproval:
     """bindingApproval of a publish request (carryOver when absent)."""
     return "carryOver" if request.binding_approval is UNSET else request.binding_approval
 
 
-def position_of(owner: Owner) -> str | None:
-    """The owner's positionId, None when absent."""
-    return None if owner.position_id is UNSET else owner.position_id
+def stored_owner(owner: Owner) -> definition_rows.Owner:
+    """The owner of a request as stored (positionId absent: None)."""
+    position_id = None if owner.position_id is UNSET else owner.position_id
+    return definition_rows.Owner(owner.user_id, position_id)
 
 
 # --- save -------------------------------------------------------------------------------------
 
 
-def _head_row(ctx: InvocationContext, request: WorkflowDefinitionSaveInput) -> dict[str, Any]:
-    position_id = position_of(request.owner)
+def _saved_head(
+    ctx: InvocationContext, request: WorkflowDefinitionSaveInput
+) -> definition_rows.SavedHead:
+    owner = stored_owner(request.owner)
     content = {
         "namespace": request.namespace,
         "name": request.name,
@@ -84,27 +76,26 @@ def _head_row(ctx: InvocationContext, request: WorkflowDefinitionSaveInput) -> d
         "definition": request.definition,
         "lifecycleStatus": request.lifecycle_status,
         "catalogVisible": request.catalog_visible,
-        "owner": {"userId": request.owner.user_id, "positionId": position_id},
+        "owner": {"userId": owner.user_id, "positionId": owner.position_id},
         "active": request.active,
     }
-    return {
-        "host_id": ctx.host_id,
-        "wf_def_id": request.wf_def_id,
-        "source_revision": request.source_revision,
-        "namespace": request.namespace,
-        "name": request.name,
-        "version": request.version,
-        "definition": request.definition,
-        "definition_digest": definition_digest(load_definition(request.definition)),
-        "content_digest": canonical_digest(content),
-        "lifecycle_status": request.lifecycle_status,
-        "catalog_visible": request.catalog_visible,
-        "owner_user_id": request.owner.user_id,
-        "owner_position_id": position_id,
-        "active": request.active,
-        "actor": request.actor,
-        "saved_by": ctx.user_id,
-    }
+    return definition_rows.SavedHead(
+        host_id=ctx.host_id,
+        wf_def_id=request.wf_def_id,
+        source_revision=request.source_revision,
+        namespace=request.namespace,
+        name=request.name,
+        version=request.version,
+        definition=request.definition,
+        definition_digest=definition_digest(load_definition(request.definition)),
+        content_digest=canonical_digest(content),
+        lifecycle_status=request.lifecycle_status,
+        catalog_visible=request.catalog_visible,
+        owner=owner,
+        active=request.active,
+        actor=request.actor,
+        saved_by=ctx.user_id,
+    )
 
 
 def _save_receipt(
@@ -120,16 +111,16 @@ def _save_receipt(
 
 
 async def _apply_save(
-    conn: Connection, row: dict[str, Any]
+    conn: Connection, head: definition_rows.SavedHead
 ) -> tuple[SaveResult, definition_rows.HeadState]:
-    created = await definition_rows.insert_head(conn, row)
+    created = await definition_rows.insert_head(conn, head)
     if created is not None:
         return "saved", created
-    current = await definition_rows.lock_head(conn, row["host_id"], row["wf_def_id"])
+    current = await definition_rows.lock_head(conn, head.host_id, head.wf_def_id)
     assert current is not None  # the insert conflicted, and heads are never deleted
     verdict = judge_revision(
-        row["source_revision"],
-        row["content_digest"],
+        head.source_revision,
+        head.content_digest,
         current.source_revision,
         current.content_digest,
         conflict="sourceRevision is already applied with different content or visibility",
@@ -140,19 +131,20 @@ async def _apply_save(
     )
     if verdict != "apply":
         return verdict, current
-    updated = await definition_rows.update_head(conn, row)
+    updated = await definition_rows.update_head(conn, head)
     assert updated is not None  # we hold the row lock and our revision is higher
-    await _move_pending_bindings(conn, row)
+    await _move_pending_bindings(conn, head)
     return "saved", updated
 
 
-async def _move_pending_bindings(conn: Connection, row: dict[str, Any]) -> None:
-    # Imported here: the binding rules sit above this module (they read definitions).
+async def _move_pending_bindings(conn: Connection, head: definition_rows.SavedHead) -> None:
+    # Imported here: bindings build on definitions, not the reverse; only the two hooks into
+    # them (here and in retire) call up.
     from runtime.publication.bindings import on_definition_owner_saved
 
     # Only save changes ownership: pending revisions follow the new owner, approvals stay.
     await on_definition_owner_saved(
-        conn, row["host_id"], row["wf_def_id"], row["owner_user_id"], row["owner_position_id"]
+        conn, head.host_id, head.wf_def_id, head.owner.user_id, head.owner.position_id
     )
 
 
@@ -167,9 +159,9 @@ async def save_definition(
     replaced. Every receipt carries the head's applied revision and its definition digest.
     """
     check_host_assertion(ctx, request.host_id)
-    row = await off_loop(_head_row, ctx, request)  # loads the YAML: off the serving loop
+    saved = await off_loop(_saved_head, ctx, request)  # loads the YAML: off the serving loop
     async with db.transaction() as conn:
-        result, head = await _apply_save(conn, row)
+        result, head = await _apply_save(conn, saved)
     return _save_receipt(result, request.wf_def_id, head)
 
 
@@ -181,17 +173,17 @@ def _version_receipt(
     wf_def_id: str,
     version: str,
     state: definition_rows.VersionState,
-    warnings: list[dict[str, str]] | None = None,
+    warnings: list[PublicationWarning],
 ) -> WorkflowDefinitionPublishOutput:
     return WorkflowDefinitionPublishOutput(
         result=result,
-        status=version_status(state.status),
+        status=state.status,
         wf_def_id=wf_def_id,
         version=version,
         definition_digest=state.definition_digest,
         schema_digest=state.schema_digest,
-        binding_approval=binding_approval(state.binding_approval),
-        warnings=[PublicationWarning(**w) for w in warnings] if warnings else UNSET,
+        binding_approval=state.binding_approval,
+        warnings=warnings or UNSET,
     )
 
 
@@ -228,7 +220,7 @@ async def _existing_version_receipt(
     # The same payload answers the same receipt: its warnings too (same digest, same document),
     # as stored with the version. A version published before they were kept gets them computed
     # once here and stored, so no later unchanged receipt runs the checker again.
-    warnings = existing.warnings
+    warnings = existing.publication_warnings
     if warnings is None:
         warnings = (await off_loop(checked_for_publication, document)).warnings
         await definition_rows.store_version_warnings(
@@ -256,25 +248,24 @@ async def _publish(
     checked = await off_loop(checked_for_publication, document)
     created = await definition_rows.insert_version(
         conn,
-        {
-            "host_id": ctx.host_id,
-            "wf_def_id": request.wf_def_id,
-            "version": request.version,
-            "namespace": request.namespace,
-            "name": request.name,
-            "definition": request.definition,
-            "document": document,
-            "definition_digest": digest,
-            "schema_digest": checked.schema_digest,
-            "binding_approval": requested_approval(request),
-            "owner_user_id": request.owner.user_id,
-            "owner_position_id": position_of(request.owner),
-            "published_by": ctx.user_id,
-            "operation_id": request.operation_id,
-            "normalized_document": checked.normalized_document,
-            "expression_digests": checked.expression_digests,
-            "publication_warnings": checked.warnings,
-        },
+        definition_rows.NewVersion(
+            host_id=ctx.host_id,
+            wf_def_id=request.wf_def_id,
+            version=request.version,
+            namespace=request.namespace,
+            name=request.name,
+            definition=request.definition,
+            document=document,
+            definition_digest=digest,
+            schema_digest=checked.schema_digest,
+            binding_approval=requested_approval(request),
+            owner=stored_owner(request.owner),
+            published_by=ctx.user_id,
+            operation_id=request.operation_id,
+            normalized_document=checked.normalized_document,
+            expression_digests=checked.expression_digests,
+            warnings=checked.warnings,
+        ),
     )
     if created is None:  # another operation published this version since our lookup
         raced = await definition_rows.lock_version(
@@ -332,7 +323,7 @@ async def _retire(
         raise WorkflowError("WORKFLOW_NOT_FOUND", "no published version with that wfDefId")
     if state.status == "retired":
         return _retire_receipt("unchanged", request, state, [])
-    from runtime.publication.bindings import on_definition_version_retire
+    from runtime.publication.bindings import on_definition_version_retire  # see save
 
     # Under the version row lock: refused while an active revision pins the version; pending
     # revisions on it are withdrawn, each with a decision record.
@@ -381,8 +372,8 @@ async def retire_definition(
 
 async def read_definition_head(
     db: Database, ctx: InvocationContext, wf_def_id: str
-) -> dict[str, Any] | None:
-    """The saved head of a definition in the caller's host (for workflow_start), or None."""
+) -> definition_rows.DefinitionHead | None:
+    """The saved head of a definition in the caller's host, or None."""
     if (key := normalize_uuid(wf_def_id)) is None:
         return None
     async with db.transaction(read_only=True) as conn:
@@ -391,7 +382,7 @@ async def read_definition_head(
 
 async def read_definition_version(
     db: Database, ctx: InvocationContext, wf_def_id: str, version: str
-) -> dict[str, Any] | None:
+) -> definition_rows.DefinitionVersion | None:
     """A published version with its document in the caller's host, or None."""
     if (key := normalize_uuid(wf_def_id)) is None:
         return None

@@ -2,16 +2,49 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from runtime.publication.store import QUERIES
+import msgspec
+
+from generated.models import PublicationWarning
+from runtime.publication.store import QUERIES, fetch_one, json_param
 from runtime.store import Connection
 
+# The values the tables' CHECK constraints allow, as the contract names them.
+VersionStatus = Literal["active", "retired"]
+BindingApproval = Literal["carryOver", "reapprove"]
 
-@dataclass(frozen=True, slots=True)
-class HeadState:
+
+class Owner(msgspec.Struct, frozen=True):
+    """A definition owner: a user id and an optional position id."""
+
+    user_id: str
+    position_id: str | None
+
+
+class SavedHead(msgspec.Struct, frozen=True, kw_only=True):
+    """A saved head as save writes it."""
+
+    host_id: str
+    wf_def_id: str
+    source_revision: int
+    namespace: str
+    name: str
+    version: str
+    definition: str
+    definition_digest: str
+    # Digest of every saved field but actor: what an equal revision must repeat.
+    content_digest: str
+    lifecycle_status: str
+    catalog_visible: bool
+    owner: Owner
+    active: bool
+    actor: str
+    saved_by: str
+
+
+class HeadState(msgspec.Struct, frozen=True):
     """What a saved head holds: its applied revision and digests."""
 
     source_revision: int
@@ -20,94 +53,194 @@ class HeadState:
     content_digest: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class VersionState:
-    """The mutable facts of a published version plus its immutable digests."""
+class DefinitionHead(msgspec.Struct, frozen=True, kw_only=True):
+    """A saved head as stored."""
 
-    status: str
+    host_id: str
+    wf_def_id: str
+    source_revision: int
+    namespace: str
+    name: str
+    version: str
+    definition: str
+    definition_digest: str
+    lifecycle_status: str | None
+    catalog_visible: bool
+    owner_user_id: str
+    owner_position_id: str | None
+    active: bool
+    actor: str
+    saved_by: str
+    created_ts: datetime
+    updated_ts: datetime
+
+
+class ExpressionDigest(msgspec.Struct, frozen=True):
+    """One expression of a version in walk order: its task pointer, text and digest."""
+
+    task: str
+    expression: str
+    digest: str
+
+
+class NewVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """A published version as publish writes it."""
+
+    host_id: str
+    wf_def_id: str
+    version: str
+    namespace: str
+    name: str
+    definition: str
+    # The definition text as loaded (the document execution runs).
+    document: dict[str, Any]
     definition_digest: str
     schema_digest: str
-    binding_approval: str
+    binding_approval: BindingApproval
+    owner: Owner
+    published_by: str
+    operation_id: str
+    normalized_document: dict[str, Any]
+    expression_digests: list[ExpressionDigest]
+    warnings: list[PublicationWarning]
+
+
+class VersionState(msgspec.Struct, frozen=True):
+    """The mutable facts of a published version plus its immutable digests."""
+
+    status: VersionStatus
+    definition_digest: str
+    schema_digest: str
+    binding_approval: BindingApproval
     # The warnings its publication returned; None for a version published before they were kept.
-    warnings: list[dict[str, str]] | None = None
+    publication_warnings: list[PublicationWarning] | None = None
 
 
-async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
-    cursor = await conn.execute(query, params)
-    return await cursor.fetchone()
+class DefinitionVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """A published version as stored, with its document."""
+
+    host_id: str
+    wf_def_id: str
+    version: str
+    namespace: str
+    name: str
+    definition: str
+    document: dict[str, Any]
+    definition_digest: str
+    schema_digest: str
+    binding_approval: BindingApproval
+    status: VersionStatus
+    owner_user_id: str
+    owner_position_id: str | None
+    published_by: str
+    published_ts: datetime
+    retired_by: str | None
+    retired_ts: datetime | None
 
 
-def _head_state(row: dict[str, Any]) -> HeadState:
-    return HeadState(
-        row["source_revision"], row["definition_digest"], row["active"], row.get("content_digest")
-    )
+class PinnedVersion(msgspec.Struct, frozen=True):
+    """The version a binding pins, as its rules read it under the share lock."""
+
+    status: VersionStatus
+    definition_digest: str
+    schema_digest: str
+    binding_approval: BindingApproval
+    document: dict[str, Any]
+    published_by: str
 
 
-async def insert_head(conn: Connection, head: dict[str, Any]) -> HeadState | None:
+class _OwnerColumns(msgspec.Struct, frozen=True):
+    owner_user_id: str
+    owner_position_id: str | None
+
+
+def _head_params(head: SavedHead) -> dict[str, Any]:
+    return {
+        "host_id": head.host_id,
+        "wf_def_id": head.wf_def_id,
+        "source_revision": head.source_revision,
+        "namespace": head.namespace,
+        "name": head.name,
+        "version": head.version,
+        "definition": head.definition,
+        "definition_digest": head.definition_digest,
+        "content_digest": head.content_digest,
+        "lifecycle_status": head.lifecycle_status,
+        "catalog_visible": head.catalog_visible,
+        "owner_user_id": head.owner.user_id,
+        "owner_position_id": head.owner.position_id,
+        "active": head.active,
+        "actor": head.actor,
+        "saved_by": head.saved_by,
+    }
+
+
+async def insert_head(conn: Connection, head: SavedHead) -> HeadState | None:
     """Insert a head; None when one already exists for (host, wfDefId)."""
-    row = await _one(conn, QUERIES["insert_definition_head"], head)
-    return None if row is None else _head_state(row)
+    return await fetch_one(conn, QUERIES["insert_definition_head"], _head_params(head), HeadState)
 
 
 async def lock_head(conn: Connection, host_id: str, wf_def_id: str) -> HeadState | None:
     """Lock and read a head (FOR UPDATE)."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id}
-    row = await _one(conn, QUERIES["lock_definition_head"], params)
-    if row is None:
-        return None
-    return _head_state(row)
+    return await fetch_one(conn, QUERIES["lock_definition_head"], params, HeadState)
 
 
-async def update_head(conn: Connection, head: dict[str, Any]) -> HeadState | None:
+async def update_head(conn: Connection, head: SavedHead) -> HeadState | None:
     """Overwrite a head with a higher revision; None when the stored revision is not lower."""
-    row = await _one(conn, QUERIES["update_definition_head"], head)
-    return None if row is None else _head_state(row)
+    return await fetch_one(conn, QUERIES["update_definition_head"], _head_params(head), HeadState)
 
 
-async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> dict[str, Any] | None:
+async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> DefinitionHead | None:
     """The saved head of a definition, or None."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id}
-    return await _one(conn, QUERIES["select_definition_head"], params)
+    return await fetch_one(conn, QUERIES["select_definition_head"], params, DefinitionHead)
 
 
-def _version_state(row: dict[str, Any] | None) -> VersionState | None:
-    if row is None:
-        return None
-    return VersionState(
-        row["status"],
-        row["definition_digest"],
-        row["schema_digest"],
-        row["binding_approval"],
-        row.get("publication_warnings"),
-    )
+async def lock_owner(conn: Connection, host_id: str, wf_def_id: str) -> Owner | None:
+    """The saved head's current owner (FOR SHARE), or None when no head was saved."""
+    params = {"host_id": host_id, "wf_def_id": wf_def_id}
+    row = await fetch_one(conn, QUERIES["lock_definition_owner"], params, _OwnerColumns)
+    return None if row is None else Owner(row.owner_user_id, row.owner_position_id)
 
 
-async def insert_version(conn: Connection, version: dict[str, Any]) -> VersionState | None:
+async def insert_version(conn: Connection, version: NewVersion) -> VersionState | None:
     """Insert a published version; None when (host, wfDefId, version) already exists."""
     params = {
-        **version,
-        **{
-            key: json.dumps(version[key], ensure_ascii=False)
-            for key in (
-                "document",
-                "normalized_document",
-                "expression_digests",
-                "publication_warnings",
-            )
-        },
+        "host_id": version.host_id,
+        "wf_def_id": version.wf_def_id,
+        "version": version.version,
+        "namespace": version.namespace,
+        "name": version.name,
+        "definition": version.definition,
+        "document": json_param(version.document),
+        "definition_digest": version.definition_digest,
+        "schema_digest": version.schema_digest,
+        "binding_approval": version.binding_approval,
+        "owner_user_id": version.owner.user_id,
+        "owner_position_id": version.owner.position_id,
+        "published_by": version.published_by,
+        "operation_id": version.operation_id,
+        "normalized_document": json_param(version.normalized_document),
+        "expression_digests": json_param(version.expression_digests),
+        "publication_warnings": json_param(version.warnings),
     }
-    return _version_state(await _one(conn, QUERIES["insert_definition_version"], params))
+    return await fetch_one(conn, QUERIES["insert_definition_version"], params, VersionState)
 
 
 async def store_version_warnings(
-    conn: Connection, host_id: str, wf_def_id: str, version: str, warnings: list[dict[str, str]]
+    conn: Connection,
+    host_id: str,
+    wf_def_id: str,
+    version: str,
+    warnings: list[PublicationWarning],
 ) -> None:
     """Keep the warnings of a version published before they were stored (NULL only)."""
     params = {
         "host_id": host_id,
         "wf_def_id": wf_def_id,
         "version": version,
-        "warnings": json.dumps(warnings, ensure_ascii=False),
+        "warnings": json_param(warnings),
     }
     await conn.execute(QUERIES["store_definition_version_warnings"], params)
 
@@ -117,7 +250,15 @@ async def lock_version(
 ) -> VersionState | None:
     """Lock and read a published version (FOR UPDATE)."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
-    return _version_state(await _one(conn, QUERIES["lock_definition_version"], params))
+    return await fetch_one(conn, QUERIES["lock_definition_version"], params, VersionState)
+
+
+async def lock_pinned_version(
+    conn: Connection, host_id: str, wf_def_id: str, version: str
+) -> PinnedVersion | None:
+    """Lock a version a binding pins FOR SHARE (against retirement) and read it."""
+    params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
+    return await fetch_one(conn, QUERIES["lock_version_for_share"], params, PinnedVersion)
 
 
 async def retire_version(
@@ -137,12 +278,12 @@ async def retire_version(
         "retired_by": retired_by,
         "operation_id": operation_id,
     }
-    return _version_state(await _one(conn, QUERIES["retire_definition_version"], params))
+    return await fetch_one(conn, QUERIES["retire_definition_version"], params, VersionState)
 
 
 async def select_version(
     conn: Connection, host_id: str, wf_def_id: str, version: str
-) -> dict[str, Any] | None:
-    """A published version with its normalized document, or None."""
+) -> DefinitionVersion | None:
+    """A published version with its document, or None."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
-    return await _one(conn, QUERIES["select_definition_version"], params)
+    return await fetch_one(conn, QUERIES["select_definition_version"], params, DefinitionVersion)
