@@ -143,9 +143,7 @@ async def _move_pending_bindings(conn: Connection, head: definition_rows.SavedHe
     from runtime.publication.bindings import on_definition_owner_saved
 
     # Only save changes ownership: pending revisions follow the new owner, approvals stay.
-    await on_definition_owner_saved(
-        conn, head.host_id, head.wf_def_id, head.owner.user_id, head.owner.position_id
-    )
+    await on_definition_owner_saved(conn, head.host_id, head.wf_def_id, head.owner)
 
 
 async def save_definition(

@@ -63,7 +63,7 @@ def test_runs_without_a_binding_reach_only_the_allowlist_and_redirects_stay_on_o
 def test_a_grant_covers_a_tool_by_name_or_pinned_dependency_version_and_environment() -> None:
     dependency = Dependency(
         "0b4f4c33-0000-4000-8000-000000000001", "2.0.0", DIGEST, "accounts@call",
-        "accounts.lookup", None, None,
+        "accounts.lookup",
     )  # fmt: skip
     grants = [
         LiveGrant(grant_id="old", tool_id="accounts@call", tool_version="1.0.0",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from msgspec import UNSET, UnsetType
@@ -18,7 +19,6 @@ from generated.models import (
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings.binding_problems import revalidation_refusal
 from runtime.publication.bindings.destination_policy import DestinationPolicy
-from runtime.publication.bindings.field_rules import stored_binding
 from runtime.publication.bindings.rejections import (
     DECIDE_TOOL,
     RETIRE_TOOL,
@@ -32,7 +32,8 @@ from runtime.publication.bindings.status_rules import current_owner, require_own
 from runtime.publication.bindings.validation import check_pinned, check_revision
 from runtime.publication.check_threads import off_loop
 from runtime.publication.receipt_ledger import run_operation
-from runtime.publication.store import binding_rows
+from runtime.publication.store import binding_rows, definition_rows
+from runtime.publication.store.definition_rows import Owner
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -52,8 +53,8 @@ async def close_with_decision(
     ctx: InvocationContext,
     binding_id: str,
     *,
-    status: str,
-    action: str,
+    status: binding_rows.StoredStatus,
+    action: binding_rows.DecisionAction,
     operation_id: str | None,
     comment: str | None = None,
 ) -> str | None:
@@ -67,46 +68,55 @@ async def close_with_decision(
     return await binding_rows.insert_decision(
         conn,
         host_id=ctx.host_id,
-        tool_id=revision["tool_id"],
+        tool_id=revision.tool_id,
         binding_id=binding_id,
         action=action,
         actor=ctx.user_id,
-        approval_digest=revision["approval_digest"],
+        approval_digest=revision.approval_digest,
         comment=comment,
         operation_id=operation_id,
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Reviewed:
+    """A revision the owner decides on, read under its locks."""
+
+    revision: binding_rows.StoredRevision
+    version: definition_rows.PinnedVersion
+    owner: Owner
+    head: binding_rows.PublicationHead
+
+
 async def _lock_reviewed_revision(
     conn: Connection, ctx: InvocationContext, binding_id: str, expected_digest: str
-) -> tuple[dict[str, Any], dict[str, Any], binding_rows.PublicationHead]:
+) -> _Reviewed:
     """Lock version (FOR SHARE), owner and Tool head in order; check owner and reviewed digest."""
     found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     if found is None:
         raise not_found("binding revision with that bindingId")
-    version_row = await binding_rows.lock_version_for_share(
-        conn, ctx.host_id, found["wf_def_id"], found["workflow_version"]
+    version = await definition_rows.lock_pinned_version(
+        conn, ctx.host_id, found.wf_def_id, found.workflow_version
     )
-    assert version_row is not None  # revisions reference their version, and versions stay
-    owner = await current_owner(conn, ctx.host_id, found["wf_def_id"])
+    assert version is not None  # revisions reference their version, and versions stay
+    owner = await current_owner(conn, ctx.host_id, found.wf_def_id)
     require_owner(ctx, owner)
-    head = await binding_rows.lock_head(conn, ctx.host_id, found["tool_id"])
+    head = await binding_rows.lock_head(conn, ctx.host_id, found.tool_id)
     revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     assert revision is not None
-    if revision["binding_digest"] != expected_digest:
+    if revision.binding_digest != expected_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
             "expectedBindingDigest differs from the revision's bindingDigest",
-            details={"bindingDigest": revision["binding_digest"]},
+            details={"bindingDigest": revision.binding_digest},
         )
-    return revision, {**version_row, "owner": owner}, head
+    return _Reviewed(revision, version, owner, head)
 
 
 async def _revalidate(
     conn: Connection,
     ctx: InvocationContext,
-    revision: Mapping[str, Any],
-    version_row: Mapping[str, Any],
+    reviewed: _Reviewed,
     policy: DestinationPolicy,
     parallelism_ceiling: int | None,
 ) -> None:
@@ -115,15 +125,16 @@ async def _revalidate(
     The binding's fields, the effect matrix, coverage, static fit, the service's parallelism
     ceiling and the destination policy as configured now: one refusal lists every problem.
     """
-    if version_row["status"] != "active":
+    if reviewed.version.status != "active":
         raise WorkflowError(
             "WORKFLOW_DEFINITION_RETIRED", "the pinned definition version is retired"
         )
-    reach = await binding_rows.read_reach(conn, ctx.host_id, revision["binding_id"])
-    checked = check_revision(stored_binding(revision["binding"]), reach)
+    revision = reviewed.revision
+    reach = await binding_rows.read_reach(conn, ctx.host_id, revision.binding_id)
+    checked = check_revision(revision.binding, reach)
     pinned = await off_loop(  # parsing and checking the pinned definition is CPU-bound
         check_pinned,
-        version_row["document"],
+        reviewed.version.document,
         checked,
         policy,
         parallelism_ceiling=parallelism_ceiling,
@@ -136,17 +147,17 @@ async def _revalidate(
 def _decision_receipt(
     result: Literal["approved", "rejected"],
     status: Literal["active", "rejected"],
-    revision: Mapping[str, Any],
+    revision: binding_rows.StoredRevision,
     decision_id: str,
     version: int,
 ) -> WorkflowBindingDecideOutput:
     return WorkflowBindingDecideOutput(
         result=result,
         status=status,
-        tool_id=revision["tool_id"],
-        binding_id=revision["binding_id"],
-        binding_digest=revision["binding_digest"],
-        approval_digest=revision["approval_digest"],
+        tool_id=revision.tool_id,
+        binding_id=revision.binding_id,
+        binding_digest=revision.binding_digest,
+        approval_digest=revision.approval_digest,
         decision_id=decision_id,
         aggregate_version=version,
     )
@@ -155,12 +166,11 @@ def _decision_receipt(
 async def _approve(
     conn: Connection,
     ctx: InvocationContext,
-    revision: Mapping[str, Any],
-    version_row: Mapping[str, Any],
-    head: binding_rows.PublicationHead,
+    reviewed: _Reviewed,
     comment: str | None,
     operation_id: str,
 ) -> WorkflowBindingDecideOutput:
+    revision, owner, head = reviewed.revision, reviewed.owner, reviewed.head
     if head.active_binding_id is not None:
         await close_with_decision(
             conn,
@@ -170,35 +180,29 @@ async def _approve(
             action="supersede",
             operation_id=operation_id,
         )
-    owner = version_row["owner"]
     activated = await binding_rows.activate_revision(
-        conn,
-        ctx.host_id,
-        revision["binding_id"],
-        approved_by=ctx.user_id,
-        owner_user_id=owner.user_id,
-        owner_position_id=owner.position_id,
+        conn, ctx.host_id, revision.binding_id, approved_by=ctx.user_id, owner=owner
     )
     assert activated  # pending under the head lock
     await binding_rows.insert_evidence(
-        conn, ctx.host_id, revision["binding_id"], revision["write_tasks"], owner.user_id
+        conn, ctx.host_id, revision.binding_id, revision.write_tasks, owner.user_id
     )
     decision_id = await binding_rows.insert_decision(
         conn,
         host_id=ctx.host_id,
-        tool_id=revision["tool_id"],
-        binding_id=revision["binding_id"],
+        tool_id=revision.tool_id,
+        binding_id=revision.binding_id,
         action="approve",
         actor=ctx.user_id,
-        approval_digest=revision["approval_digest"],
+        approval_digest=revision.approval_digest,
         comment=comment,
         operation_id=operation_id,
     )
     version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
-        revision["tool_id"],
-        active_binding_id=revision["binding_id"],
+        revision.tool_id,
+        active_binding_id=revision.binding_id,
         pending_binding_id=None,
     )
     return _decision_receipt("approved", "active", revision, decision_id, version)
@@ -213,14 +217,13 @@ async def _decide(
 ) -> WorkflowBindingDecideOutput:
     binding_id, decision, operation_id = request.binding_id, request.decision, request.operation_id
     comment = comment_of(request.comment, required=decision == "reject")
-    revision, version_row, head = await _lock_reviewed_revision(
-        conn, ctx, binding_id, request.expected_binding_digest
-    )
-    if revision["revision_status"] != "pendingApproval":
+    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    revision, head = reviewed.revision, reviewed.head
+    if revision.revision_status != "pendingApproval":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "the revision is no longer pending approval")
     if decision == "approve":
-        await _revalidate(conn, ctx, revision, version_row, policy, parallelism_ceiling)
-        return await _approve(conn, ctx, revision, version_row, head, comment, operation_id)
+        await _revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
+        return await _approve(conn, ctx, reviewed, comment, operation_id)
     decision_id = await close_with_decision(
         conn,
         ctx,
@@ -234,7 +237,7 @@ async def _decide(
     version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
-        revision["tool_id"],
+        revision.tool_id,
         active_binding_id=head.active_binding_id,
         pending_binding_id=None,
     )
@@ -280,10 +283,9 @@ async def _revoke(
 ) -> WorkflowBindingRevokeOutput:
     binding_id, operation_id = request.binding_id, request.operation_id
     comment = comment_of(request.comment, required=True)
-    revision, _, head = await _lock_reviewed_revision(
-        conn, ctx, binding_id, request.expected_binding_digest
-    )
-    if revision["revision_status"] != "approved":
+    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    revision, head = reviewed.revision, reviewed.head
+    if revision.revision_status != "approved":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "only the active revision can be revoked")
     decision_id = await close_with_decision(
         conn,
@@ -298,16 +300,16 @@ async def _revoke(
     version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
-        revision["tool_id"],
+        revision.tool_id,
         active_binding_id=None,
         pending_binding_id=head.pending_binding_id,
     )
     return WorkflowBindingRevokeOutput(
         result="revoked",
         status="revoked",
-        tool_id=revision["tool_id"],
+        tool_id=revision.tool_id,
         binding_id=binding_id,
-        binding_digest=revision["binding_digest"],
+        binding_digest=revision.binding_digest,
         decision_id=decision_id,
         aggregate_version=version,
     )
@@ -356,10 +358,12 @@ async def _retire(
             result="unchanged", tool_id=tool_id, aggregate_version=head.aggregate_version
         )
     closed: dict[str, str] = {}
-    for binding_id, status, action in (
+    closing: tuple[tuple[str | None, binding_rows.StoredStatus, binding_rows.DecisionAction], ...]
+    closing = (
         (head.active_binding_id, "retired", "retire"),
         (head.pending_binding_id, "withdrawn", "withdraw"),
-    ):
+    )
+    for binding_id, status, action in closing:
         if binding_id is not None:
             await close_with_decision(
                 conn,

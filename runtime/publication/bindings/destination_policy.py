@@ -23,8 +23,8 @@ from runtime.addresses import (
     Resolver,
     is_literal,
 )
+from runtime.binding_reach import EndpointTarget
 from runtime.publication.bindings.binding_problems import BindingProblem
-from runtime.publication.bindings.reach_rules import EndpointTarget
 from runtime.publication.bindings.rejections import BindingRuleViolation
 
 if TYPE_CHECKING:

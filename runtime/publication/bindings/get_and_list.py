@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from generated.models import (
+    BindingDecision,
+    BindingListItem,
+    BindingRevision,
+    Owner,
+    PendingCount,
+    RevisionStatus,
     WorkflowBindingGetInput,
     WorkflowBindingGetOutput,
     WorkflowBindingListInput,
@@ -25,9 +29,8 @@ from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
 # The database keeps 'approved' (with active); the contract calls that status "active".
-STATUS_NAMES = {"approved": "active"}
-CONTRACT_STATUSES = {
-    "active": "approved",
+CONTRACT_STATUS: dict[binding_rows.StoredStatus, RevisionStatus] = {
+    "approved": "active",
     "pendingApproval": "pendingApproval",
     "rejected": "rejected",
     "revoked": "revoked",
@@ -35,11 +38,10 @@ CONTRACT_STATUSES = {
     "superseded": "superseded",
     "withdrawn": "withdrawn",
 }
+STORED_STATUS = {contract: stored for stored, contract in CONTRACT_STATUS.items()}
 
-
-def contract_status(revision_status: str) -> str:
-    """The RevisionStatus name of a stored revision_status."""
-    return STATUS_NAMES.get(revision_status, revision_status)
+DECISIONS_LIMIT = 200
+LIST_DEFAULT_LIMIT = 25  # contracts: workflow_binding_list limit default 25
 
 
 def timestamp(value: datetime) -> str:
@@ -47,53 +49,50 @@ def timestamp(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-DECISIONS_LIMIT = 200
-LIST_DEFAULT_LIMIT = 25  # contracts: workflow_binding_list limit default 25
+def _or_unset(value: str | None) -> str | UnsetType:
+    return UNSET if value is None else value
 
 
-def _optional(doc: dict[str, Any], key: str, value: Any) -> None:
-    if value is not None:
-        doc[key] = timestamp(value) if isinstance(value, datetime) else value
+def _time_or_unset(value: datetime | None) -> str | UnsetType:
+    return UNSET if value is None else timestamp(value)
 
 
 async def revision_document(
-    conn: Connection, host_id: str, row: Mapping[str, Any]
-) -> dict[str, Any]:
-    """A stored revision as the contract's BindingRevision."""
-    owner: dict[str, Any] = {"userId": row["owner_user_id"]}
-    _optional(owner, "positionId", row["owner_position_id"])
-    reach = await binding_rows.read_reach(conn, host_id, row["binding_id"])
-    doc: dict[str, Any] = {
-        "bindingId": row["binding_id"],
-        "status": contract_status(row["revision_status"]),
-        "binding": row["binding"],
-        "bindingDigest": row["binding_digest"],
-        "approvalDigest": row["approval_digest"],
-        "owner": owner,
-        "requestedBy": row["requested_by"],
-        "requestedAt": timestamp(row["requested_ts"]),
-        "reach": reach.document(),
-        "writeTasks": row["write_tasks"],
-    }
-    _optional(doc, "approvedBy", row["approved_by"])
-    _optional(doc, "approvedAt", row["approved_ts"])
-    _optional(doc, "approvalBasisId", row["approval_basis_id"])
-    _optional(doc, "carryOverDeniedReason", row["carry_over_denied_reason"])
-    return doc
+    conn: Connection, host_id: str, revision: binding_rows.StoredRevision
+) -> BindingRevision:
+    """A stored revision as the contract's BindingRevision, with its reach."""
+    reach = await binding_rows.read_reach(conn, host_id, revision.binding_id)
+    return BindingRevision(
+        binding_id=revision.binding_id,
+        status=CONTRACT_STATUS[revision.revision_status],
+        binding=revision.binding,
+        binding_digest=revision.binding_digest,
+        approval_digest=revision.approval_digest,
+        owner=Owner(
+            user_id=revision.owner_user_id, position_id=_or_unset(revision.owner_position_id)
+        ),
+        requested_by=revision.requested_by,
+        requested_at=timestamp(revision.requested_ts),
+        reach=reach.contract(),
+        write_tasks=revision.write_tasks,
+        approved_by=_or_unset(revision.approved_by),
+        approved_at=_time_or_unset(revision.approved_ts),
+        approval_basis_id=_or_unset(revision.approval_basis_id),
+        carry_over_denied_reason=_or_unset(revision.carry_over_denied_reason),
+    )
 
 
-def _decision_document(row: Mapping[str, Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "decisionId": row["decision_id"],
-        "bindingId": row["binding_id"],
-        "action": row["action"],
-        "actor": row["actor"],
-        "approvalDigest": row["approval_digest"],
-        "decidedAt": timestamp(row["decided_ts"]),
-    }
-    _optional(doc, "comment", row["comment"])
-    _optional(doc, "operationId", row["operation_id"])
-    return doc
+def _decision(decision: binding_rows.StoredDecision) -> BindingDecision:
+    return BindingDecision(
+        decision_id=decision.decision_id,
+        binding_id=decision.binding_id,
+        action=decision.action,
+        actor=decision.actor,
+        approval_digest=decision.approval_digest,
+        decided_at=timestamp(decision.decided_ts),
+        comment=_or_unset(decision.comment),
+        operation_id=_or_unset(decision.operation_id),
+    )
 
 
 async def get_binding(
@@ -125,24 +124,28 @@ async def get_binding(
             raise not_found("binding publication for that toolId")
         wanted = binding_id or head.pending_binding_id or head.active_binding_id
         wanted = wanted or await binding_rows.select_latest_revision_id(conn, ctx.host_id, tool_id)
-        row = (
+        revision = (
             None
             if wanted is None
             else await binding_rows.select_revision(conn, ctx.host_id, wanted)
         )
-        if row is None or row["tool_id"] != tool_id:
+        if revision is None or revision.tool_id != tool_id:
             raise not_found("binding revision of that Tool")
-        result: dict[str, Any] = {"toolId": tool_id, "aggregateVersion": head.aggregate_version}
-        _optional(result, "activeBindingId", head.active_binding_id)
-        _optional(result, "pendingBindingId", head.pending_binding_id)
-        result["revision"] = await revision_document(conn, ctx.host_id, row)
-        if head.active_binding_id is not None and head.active_binding_id != row["binding_id"]:
-            active = await binding_rows.select_revision(conn, ctx.host_id, head.active_binding_id)
-            assert active is not None
-            result["activeRevision"] = await revision_document(conn, ctx.host_id, active)
+        active: BindingRevision | UnsetType = UNSET
+        if head.active_binding_id is not None and head.active_binding_id != revision.binding_id:
+            stored = await binding_rows.select_revision(conn, ctx.host_id, head.active_binding_id)
+            assert stored is not None
+            active = await revision_document(conn, ctx.host_id, stored)
         decisions = await binding_rows.select_decisions(conn, ctx.host_id, tool_id, DECISIONS_LIMIT)
-        result["decisions"] = [_decision_document(decision) for decision in decisions]
-    return msgspec.convert(result, WorkflowBindingGetOutput)
+        return WorkflowBindingGetOutput(
+            tool_id=tool_id,
+            aggregate_version=head.aggregate_version,
+            revision=await revision_document(conn, ctx.host_id, revision),
+            decisions=[_decision(decision) for decision in decisions],
+            active_binding_id=_or_unset(head.active_binding_id),
+            pending_binding_id=_or_unset(head.pending_binding_id),
+            active_revision=active,
+        )
 
 
 def encode_cursor(requested_ts: datetime, binding_id: str) -> str:
@@ -166,41 +169,42 @@ def decode_cursor(cursor: Any) -> tuple[datetime, str]:
         raise input_invalid("cursor is not a cursor from a previous page") from error
 
 
-def _list_params(ctx: InvocationContext, request: WorkflowBindingListInput) -> dict[str, Any]:
+def _list_filter(
+    ctx: InvocationContext, request: WorkflowBindingListInput
+) -> binding_rows.RevisionFilter:
     limit = LIST_DEFAULT_LIMIT if request.limit is UNSET else request.limit
     after_ts, after_id = (None, None)
     if request.cursor is not UNSET:
         after_ts, after_id = decode_cursor(request.cursor)
-    return {
-        "host_id": ctx.host_id,
-        "role": request.role,
-        "user_id": ctx.user_id,
-        "positions": sorted(ctx.positions),
-        "wf_def_id": None if request.wf_def_id is UNSET else request.wf_def_id,
-        "tool_id": None if request.tool_id is UNSET else request.tool_id,
-        "status": None if request.status is UNSET else CONTRACT_STATUSES[request.status],
-        "after_ts": after_ts,
-        "after_id": after_id,
-        "limit": limit + 1,
-    }
+    return binding_rows.RevisionFilter(
+        host_id=ctx.host_id,
+        role=request.role,
+        user_id=ctx.user_id,
+        positions=sorted(ctx.positions),
+        wf_def_id=None if request.wf_def_id is UNSET else request.wf_def_id,
+        tool_id=None if request.tool_id is UNSET else request.tool_id,
+        status=None if request.status is UNSET else STORED_STATUS[request.status],
+        after_ts=after_ts,
+        after_id=after_id,
+        limit=limit + 1,  # one more than the page: whether a next page exists
+    )
 
 
-def _list_item(row: Mapping[str, Any]) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "bindingId": row["binding_id"],
-        "toolId": row["tool_id"],
-        "toolName": row["tool_name"],
-        "wfDefId": row["wf_def_id"],
-        "workflowVersion": row["workflow_version"],
-        "status": contract_status(row["revision_status"]),
-        "definitionDigest": row["definition_digest"],
-        "bindingDigest": row["binding_digest"],
-        "requestedBy": row["requested_by"],
-        "requestedAt": timestamp(row["requested_ts"]),
-    }
-    _optional(item, "decidedBy", row["decided_by"])
-    _optional(item, "decidedAt", row["decided_ts"])
-    return item
+def _list_item(revision: binding_rows.ListedRevision) -> BindingListItem:
+    return BindingListItem(
+        binding_id=revision.binding_id,
+        tool_id=revision.tool_id,
+        tool_name=revision.tool_name,
+        wf_def_id=revision.wf_def_id,
+        workflow_version=revision.workflow_version,
+        status=CONTRACT_STATUS[revision.revision_status],
+        definition_digest=revision.definition_digest,
+        binding_digest=revision.binding_digest,
+        requested_by=revision.requested_by,
+        requested_at=timestamp(revision.requested_ts),
+        decided_by=_or_unset(revision.decided_by),
+        decided_at=_time_or_unset(revision.decided_ts),
+    )
 
 
 async def list_bindings(
@@ -209,20 +213,21 @@ async def list_bindings(
     """workflow_binding_list: revisions the caller owns (by stored definition owner) or requested,
     newest request first, with pending counts per definition, from one snapshot."""
     check_host_assertion(ctx, request.host_id)
-    params = _list_params(ctx, request)
-    page_size = params["limit"] - 1
+    where = _list_filter(ctx, request)
+    page_size = where.limit - 1
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
-        rows = await binding_rows.list_revisions(conn, params)
-        counts = await binding_rows.count_pending(conn, params)
-    result: dict[str, Any] = {
-        "items": [_list_item(row) for row in rows[:page_size]],
-        "pendingCount": sum(int(row["pending_count"]) for row in counts),
-        "pendingCounts": [
-            {"wfDefId": row["wf_def_id"], "pendingCount": int(row["pending_count"])}
-            for row in counts
+        revisions = await binding_rows.list_revisions(conn, where)
+        counts = await binding_rows.count_pending(conn, where)
+    next_cursor: str | UnsetType = UNSET
+    if len(revisions) > page_size:
+        last = revisions[page_size - 1]
+        next_cursor = encode_cursor(last.requested_ts, last.binding_id)
+    return WorkflowBindingListOutput(
+        items=[_list_item(revision) for revision in revisions[:page_size]],
+        pending_count=sum(count.pending_count for count in counts),
+        pending_counts=[
+            PendingCount(wf_def_id=count.wf_def_id, pending_count=count.pending_count)
+            for count in counts
         ],
-    }
-    if len(rows) > page_size:
-        last = rows[page_size - 1]
-        result["nextCursor"] = encode_cursor(last["requested_ts"], last["binding_id"])
-    return msgspec.convert(result, WorkflowBindingListOutput)
+        next_cursor=next_cursor,
+    )

@@ -8,29 +8,24 @@ in the specification's order and the first that fails becomes carryOverDeniedRea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+import msgspec
+
+from generated import models
+from runtime.binding_reach import Reach
 from runtime.engine.analysis import WriteTask
 from runtime.errors import WorkflowError, policy_denied
-from runtime.publication.bindings.reach_rules import Reach
-from runtime.publication.store import binding_rows
-from runtime.publication.store.binding_rows import lock_definition_owner
+from runtime.publication.store import binding_rows, definition_rows
+from runtime.publication.store.definition_rows import Owner
 from runtime.security import InvocationContext
 from runtime.store import Connection
 
 WriteTaskKey = tuple[str, str, str]
 # carryOverDeniedReason's longest form in the contract (and its column).
 REASON_MAX = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Owner:
-    """A definition owner: a user id and an optional position id."""
-
-    user_id: str
-    position_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +49,7 @@ class Candidate:
     approval_digest: str
     reach: Reach
     write_tasks: Sequence[WriteTask]
-    binding_approval: str  # of the pinned version: carryOver or reapprove
+    binding_approval: models.BindingApproval  # of the pinned version
     static_fit_problems: Sequence[str] = ()
     # Who published the pinned version (None: not known, as for versions read without it).
     published_by: str | None = None
@@ -65,19 +60,24 @@ def write_task_key(task: WriteTask) -> WriteTaskKey:
     return (task.qualified_name, task.kind, task.target)
 
 
-def write_task_document(task: WriteTask) -> dict[str, Any]:
+def stored_write_task(task: WriteTask) -> models.WriteTask:
     """A write task as stored on the revision and returned by workflow_binding_get."""
-    doc: dict[str, Any] = {"taskName": task.qualified_name, "kind": task.kind}
-    doc["method" if task.kind == "http" else "toolName"] = task.target
-    if task.approval_evidence_digest is not None:
-        doc["approvalEvidenceDigest"] = task.approval_evidence_digest
-    return doc
+    # The effect matrix refuses a write task without evidence before anything is stored.
+    assert task.approval_evidence_digest is not None
+    kind: Literal["http", "mcp"] = "http" if task.kind == "http" else "mcp"
+    return models.WriteTask(
+        task_name=task.qualified_name,
+        kind=kind,
+        approval_evidence_digest=task.approval_evidence_digest,
+        method=task.target if kind == "http" else msgspec.UNSET,
+        tool_name=task.target if kind == "mcp" else msgspec.UNSET,
+    )
 
 
-def write_task_key_of_document(doc: Mapping[str, Any]) -> WriteTaskKey:
-    """The carry-over key of a stored write task document."""
-    target = doc.get("method") if doc["kind"] == "http" else doc.get("toolName")
-    return (str(doc["taskName"]), str(doc["kind"]), str(target))
+def stored_write_task_key(task: models.WriteTask) -> WriteTaskKey:
+    """The carry-over key of a stored write task."""
+    target = task.method if task.kind == "http" else task.tool_name
+    return (task.task_name, task.kind, str(target))
 
 
 def _first_missing(candidates: Iterable[Any], allowed: frozenset[Any]) -> Any | None:
@@ -146,10 +146,10 @@ async def current_owner(conn: Connection, host_id: str, wf_def_id: str) -> Owner
     A published version's owner comes from the publisher's own payload, so it never decides
     who may approve: only save changes ownership (seed 000 "Ownership").
     """
-    head = await lock_definition_owner(conn, host_id, wf_def_id)
-    if head is None:
+    owner = await definition_rows.lock_owner(conn, host_id, wf_def_id)
+    if owner is None:
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", NO_SAVED_HEAD)
-    return Owner(head["owner_user_id"], head["owner_position_id"])
+    return owner
 
 
 async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> ApprovedBasis:
@@ -159,12 +159,12 @@ async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> App
     reach = await binding_rows.read_reach(conn, host_id, binding_id)
     return ApprovedBasis(
         binding_id=binding_id,
-        wf_def_id=revision["wf_def_id"],
-        owner=Owner(revision["owner_user_id"], revision["owner_position_id"]),
-        approval_digest=revision["approval_digest"],
+        wf_def_id=revision.wf_def_id,
+        owner=revision.owner,
+        approval_digest=revision.approval_digest,
         dependency_keys=frozenset(dep.carry_over_key for dep in reach.dependencies),
         target_keys=frozenset(target.carry_over_key for target in reach.endpoint_targets),
-        write_task_keys=frozenset(write_task_key_of_document(t) for t in revision["write_tasks"]),
+        write_task_keys=frozenset(stored_write_task_key(task) for task in revision.write_tasks),
     )
 
 
@@ -173,7 +173,7 @@ class StatusDecision:
     """Which status a new revision gets, by which action, on which basis."""
 
     active: bool
-    action: str | None  # selfApprove or carryOver when active
+    action: Literal["selfApprove", "carryOver"] | None  # None: pendingApproval
     approved_by: str | None
     basis_id: str | None
     denied_reason: str | None

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
 
-from runtime.binding_reach import Annotations, Dependency, EndpointTarget, Reach
-from runtime.publication.store import QUERIES
+import msgspec
+from msgspec import UNSET
+
+from generated.models import ToolBinding, WriteTask
+from runtime.binding_reach import Dependency, EndpointTarget, Reach
+from runtime.publication.store import QUERIES, fetch_all, fetch_one, json_param
+from runtime.publication.store.definition_rows import Owner
 from runtime.store import Connection
 
+# revision_status as the table's CHECK constraint allows it (the contract calls approved
+# "active").
+StoredStatus = Literal[
+    "pendingApproval", "approved", "rejected", "revoked", "superseded", "retired", "withdrawn"
+]
+DecisionAction = Literal[
+    "approve", "reject", "revoke", "retire", "supersede", "withdraw", "carryOver", "selfApprove"
+]
 
-@dataclass(frozen=True, slots=True)
-class PublicationHead:
+
+class PublicationHead(msgspec.Struct, frozen=True):
     """A Tool's publication head: aggregate version and its active and pending revisions."""
 
     aggregate_version: int
@@ -21,67 +34,134 @@ class PublicationHead:
     pending_binding_id: str | None
 
 
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+class NewRevision(msgspec.Struct, frozen=True, kw_only=True):
+    """A revision as publish writes it; its columns follow from the binding."""
+
+    host_id: str
+    binding_id: str
+    binding: ToolBinding
+    write_tasks: list[WriteTask]
+    binding_digest: str
+    approval_digest: str
+    # Approved and active at once (selfApprove, carryOver), else pendingApproval.
+    active: bool
+    owner: Owner
+    requested_by: str
+    approved_by: str | None
+    approval_basis_id: str | None
+    carry_over_denied_reason: str | None
+    decided_by: str | None
+    operation_id: str
 
 
-def stored_annotations(document: dict[str, Any]) -> Annotations:
-    """The effect flags of toolAnnotations Workflow stored after validating them."""
-    return Annotations(
-        read_only=bool(document["readOnly"]),
-        destructive=bool(document["destructive"]),
-        human_approval_required=bool(document.get("humanApprovalRequired", False)),
-    )
+class StoredRevision(msgspec.Struct, frozen=True, kw_only=True):
+    """A binding revision as stored: the binding and write tasks as the contract types them."""
+
+    binding_id: str
+    tool_id: str
+    source_binding_id: str
+    tool_name: str
+    wf_def_id: str
+    workflow_version: str
+    definition_digest: str
+    schema_digest: str
+    binding: ToolBinding
+    write_tasks: list[WriteTask]
+    binding_digest: str
+    approval_digest: str
+    revision_status: StoredStatus
+    active: bool
+    owner_user_id: str
+    owner_position_id: str | None
+    requested_by: str
+    requested_ts: datetime
+    approved_by: str | None
+    approved_ts: datetime | None
+    approval_basis_id: str | None
+    carry_over_denied_reason: str | None
+    decided_by: str | None
+    decided_ts: datetime | None
+
+    @property
+    def owner(self) -> Owner:
+        """The owner who approves (or approved) the revision."""
+        return Owner(self.owner_user_id, self.owner_position_id)
 
 
-async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
-    cursor = await conn.execute(query, params)
-    return await cursor.fetchone()
+class StoredDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of a Tool's decision history."""
+
+    decision_id: str
+    binding_id: str
+    action: DecisionAction
+    actor: str
+    comment: str | None
+    approval_digest: str
+    decided_ts: datetime
+    operation_id: str | None
 
 
-async def _all(conn: Connection, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    cursor = await conn.execute(query, params)
-    return await cursor.fetchall()
+class PendingPin(msgspec.Struct, frozen=True):
+    """A pending revision that pins a definition version."""
+
+    binding_id: str
+    tool_id: str
+    approval_digest: str
 
 
-async def lock_version_for_share(
-    conn: Connection, host_id: str, wf_def_id: str, version: str
-) -> dict[str, Any] | None:
-    """Lock a pinned definition version FOR SHARE and read it with its document."""
-    params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
-    return await _one(conn, QUERIES["lock_version_for_share"], params)
+class RevisionFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """Which revisions a list shows: the caller as owner or requester, filters, the page."""
+
+    host_id: str
+    role: Literal["owner", "requester"]
+    user_id: str
+    positions: list[str]
+    wf_def_id: str | None
+    tool_id: str | None
+    status: StoredStatus | None
+    # The last item of the previous page (requestedAt, bindingId), or None for the first page.
+    after_ts: datetime | None
+    after_id: str | None
+    limit: int
 
 
-async def lock_definition_owner(
-    conn: Connection, host_id: str, wf_def_id: str
-) -> dict[str, Any] | None:
-    """The saved head's current owner (FOR SHARE), or None when no head was saved."""
-    return await _one(
-        conn, QUERIES["lock_definition_owner"], {"host_id": host_id, "wf_def_id": wf_def_id}
-    )
+class ListedRevision(msgspec.Struct, frozen=True, kw_only=True):
+    """A revision as a list shows it."""
+
+    binding_id: str
+    tool_id: str
+    tool_name: str
+    wf_def_id: str
+    workflow_version: str
+    revision_status: StoredStatus
+    definition_digest: str
+    binding_digest: str
+    requested_by: str
+    requested_ts: datetime
+    decided_by: str | None
+    decided_ts: datetime | None
+
+
+class PendingCount(msgspec.Struct, frozen=True):
+    """How many pending revisions pin one definition."""
+
+    wf_def_id: str
+    pending_count: int
 
 
 async def lock_head(conn: Connection, host_id: str, tool_id: str) -> PublicationHead:
     """Insert the Tool head if missing (ON CONFLICT DO NOTHING), then lock it FOR UPDATE."""
     params = {"host_id": host_id, "tool_id": tool_id}
     await conn.execute(QUERIES["insert_publication_head"], params)
-    row = await _one(conn, QUERIES["lock_publication_head"], params)
-    assert row is not None  # inserted above or already present; heads are never deleted
-    return PublicationHead(
-        row["aggregate_version"], row["active_binding_id"], row["pending_binding_id"]
-    )
+    head = await fetch_one(conn, QUERIES["lock_publication_head"], params, PublicationHead)
+    assert head is not None  # inserted above or already present; heads are never deleted
+    return head
 
 
 async def read_head(conn: Connection, host_id: str, tool_id: str) -> PublicationHead | None:
     """A Tool's head without locking, or None."""
-    row = await _one(
-        conn, QUERIES["select_publication_head"], {"host_id": host_id, "tool_id": tool_id}
-    )
-    if row is None:
-        return None
-    return PublicationHead(
-        row["aggregate_version"], row["active_binding_id"], row["pending_binding_id"]
-    )
+    params = {"host_id": host_id, "tool_id": tool_id}
+    return await fetch_one(conn, QUERIES["select_publication_head"], params, PublicationHead)
 
 
 async def advance_head(
@@ -93,8 +173,7 @@ async def advance_head(
     pending_binding_id: str | None,
 ) -> int:
     """Set the head's active and pending revisions; returns the new aggregate version."""
-    row = await _one(
-        conn,
+    cursor = await conn.execute(
         QUERIES["advance_publication_head"],
         {
             "host_id": host_id,
@@ -103,35 +182,65 @@ async def advance_head(
             "pending_binding_id": pending_binding_id,
         },
     )
+    row = await cursor.fetchone()
     assert row is not None  # the caller holds the head lock
-    version: int = row["aggregate_version"]
-    return version
+    return int(row["aggregate_version"])
 
 
-async def select_revision(conn: Connection, host_id: str, binding_id: str) -> dict[str, Any] | None:
+async def select_revision(conn: Connection, host_id: str, binding_id: str) -> StoredRevision | None:
     """One revision of the host, or None."""
-    return await _one(
-        conn, QUERIES["select_revision"], {"host_id": host_id, "binding_id": binding_id}
-    )
+    params = {"host_id": host_id, "binding_id": binding_id}
+    return await fetch_one(conn, QUERIES["select_revision"], params, StoredRevision)
 
 
-async def insert_revision(conn: Connection, row: dict[str, Any]) -> None:
-    """Insert a revision row (JSON members as Python values)."""
-    params = dict(row)
-    for key in (
-        "idempotency_policy",
-        "delegation_policy",
-        "runtime_bounds",
-        "admission_limits",
-        "caller_policy",
-        "tool_annotations",
-        "input_schema",
-        "output_schema",
-        "binding",
-        "write_tasks",
-    ):
-        params[key] = _json(params[key])
-    await conn.execute(QUERIES["insert_revision"], params)
+def _revision_params(revision: NewRevision) -> dict[str, Any]:
+    binding = revision.binding
+    return {
+        "host_id": revision.host_id,
+        "binding_id": revision.binding_id,
+        "tool_id": binding.tool_id,
+        "source_binding_id": binding.source_binding_id,
+        "tool_name": binding.tool_name,
+        "wf_def_id": binding.wf_def_id,
+        "workflow_version": binding.workflow_version,
+        "definition_digest": binding.definition_digest,
+        "schema_digest": binding.schema_digest,
+        "invocation_mode": binding.invocation_mode,
+        "sync_wait_ms": binding.sync_wait_ms,
+        "total_deadline_ms": binding.total_deadline_ms,
+        "execution_class": binding.execution_class,
+        "result_text_mode": binding.result_text_mode,
+        "cancellation_policy": binding.cancellation_policy,
+        "idempotency_policy": json_param(binding.idempotency_policy),
+        "delegation_policy": json_param(binding.delegation_policy),
+        "runtime_bounds": json_param(binding.runtime_bounds),
+        "admission_limits": json_param(binding.admission_limits),
+        "caller_policy": json_param(binding.caller_policy),
+        "tool_annotations": json_param(binding.tool_annotations),
+        "input_schema": None if binding.input_schema is UNSET else json_param(binding.input_schema),
+        "output_schema": (
+            None if binding.output_schema is UNSET else json_param(binding.output_schema)
+        ),
+        "binding": json_param(binding),
+        "write_tasks": json_param(revision.write_tasks),
+        "binding_digest": revision.binding_digest,
+        "approval_digest": revision.approval_digest,
+        "revision_status": "approved" if revision.active else "pendingApproval",
+        "active": revision.active,
+        "owner_user_id": revision.owner.user_id,
+        "owner_position_id": revision.owner.position_id,
+        "requested_by": revision.requested_by,
+        "approved_by": revision.approved_by,
+        "approval_basis_id": revision.approval_basis_id,
+        "carry_over_denied_reason": revision.carry_over_denied_reason,
+        "decided_by": revision.decided_by,
+        "operation_id": revision.operation_id,
+    }
+
+
+async def insert_revision(conn: Connection, revision: NewRevision) -> None:
+    """Insert a revision row: the binding whole, and each column the admission reads."""
+    await conn.execute(QUERIES["insert_revision"], _revision_params(revision))
 
 
 async def insert_reach(conn: Connection, host_id: str, binding_id: str, reach: Reach) -> None:
@@ -147,7 +256,7 @@ async def insert_reach(conn: Connection, host_id: str, binding_id: str, reach: R
                 "nested_tool_version": dep.nested_tool_version,
                 "contract_digest": dep.contract_digest,
                 "dispatch_target": dep.dispatch_target,
-                "tool_annotations": _json(dep.annotations_document),
+                "tool_annotations": json_param(dep.tool_annotations),
             },
         )
     for target in reach.endpoint_targets:
@@ -168,38 +277,22 @@ async def insert_reach(conn: Connection, host_id: str, binding_id: str, reach: R
 async def read_reach(conn: Connection, host_id: str, binding_id: str) -> Reach:
     """A revision's stored reach, as typed values."""
     params = {"host_id": host_id, "binding_id": binding_id}
-    deps = tuple(
-        Dependency(
-            nested_tool_id=row["nested_tool_id"],
-            nested_tool_version=row["nested_tool_version"],
-            contract_digest=row["contract_digest"],
-            authorization_tool_name=row["authorization_tool_name"],
-            dispatch_target=row["dispatch_target"],
-            annotations=None
-            if row["tool_annotations"] is None
-            else stored_annotations(row["tool_annotations"]),
-            annotations_document=row["tool_annotations"],
-        )
-        for row in await _all(conn, QUERIES["select_dependencies"], params)
-    )
-    targets = tuple(
-        EndpointTarget(
-            endpoint_ref=row["endpoint_ref"],
-            endpoint_uri=row["endpoint_uri"],
-            allowed_methods=tuple(row["allowed_methods"]),
-            environments=tuple(row["environments"]),
-            authorization_policy_digest=row["authorization_policy_digest"],
-        )
-        for row in await _all(conn, QUERIES["select_endpoint_targets"], params)
-    )
-    return Reach(dependencies=deps, endpoint_targets=targets)
+    dependencies = await fetch_all(conn, QUERIES["select_dependencies"], params, Dependency)
+    targets = await fetch_all(conn, QUERIES["select_endpoint_targets"], params, EndpointTarget)
+    return Reach(dependencies=tuple(dependencies), endpoint_targets=tuple(targets))
+
+
+def _task_target(task: WriteTask) -> str:
+    target = task.method if task.kind == "http" else task.tool_name
+    assert target is not UNSET  # a stored write task names its method or its Tool
+    return target
 
 
 async def insert_evidence(
     conn: Connection,
     host_id: str,
     binding_id: str,
-    write_tasks: list[dict[str, Any]],
+    write_tasks: Sequence[WriteTask],
     approved_by: str,
 ) -> None:
     """One evidence row per write task of a revision that became active."""
@@ -209,20 +302,30 @@ async def insert_evidence(
             {
                 "host_id": host_id,
                 "binding_id": binding_id,
-                "task_name": task["taskName"],
-                "evidence_digest": task["approvalEvidenceDigest"],
-                "task_kind": task["kind"],
-                "task_target": task.get("method") or task.get("toolName"),
+                "task_name": task.task_name,
+                "evidence_digest": task.approval_evidence_digest,
+                "task_kind": task.kind,
+                "task_target": _task_target(task),
                 "approved_by": approved_by,
             },
         )
 
 
-async def select_evidence(conn: Connection, host_id: str, binding_id: str) -> list[dict[str, Any]]:
+class Evidence(msgspec.Struct, frozen=True, kw_only=True):
+    """The approval evidence of one write task of an active revision."""
+
+    task_name: str
+    evidence_digest: str
+    task_kind: Literal["http", "mcp"]
+    task_target: str
+    approved_by: str
+    approved_ts: datetime
+
+
+async def select_evidence(conn: Connection, host_id: str, binding_id: str) -> list[Evidence]:
     """The task approval evidence of a revision."""
-    return await _all(
-        conn, QUERIES["select_evidence"], {"host_id": host_id, "binding_id": binding_id}
-    )
+    params = {"host_id": host_id, "binding_id": binding_id}
+    return await fetch_all(conn, QUERIES["select_evidence"], params, Evidence)
 
 
 async def activate_revision(
@@ -231,8 +334,7 @@ async def activate_revision(
     binding_id: str,
     *,
     approved_by: str,
-    owner_user_id: str,
-    owner_position_id: str | None,
+    owner: Owner,
 ) -> bool:
     """Move a pending revision to approved and active; False when it was not pending."""
     cursor = await conn.execute(
@@ -241,15 +343,15 @@ async def activate_revision(
             "host_id": host_id,
             "binding_id": binding_id,
             "approved_by": approved_by,
-            "owner_user_id": owner_user_id,
-            "owner_position_id": owner_position_id,
+            "owner_user_id": owner.user_id,
+            "owner_position_id": owner.position_id,
         },
     )
     return cursor.rowcount == 1
 
 
 async def close_revision(
-    conn: Connection, host_id: str, binding_id: str, *, status: str, decided_by: str
+    conn: Connection, host_id: str, binding_id: str, *, status: StoredStatus, decided_by: str
 ) -> bool:
     """Move an active or pending revision to a closed status; False when it was neither."""
     cursor = await conn.execute(
@@ -270,7 +372,7 @@ async def insert_decision(
     host_id: str,
     tool_id: str,
     binding_id: str,
-    action: str,
+    action: DecisionAction,
     actor: str,
     approval_digest: str,
     comment: str | None = None,
@@ -296,18 +398,18 @@ async def insert_decision(
 
 
 async def select_decisions(
-    conn: Connection, host_id: str, tool_id: str, limit: int = 200
-) -> list[dict[str, Any]]:
+    conn: Connection, host_id: str, tool_id: str, limit: int
+) -> list[StoredDecision]:
     """A Tool's decision history, newest first."""
     params = {"host_id": host_id, "tool_id": tool_id, "limit": limit}
-    return await _all(conn, QUERIES["select_decisions"], params)
+    return await fetch_all(conn, QUERIES["select_decisions"], params, StoredDecision)
 
 
 async def select_latest_revision_id(conn: Connection, host_id: str, tool_id: str) -> str | None:
     """The newest revision id of a Tool, or None."""
-    row = await _one(
-        conn, QUERIES["select_latest_revision"], {"host_id": host_id, "tool_id": tool_id}
-    )
+    params = {"host_id": host_id, "tool_id": tool_id}
+    cursor = await conn.execute(QUERIES["select_latest_revision"], params)
+    row = await cursor.fetchone()
     return None if row is None else str(row["binding_id"])
 
 
@@ -316,31 +418,29 @@ async def tool_related_to_caller(
 ) -> bool:
     """True when the caller owns the stored definition of, or requested, a revision of the Tool."""
     params = {"host_id": host_id, "tool_id": tool_id, "user_id": user_id, "positions": positions}
-    row = await _one(conn, QUERIES["tool_related_to_caller"], params)
+    cursor = await conn.execute(QUERIES["tool_related_to_caller"], params)
+    row = await cursor.fetchone()
     return row is not None and bool(row["related"])
 
 
 async def count_active_pinning(conn: Connection, host_id: str, wf_def_id: str, version: str) -> int:
     """Active revisions pinning a definition version."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
-    row = await _one(conn, QUERIES["count_active_pinning_version"], params)
+    cursor = await conn.execute(QUERIES["count_active_pinning_version"], params)
+    row = await cursor.fetchone()
     return 0 if row is None else int(row["active_count"])
 
 
 async def select_pending_pinning(
     conn: Connection, host_id: str, wf_def_id: str, version: str
-) -> list[dict[str, Any]]:
+) -> list[PendingPin]:
     """Pending revisions pinning a definition version, in Tool order."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
-    return await _all(conn, QUERIES["select_pending_pinning_version"], params)
+    return await fetch_all(conn, QUERIES["select_pending_pinning_version"], params, PendingPin)
 
 
 async def move_pending_to_owner(
-    conn: Connection,
-    host_id: str,
-    wf_def_id: str,
-    owner_user_id: str,
-    owner_position_id: str | None,
+    conn: Connection, host_id: str, wf_def_id: str, owner: Owner
 ) -> int:
     """Move a definition's pending revisions to a new owner; the number moved."""
     cursor = await conn.execute(
@@ -348,18 +448,20 @@ async def move_pending_to_owner(
         {
             "host_id": host_id,
             "wf_def_id": wf_def_id,
-            "owner_user_id": owner_user_id,
-            "owner_position_id": owner_position_id,
+            "owner_user_id": owner.user_id,
+            "owner_position_id": owner.position_id,
         },
     )
     return cursor.rowcount
 
 
-async def list_revisions(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """One page of listed revisions (see the list_revisions query for parameters)."""
-    return await _all(conn, QUERIES["list_revisions"], params)
+async def list_revisions(conn: Connection, where: RevisionFilter) -> list[ListedRevision]:
+    """One page of listed revisions (limit: the page size plus one, to tell a next page)."""
+    params = msgspec.structs.asdict(where)
+    return await fetch_all(conn, QUERIES["list_revisions"], params, ListedRevision)
 
 
-async def count_pending(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Pending revisions per definition for the list filter."""
-    return await _all(conn, QUERIES["count_pending_revisions"], params)
+async def count_pending(conn: Connection, where: RevisionFilter) -> list[PendingCount]:
+    """Pending revisions per definition for the list filter (its status and page aside)."""
+    params = msgspec.structs.asdict(where)
+    return await fetch_all(conn, QUERIES["count_pending_revisions"], params, PendingCount)

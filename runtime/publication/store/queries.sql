@@ -47,7 +47,7 @@ WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND source_revision < 
 RETURNING source_revision, definition_digest, active;
 
 -- select_definition_head --
--- Read the saved head of a definition (workflow_start runs it; tests inspect it).
+-- Read the saved head of a definition (tests inspect it; workflow_start reads its own columns).
 SELECT host_id::text AS host_id, wf_def_id::text AS wf_def_id, source_revision, namespace, name,
        version, definition, definition_digest, lifecycle_status, catalog_visible, owner_user_id,
        owner_position_id, active, actor, saved_by, created_ts, updated_ts
@@ -85,7 +85,7 @@ WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(versio
   AND publication_warnings IS NULL;
 
 -- select_definition_version --
--- Read one published version with its normalized document (admission and binding publish).
+-- Read one published version with its document (execution runs it; tests inspect it).
 SELECT host_id::text AS host_id, wf_def_id::text AS wf_def_id, version, namespace, name,
        definition, document, definition_digest, schema_digest, binding_approval, status,
        owner_user_id, owner_position_id, published_by, published_ts, retired_by, retired_ts
@@ -184,8 +184,7 @@ WHERE ctid IN (
 
 -- lock_version_for_share --
 -- Lock a pinned definition version against retirement while a binding operation runs.
-SELECT status, definition_digest, schema_digest, binding_approval, document,
-       owner_user_id, owner_position_id, published_by
+SELECT status, definition_digest, schema_digest, binding_approval, document, published_by
 FROM wf_definition_version_t
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND version = %(version)s
 FOR SHARE;
