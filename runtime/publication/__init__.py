@@ -1,7 +1,7 @@
 """Definition publication: saved heads, immutable versions, grant sets, the operation ledger.
 
-Bindings (revisions, status rules, carry-over, evidence, decisions) join this package later as
-their own modules beside these.
+Tool binding revisions (status rules, carry-over, evidence, decisions) are the ``bindings``
+subpackage; the rows of both are in ``store``; ``pinned`` is all that execution reads.
 """
 
 from __future__ import annotations

@@ -231,6 +231,7 @@ def _candidate(**changes: Any) -> Candidate:
         "reach": Reach((), ()),
         "write_tasks": [WriteTask("save", "/do/1/save", "http", "POST", None)],
         "binding_approval": "carryOver",
+        "published_by": "owner-1",
     }
     values.update(changes)
     return Candidate(**values)

@@ -99,6 +99,7 @@ def test_carry_over_is_denied_when_the_version_does_not_fit() -> None:
         reach=Reach((), ()),
         write_tasks=(),
         binding_approval="carryOver",
+        published_by="owner-1",
         static_fit_problems=problems,
     )
     reason = carry_over_denied_reason(basis, candidate, owner)

@@ -21,13 +21,8 @@ from runtime.publication.bindings.rejections import (
     publish_envelope,
 )
 
-GET_TOOL = "workflow_binding_get"
-LIST_TOOL = "workflow_binding_list"
-
 __all__ = [
     "DECIDE_TOOL",
-    "GET_TOOL",
-    "LIST_TOOL",
     "PUBLISH_TOOL",
     "RETIRE_TOOL",
     "REVOKE_TOOL",

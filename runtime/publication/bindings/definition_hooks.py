@@ -1,4 +1,4 @@
-"""Binding rules that run inside the definition engineer's transactions (retire, save)."""
+"""Binding rules that run inside the definition services' transactions (retire, save)."""
 
 from __future__ import annotations
 

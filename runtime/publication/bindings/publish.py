@@ -71,17 +71,6 @@ def validated_publish(binding: ToolBinding, reach: Reach) -> ValidatedPublish:
     return ValidatedPublish(binding, reach, *digests)
 
 
-def validate_publish_request(request: WorkflowBindingPublishInput) -> ValidatedPublish:
-    """The request-only rules: version 1 evidence, then every bindingFields/bindingReach problem."""
-    operation_id = request.operation_id
-    if request.expected_aggregate_version < 0:
-        raise negative_version_error(operation_id, PUBLISH_TOOL)
-    checked = check_request(request)
-    if checked.problems:
-        raise refusal(checked.problems, operation_id)
-    return validated_publish(checked.binding, checked.reach)
-
-
 async def lock_pinned_version(
     conn: Connection, host_id: str, binding: ToolBinding
 ) -> definition_rows.PinnedVersion:
@@ -358,7 +347,8 @@ async def refuse_publish_request(
 
     The envelope (hostId, operationId, expectedAggregateVersion) is valid, so the operation can
     be fenced: the rejection is stored under it like any request-only rejection (a negative
-    expected version still wins, as in validate_publish_request), and replayed to every retry.
+    expected version still wins, as in a publish the validator accepted), and replayed to every
+    retry.
     """
     check_host_assertion(ctx, envelope.host_id)
 

@@ -97,10 +97,6 @@ class BindingRuleViolation(ValueError):
         self.message = message
         self.code = code
 
-    def to_error(self) -> WorkflowError:
-        """The WorkflowError sent to the caller (never stored as a final rejection)."""
-        return WorkflowError(self.code, self.message)
-
 
 def negative_version_error(operation_id: str, tool_name: str) -> WorkflowError:
     """Version 1 evidence: a negative expectedAggregateVersion (publish or retire)."""

@@ -50,9 +50,11 @@ class Candidate:
     reach: Reach
     write_tasks: Sequence[WriteTask]
     binding_approval: models.BindingApproval  # of the pinned version
+    # Who published the pinned version: only the owner's own version may carry approval.
+    published_by: str
+    # The specification's static-fit condition. Publish refuses a version that does not fit
+    # before the status rules run, so from publish this is always empty.
     static_fit_problems: Sequence[str] = ()
-    # Who published the pinned version (None: not known, as for versions read without it).
-    published_by: str | None = None
 
 
 def write_task_key(task: WriteTask) -> WriteTaskKey:
@@ -97,7 +99,7 @@ def carry_over_denied_reason(
         return "the active revision pins another workflow definition"
     if basis.owner != current_owner:
         return "the definition owner changed since the active revision was approved"
-    if candidate.published_by is not None and candidate.published_by != current_owner.user_id:
+    if candidate.published_by != current_owner.user_id:
         # New logic the owner has not seen: only the owner's own version may carry approval.
         return "the definition version was published by someone other than the definition owner"
     if basis.approval_digest != candidate.approval_digest:

@@ -1,8 +1,10 @@
 """Storage of the publication domain: each helper takes a connection and never commits.
 
 ``QUERIES`` holds the named blocks of ``queries.sql``, loaded once for every row module here.
-Rows come back as frozen structs, their JSON columns decoded into the generated contract types
-(``generated.models``), so a field renamed in the contract fails type-checking here too.
+Rows come back as frozen structs. A JSON column the contract types (a binding, its write tasks,
+annotations, warnings) decodes into its ``generated.models`` type, so a field renamed in the
+contract fails type-checking here too; definition documents and stored receipts stay JSON
+objects (the DSL and each tool's output define them, not one contract type).
 Importing the package registers the errors the tables' named constraints become.
 """
 

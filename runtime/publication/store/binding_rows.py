@@ -311,23 +311,6 @@ async def insert_evidence(
         )
 
 
-class Evidence(msgspec.Struct, frozen=True, kw_only=True):
-    """The approval evidence of one write task of an active revision."""
-
-    task_name: str
-    evidence_digest: str
-    task_kind: Literal["http", "mcp"]
-    task_target: str
-    approved_by: str
-    approved_ts: datetime
-
-
-async def select_evidence(conn: Connection, host_id: str, binding_id: str) -> list[Evidence]:
-    """The task approval evidence of a revision."""
-    params = {"host_id": host_id, "binding_id": binding_id}
-    return await fetch_all(conn, QUERIES["select_evidence"], params, Evidence)
-
-
 async def activate_revision(
     conn: Connection,
     host_id: str,

@@ -7,13 +7,12 @@ from typing import Any, Literal
 
 import msgspec
 
-from generated.models import PublicationWarning
+from generated.models import BindingApproval, PublicationWarning
 from runtime.publication.store import QUERIES, fetch_one, json_param
 from runtime.store import Connection
 
-# The values the tables' CHECK constraints allow, as the contract names them.
+# The values the table's CHECK constraint allows, as the contract names them.
 VersionStatus = Literal["active", "retired"]
-BindingApproval = Literal["carryOver", "reapprove"]
 
 
 class Owner(msgspec.Struct, frozen=True):

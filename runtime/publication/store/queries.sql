@@ -295,13 +295,6 @@ INSERT INTO workflow_tool_approval_evidence_t (
 )
 ON CONFLICT (host_id, binding_id, task_name) DO NOTHING;
 
--- select_evidence --
--- The task approval evidence of a revision, by task name.
-SELECT task_name, evidence_digest, task_kind, task_target, approved_by, approved_ts
-FROM workflow_tool_approval_evidence_t
-WHERE host_id = %(host_id)s AND binding_id = %(binding_id)s
-ORDER BY task_name;
-
 -- select_dependencies --
 -- The dependencies of a revision, in digest order.
 SELECT authorization_tool_name, nested_tool_id::text AS nested_tool_id, nested_tool_version,
