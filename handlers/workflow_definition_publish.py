@@ -5,8 +5,8 @@ from __future__ import annotations
 from generated.models import WorkflowDefinitionPublishInput, WorkflowDefinitionPublishOutput
 from runtime.mcp.call import ToolCall
 from runtime.publication import publish_definition
-from runtime.publication.limits import check_definition_size
-from runtime.publication.offload import off_loop
+from runtime.publication.check_threads import off_loop
+from runtime.publication.definition_limits import check_definition_size
 
 
 async def handle(

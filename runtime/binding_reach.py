@@ -1,17 +1,20 @@
 """What a binding revision may reach: the vocabulary publication writes and execution reads.
 
 Publication validates and stores a revision's reach; execution enforces it on every outbound
-call. Both speak these types, so neither imports the other's internals for them.
+call. Both speak these types, so neither imports the other's internals for them. The stored
+rows decode straight into them, and ``contract()`` gives each as the catalog's type (for
+bindingDigest and workflow_binding_get).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import msgspec
+from msgspec import UNSET
+
+from generated import models
 
 
-@dataclass(frozen=True, slots=True)
-class Annotations:
+class Annotations(msgspec.Struct, frozen=True, kw_only=True):
     """Effect annotations of a Tool (the outer Tool or a nested dependency)."""
 
     read_only: bool
@@ -28,8 +31,17 @@ class Annotations:
 UNANNOTATED = Annotations(read_only=False, destructive=True, human_approval_required=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Dependency:
+def annotations_of(value: models.ToolAnnotations) -> Annotations:
+    """The effect flags of toolAnnotations (humanApprovalRequired absent: false)."""
+    required = value.human_approval_required
+    return Annotations(
+        read_only=value.read_only,
+        destructive=value.destructive,
+        human_approval_required=False if required is UNSET else required,
+    )
+
+
+class Dependency(msgspec.Struct, frozen=True):
     """A nested Tool the workflow may call."""
 
     nested_tool_id: str
@@ -37,8 +49,15 @@ class Dependency:
     contract_digest: str
     authorization_tool_name: str
     dispatch_target: str
-    annotations: Annotations | None
-    annotations_document: dict[str, Any] | None
+    # As published (None: the dependency stated none).
+    tool_annotations: models.ToolAnnotations | None = None
+
+    @property
+    def annotations(self) -> Annotations | None:
+        """The effect flags of its toolAnnotations, or None when it stated none."""
+        if self.tool_annotations is None:
+            return None
+        return annotations_of(self.tool_annotations)
 
     @property
     def sort_key(self) -> tuple[str, str, str]:
@@ -55,22 +74,19 @@ class Dependency:
             self.authorization_tool_name,
         )
 
-    def document(self) -> dict[str, Any]:
+    def contract(self) -> models.BindingDependency:
         """The dependency as it enters bindingDigest and workflow_binding_get."""
-        doc: dict[str, Any] = {
-            "nestedToolId": self.nested_tool_id,
-            "nestedToolVersion": self.nested_tool_version,
-            "contractDigest": self.contract_digest,
-            "authorizationToolName": self.authorization_tool_name,
-            "dispatchTarget": self.dispatch_target,
-        }
-        if self.annotations_document is not None:
-            doc["toolAnnotations"] = self.annotations_document
-        return doc
+        return models.BindingDependency(
+            nested_tool_id=self.nested_tool_id,
+            nested_tool_version=self.nested_tool_version,
+            contract_digest=self.contract_digest,
+            authorization_tool_name=self.authorization_tool_name,
+            dispatch_target=self.dispatch_target,
+            tool_annotations=UNSET if self.tool_annotations is None else self.tool_annotations,
+        )
 
 
-@dataclass(frozen=True, slots=True)
-class EndpointTarget:
+class EndpointTarget(msgspec.Struct, frozen=True):
     """A resolved HTTP endpoint; methods uppercased, de-duplicated and sorted."""
 
     endpoint_ref: str
@@ -84,30 +100,29 @@ class EndpointTarget:
         """Carry-over compares targets by (endpointRef, endpointUri, sorted allowedMethods)."""
         return (self.endpoint_ref, self.endpoint_uri, self.allowed_methods)
 
-    def document(self) -> dict[str, Any]:
+    def contract(self) -> models.EndpointTarget:
         """The target as it enters bindingDigest and workflow_binding_get."""
-        return {
-            "endpointRef": self.endpoint_ref,
-            "endpointUri": self.endpoint_uri,
-            "allowedMethods": list(self.allowed_methods),
-            "environments": list(self.environments),
-            "authorizationPolicyDigest": self.authorization_policy_digest,
-        }
+        return models.EndpointTarget(
+            endpoint_ref=self.endpoint_ref,
+            endpoint_uri=self.endpoint_uri,
+            allowed_methods=list(self.allowed_methods),
+            environments=list(self.environments),
+            authorization_policy_digest=self.authorization_policy_digest,
+        )
 
 
-@dataclass(frozen=True, slots=True)
-class Reach:
+class Reach(msgspec.Struct, frozen=True):
     """What a revision may reach, in digest order."""
 
     dependencies: tuple[Dependency, ...]
     endpoint_targets: tuple[EndpointTarget, ...]
 
-    def document(self) -> dict[str, Any]:
-        """BindingReach as returned by workflow_binding_get."""
-        return {
-            "dependencies": [item.document() for item in self.dependencies],
-            "endpointTargets": [item.document() for item in self.endpoint_targets],
-        }
+    def contract(self) -> models.BindingReach:
+        """BindingReach as bindingDigest covers it and workflow_binding_get returns it."""
+        return models.BindingReach(
+            dependencies=[item.contract() for item in self.dependencies],
+            endpoint_targets=[item.contract() for item in self.endpoint_targets],
+        )
 
 
 def dependency_for(tool: str, reach: Reach) -> Dependency | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from runtime.execution.settings import ServiceExecutionSettings
-from runtime.publication.settings import PublicationSettings
+from runtime.publication.publication_settings import PublicationSettings
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.security.settings import SecuritySettings
 from runtime.store.settings import StoreSettings

@@ -27,6 +27,7 @@ from runtime.execution.outbound import encode_body, send_http, send_mcp
 from runtime.execution.outbound_auth import with_credential
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import HttpPolicy
+from runtime.publication.pinned import LiveGrant
 from runtime.scheduler import faults
 from runtime.scheduler.errors import LeaseLost, uncertain_effect_error
 from runtime.scheduler.lease import TaskLease
@@ -233,9 +234,9 @@ class DurableEffects:
             )
         return dependency
 
-    async def _live_grant(self, tool: str, dependency: Dependency | None) -> dict[str, Any]:
+    async def _live_grant(self, tool: str, dependency: Dependency | None) -> LiveGrant:
         # Read at every dispatch: an acknowledged revocation stops the very next call.
-        grants: list[dict[str, Any]] = []
+        grants: list[LiveGrant] = []
         if self._ctx.wf_def_id is not None:
             async with self._ctx.db.transaction(read_only=True) as conn:
                 grants = await store.select_grants(
@@ -251,17 +252,17 @@ class DurableEffects:
         return grant
 
     async def _record_permit(
-        self, tool: str, grant: dict[str, Any], dependency: Dependency | None
+        self, tool: str, grant: LiveGrant, dependency: Dependency | None
     ) -> str:
         action_id = str(uuid.uuid4())
-        digest = dependency.contract_digest if dependency else grant.get("lightapi_digest")
+        digest = dependency.contract_digest if dependency else grant.lightapi_digest
         async with self._ctx.db.transaction() as conn:
             recorded = await store.insert_action_permit(
                 conn,
                 self._ctx.lease.state,
                 action_id=action_id,
                 user_id=self._ctx.user_id,
-                grant_id=str(grant["grant_id"]),
+                grant_id=grant.grant_id,
                 tool_name=tool,
                 contract_digest=digest,
             )
@@ -284,11 +285,11 @@ class DurableEffects:
 
 
 def matching_grant(
-    grants: list[dict[str, Any]],
+    grants: list[LiveGrant],
     tool: str,
     dependency: Dependency | None,
     environment: str | None,
-) -> dict[str, Any] | None:
+) -> LiveGrant | None:
     """The first live grant covering the tool (by name or pinned dependency) here."""
     names = {tool}
     if dependency is not None:
@@ -298,12 +299,12 @@ def matching_grant(
             dependency.dispatch_target,
         }
     for grant in grants:
-        if grant["tool_id"] not in names:
+        if grant.tool_id not in names:
             continue
-        version = grant.get("tool_version")
+        version = grant.tool_version
         if dependency is not None and version not in (None, dependency.nested_tool_version):
             continue
-        environments = grant.get("allowed_environments") or []
+        environments = grant.allowed_environments
         if environment is not None and environments and environment not in environments:
             continue
         return grant

@@ -229,7 +229,7 @@ async def select_definition_document(
     return await pinned.definition_document(conn, host_id, wf_def_id, version)
 
 
-async def select_grants(conn: Connection, host_id: str, wf_def_id: str) -> list[dict[str, Any]]:
+async def select_grants(conn: Connection, host_id: str, wf_def_id: str) -> list[pinned.LiveGrant]:
     """The live grant set of a definition."""
     return await pinned.live_grants(conn, host_id, wf_def_id)
 

@@ -1,31 +1,31 @@
 """Definition publication: saved heads, immutable versions, grant sets, the operation ledger.
 
-Bindings (revisions, status rules, carry-over, evidence, decisions) join this package later as
-their own modules beside these.
+Tool binding revisions (status rules, carry-over, evidence, decisions) are the ``bindings``
+subpackage; the rows of both are in ``store``; ``pinned`` is all that execution reads.
 """
 
 from __future__ import annotations
 
-from runtime.publication.bindings.destinations import (
+from runtime.publication.bindings.destination_policy import (
     DestinationPolicy,
     check_destination,
     policy_from_settings,
 )
-from runtime.publication.bindings.errors import BindingRuleViolation
+from runtime.publication.bindings.rejections import BindingRuleViolation
+from runtime.publication.definition_checks import validate_definition
 from runtime.publication.definitions import (
     publish_definition,
     read_definition_head,
     read_definition_version,
     retire_definition,
     save_definition,
-    validate_definition,
 )
 from runtime.publication.grants import (
     grants_digest,
     read_definition_grants,
     sync_definition_grants,
 )
-from runtime.publication.operations import (
+from runtime.publication.receipt_ledger import (
     RECEIPT_RETENTION,
     run_operation,
     sweep_operation_receipts,

@@ -9,12 +9,12 @@ receipts are the generated output structs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from msgspec import UNSET
 
 from generated.models import (
+    BindingApproval,
     Owner,
     PublicationWarning,
     WorkflowDefinitionPublishInput,
@@ -24,23 +24,19 @@ from generated.models import (
     WorkflowDefinitionSaveInput,
     WorkflowDefinitionSaveOutput,
 )
-from runtime.canonical import (
-    CanonicalError,
-    canonical_digest,
-    definition_digest,
-    load_definition_yaml,
-    schema_digest,
+from runtime.canonical import canonical_digest, definition_digest
+from runtime.errors import WorkflowError
+from runtime.publication.check_threads import off_loop
+from runtime.publication.definition_checks import (
+    check_document_version,
+    checked_for_publication,
+    load_definition,
+    loaded_with_digest,
 )
-from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition, parse_definition
-from runtime.engine.check import definition_warnings
-from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.ids import normalize_uuid
-from runtime.publication.normalized import expression_digests, normalized_document
-from runtime.publication.offload import off_loop
-from runtime.publication.operations import rejections_with_codes, run_operation
-from runtime.publication.revisions import judge_revision
-from runtime.publication.store import constraints as _constraints  # noqa: F401 (registers errors)
-from runtime.publication.store import definitions as store
+from runtime.publication.receipt_ledger import rejections_with_codes, run_operation
+from runtime.publication.source_revision import judge_revision
+from runtime.publication.store import definition_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -52,74 +48,24 @@ PUBLISH_FINAL_REJECTIONS = rejections_with_codes(
 RETIRE_FINAL_REJECTIONS = rejections_with_codes(frozenset({"WORKFLOW_DEFINITION_MISMATCH"}))
 
 
-def version_status(status: str) -> Literal["active", "retired"]:
-    """A stored version status as the contract names it."""
-    assert status in ("active", "retired")  # the table's CHECK constraint
-    return "active" if status == "active" else "retired"
-
-
-def binding_approval(value: str) -> Literal["carryOver", "reapprove"]:
-    """A stored binding approval mode as the contract names it."""
-    assert value in ("carryOver", "reapprove")  # the table's CHECK constraint
-    return "carryOver" if value == "carryOver" else "reapprove"
-
-
-def requested_approval(request: WorkflowDefinitionPublishInput) -> str:
+def requested_approval(request: WorkflowDefinitionPublishInput) -> BindingApproval:
     """bindingApproval of a publish request (carryOver when absent)."""
     return "carryOver" if request.binding_approval is UNSET else request.binding_approval
 
 
-def position_of(owner: Owner) -> str | None:
-    """The owner's positionId, None when absent."""
-    return None if owner.position_id is UNSET else owner.position_id
-
-
-def _load(text: str) -> dict[str, Any]:
-    try:
-        return load_definition_yaml(text)
-    except CanonicalError as error:
-        raise input_invalid(
-            f"definition is not accepted: {error.message}",
-            details={"discriminator": error.discriminator},
-        ) from error
-
-
-def validate_definition(document: dict[str, Any]) -> WorkflowDefinition:
-    """Run the engine's definition model validation (runtime definition and CEL checks).
-
-    The document is user input, so any exception the parser raises means "invalid definition":
-    a parser gap must refuse the definition, never surface as a server fault.
-    """
-    try:
-        return parse_definition(document)
-    except DefinitionError as error:
-        raise input_invalid(
-            f"definition is invalid: {error.message}", details=error.details()
-        ) from error
-    except ExpressionError as error:
-        details = {"reason": error.reason}
-        raise input_invalid(f"definition is invalid: {error.message}", details=details) from error
-    except Exception as error:  # any parser failure on user input is a refusal, never a 500
-        raise input_invalid("definition is invalid: it does not match the DSL profile") from error
-
-
-def check_document_version(document: Mapping[str, Any], version: str) -> None:
-    """Refuse a version whose definition text declares another document.version."""
-    header = document.get("document")
-    written = header.get("version") if isinstance(header, Mapping) else None
-    if isinstance(written, str) and written != version:
-        raise input_invalid(
-            f"document.version {written!r} in the definition differs from the version argument "
-            f"{version!r}; publish it as {written!r} or change document.version to {version!r}",
-            details={"documentVersion": written, "version": version},
-        )
+def stored_owner(owner: Owner) -> definition_rows.Owner:
+    """The owner of a request as stored (positionId absent: None)."""
+    position_id = None if owner.position_id is UNSET else owner.position_id
+    return definition_rows.Owner(owner.user_id, position_id)
 
 
 # --- save -------------------------------------------------------------------------------------
 
 
-def _head_row(ctx: InvocationContext, request: WorkflowDefinitionSaveInput) -> dict[str, Any]:
-    position_id = position_of(request.owner)
+def _saved_head(
+    ctx: InvocationContext, request: WorkflowDefinitionSaveInput
+) -> definition_rows.SavedHead:
+    owner = stored_owner(request.owner)
     content = {
         "namespace": request.namespace,
         "name": request.name,
@@ -127,31 +73,30 @@ def _head_row(ctx: InvocationContext, request: WorkflowDefinitionSaveInput) -> d
         "definition": request.definition,
         "lifecycleStatus": request.lifecycle_status,
         "catalogVisible": request.catalog_visible,
-        "owner": {"userId": request.owner.user_id, "positionId": position_id},
+        "owner": {"userId": owner.user_id, "positionId": owner.position_id},
         "active": request.active,
     }
-    return {
-        "host_id": ctx.host_id,
-        "wf_def_id": request.wf_def_id,
-        "source_revision": request.source_revision,
-        "namespace": request.namespace,
-        "name": request.name,
-        "version": request.version,
-        "definition": request.definition,
-        "definition_digest": definition_digest(_load(request.definition)),
-        "content_digest": canonical_digest(content),
-        "lifecycle_status": request.lifecycle_status,
-        "catalog_visible": request.catalog_visible,
-        "owner_user_id": request.owner.user_id,
-        "owner_position_id": position_id,
-        "active": request.active,
-        "actor": request.actor,
-        "saved_by": ctx.user_id,
-    }
+    return definition_rows.SavedHead(
+        host_id=ctx.host_id,
+        wf_def_id=request.wf_def_id,
+        source_revision=request.source_revision,
+        namespace=request.namespace,
+        name=request.name,
+        version=request.version,
+        definition=request.definition,
+        definition_digest=definition_digest(load_definition(request.definition)),
+        content_digest=canonical_digest(content),
+        lifecycle_status=request.lifecycle_status,
+        catalog_visible=request.catalog_visible,
+        owner=owner,
+        active=request.active,
+        actor=request.actor,
+        saved_by=ctx.user_id,
+    )
 
 
 def _save_receipt(
-    result: SaveResult, wf_def_id: str, head: store.HeadState
+    result: SaveResult, wf_def_id: str, head: definition_rows.HeadState
 ) -> WorkflowDefinitionSaveOutput:
     return WorkflowDefinitionSaveOutput(
         result=result,
@@ -162,15 +107,17 @@ def _save_receipt(
     )
 
 
-async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[SaveResult, store.HeadState]:
-    created = await store.insert_head(conn, row)
+async def _apply_save(
+    conn: Connection, head: definition_rows.SavedHead
+) -> tuple[SaveResult, definition_rows.HeadState]:
+    created = await definition_rows.insert_head(conn, head)
     if created is not None:
         return "saved", created
-    current = await store.lock_head(conn, row["host_id"], row["wf_def_id"])
+    current = await definition_rows.lock_head(conn, head.host_id, head.wf_def_id)
     assert current is not None  # the insert conflicted, and heads are never deleted
     verdict = judge_revision(
-        row["source_revision"],
-        row["content_digest"],
+        head.source_revision,
+        head.content_digest,
         current.source_revision,
         current.content_digest,
         conflict="sourceRevision is already applied with different content or visibility",
@@ -181,20 +128,19 @@ async def _apply_save(conn: Connection, row: dict[str, Any]) -> tuple[SaveResult
     )
     if verdict != "apply":
         return verdict, current
-    updated = await store.update_head(conn, row)
+    updated = await definition_rows.update_head(conn, head)
     assert updated is not None  # we hold the row lock and our revision is higher
-    await _move_pending_bindings(conn, row)
+    await _move_pending_bindings(conn, head)
     return "saved", updated
 
 
-async def _move_pending_bindings(conn: Connection, row: dict[str, Any]) -> None:
-    # Imported here: the binding rules sit above this module (they read definitions).
+async def _move_pending_bindings(conn: Connection, head: definition_rows.SavedHead) -> None:
+    # Imported here: bindings build on definitions, not the reverse; only the two hooks into
+    # them (here and in retire) call up.
     from runtime.publication.bindings import on_definition_owner_saved
 
     # Only save changes ownership: pending revisions follow the new owner, approvals stay.
-    await on_definition_owner_saved(
-        conn, row["host_id"], row["wf_def_id"], row["owner_user_id"], row["owner_position_id"]
-    )
+    await on_definition_owner_saved(conn, head.host_id, head.wf_def_id, head.owner)
 
 
 async def save_definition(
@@ -208,9 +154,9 @@ async def save_definition(
     replaced. Every receipt carries the head's applied revision and its definition digest.
     """
     check_host_assertion(ctx, request.host_id)
-    row = await off_loop(_head_row, ctx, request)  # loads the YAML: off the serving loop
+    saved = await off_loop(_saved_head, ctx, request)  # loads the YAML: off the serving loop
     async with db.transaction() as conn:
-        result, head = await _apply_save(conn, row)
+        result, head = await _apply_save(conn, saved)
     return _save_receipt(result, request.wf_def_id, head)
 
 
@@ -221,25 +167,25 @@ def _version_receipt(
     result: Literal["published", "unchanged"],
     wf_def_id: str,
     version: str,
-    state: store.VersionState,
-    warnings: list[dict[str, str]] | None = None,
+    state: definition_rows.VersionState,
+    warnings: list[PublicationWarning],
 ) -> WorkflowDefinitionPublishOutput:
     return WorkflowDefinitionPublishOutput(
         result=result,
-        status=version_status(state.status),
+        status=state.status,
         wf_def_id=wf_def_id,
         version=version,
         definition_digest=state.definition_digest,
         schema_digest=state.schema_digest,
-        binding_approval=binding_approval(state.binding_approval),
-        warnings=[PublicationWarning(**w) for w in warnings] if warnings else UNSET,
+        binding_approval=state.binding_approval,
+        warnings=warnings or UNSET,
     )
 
 
 def _retire_receipt(
     result: Literal["retired", "unchanged"],
     request: WorkflowDefinitionRetireInput,
-    state: store.VersionState,
+    state: definition_rows.VersionState,
     withdrawn_binding_ids: list[str],
 ) -> WorkflowDefinitionRetireOutput:
     return WorkflowDefinitionRetireOutput(
@@ -257,7 +203,7 @@ async def _existing_version_receipt(
     ctx: InvocationContext,
     request: WorkflowDefinitionPublishInput,
     digest: str,
-    existing: store.VersionState,
+    existing: definition_rows.VersionState,
     document: dict[str, Any],
 ) -> WorkflowDefinitionPublishOutput:
     if existing.definition_digest != digest:
@@ -269,45 +215,19 @@ async def _existing_version_receipt(
     # The same payload answers the same receipt: its warnings too (same digest, same document),
     # as stored with the version. A version published before they were kept gets them computed
     # once here and stored, so no later unchanged receipt runs the checker again.
-    warnings = existing.warnings
+    warnings = existing.publication_warnings
     if warnings is None:
-        warnings = (await off_loop(_checked_for_publication, document)).warnings
-        await store.store_version_warnings(
+        warnings = (await off_loop(checked_for_publication, document)).warnings
+        await definition_rows.store_version_warnings(
             conn, ctx.host_id, request.wf_def_id, request.version, warnings
         )
     return _version_receipt("unchanged", request.wf_def_id, request.version, existing, warnings)
 
 
-@dataclass(frozen=True, slots=True)
-class _Checked:
-    """What publication computes from a document before storing it (all pure CPU work)."""
-
-    warnings: list[dict[str, str]]
-    schema_digest: str
-    normalized_document: dict[str, Any]
-    expression_digests: list[dict[str, str]]
-
-
-def _loaded_with_digest(text: str) -> tuple[dict[str, Any], str]:
-    document = _load(text)
-    return document, definition_digest(document)
-
-
-def _checked_for_publication(document: dict[str, Any]) -> _Checked:
-    definition = validate_definition(document)
-    warnings = definition_warnings(definition, document)  # refuses the data bugs it proves
-    return _Checked(
-        warnings=warnings,
-        schema_digest=schema_digest(document),
-        normalized_document=normalized_document(definition),
-        expression_digests=expression_digests(definition),
-    )
-
-
 async def _publish(
     conn: Connection, ctx: InvocationContext, request: WorkflowDefinitionPublishInput
 ) -> WorkflowDefinitionPublishOutput:
-    document, digest = await off_loop(_loaded_with_digest, request.definition)
+    document, digest = await off_loop(loaded_with_digest, request.definition)
     if digest != request.expected_definition_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
@@ -315,34 +235,37 @@ async def _publish(
             details={"definitionDigest": digest},
         )
     check_document_version(document, request.version)
-    existing = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+    existing = await definition_rows.lock_version(
+        conn, ctx.host_id, request.wf_def_id, request.version
+    )
     if existing is not None:
         return await _existing_version_receipt(conn, ctx, request, digest, existing, document)
-    checked = await off_loop(_checked_for_publication, document)
-    created = await store.insert_version(
+    checked = await off_loop(checked_for_publication, document)
+    created = await definition_rows.insert_version(
         conn,
-        {
-            "host_id": ctx.host_id,
-            "wf_def_id": request.wf_def_id,
-            "version": request.version,
-            "namespace": request.namespace,
-            "name": request.name,
-            "definition": request.definition,
-            "document": document,
-            "definition_digest": digest,
-            "schema_digest": checked.schema_digest,
-            "binding_approval": requested_approval(request),
-            "owner_user_id": request.owner.user_id,
-            "owner_position_id": position_of(request.owner),
-            "published_by": ctx.user_id,
-            "operation_id": request.operation_id,
-            "normalized_document": checked.normalized_document,
-            "expression_digests": checked.expression_digests,
-            "publication_warnings": checked.warnings,
-        },
+        definition_rows.NewVersion(
+            host_id=ctx.host_id,
+            wf_def_id=request.wf_def_id,
+            version=request.version,
+            namespace=request.namespace,
+            name=request.name,
+            definition=request.definition,
+            document=document,
+            definition_digest=digest,
+            schema_digest=checked.schema_digest,
+            binding_approval=requested_approval(request),
+            owner=stored_owner(request.owner),
+            published_by=ctx.user_id,
+            operation_id=request.operation_id,
+            normalized_document=checked.normalized_document,
+            expression_digests=checked.expression_digests,
+            warnings=checked.warnings,
+        ),
     )
     if created is None:  # another operation published this version since our lookup
-        raced = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+        raced = await definition_rows.lock_version(
+            conn, ctx.host_id, request.wf_def_id, request.version
+        )
         assert raced is not None
         return await _existing_version_receipt(conn, ctx, request, digest, raced, document)
     return _version_receipt(
@@ -387,19 +310,21 @@ async def _retire(
     conn: Connection, ctx: InvocationContext, request: WorkflowDefinitionRetireInput
 ) -> WorkflowDefinitionRetireOutput:
     # Lock order (seed "Concurrency"): the version row FOR UPDATE first, then any Tool heads.
-    state = await store.lock_version(conn, ctx.host_id, request.wf_def_id, request.version)
+    state = await definition_rows.lock_version(
+        conn, ctx.host_id, request.wf_def_id, request.version
+    )
     if state is None:
         raise WorkflowError("WORKFLOW_NOT_FOUND", "no published version with that wfDefId")
     if state.status == "retired":
         return _retire_receipt("unchanged", request, state, [])
-    from runtime.publication.bindings import on_definition_version_retire
+    from runtime.publication.bindings import on_definition_version_retire  # see save
 
     # Under the version row lock: refused while an active revision pins the version; pending
     # revisions on it are withdrawn, each with a decision record.
     withdrawn = await on_definition_version_retire(
         conn, ctx, request.wf_def_id, request.version, request.operation_id
     )
-    retired = await store.retire_version(
+    retired = await definition_rows.retire_version(
         conn,
         ctx.host_id,
         request.wf_def_id,
@@ -440,19 +365,19 @@ async def retire_definition(
 
 async def read_definition_head(
     db: Database, ctx: InvocationContext, wf_def_id: str
-) -> dict[str, Any] | None:
-    """The saved head of a definition in the caller's host (for workflow_start), or None."""
+) -> definition_rows.DefinitionHead | None:
+    """The saved head of a definition in the caller's host, or None."""
     if (key := normalize_uuid(wf_def_id)) is None:
         return None
     async with db.transaction(read_only=True) as conn:
-        return await store.select_head(conn, ctx.host_id, key)
+        return await definition_rows.select_head(conn, ctx.host_id, key)
 
 
 async def read_definition_version(
     db: Database, ctx: InvocationContext, wf_def_id: str, version: str
-) -> dict[str, Any] | None:
+) -> definition_rows.DefinitionVersion | None:
     """A published version with its document in the caller's host, or None."""
     if (key := normalize_uuid(wf_def_id)) is None:
         return None
     async with db.transaction(read_only=True) as conn:
-        return await store.select_version(conn, ctx.host_id, key, version)
+        return await definition_rows.select_version(conn, ctx.host_id, key, version)

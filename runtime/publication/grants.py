@@ -13,8 +13,8 @@ from generated.models import (
 from runtime.canonical import canonical_digest
 from runtime.errors import input_invalid
 from runtime.publication.ids import normalize_uuid
-from runtime.publication.revisions import judge_revision
-from runtime.publication.store import grants as store
+from runtime.publication.source_revision import judge_revision
+from runtime.publication.store import grant_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -47,37 +47,16 @@ def _refuse_repeated_grant_ids(grants: Sequence[Grant]) -> None:
         seen.add(grant.grant_id)
 
 
-def _grant_rows(
-    ctx: InvocationContext, request: WorkflowDefinitionGrantsSyncInput
-) -> list[dict[str, Any]]:
-    return [
-        {
-            "host_id": ctx.host_id,
-            "wf_def_id": request.wf_def_id,
-            "grant_id": grant.grant_id,
-            "tool_id": grant.tool_id,
-            "tool_version": grant.tool_version,
-            "lightapi_digest": grant.lightapi_digest,
-            "allowed_environments": sorted(grant.allowed_environments),
-            "source_revision": request.source_revision,
-        }
-        for grant in request.grants
-    ]
-
-
 async def _apply_sync(
-    conn: Connection,
-    ctx: InvocationContext,
-    request: WorkflowDefinitionGrantsSyncInput,
-    sync: dict[str, Any],
-) -> tuple[SyncResult, store.GrantSyncState]:
-    created = await store.insert_sync(conn, sync)
+    conn: Connection, request: WorkflowDefinitionGrantsSyncInput, sync: grant_rows.GrantSync
+) -> tuple[SyncResult, grant_rows.GrantSyncState]:
+    created = await grant_rows.insert_sync(conn, sync)
     if created is None:
-        current = await store.lock_sync(conn, ctx.host_id, request.wf_def_id)
+        current = await grant_rows.lock_sync(conn, sync.host_id, sync.wf_def_id)
         assert current is not None  # the insert conflicted, and sync rows are never deleted
         verdict = judge_revision(
-            request.source_revision,
-            sync["grants_digest"],
+            sync.source_revision,
+            sync.grants_digest,
             current.source_revision,
             current.grants_digest,
             conflict="sourceRevision is already applied with a different grant set",
@@ -88,9 +67,9 @@ async def _apply_sync(
         )
         if verdict != "apply":
             return verdict, current
-        created = await store.update_sync(conn, sync)
+        created = await grant_rows.update_sync(conn, sync)
         assert created is not None  # we hold the row lock and our revision is higher
-    await store.replace_grants(conn, ctx.host_id, request.wf_def_id, _grant_rows(ctx, request))
+    await grant_rows.replace_grants(conn, sync, request.grants)
     return "saved", created
 
 
@@ -105,16 +84,16 @@ async def sync_definition_grants(
     """
     check_host_assertion(ctx, request.host_id)
     _refuse_repeated_grant_ids(request.grants)
-    sync = {
-        "host_id": ctx.host_id,
-        "wf_def_id": request.wf_def_id,
-        "source_revision": request.source_revision,
-        "grants_digest": grants_digest(request.grants),
-        "actor": request.actor,
-        "synced_by": ctx.user_id,
-    }
+    sync = grant_rows.GrantSync(
+        host_id=ctx.host_id,
+        wf_def_id=request.wf_def_id,
+        source_revision=request.source_revision,
+        grants_digest=grants_digest(request.grants),
+        actor=request.actor,
+        synced_by=ctx.user_id,
+    )
     async with db.transaction() as conn:
-        result, state = await _apply_sync(conn, ctx, request, sync)
+        result, state = await _apply_sync(conn, request, sync)
     return WorkflowDefinitionGrantsSyncOutput(
         result=result,
         wf_def_id=request.wf_def_id,
@@ -125,9 +104,9 @@ async def sync_definition_grants(
 
 async def read_definition_grants(
     db: Database, ctx: InvocationContext, wf_def_id: str
-) -> list[dict[str, Any]]:
+) -> list[grant_rows.LiveGrant]:
     """The live grant set of a definition in the caller's host (grants are read live)."""
     if (key := normalize_uuid(wf_def_id)) is None:
         return []
     async with db.transaction(read_only=True) as conn:
-        return await store.select_grants(conn, ctx.host_id, key)
+        return await grant_rows.select_grants(conn, ctx.host_id, key)

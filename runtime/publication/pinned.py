@@ -9,28 +9,24 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.binding_reach import Reach
-from runtime.publication.bindings import store as binding_store
-from runtime.publication.store import definitions as definition_store
-from runtime.publication.store import grants as grant_store
+from runtime.publication.store import binding_rows, definition_rows, grant_rows
+from runtime.publication.store.grant_rows import LiveGrant as LiveGrant
 from runtime.store import Connection
 
 
 async def definition_document(
     conn: Connection, host_id: str, wf_def_id: str, version: str
 ) -> dict[str, Any] | None:
-    """The normalized document of a published definition version, or None."""
-    row = await definition_store.select_version(conn, host_id, wf_def_id, version)
-    if row is None:
-        return None
-    document: dict[str, Any] = row["document"]
-    return document
+    """The document of a published definition version (its text as loaded), or None."""
+    row = await definition_rows.select_version(conn, host_id, wf_def_id, version)
+    return None if row is None else row.document
 
 
-async def live_grants(conn: Connection, host_id: str, wf_def_id: str) -> list[dict[str, Any]]:
+async def live_grants(conn: Connection, host_id: str, wf_def_id: str) -> list[LiveGrant]:
     """The live grant set of a definition, ordered by grant id."""
-    return await grant_store.select_grants(conn, host_id, wf_def_id)
+    return await grant_rows.select_grants(conn, host_id, wf_def_id)
 
 
 async def revision_reach(conn: Connection, host_id: str, binding_id: str) -> Reach:
     """The reach (dependencies, endpoint targets) of one binding revision."""
-    return await binding_store.read_reach(conn, host_id, binding_id)
+    return await binding_rows.read_reach(conn, host_id, binding_id)

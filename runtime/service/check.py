@@ -44,12 +44,12 @@ from runtime.engine.model import WorkflowDefinition
 from runtime.errors import WorkflowError
 from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.publication import validate_definition
-from runtime.publication.bindings.destinations import (
+from runtime.publication.bindings.binding_problems import ordered
+from runtime.publication.bindings.destination_policy import (
     DestinationPolicy,
     unresolved_names,
 )
-from runtime.publication.bindings.problems import ordered
-from runtime.publication.bindings.rules import check_pinned, check_request
+from runtime.publication.bindings.validation import check_pinned, check_request
 
 EXIT_CLEAN: Final = 0
 EXIT_WARNINGS: Final = 1  # only with --strict

@@ -22,7 +22,7 @@ from runtime import telemetry
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
 from runtime.mcp.front_door import FrontDoor
-from runtime.publication.bindings.destinations import policy_from_settings
+from runtime.publication import policy_from_settings
 from runtime.scheduler import door
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from runtime.canonical import definition_digest
-from runtime.publication.limits import DefinitionLimits
+from runtime.publication.definition_limits import DefinitionLimits
 from runtime.settings import Settings
 from tests.support.binding_builders import (
     HOST,

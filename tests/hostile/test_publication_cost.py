@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from runtime.engine.check import MAX_WARNINGS
-from runtime.publication.limits import DefinitionLimits
+from runtime.publication.definition_limits import DefinitionLimits
 from tests.support.binding_builders import new_id
 from tests.support.checker import publish_arguments
 from tests.support.hostile import assert_responsive, while_probing_steadily

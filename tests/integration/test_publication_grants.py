@@ -31,7 +31,7 @@ def _ids(*names: str) -> list[str]:
 
 async def _grant_ids(db: Database, wf_def_id: str) -> list[str]:
     rows = await read_definition_grants(db, context(), wf_def_id)
-    return sorted(row["grant_id"] for row in rows)
+    return sorted(row.grant_id for row in rows)
 
 
 async def test_first_sync_stores_the_set_and_its_digest(db: Database) -> None:
@@ -45,7 +45,7 @@ async def test_first_sync_stores_the_set_and_its_digest(db: Database) -> None:
         "grantsDigest": _digest_of(grants),
     }
     rows = await read_definition_grants(db, context(), wf_def_id)
-    assert sorted((row["grant_id"], row["allowed_environments"]) for row in rows) == sorted(
+    assert sorted((row.grant_id, row.allowed_environments) for row in rows) == sorted(
         [(named_uuid("g1"), ["dev"]), (named_uuid("g2"), ["dev", "prod"])]
     )
 

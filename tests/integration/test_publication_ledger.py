@@ -72,7 +72,7 @@ async def test_reusing_an_operation_id_for_another_tool_conflicts(db: Database) 
     assert caught.value.code == "WORKFLOW_IDEMPOTENCY_CONFLICT"
     stored = await read_definition_version(db, context(), wf_def_id, "1.2.0")
     assert stored is not None
-    assert stored["status"] == "active"
+    assert stored.status == "active"
 
 
 async def test_another_host_never_sees_or_replays_the_operation(db: Database) -> None:

@@ -33,8 +33,8 @@ async def test_publish_stores_an_active_version_with_both_digests(db: Database) 
     }
     stored = await read_definition_version(db, context(), wf_def_id, "1.2.0")
     assert stored is not None
-    assert stored["document"] == document
-    assert stored["published_by"] == "steve"
+    assert stored.document == document
+    assert stored.published_by == "steve"
 
 
 async def test_republishing_the_same_digest_is_unchanged(db: Database) -> None:
@@ -65,7 +65,7 @@ async def test_a_new_digest_for_a_published_version_is_rejected(db: Database) ->
     assert caught.value.code == "WORKFLOW_DEFINITION_MISMATCH"
     stored = await read_definition_version(db, context(), wf_def_id, "1.2.0")
     assert stored is not None
-    assert stored["definition"] == definition_text(1)
+    assert stored.definition == definition_text(1)
 
 
 async def test_expected_digest_that_differs_from_the_text_is_a_mismatch(db: Database) -> None:
@@ -108,8 +108,8 @@ async def test_retire_moves_an_active_version_to_retired(db: Database) -> None:
     assert (receipt["result"], receipt["status"]) == ("retired", "retired")
     stored = await read_definition_version(db, context(), wf_def_id, "1.2.0")
     assert stored is not None
-    assert stored["status"] == "retired"
-    assert stored["retired_by"] == "steve"
+    assert stored.status == "retired"
+    assert stored.retired_by == "steve"
 
 
 async def test_retiring_a_retired_version_returns_the_retired_receipt(db: Database) -> None:
@@ -140,7 +140,7 @@ async def test_retire_takes_no_expected_digest_and_changes_nothing(db: Database)
         await retire_definition(db, context(), args)
     assert caught.value.code == "WORKFLOW_INPUT_INVALID"
     stored = await read_definition_version(db, context(), wf_def_id, "1.2.0")
-    assert stored is not None and stored["status"] == "active"
+    assert stored is not None and stored.status == "active"
 
 
 async def test_the_database_refuses_to_edit_or_revive_a_version(database_url: str) -> None:

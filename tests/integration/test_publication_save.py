@@ -31,9 +31,9 @@ async def test_first_save_creates_the_head_and_reports_saved(db: Database) -> No
     }
     head = await read_definition_head(db, context(), wf_def_id)
     assert head is not None
-    assert head["source_revision"] == 7
-    assert head["definition"] == definition_text(1)
-    assert head["saved_by"] == "steve"
+    assert head.source_revision == 7
+    assert head.definition == definition_text(1)
+    assert head.saved_by == "steve"
 
 
 async def test_equal_revision_with_same_content_is_unchanged(db: Database) -> None:
@@ -76,8 +76,8 @@ async def test_higher_revision_replaces_text_visibility_and_owner(db: Database) 
     assert receipt["definitionDigest"] == definition_digest(definition_text(8))
     head = await read_definition_head(db, context(), wf_def_id)
     assert head is not None
-    assert head["catalog_visible"] is True
-    assert (head["owner_user_id"], head["owner_position_id"]) == ("new-owner", None)
+    assert head.catalog_visible is True
+    assert (head.owner_user_id, head.owner_position_id) == ("new-owner", None)
 
 
 async def test_host_mismatch_is_refused_before_storage(db: Database) -> None:

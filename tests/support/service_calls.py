@@ -16,11 +16,12 @@ from fastjsonschema import JsonSchemaValueException
 from generated import models
 from generated.routes import ROUTES
 from runtime import publication
+from runtime.binding_reach import Reach
 from runtime.mcp.call import InputFailure
 from runtime.publication import bindings
 from runtime.publication.bindings import DestinationPolicy
-from runtime.publication.bindings.fields import Binding, validate_binding
-from runtime.publication.bindings.reach import Reach, normalize_reach
+from runtime.publication.bindings.field_rules import validate_binding
+from runtime.publication.bindings.reach_rules import normalize_reach
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Database
 
@@ -180,7 +181,7 @@ async def list_bindings(
     )
 
 
-def checked_binding(value: dict[str, Any]) -> Binding:
+def checked_binding(value: dict[str, Any]) -> models.ToolBinding:
     """Workflow's binding rules on a binding document that passes the catalog schema."""
     return validate_binding(msgspec.convert(value, models.ToolBinding, strict=False))
 

@@ -15,7 +15,7 @@ from runtime.addresses import (
     IPAddress,
     parse_ip_literal,
 )
-from runtime.publication.settings import DestinationSettings
+from runtime.publication.publication_settings import DestinationSettings
 from runtime.service.config import load_settings
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")

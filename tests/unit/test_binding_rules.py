@@ -5,22 +5,24 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
 import pytest
 
+from generated.models import ToolBinding
+from runtime.binding_reach import Reach
 from runtime.canonical import canonical_digest, load_definition_yaml
 from runtime.engine import parse_definition
 from runtime.engine.check import WriteTask
-from runtime.publication.bindings.carry_over import (
+from runtime.publication.bindings.destination_policy import DestinationPolicy, check_destinations
+from runtime.publication.bindings.digests import approval_digest, binding_digest
+from runtime.publication.bindings.rejections import BindingRuleViolation
+from runtime.publication.bindings.status_rules import (
     ApprovedBasis,
     Candidate,
-    Owner,
     carry_over_denied_reason,
 )
-from runtime.publication.bindings.destinations import DestinationPolicy, check_destinations
-from runtime.publication.bindings.digests import approval_digest, binding_digest
-from runtime.publication.bindings.effects import check_effect_matrix, static_fit_problems
-from runtime.publication.bindings.errors import BindingRuleViolation
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.version_rules import check_effect_matrix, static_fit_problems
+from runtime.publication.store.definition_rows import Owner
 from tests.support.binding_builders import (
     binding,
     definition_yaml,
@@ -38,6 +40,10 @@ TEXT = definition_yaml()
 
 def _binding(**changes: Any) -> dict[str, Any]:
     return binding(WF, TOOL, TEXT, **changes)
+
+
+def _typed(value: dict[str, Any]) -> ToolBinding:
+    return msgspec.convert(value, ToolBinding, strict=False)
 
 
 def _section(value: dict[str, Any]) -> str | None:
@@ -108,7 +114,7 @@ def test_reach_rejections_are_classified_as_binding_reach(
 
 
 def test_binding_digest_ignores_source_id_order_case_and_nulls_but_not_names() -> None:
-    value = _binding()
+    value = _binding(inputSchema={"type": "object"})
     reach = checked_reach(
         [dependency("b"), dependency("a")], [endpoint_target("z"), endpoint_target("y")]
     )
@@ -123,9 +129,14 @@ def test_binding_digest_ignores_source_id_order_case_and_nulls_but_not_names() -
             endpoint_target("z"),
         ],
     )
-    other = {**copy.deepcopy(value), "sourceBindingId": TOOL, "responsePolicyDigest": None}
-    assert binding_digest(value, reach) == binding_digest(other, reordered)
-    assert binding_digest(value, reach) != binding_digest({**value, "toolName": "x"}, reach)
+    other = {
+        **copy.deepcopy(value),
+        "sourceBindingId": TOOL,
+        "inputSchema": {"type": "object", "title": None},
+    }
+    assert binding_digest(_typed(value), reach) == binding_digest(_typed(other), reordered)
+    renamed = _typed({**value, "toolName": "x"})
+    assert binding_digest(_typed(value), reach) != binding_digest(renamed, reach)
 
 
 def test_binding_digest_is_the_canonical_digest_of_the_documented_form() -> None:
@@ -140,17 +151,18 @@ def test_binding_digest_is_the_canonical_digest_of_the_documented_form() -> None
     expected = canonical_digest(
         {"binding": fields, "dependencies": [], "endpointTargets": [target]}
     )
-    assert binding_digest(value, reach) == expected
+    assert binding_digest(_typed(value), reach) == expected
 
 
 def test_approval_digest_covers_load_fields_only() -> None:
     value = _binding()
-    assert approval_digest(value) == approval_digest(
-        {**value, "toolName": "renamed", "toolDescription": "d", "workflowVersion": "9.9.9"}
+    digest = approval_digest(_typed(value))
+    assert digest == approval_digest(
+        _typed({**value, "toolName": "renamed", "toolDescription": "d", "workflowVersion": "9.9.9"})
     )
-    assert approval_digest(value) != approval_digest({**value, "totalDeadlineMs": 25000})
-    assert approval_digest(value) != approval_digest(
-        {**value, "callerPolicy": {"requireAnyOf": [{"claim": "role", "value": "a"}]}}
+    assert digest != approval_digest(_typed({**value, "totalDeadlineMs": 25000}))
+    assert digest != approval_digest(
+        _typed({**value, "callerPolicy": {"requireAnyOf": [{"claim": "role", "value": "a"}]}})
     )
 
 
@@ -219,6 +231,7 @@ def _candidate(**changes: Any) -> Candidate:
         "reach": Reach((), ()),
         "write_tasks": [WriteTask("save", "/do/1/save", "http", "POST", None)],
         "binding_approval": "carryOver",
+        "published_by": "owner-1",
     }
     values.update(changes)
     return Candidate(**values)

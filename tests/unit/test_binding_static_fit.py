@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.binding_reach import Reach
 from runtime.engine import parse_definition
 from runtime.engine.check import static_requirements
 from runtime.engine.model import WorkflowDefinition
-from runtime.publication.bindings.carry_over import (
+from runtime.publication.bindings.status_rules import (
     ApprovedBasis,
     Candidate,
-    Owner,
     carry_over_denied_reason,
 )
-from runtime.publication.bindings.effects import static_fit_problems
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.version_rules import static_fit_problems
+from runtime.publication.store.definition_rows import Owner
 from tests.support.binding_builders import binding, definition_yaml
 from tests.support.service_calls import checked_binding
 
@@ -47,7 +47,7 @@ def test_twelve_sequential_gets_exceed_a_budget_of_eight_task_attempts() -> None
     definition = parsed([get(f"g{i}") for i in range(12)])
     assert static_requirements(definition).max_task_attempts == 12
     problems = static_fit_problems(definition, BOUNDS, 30000)
-    assert BOUNDS["maximumTaskAttempts"] == 8
+    assert BOUNDS.maximum_task_attempts == 8
     assert any("runtimeBounds.maximumTaskAttempts 8" in problem for problem in problems)
     assert any("12 worst-case dispatch attempts" in problem for problem in problems)
 
@@ -99,6 +99,7 @@ def test_carry_over_is_denied_when_the_version_does_not_fit() -> None:
         reach=Reach((), ()),
         write_tasks=(),
         binding_approval="carryOver",
+        published_by="owner-1",
         static_fit_problems=problems,
     )
     reason = carry_over_denied_reason(basis, candidate, owner)

@@ -250,13 +250,13 @@ def test_any_parser_failure_on_a_definition_is_input_invalid_at_publication(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from runtime.errors import WorkflowError
-    from runtime.publication import definitions
+    from runtime.publication import definition_checks
 
     def broken(document: Any) -> None:
         raise TypeError("unhashable type: 'list'")
 
-    monkeypatch.setattr(definitions, "parse_definition", broken)
+    monkeypatch.setattr(definition_checks, "parse_definition", broken)
     with pytest.raises(WorkflowError) as caught:
-        definitions.validate_definition(definition([]))
+        definition_checks.validate_definition(definition([]))
     assert caught.value.code == "WORKFLOW_INPUT_INVALID"
     assert "unhashable" not in caught.value.message

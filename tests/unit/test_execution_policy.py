@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from runtime.binding_reach import Dependency, EndpointTarget
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution.credential import open_credential, seal_credential, select_run_token
 from runtime.execution.effects import matching_grant
 from runtime.execution.store import QUERIES, QUERIES_PATH
 from runtime.execution.targets import policy_for
-from runtime.publication.bindings.reach import Dependency, EndpointTarget
+from runtime.publication.pinned import LiveGrant
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store.queries import query_usage_problems
@@ -62,12 +63,13 @@ def test_runs_without_a_binding_reach_only_the_allowlist_and_redirects_stay_on_o
 def test_a_grant_covers_a_tool_by_name_or_pinned_dependency_version_and_environment() -> None:
     dependency = Dependency(
         "0b4f4c33-0000-4000-8000-000000000001", "2.0.0", DIGEST, "accounts@call",
-        "accounts.lookup", None, None,
+        "accounts.lookup",
     )  # fmt: skip
     grants = [
-        {"grant_id": "old", "tool_id": "accounts@call", "tool_version": "1.0.0"},
-        {"grant_id": "ok", "tool_id": "accounts@call", "tool_version": "2.0.0",
-         "allowed_environments": ["prod"]},
+        LiveGrant(grant_id="old", tool_id="accounts@call", tool_version="1.0.0",
+                  lightapi_digest=None, allowed_environments=[], source_revision=1),
+        LiveGrant(grant_id="ok", tool_id="accounts@call", tool_version="2.0.0",
+                  lightapi_digest=None, allowed_environments=["prod"], source_revision=1),
     ]  # fmt: skip
     assert matching_grant(grants, "accounts.lookup", dependency, "prod") == grants[1]
     assert matching_grant(grants, "accounts.lookup", dependency, "dev") is None

@@ -7,12 +7,12 @@ import zlib
 
 import pytest
 
+from runtime.binding_reach import EndpointTarget
 from runtime.engine.run import EffectFailure
 from runtime.engine.run.call_dispatch import expand_template
 from runtime.errors import WorkflowError
 from runtime.execution.decoding import BodyDecoder
 from runtime.execution.targets import policy_for
-from runtime.publication.bindings.reach import EndpointTarget
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")
 

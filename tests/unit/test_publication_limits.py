@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.errors import WorkflowError
-from runtime.publication.limits import DefinitionLimits, check_definition_size
+from runtime.publication.definition_limits import DefinitionLimits, check_definition_size
 
 HEADER = 'document: {dsl: "1.0.3", namespace: t, name: w, version: "1.0.0"}\n'
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from publisher.command import EXIT_USAGE, actor_of, run_publish
-from runtime.publication.bindings.destinations import DestinationPolicy
+from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.security.devtools import DevIdentity
 from tests.support.publisher_harness import copy_examples
 from workflow_mcp.cli import build_parser

@@ -7,15 +7,15 @@ from runtime.publication.bindings.definition_hooks import (
     on_definition_owner_saved,
     on_definition_version_retire,
 )
-from runtime.publication.bindings.destinations import DestinationPolicy
+from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.digests import approval_digest, binding_digest
-from runtime.publication.bindings.errors import (
+from runtime.publication.bindings.get_and_list import get_binding, list_bindings
+from runtime.publication.bindings.publish import publish_binding, refuse_publish_request
+from runtime.publication.bindings.rejections import (
     InvalidBindingRequest,
     failed_section,
     publish_envelope,
 )
-from runtime.publication.bindings.publish import publish_binding, refuse_publish_request
-from runtime.publication.bindings.reads import get_binding, list_bindings
 
 __all__ = [
     "DestinationPolicy",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from generated.models import (
     WorkflowBindingDecideInput,
@@ -15,59 +16,104 @@ from generated.models import (
     WorkflowBindingRevokeInput,
     WorkflowBindingRevokeOutput,
 )
-from runtime.errors import WorkflowError
-from runtime.publication.bindings import store
-from runtime.publication.bindings.common import (
-    comment_of,
-    current_owner,
-    not_found,
-    require_owner,
-)
-from runtime.publication.bindings.destinations import DestinationPolicy
-from runtime.publication.bindings.errors import (
+from runtime.errors import WorkflowError, input_invalid
+from runtime.publication.bindings.binding_problems import revalidation_refusal
+from runtime.publication.bindings.destination_policy import DestinationPolicy
+from runtime.publication.bindings.rejections import (
+    is_final_rejection,
     negative_version_error,
+    not_found,
+    version_conflict,
 )
-from runtime.publication.bindings.fields import stored_binding
-from runtime.publication.bindings.operation import is_final_rejection
-from runtime.publication.bindings.problems import revalidation_refusal
-from runtime.publication.bindings.publish import close_with_decision, version_conflict
-from runtime.publication.bindings.rules import check_pinned, check_revision
-from runtime.publication.offload import off_loop
-from runtime.publication.operations import run_operation
+from runtime.publication.bindings.status_rules import current_owner, require_owner
+from runtime.publication.bindings.validation import check_pinned, check_revision
+from runtime.publication.check_threads import off_loop
+from runtime.publication.receipt_ledger import run_operation
+from runtime.publication.store import binding_rows, definition_rows
+from runtime.publication.store.definition_rows import Owner
 from runtime.security import InvocationContext
 from runtime.store import Connection, Database
 
 
+def comment_of(value: str | UnsetType, *, required: bool) -> str | None:
+    """A decision comment; a reject or revoke needs one with some text (not only spaces)."""
+    comment = None if value is UNSET else value
+    if comment is not None and not comment.strip():
+        raise input_invalid("comment must contain text, not only spaces")
+    if comment is None and required:
+        raise input_invalid("comment is required")
+    return comment
+
+
+async def close_with_decision(
+    conn: Connection,
+    ctx: InvocationContext,
+    binding_id: str,
+    *,
+    status: binding_rows.StoredStatus,
+    action: binding_rows.DecisionAction,
+    operation_id: str | None,
+    comment: str | None = None,
+) -> str | None:
+    """Close an active or pending revision and append its decision; None when already closed."""
+    revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
+    assert revision is not None
+    if not await binding_rows.close_revision(
+        conn, ctx.host_id, binding_id, status=status, decided_by=ctx.user_id
+    ):
+        return None
+    return await binding_rows.insert_decision(
+        conn,
+        host_id=ctx.host_id,
+        tool_id=revision.tool_id,
+        binding_id=binding_id,
+        action=action,
+        actor=ctx.user_id,
+        approval_digest=revision.approval_digest,
+        comment=comment,
+        operation_id=operation_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Reviewed:
+    """A revision the owner decides on, read under its locks."""
+
+    revision: binding_rows.StoredRevision
+    version: definition_rows.PinnedVersion
+    owner: Owner
+    head: binding_rows.PublicationHead
+
+
 async def _lock_reviewed_revision(
     conn: Connection, ctx: InvocationContext, binding_id: str, expected_digest: str
-) -> tuple[dict[str, Any], dict[str, Any], store.PublicationHead]:
+) -> _Reviewed:
     """Lock version (FOR SHARE), owner and Tool head in order; check owner and reviewed digest."""
-    found = await store.select_revision(conn, ctx.host_id, binding_id)
+    found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     if found is None:
         raise not_found("binding revision with that bindingId")
-    version_row = await store.lock_version_for_share(
-        conn, ctx.host_id, found["wf_def_id"], found["workflow_version"]
+    version = await definition_rows.lock_pinned_version(
+        conn, ctx.host_id, found.wf_def_id, found.workflow_version
     )
-    assert version_row is not None  # revisions reference their version, and versions stay
-    owner = await current_owner(conn, ctx.host_id, found["wf_def_id"])
+    assert version is not None  # revisions reference their version, and versions stay
+    owner = await current_owner(conn, ctx.host_id, found.wf_def_id)
     require_owner(ctx, owner)
-    head = await store.lock_head(conn, ctx.host_id, found["tool_id"])
-    revision = await store.select_revision(conn, ctx.host_id, binding_id)
+    head = await binding_rows.lock_head(conn, ctx.host_id, found.tool_id)
+    revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     assert revision is not None
-    if revision["binding_digest"] != expected_digest:
+    if revision.binding_digest != expected_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
             "expectedBindingDigest differs from the revision's bindingDigest",
-            details={"bindingDigest": revision["binding_digest"]},
+            details={"bindingDigest": revision.binding_digest},
         )
-    return revision, {**version_row, "owner": owner}, head
+    return _Reviewed(revision, version, owner, head)
 
 
 async def _revalidate(
     conn: Connection,
     ctx: InvocationContext,
-    revision: Mapping[str, Any],
-    version_row: Mapping[str, Any],
+    reviewed: _Reviewed,
     policy: DestinationPolicy,
     parallelism_ceiling: int | None,
 ) -> None:
@@ -76,15 +122,16 @@ async def _revalidate(
     The binding's fields, the effect matrix, coverage, static fit, the service's parallelism
     ceiling and the destination policy as configured now: one refusal lists every problem.
     """
-    if version_row["status"] != "active":
+    if reviewed.version.status != "active":
         raise WorkflowError(
             "WORKFLOW_DEFINITION_RETIRED", "the pinned definition version is retired"
         )
-    reach = await store.read_reach(conn, ctx.host_id, revision["binding_id"])
-    checked = check_revision(stored_binding(revision["binding"]), reach)
+    revision = reviewed.revision
+    reach = await binding_rows.read_reach(conn, ctx.host_id, revision.binding_id)
+    checked = check_revision(revision.binding, reach)
     pinned = await off_loop(  # parsing and checking the pinned definition is CPU-bound
         check_pinned,
-        version_row["document"],
+        reviewed.version.document,
         checked,
         policy,
         parallelism_ceiling=parallelism_ceiling,
@@ -97,17 +144,17 @@ async def _revalidate(
 def _decision_receipt(
     result: Literal["approved", "rejected"],
     status: Literal["active", "rejected"],
-    revision: Mapping[str, Any],
+    revision: binding_rows.StoredRevision,
     decision_id: str,
     version: int,
 ) -> WorkflowBindingDecideOutput:
     return WorkflowBindingDecideOutput(
         result=result,
         status=status,
-        tool_id=revision["tool_id"],
-        binding_id=revision["binding_id"],
-        binding_digest=revision["binding_digest"],
-        approval_digest=revision["approval_digest"],
+        tool_id=revision.tool_id,
+        binding_id=revision.binding_id,
+        binding_digest=revision.binding_digest,
+        approval_digest=revision.approval_digest,
         decision_id=decision_id,
         aggregate_version=version,
     )
@@ -116,12 +163,11 @@ def _decision_receipt(
 async def _approve(
     conn: Connection,
     ctx: InvocationContext,
-    revision: Mapping[str, Any],
-    version_row: Mapping[str, Any],
-    head: store.PublicationHead,
+    reviewed: _Reviewed,
     comment: str | None,
     operation_id: str,
 ) -> WorkflowBindingDecideOutput:
+    revision, owner, head = reviewed.revision, reviewed.owner, reviewed.head
     if head.active_binding_id is not None:
         await close_with_decision(
             conn,
@@ -131,35 +177,29 @@ async def _approve(
             action="supersede",
             operation_id=operation_id,
         )
-    owner = version_row["owner"]
-    activated = await store.activate_revision(
-        conn,
-        ctx.host_id,
-        revision["binding_id"],
-        approved_by=ctx.user_id,
-        owner_user_id=owner.user_id,
-        owner_position_id=owner.position_id,
+    activated = await binding_rows.activate_revision(
+        conn, ctx.host_id, revision.binding_id, approved_by=ctx.user_id, owner=owner
     )
     assert activated  # pending under the head lock
-    await store.insert_evidence(
-        conn, ctx.host_id, revision["binding_id"], revision["write_tasks"], owner.user_id
+    await binding_rows.insert_evidence(
+        conn, ctx.host_id, revision.binding_id, revision.write_tasks, owner.user_id
     )
-    decision_id = await store.insert_decision(
+    decision_id = await binding_rows.insert_decision(
         conn,
         host_id=ctx.host_id,
-        tool_id=revision["tool_id"],
-        binding_id=revision["binding_id"],
+        tool_id=revision.tool_id,
+        binding_id=revision.binding_id,
         action="approve",
         actor=ctx.user_id,
-        approval_digest=revision["approval_digest"],
+        approval_digest=revision.approval_digest,
         comment=comment,
         operation_id=operation_id,
     )
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
-        revision["tool_id"],
-        active_binding_id=revision["binding_id"],
+        revision.tool_id,
+        active_binding_id=revision.binding_id,
         pending_binding_id=None,
     )
     return _decision_receipt("approved", "active", revision, decision_id, version)
@@ -174,14 +214,13 @@ async def _decide(
 ) -> WorkflowBindingDecideOutput:
     binding_id, decision, operation_id = request.binding_id, request.decision, request.operation_id
     comment = comment_of(request.comment, required=decision == "reject")
-    revision, version_row, head = await _lock_reviewed_revision(
-        conn, ctx, binding_id, request.expected_binding_digest
-    )
-    if revision["revision_status"] != "pendingApproval":
+    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    revision, head = reviewed.revision, reviewed.head
+    if revision.revision_status != "pendingApproval":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "the revision is no longer pending approval")
     if decision == "approve":
-        await _revalidate(conn, ctx, revision, version_row, policy, parallelism_ceiling)
-        return await _approve(conn, ctx, revision, version_row, head, comment, operation_id)
+        await _revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
+        return await _approve(conn, ctx, reviewed, comment, operation_id)
     decision_id = await close_with_decision(
         conn,
         ctx,
@@ -192,10 +231,10 @@ async def _decide(
         comment=comment,
     )
     assert decision_id is not None
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
-        revision["tool_id"],
+        revision.tool_id,
         active_binding_id=head.active_binding_id,
         pending_binding_id=None,
     )
@@ -240,10 +279,9 @@ async def _revoke(
 ) -> WorkflowBindingRevokeOutput:
     binding_id, operation_id = request.binding_id, request.operation_id
     comment = comment_of(request.comment, required=True)
-    revision, _, head = await _lock_reviewed_revision(
-        conn, ctx, binding_id, request.expected_binding_digest
-    )
-    if revision["revision_status"] != "approved":
+    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    revision, head = reviewed.revision, reviewed.head
+    if revision.revision_status != "approved":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "only the active revision can be revoked")
     decision_id = await close_with_decision(
         conn,
@@ -255,19 +293,19 @@ async def _revoke(
         comment=comment,
     )
     assert decision_id is not None
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
-        revision["tool_id"],
+        revision.tool_id,
         active_binding_id=None,
         pending_binding_id=head.pending_binding_id,
     )
     return WorkflowBindingRevokeOutput(
         result="revoked",
         status="revoked",
-        tool_id=revision["tool_id"],
+        tool_id=revision.tool_id,
         binding_id=binding_id,
-        binding_digest=revision["binding_digest"],
+        binding_digest=revision.binding_digest,
         decision_id=decision_id,
         aggregate_version=version,
     )
@@ -307,7 +345,7 @@ async def _retire(
     expected = request.expected_aggregate_version
     if expected < 0:
         raise negative_version_error(operation_id, "workflow_binding_retire")
-    head = await store.lock_head(conn, ctx.host_id, tool_id)
+    head = await binding_rows.lock_head(conn, ctx.host_id, tool_id)
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
     if head.active_binding_id is None and head.pending_binding_id is None:
@@ -315,10 +353,12 @@ async def _retire(
             result="unchanged", tool_id=tool_id, aggregate_version=head.aggregate_version
         )
     closed: dict[str, str] = {}
-    for binding_id, status, action in (
+    closing: tuple[tuple[str | None, binding_rows.StoredStatus, binding_rows.DecisionAction], ...]
+    closing = (
         (head.active_binding_id, "retired", "retire"),
         (head.pending_binding_id, "withdrawn", "withdraw"),
-    ):
+    )
+    for binding_id, status, action in closing:
         if binding_id is not None:
             await close_with_decision(
                 conn,
@@ -330,7 +370,7 @@ async def _retire(
                 comment=comment,
             )
             closed[status] = binding_id
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn, ctx.host_id, tool_id, active_binding_id=None, pending_binding_id=None
     )
     return WorkflowBindingRetireOutput(

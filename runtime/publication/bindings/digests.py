@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
+from generated.models import ToolBinding
+from runtime.binding_reach import Reach
 from runtime.canonical import canonical_digest
-from runtime.publication.bindings.reach import Reach
 
 # Binding fields that are not part of the revision's identity.
 EXCLUDED_FROM_BINDING_DIGEST = frozenset(
@@ -37,34 +40,37 @@ def without_nulls(value: Any) -> Any:
     return value
 
 
-def binding_digest_form(binding: Mapping[str, Any], reach: Reach) -> dict[str, Any]:
+def binding_digest_form(binding: ToolBinding, reach: Reach) -> dict[str, Any]:
     """The document bindingDigest hashes: binding fields, sorted dependencies and targets."""
+    document: dict[str, Any] = msgspec.to_builtins(binding)
+    reached: dict[str, Any] = msgspec.to_builtins(reach.contract())
     fields = {
-        key: value for key, value in binding.items() if key not in EXCLUDED_FROM_BINDING_DIGEST
+        key: value for key, value in document.items() if key not in EXCLUDED_FROM_BINDING_DIGEST
     }
     form: dict[str, Any] = without_nulls(
         {
             "binding": fields,
-            "dependencies": [dep.document() for dep in reach.dependencies],
-            "endpointTargets": [target.document() for target in reach.endpoint_targets],
+            "dependencies": reached["dependencies"],
+            "endpointTargets": reached["endpointTargets"],
         }
     )
     return form
 
 
-def binding_digest(binding: Mapping[str, Any], reach: Reach) -> str:
+def binding_digest(binding: ToolBinding, reach: Reach) -> str:
     """Canonical SHA-256 identifying a revision (every field but sourceBindingId, plus reach)."""
     return canonical_digest(binding_digest_form(binding, reach))
 
 
-def approval_digest_form(binding: Mapping[str, Any]) -> dict[str, Any]:
+def approval_digest_form(binding: ToolBinding) -> dict[str, Any]:
     """The document approvalDigest hashes: only the load and behaviour fields."""
+    document: dict[str, Any] = msgspec.to_builtins(binding)
     form: dict[str, Any] = without_nulls(
-        {key: binding[key] for key in APPROVAL_FIELDS if key in binding}
+        {key: document[key] for key in APPROVAL_FIELDS if key in document}
     )
     return form
 
 
-def approval_digest(binding: Mapping[str, Any]) -> str:
+def approval_digest(binding: ToolBinding) -> str:
     """Canonical SHA-256 of what the owner approves; excludes reach, names and the version."""
     return canonical_digest(approval_digest_form(binding))

@@ -9,67 +9,59 @@ from typing import Any, Literal
 
 from msgspec import UNSET
 
+from generated import models
 from generated.models import (
     PublicationWarning,
+    ToolBinding,
     WorkflowBindingPublishInput,
     WorkflowBindingPublishOutput,
 )
+from runtime.binding_reach import Reach
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
-from runtime.publication.bindings import store
-from runtime.publication.bindings.carry_over import (
-    ApprovedBasis,
-    Candidate,
-    Owner,
-    carry_over_denied_reason,
-    write_task_document,
-    write_task_key_of_document,
-)
-from runtime.publication.bindings.common import current_owner, is_owner, not_found
-from runtime.publication.bindings.destinations import DestinationPolicy, resolve_names
+from runtime.publication.bindings.binding_problems import refusal
+from runtime.publication.bindings.decisions import close_with_decision
+from runtime.publication.bindings.destination_policy import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
-from runtime.publication.bindings.errors import (
+from runtime.publication.bindings.rejections import (
     InvalidBindingRequest,
     PublishEnvelope,
+    is_final_rejection,
     negative_version_error,
+    not_found,
     request_section_error,
+    version_conflict,
 )
-from runtime.publication.bindings.fields import Binding
-from runtime.publication.bindings.operation import is_final_rejection
-from runtime.publication.bindings.problems import refusal
-from runtime.publication.bindings.reach import Reach
-from runtime.publication.bindings.rules import PinnedCheck, check_pinned, check_request
-from runtime.publication.offload import off_loop
-from runtime.publication.operations import run_operation
+from runtime.publication.bindings.status_rules import (
+    Candidate,
+    StatusDecision,
+    current_owner,
+    decide_status,
+    stored_write_task,
+)
+from runtime.publication.bindings.validation import PinnedCheck, check_pinned, check_request
+from runtime.publication.check_threads import off_loop
+from runtime.publication.receipt_ledger import run_operation
+from runtime.publication.store import binding_rows, definition_rows
+from runtime.publication.store.definition_rows import Owner
 from runtime.security import InvocationContext
 from runtime.store import Connection, Database
-
-REASON_MAX = 1024
 
 
 @dataclass(frozen=True, slots=True)
 class ValidatedPublish:
     """A publish request after the request-only rules: binding, reach and digests."""
 
-    binding: Binding
+    binding: ToolBinding
     reach: Reach
     binding_digest: str
     approval_digest: str
 
 
-def version_conflict(current: int) -> WorkflowError:
-    """VERSION_CONFLICT naming the head's current aggregate version."""
-    return WorkflowError(
-        "VERSION_CONFLICT",
-        f"expectedAggregateVersion does not match the Tool head's aggregate version {current}",
-        details={"aggregateVersion": current},
-    )
-
-
-def validated_publish(binding: Binding, reach: Reach) -> ValidatedPublish:
+def validated_publish(binding: ToolBinding, reach: Reach) -> ValidatedPublish:
     """A request that passed its own rules, with its digests."""
     try:
-        digests = binding_digest(binding.document, reach), approval_digest(binding.document)
+        digests = binding_digest(binding, reach), approval_digest(binding)
     except CanonicalError as error:
         # Serialization failures do not establish invalid input: no evidence.
         raise input_invalid(
@@ -78,212 +70,100 @@ def validated_publish(binding: Binding, reach: Reach) -> ValidatedPublish:
     return ValidatedPublish(binding, reach, *digests)
 
 
-def validate_publish_request(request: WorkflowBindingPublishInput) -> ValidatedPublish:
-    """The request-only rules: version 1 evidence, then every bindingFields/bindingReach problem."""
-    operation_id = request.operation_id
-    if request.expected_aggregate_version < 0:
-        raise negative_version_error(operation_id, "workflow_binding_publish")
-    checked = check_request(request)
-    if checked.problems:
-        raise refusal(checked.problems, operation_id)
-    return validated_publish(checked.binding, checked.reach)
-
-
 async def lock_pinned_version(
-    conn: Connection, host_id: str, binding: Mapping[str, Any]
-) -> dict[str, Any]:
+    conn: Connection, host_id: str, binding: ToolBinding
+) -> definition_rows.PinnedVersion:
     """Lock the pinned version FOR SHARE; it must exist, be active and match both digests."""
-    row = await store.lock_version_for_share(
-        conn, host_id, binding["wfDefId"], binding["workflowVersion"]
+    version = await definition_rows.lock_pinned_version(
+        conn, host_id, binding.wf_def_id, binding.workflow_version
     )
-    if row is None:
+    if version is None:
         raise not_found("published definition version for the binding's wfDefId and version")
-    if row["status"] != "active":
+    if version.status != "active":
         raise WorkflowError(
             "WORKFLOW_DEFINITION_RETIRED", "the pinned definition version is retired"
         )
     if (
-        row["definition_digest"] != binding["definitionDigest"]
-        or row["schema_digest"] != binding["schemaDigest"]
+        version.definition_digest != binding.definition_digest
+        or version.schema_digest != binding.schema_digest
     ):
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
             "definitionDigest or schemaDigest differs from the published version",
             details={
-                "definitionDigest": row["definition_digest"],
-                "schemaDigest": row["schema_digest"],
+                "definitionDigest": version.definition_digest,
+                "schemaDigest": version.schema_digest,
             },
         )
-    return row
+    return version
 
 
 def revision_receipt(
     result: Literal["published", "unchanged"],
-    revision: Mapping[str, Any],
+    revision: binding_rows.StoredRevision,
     aggregate_version: int,
     decision_id: str | None,
-    warnings: list[dict[str, str]] | None = None,
+    warnings: list[PublicationWarning],
 ) -> WorkflowBindingPublishOutput:
     """The publish receipt of a stored revision, with the pinned version's checker warnings."""
-    active = revision["revision_status"] == "approved"
-    denied = None if active else revision.get("carry_over_denied_reason")
+    active = revision.revision_status == "approved"
+    denied = None if active else revision.carry_over_denied_reason
     return WorkflowBindingPublishOutput(
         result=result,
         status="active" if active else "pendingApproval",
-        tool_id=revision["tool_id"],
-        binding_id=revision["binding_id"],
-        source_binding_id=revision["source_binding_id"],
-        workflow_version=revision["workflow_version"],
-        definition_digest=revision["definition_digest"],
-        binding_digest=revision["binding_digest"],
-        approval_digest=revision["approval_digest"],
+        tool_id=revision.tool_id,
+        binding_id=revision.binding_id,
+        source_binding_id=revision.source_binding_id,
+        workflow_version=revision.workflow_version,
+        definition_digest=revision.definition_digest,
+        binding_digest=revision.binding_digest,
+        approval_digest=revision.approval_digest,
         aggregate_version=aggregate_version,
         decision_id=UNSET if decision_id is None else decision_id,
         carry_over_denied_reason=denied or UNSET,
-        warnings=[PublicationWarning(**w) for w in warnings] if warnings else UNSET,
+        warnings=warnings or UNSET,
     )
 
 
-async def approved_basis(conn: Connection, host_id: str, binding_id: str) -> ApprovedBasis:
-    """What carry-over compares on the Tool's active revision."""
-    revision = await store.select_revision(conn, host_id, binding_id)
-    assert revision is not None  # the head points at it
-    reach = await store.read_reach(conn, host_id, binding_id)
-    return ApprovedBasis(
-        binding_id=binding_id,
-        wf_def_id=revision["wf_def_id"],
-        owner=Owner(revision["owner_user_id"], revision["owner_position_id"]),
-        approval_digest=revision["approval_digest"],
-        dependency_keys=frozenset(dep.carry_over_key for dep in reach.dependencies),
-        target_keys=frozenset(target.carry_over_key for target in reach.endpoint_targets),
-        write_task_keys=frozenset(write_task_key_of_document(t) for t in revision["write_tasks"]),
-    )
-
-
-async def close_with_decision(
-    conn: Connection,
-    ctx: InvocationContext,
-    binding_id: str,
-    *,
-    status: str,
-    action: str,
-    operation_id: str | None,
-    comment: str | None = None,
-) -> str | None:
-    """Close an active or pending revision and append its decision; None when already closed."""
-    revision = await store.select_revision(conn, ctx.host_id, binding_id)
-    assert revision is not None
-    if not await store.close_revision(
-        conn, ctx.host_id, binding_id, status=status, decided_by=ctx.user_id
-    ):
-        return None
-    return await store.insert_decision(
-        conn,
-        host_id=ctx.host_id,
-        tool_id=revision["tool_id"],
-        binding_id=binding_id,
-        action=action,
-        actor=ctx.user_id,
-        approval_digest=revision["approval_digest"],
-        comment=comment,
-        operation_id=operation_id,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class StatusDecision:
-    """Which status a new revision gets, by which action, on which basis."""
-
-    active: bool
-    action: str | None  # selfApprove or carryOver when active
-    approved_by: str | None
-    basis_id: str | None
-    denied_reason: str | None
-
-
-async def decide_status(
-    conn: Connection,
-    ctx: InvocationContext,
-    head: store.PublicationHead,
-    candidate: Candidate,
-    owner: Owner,
-) -> StatusDecision:
-    """Status rules: selfApprove, else carryOver from the active revision, else pending."""
-    if is_owner(ctx, owner):
-        return StatusDecision(True, "selfApprove", ctx.user_id, None, None)
-    basis = None
-    if head.active_binding_id is not None:
-        basis = await approved_basis(conn, ctx.host_id, head.active_binding_id)
-    reason = carry_over_denied_reason(basis, candidate, owner)
-    if reason is None:
-        assert basis is not None
-        return StatusDecision(True, "carryOver", owner.user_id, basis.binding_id, None)
-    return StatusDecision(False, None, None, None, reason[:REASON_MAX])
-
-
-def _revision_row(
+def _new_revision(
     ctx: InvocationContext,
     request: ValidatedPublish,
     binding_id: str,
-    write_tasks: list[dict[str, Any]],
+    write_tasks: list[models.WriteTask],
     owner: Owner,
     status: StatusDecision,
     operation_id: str,
-) -> dict[str, Any]:
-    doc = request.binding.document
-    return {
-        "host_id": ctx.host_id,
-        "binding_id": binding_id,
-        "tool_id": doc["toolId"],
-        "source_binding_id": doc["sourceBindingId"],
-        "tool_name": doc["toolName"],
-        "wf_def_id": doc["wfDefId"],
-        "workflow_version": doc["workflowVersion"],
-        "definition_digest": doc["definitionDigest"],
-        "schema_digest": doc["schemaDigest"],
-        "invocation_mode": doc["invocationMode"],
-        "sync_wait_ms": doc["syncWaitMs"],
-        "total_deadline_ms": doc["totalDeadlineMs"],
-        "execution_class": doc["executionClass"],
-        "result_text_mode": doc["resultTextMode"],
-        "cancellation_policy": doc["cancellationPolicy"],
-        "idempotency_policy": doc["idempotencyPolicy"],
-        "delegation_policy": doc["delegationPolicy"],
-        "runtime_bounds": doc["runtimeBounds"],
-        "admission_limits": doc["admissionLimits"],
-        "caller_policy": doc["callerPolicy"],
-        "tool_annotations": doc["toolAnnotations"],
-        "input_schema": doc.get("inputSchema"),
-        "output_schema": doc.get("outputSchema"),
-        "binding": doc,
-        "write_tasks": write_tasks,
-        "binding_digest": request.binding_digest,
-        "approval_digest": request.approval_digest,
-        "revision_status": "approved" if status.active else "pendingApproval",
-        "active": status.active,
-        "owner_user_id": owner.user_id,
-        "owner_position_id": owner.position_id,
-        "requested_by": ctx.user_id,
-        "approved_by": status.approved_by,
-        "approval_basis_id": status.basis_id,
-        "carry_over_denied_reason": status.denied_reason,
-        "decided_by": ctx.user_id if status.active else None,
-        "operation_id": operation_id,
-    }
+) -> binding_rows.NewRevision:
+    return binding_rows.NewRevision(
+        host_id=ctx.host_id,
+        binding_id=binding_id,
+        binding=request.binding,
+        write_tasks=write_tasks,
+        binding_digest=request.binding_digest,
+        approval_digest=request.approval_digest,
+        active=status.active,
+        owner=owner,
+        requested_by=ctx.user_id,
+        approved_by=status.approved_by,
+        approval_basis_id=status.basis_id,
+        carry_over_denied_reason=status.denied_reason,
+        decided_by=ctx.user_id if status.active else None,
+        operation_id=operation_id,
+    )
 
 
 async def _unchanged(
     conn: Connection,
     ctx: InvocationContext,
-    head: store.PublicationHead,
+    head: binding_rows.PublicationHead,
     digest: str,
-    warnings: list[dict[str, str]],
+    warnings: list[PublicationWarning],
 ) -> WorkflowBindingPublishOutput | None:
     for binding_id in (head.active_binding_id, head.pending_binding_id):
         if binding_id is None:
             continue
-        revision = await store.select_revision(conn, ctx.host_id, binding_id)
-        if revision is not None and revision["binding_digest"] == digest:
+        revision = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
+        if revision is not None and revision.binding_digest == digest:
             return revision_receipt("unchanged", revision, head.aggregate_version, None, warnings)
     return None
 
@@ -291,7 +171,7 @@ async def _unchanged(
 async def _supersede_previous(
     conn: Connection,
     ctx: InvocationContext,
-    head: store.PublicationHead,
+    head: binding_rows.PublicationHead,
     activating: bool,
     operation_id: str,
 ) -> None:
@@ -311,8 +191,8 @@ async def _supersede_previous(
 
 
 async def _lock_pinned_state(
-    conn: Connection, host_id: str, doc: Mapping[str, Any], request_problems: bool
-) -> tuple[dict[str, Any], Owner] | None:
+    conn: Connection, host_id: str, binding: ToolBinding, request_problems: bool
+) -> tuple[definition_rows.PinnedVersion, Owner] | None:
     """Lock the pinned version and its owner; None when that fails after a request problem.
 
     A request-only problem is a refusal whatever the stored state, so a missing, retired or
@@ -320,13 +200,13 @@ async def _lock_pinned_state(
     check, when the request's rules ran first and stopped the publish).
     """
     try:
-        version_row = await lock_pinned_version(conn, host_id, doc)
-        owner = await current_owner(conn, host_id, doc["wfDefId"])
+        version = await lock_pinned_version(conn, host_id, binding)
+        owner = await current_owner(conn, host_id, binding.wf_def_id)
     except WorkflowError:
         if request_problems:
             return None
         raise
-    return version_row, owner
+    return version, owner
 
 
 async def _checked_publish(
@@ -335,20 +215,18 @@ async def _checked_publish(
     publish: WorkflowBindingPublishInput,
     policy: DestinationPolicy,
     parallelism_ceiling: int | None,
-) -> tuple[ValidatedPublish, dict[str, Any], Owner, PinnedCheck]:
+) -> tuple[ValidatedPublish, definition_rows.PinnedVersion, Owner, PinnedCheck]:
     """Every rule in one pass; raises one refusal listing every problem, blockers first."""
     if publish.expected_aggregate_version < 0:
         raise negative_version_error(publish.operation_id, "workflow_binding_publish")
     checked = check_request(publish)
     validated = None if checked.problems else validated_publish(checked.binding, checked.reach)
-    state = await _lock_pinned_state(
-        conn, ctx.host_id, checked.binding.document, bool(checked.problems)
-    )
+    state = await _lock_pinned_state(conn, ctx.host_id, checked.binding, bool(checked.problems))
     pinned = PinnedCheck([])
     if state is not None:
         pinned = await off_loop(  # parsing and checking the pinned definition is CPU-bound
             check_pinned,
-            state[0]["document"],
+            state[0].document,
             checked,
             policy,
             parallelism_ceiling=parallelism_ceiling,
@@ -367,55 +245,57 @@ async def _publish(
     policy: DestinationPolicy,
     parallelism_ceiling: int | None,
 ) -> WorkflowBindingPublishOutput:
-    request, version_row, owner, fit = await _checked_publish(
+    request, pinned_version, owner, fit = await _checked_publish(
         conn, ctx, publish, policy, parallelism_ceiling
     )
     operation_id, expected = publish.operation_id, publish.expected_aggregate_version
-    doc = request.binding.document
+    tool_id = request.binding.tool_id
     warnings = fit.warnings
-    head = await store.lock_head(conn, ctx.host_id, doc["toolId"])
+    head = await binding_rows.lock_head(conn, ctx.host_id, tool_id)
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
     unchanged = await _unchanged(conn, ctx, head, request.binding_digest, warnings)
     if unchanged is not None:
         return unchanged
     candidate = Candidate(
-        wf_def_id=doc["wfDefId"],
+        wf_def_id=request.binding.wf_def_id,
         approval_digest=request.approval_digest,
         reach=request.reach,
         write_tasks=fit.write_tasks,
-        binding_approval=version_row["binding_approval"],
-        published_by=version_row["published_by"],
+        binding_approval=pinned_version.binding_approval,
+        published_by=pinned_version.published_by,
     )
     status = await decide_status(conn, ctx, head, candidate, owner)
     await _supersede_previous(conn, ctx, head, status.active, operation_id)
     binding_id = str(uuid.uuid4())
-    write_tasks = [write_task_document(task) for task in fit.write_tasks]
-    row = _revision_row(ctx, request, binding_id, write_tasks, owner, status, operation_id)
-    await store.insert_revision(conn, row)
-    await store.insert_reach(conn, ctx.host_id, binding_id, request.reach)
+    write_tasks = [stored_write_task(task) for task in fit.write_tasks]
+    revision = _new_revision(ctx, request, binding_id, write_tasks, owner, status, operation_id)
+    await binding_rows.insert_revision(conn, revision)
+    await binding_rows.insert_reach(conn, ctx.host_id, binding_id, request.reach)
     decision_id = None
     if status.active:
         assert status.action is not None
-        await store.insert_evidence(conn, ctx.host_id, binding_id, write_tasks, owner.user_id)
-        decision_id = await store.insert_decision(
+        await binding_rows.insert_evidence(
+            conn, ctx.host_id, binding_id, write_tasks, owner.user_id
+        )
+        decision_id = await binding_rows.insert_decision(
             conn,
             host_id=ctx.host_id,
-            tool_id=doc["toolId"],
+            tool_id=tool_id,
             binding_id=binding_id,
             action=status.action,
             actor=ctx.user_id,
             approval_digest=request.approval_digest,
             operation_id=operation_id,
         )
-    version = await store.advance_head(
+    version = await binding_rows.advance_head(
         conn,
         ctx.host_id,
-        doc["toolId"],
+        tool_id,
         active_binding_id=binding_id if status.active else head.active_binding_id,
         pending_binding_id=None if status.active else binding_id,
     )
-    stored = await store.select_revision(conn, ctx.host_id, binding_id)
+    stored = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     assert stored is not None
     return revision_receipt("published", stored, version, decision_id, warnings)
 
@@ -431,10 +311,10 @@ async def publish_binding(
 ) -> WorkflowBindingPublishOutput:
     """workflow_binding_publish: record a revision as active or pendingApproval.
 
-    The ledger checks the hostId assertion, then claims or locks the (host, operationId) row
-    before any rule, so request-only rejections (negative expected version, bindingFields,
-    bindingReach) and VERSION_CONFLICT are stored and replayed unchanged. arguments (the exact
-    argument object) is what the ledger's request digest covers.
+    The hostId assertion is checked first; then the (host, operationId) ledger row is claimed
+    or locked before any rule, so request-only rejections (negative expected version,
+    bindingFields, bindingReach) and VERSION_CONFLICT are stored and replayed unchanged.
+    arguments (the exact argument object) is what the ledger's request digest covers.
     """
     targets = (target.endpoint_uri for target in request.endpoint_targets)
     destination_policy = await resolve_names(policy or DestinationPolicy(), targets)
@@ -465,7 +345,8 @@ async def refuse_publish_request(
 
     The envelope (hostId, operationId, expectedAggregateVersion) is valid, so the operation can
     be fenced: the rejection is stored under it like any request-only rejection (a negative
-    expected version still wins, as in validate_publish_request), and replayed to every retry.
+    expected version still wins, as in a publish the validator accepted), and replayed to every
+    retry.
     """
 
     async def perform(conn: Connection) -> WorkflowBindingPublishOutput:

@@ -9,26 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generated.models import ToolBinding, WorkflowBindingPublishInput
+from generated.models import PublicationWarning, ToolBinding, WorkflowBindingPublishInput
+from runtime.binding_reach import EndpointTarget, Reach
 from runtime.engine.check import WriteTask
 from runtime.engine.model import WorkflowDefinition
-from runtime.publication.bindings.coverage import coverage_problems
-from runtime.publication.bindings.datacheck import pinned_data_flow
-from runtime.publication.bindings.destinations import DestinationPolicy, destination_problems
-from runtime.publication.bindings.effects import (
+from runtime.publication.bindings.binding_problems import BindingProblem
+from runtime.publication.bindings.destination_policy import DestinationPolicy, destination_problems
+from runtime.publication.bindings.endpoint_coverage import coverage_problems
+from runtime.publication.bindings.field_rules import binding_field_problems
+from runtime.publication.bindings.reach_rules import indexed_targets, reach_of, reach_problems
+from runtime.publication.bindings.version_rules import (
     binding_static_fit_problems,
     effect_matrix_problems,
+    pinned_data_flow,
     pinned_definition_problems,
     service_parallelism_problems,
-)
-from runtime.publication.bindings.fields import Binding, binding_field_problems, binding_of
-from runtime.publication.bindings.problems import BindingProblem
-from runtime.publication.bindings.reach import (
-    EndpointTarget,
-    Reach,
-    indexed_targets,
-    reach_of,
-    reach_problems,
 )
 
 
@@ -36,7 +31,7 @@ from runtime.publication.bindings.reach import (
 class RequestCheck:
     """The request after its own rules: what later rules read, and the problems found."""
 
-    binding: Binding
+    binding: ToolBinding
     reach: Reach
     # Targets whose URI can be checked, with their index in the request (for pointers).
     targets: list[tuple[int, EndpointTarget]]
@@ -50,7 +45,7 @@ class PinnedCheck:
     problems: list[BindingProblem]
     definition: WorkflowDefinition | None = None
     write_tasks: tuple[WriteTask, ...] = ()
-    warnings: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[PublicationWarning] = field(default_factory=list)
 
 
 def check_request(request: WorkflowBindingPublishInput) -> RequestCheck:
@@ -60,7 +55,7 @@ def check_request(request: WorkflowBindingPublishInput) -> RequestCheck:
         *reach_problems(request.dependencies, request.endpoint_targets),
     ]
     return RequestCheck(
-        binding=binding_of(request.binding),
+        binding=request.binding,
         reach=reach_of(request.dependencies, request.endpoint_targets),
         targets=indexed_targets(request.endpoint_targets),
         problems=problems,
@@ -74,7 +69,7 @@ def check_revision(binding: ToolBinding, reach: Reach) -> RequestCheck:
     so a target's pointer index is its place in that order.
     """
     return RequestCheck(
-        binding=binding_of(binding),
+        binding=binding,
         reach=reach,
         targets=list(enumerate(reach.endpoint_targets)),
         problems=binding_field_problems(binding),

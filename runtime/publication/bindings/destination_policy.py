@@ -23,12 +23,12 @@ from runtime.addresses import (
     Resolver,
     is_literal,
 )
-from runtime.publication.bindings.errors import BindingRuleViolation
-from runtime.publication.bindings.problems import BindingProblem
-from runtime.publication.bindings.reach import EndpointTarget
+from runtime.binding_reach import EndpointTarget
+from runtime.publication.bindings.binding_problems import BindingProblem
+from runtime.publication.bindings.rejections import BindingRuleViolation
 
 if TYPE_CHECKING:
-    from runtime.publication.settings import DestinationSettings
+    from runtime.publication.publication_settings import DestinationSettings
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from runtime.binding_reach import EndpointTarget
 from runtime.engine.model import HttpCallSpec, Task, WorkflowDefinition, walk_tasks
-from runtime.publication.bindings.problems import BindingProblem
+from runtime.publication.bindings.binding_problems import BindingProblem
 
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _WHOLE_PLACEHOLDER = re.compile(r"^\{[A-Za-z_][A-Za-z0-9_]*\}$")

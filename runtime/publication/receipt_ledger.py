@@ -33,7 +33,7 @@ import msgspec
 from generated.tools import ToolName
 from runtime.canonical import CanonicalError, canonical_bytes, canonical_digest
 from runtime.errors import WorkflowError, input_invalid, policy_denied
-from runtime.publication.store import ledger
+from runtime.publication.store import receipt_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
 
@@ -90,7 +90,9 @@ def request_digest(arguments: Mapping[str, Any]) -> str:
         ) from error
 
 
-def _replay(record: ledger.OperationRecord, ctx: InvocationContext, tool: str, digest: str) -> None:
+def _replay(
+    record: receipt_rows.OperationRecord, ctx: InvocationContext, tool: str, digest: str
+) -> None:
     if record.requested_by != ctx.user_id:
         raise policy_denied("the operation belongs to another user")
     if record.tool_name != tool or record.request_digest != digest:
@@ -146,7 +148,7 @@ async def run_operation(
     operation_id = request.operation_id
     digest = request_digest(arguments)
     async with db.transaction() as conn:
-        claimed = await ledger.claim_operation(
+        claimed = await receipt_rows.claim_operation(
             conn,
             host_id=ctx.host_id,
             operation_id=operation_id,
@@ -156,7 +158,7 @@ async def run_operation(
         )
         if claimed:
             response, is_error = await _perform_once(conn, perform, is_final)
-            await ledger.complete_operation(
+            await receipt_rows.complete_operation(
                 conn,
                 host_id=ctx.host_id,
                 operation_id=operation_id,
@@ -164,7 +166,7 @@ async def run_operation(
                 is_error=is_error,
             )
         else:
-            record = await ledger.lock_operation(conn, ctx.host_id, operation_id)
+            record = await receipt_rows.lock_operation(conn, ctx.host_id, operation_id)
             if record is None:  # pragma: no cover - the claim conflicted, so the row exists
                 raise WorkflowError("WORKFLOW_OPERATION_PENDING", "the operation is in progress")
             _replay(record, ctx, tool_name, digest)
@@ -187,7 +189,7 @@ async def sweep_operation_receipts(
     deleted = 0
     while True:
         async with db.transaction() as conn:
-            count = await ledger.sweep_operations(conn, cutoff=cutoff, batch_size=batch_size)
+            count = await receipt_rows.sweep_operations(conn, cutoff=cutoff, batch_size=batch_size)
         deleted += count
         if count < batch_size:
             return deleted

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from generated.errors import ErrorCodeName
 from runtime.errors import WorkflowError
-from runtime.publication.bindings.errors import RequestSection, evidence_of
+from runtime.publication.bindings.rejections import RequestSection, evidence_of
 
 # What a publisher must fix first: the Tool cannot exist in this shape at all.
 BLOCKER_RULES: Final = frozenset(

@@ -1,4 +1,4 @@
-"""normalize_reach: Workflow's rules on the typed dependencies and endpointTargets arrays.
+"""bindingReach: Workflow's rules on the dependencies and endpointTargets of a publish request.
 
 The catalog validator has already checked their structure (members, formats, sizes). Every
 rejection here is bindingReach evidence (request section reach): a contradictory dependency
@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-import msgspec
 from msgspec import UNSET
 
 from generated import models
-from runtime.binding_reach import Dependency as Dependency
-from runtime.binding_reach import EndpointTarget as EndpointTarget
-from runtime.binding_reach import Reach as Reach
-from runtime.publication.bindings.errors import InvalidBindingRequest
-from runtime.publication.bindings.fields import annotation_problems, annotations_of
-from runtime.publication.bindings.problems import BindingProblem, ordered
+from runtime.binding_reach import Dependency, EndpointTarget, Reach
+from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.field_rules import annotation_problems
+from runtime.publication.bindings.rejections import InvalidBindingRequest
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -29,19 +26,13 @@ def _problem(pointer: str, rule: str, message: str) -> BindingProblem:
 
 
 def _dependency(item: models.BindingDependency) -> Dependency:
-    annotations = None
-    document = None
-    if item.tool_annotations is not UNSET:
-        annotations = annotations_of(item.tool_annotations)
-        document = msgspec.to_builtins(item.tool_annotations)
     return Dependency(
         nested_tool_id=item.nested_tool_id,
         nested_tool_version=item.nested_tool_version,
         contract_digest=item.contract_digest,
         authorization_tool_name=item.authorization_tool_name,
         dispatch_target=item.dispatch_target,
-        annotations=annotations,
-        annotations_document=document,
+        tool_annotations=None if item.tool_annotations is UNSET else item.tool_annotations,
     )
 
 

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runtime.publication.store.sql import QUERIES
+import msgspec
+
+from runtime.publication.store import QUERIES, fetch_one, json_param
 from runtime.store import Connection
 
 
-@dataclass(frozen=True, slots=True)
-class OperationRecord:
-    """A stored operation: who asked, what was asked and the complete response."""
+class OperationRecord(msgspec.Struct, frozen=True):
+    """A stored operation: who asked, what was asked and the complete response.
+
+    The response is any publication tool's receipt or a rejection's structured body, kept as
+    the JSON object it was stored as: the ledger decodes it into the caller's output type.
+    """
 
     tool_name: str
     request_digest: str
@@ -48,17 +51,7 @@ async def lock_operation(
 ) -> OperationRecord | None:
     """Lock and read an operation row of host (FOR UPDATE)."""
     params = {"host_id": host_id, "operation_id": operation_id}
-    cursor = await conn.execute(QUERIES["lock_operation"], params)
-    row = await cursor.fetchone()
-    if row is None:
-        return None
-    return OperationRecord(
-        row["tool_name"],
-        row["request_digest"],
-        row["requested_by"],
-        row["response"],
-        row["is_error"],
-    )
+    return await fetch_one(conn, QUERIES["lock_operation"], params, OperationRecord)
 
 
 async def complete_operation(
@@ -73,7 +66,7 @@ async def complete_operation(
     params = {
         "host_id": host_id,
         "operation_id": operation_id,
-        "response": json.dumps(response, ensure_ascii=False),
+        "response": json_param(response),
         "is_error": is_error,
     }
     cursor = await conn.execute(QUERIES["complete_operation"], params)

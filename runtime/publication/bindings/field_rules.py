@@ -1,5 +1,4 @@
-"""validate_binding: Workflow's own rules on the binding member (rejections are bindingFields
-evidence).
+"""bindingFields: Workflow's own rules on the binding member of a publish request.
 
 The catalog validator has already checked the binding's structure (members, types, formats,
 bounds); what stays here is what the contract leaves to Workflow: sync-only mode and its limits,
@@ -10,43 +9,20 @@ the root type of carried schemas.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
-import msgspec
 from msgspec import UNSET
 
 from generated.models import AdmissionLimits, ToolAnnotations, ToolBinding
-from runtime.binding_reach import UNANNOTATED as UNANNOTATED
-from runtime.binding_reach import Annotations as Annotations
+from runtime.binding_reach import Annotations, annotations_of
 from runtime.canonical.patterns import PatternError, check_schema_patterns
-from runtime.publication.bindings.errors import InvalidBindingRequest, RequestSection
-from runtime.publication.bindings.problems import BindingProblem, ordered
+from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.rejections import InvalidBindingRequest, RequestSection
 
 DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 MAX_SYNC_WAIT_MS = 20_000
 MAX_TOTAL_DEADLINE_MS = 30_000
 MIN_WRITE_REPLAY_MS = 600_000
-
-
-@dataclass(frozen=True, slots=True)
-class Binding:
-    """A validated binding: the document as published plus the fields the rules read."""
-
-    document: dict[str, Any]
-    tool_id: str
-    tool_name: str
-    wf_def_id: str
-    workflow_version: str
-    definition_digest: str
-    schema_digest: str
-    sync_wait_ms: int
-    total_deadline_ms: int
-    result_replay_ms: int
-    runtime_bounds: dict[str, int]
-    annotations: Annotations
 
 
 def _problem(pointer: str, rule: str, message: str) -> BindingProblem:
@@ -61,25 +37,6 @@ def annotation_problems(
         message = f"{where}: a read-only Tool cannot be destructive"
         return [BindingProblem(pointer, "contradictory-annotations", message, section=section)]
     return []
-
-
-def annotations_of(value: ToolAnnotations) -> Annotations:
-    """The effect flags of toolAnnotations (contradictions are annotation_problems)."""
-    required = value.human_approval_required
-    return Annotations(
-        read_only=value.read_only,
-        destructive=value.destructive,
-        human_approval_required=False if required is UNSET else required,
-    )
-
-
-def stored_annotations(document: Mapping[str, Any]) -> Annotations:
-    """The effect flags of toolAnnotations Workflow stored after validating them."""
-    return Annotations(
-        read_only=bool(document["readOnly"]),
-        destructive=bool(document["destructive"]),
-        human_approval_required=bool(document.get("humanApprovalRequired", False)),
-    )
 
 
 def _mode_problems(binding: ToolBinding) -> list[BindingProblem]:
@@ -145,11 +102,6 @@ def _schema_problems(binding: ToolBinding) -> list[BindingProblem]:
     return found
 
 
-def _runtime_bounds(binding: ToolBinding) -> dict[str, int]:
-    bounds: dict[str, int] = msgspec.to_builtins(binding.runtime_bounds)
-    return bounds
-
-
 def binding_field_problems(binding: ToolBinding) -> list[BindingProblem]:
     """Every bindingFields rule the binding breaks, in field order (section binding)."""
     annotations = annotations_of(binding.tool_annotations)
@@ -164,33 +116,10 @@ def binding_field_problems(binding: ToolBinding) -> list[BindingProblem]:
     ]
 
 
-def binding_of(binding: ToolBinding) -> Binding:
-    """The fields the later rules read, whether or not the binding breaks a rule."""
-    return Binding(
-        document=msgspec.to_builtins(binding),
-        tool_id=binding.tool_id,
-        tool_name=binding.tool_name,
-        wf_def_id=binding.wf_def_id,
-        workflow_version=binding.workflow_version,
-        definition_digest=binding.definition_digest,
-        schema_digest=binding.schema_digest,
-        sync_wait_ms=binding.sync_wait_ms,
-        total_deadline_ms=binding.total_deadline_ms,
-        result_replay_ms=binding.idempotency_policy.result_replay_ms,
-        runtime_bounds=_runtime_bounds(binding),
-        annotations=annotations_of(binding.tool_annotations),
-    )
-
-
-def validate_binding(binding: ToolBinding) -> Binding:
+def validate_binding(binding: ToolBinding) -> ToolBinding:
     """Workflow's rules on a schema-valid binding; raises InvalidBindingRequest(section binding)
     naming the first problem in the order a publish refusal lists them."""
     found = binding_field_problems(binding)
     if found:
         raise InvalidBindingRequest("binding", ordered(found)[0].message)
-    return binding_of(binding)
-
-
-def stored_binding(document: Mapping[str, Any]) -> ToolBinding:
-    """A binding document Workflow stored (it passed the catalog validator when published)."""
-    return msgspec.convert(document, ToolBinding, strict=False)
+    return binding

@@ -1,4 +1,5 @@
-"""Settings of publication: the destination policy for endpoint targets, receipt retention."""
+"""Settings of publication: the destination policy for endpoint targets, receipt retention,
+definition size limits."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import ipaddress
 import msgspec
 
 from runtime.addresses import AddressPolicy
-from runtime.publication.limits import DefinitionLimits
+from runtime.publication.definition_limits import DefinitionLimits
 
 
 class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -33,7 +34,7 @@ class DestinationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
 
 
 class PublicationSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Binding publication: the destination policy and the receipt retention sweep."""
+    """publication: the destination policy, the receipt retention sweep, definition limits."""
 
     destinations: DestinationSettings = msgspec.field(default_factory=DestinationSettings)
     receipt_sweep_interval_s: float = 3600.0

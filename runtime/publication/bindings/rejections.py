@@ -1,4 +1,11 @@
-"""Rejections of binding publication and the request-validation evidence they may carry."""
+"""Rejections of binding operations, the request-validation evidence they may carry, and which
+of them the receipt ledger stores.
+
+The rejections that are stored (and replayed) are chosen per error, not per code: only
+rejections carrying request-validation evidence and VERSION_CONFLICT are final; every other
+error rolls back the whole transaction, ledger row included, so it stays "unknown" and a retry
+runs afresh (seed 000 "Lost receipts").
+"""
 
 from __future__ import annotations
 
@@ -87,10 +94,6 @@ class BindingRuleViolation(ValueError):
         self.message = message
         self.code = code
 
-    def to_error(self) -> WorkflowError:
-        """The WorkflowError sent to the caller (never stored as a final rejection)."""
-        return WorkflowError(self.code, self.message)
-
 
 def negative_version_error(operation_id: str, tool_name: ToolName) -> WorkflowError:
     """Version 1 evidence: a negative expectedAggregateVersion (publish or retire)."""
@@ -129,3 +132,22 @@ def request_section_error(rejection: InvalidBindingRequest, operation_id: str) -
 def has_request_evidence(error: WorkflowError) -> bool:
     """True for a rejection that carries request-validation evidence (so it is stored)."""
     return isinstance(error.details, dict) and "requestValidation" in error.details
+
+
+def is_final_rejection(error: WorkflowError) -> bool:
+    """Stored rejections: request-only evidence, and a stale expectedAggregateVersion."""
+    return has_request_evidence(error) or error.code == "VERSION_CONFLICT"
+
+
+def not_found(what: str) -> WorkflowError:
+    """A WORKFLOW_NOT_FOUND refusal."""
+    return WorkflowError("WORKFLOW_NOT_FOUND", f"no {what} in the caller's host")
+
+
+def version_conflict(current: int) -> WorkflowError:
+    """VERSION_CONFLICT naming the head's current aggregate version."""
+    return WorkflowError(
+        "VERSION_CONFLICT",
+        f"expectedAggregateVersion does not match the Tool head's aggregate version {current}",
+        details={"aggregateVersion": current},
+    )

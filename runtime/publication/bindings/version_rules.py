@@ -1,22 +1,35 @@
-"""The sync effect matrix, pinned-dependency checks and the static fit of a pinned version.
+"""The rules that read a binding's pinned definition version.
 
-These rules read the pinned definition version, so their rejections carry no request
-evidence (they depend on stored state, not only on the request).
+The sync task kinds, the effect matrix and pinned dependencies, the static fit against the
+binding's bounds and deadline, the service's parallelism ceiling, and the data-flow checker.
+These rules read stored state (the version), not only the request, so their rejections carry
+no request evidence.
+
+The data-flow checker runs again on the pinned version because versions published before it
+existed were never checked; a proved bug's pointer is the task in the definition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from runtime.binding_reach import dependency_for as dependency_for
+from generated.models import PublicationWarning, RuntimeBounds, ToolBinding
+from runtime.binding_reach import UNANNOTATED, Annotations, Reach, annotations_of, dependency_for
 from runtime.engine import DefinitionError, ExpressionError, parse_definition
-from runtime.engine.check import WriteTask, fork_widths, static_requirements, write_tasks
+from runtime.engine.check import (
+    MAX_WARNINGS,
+    WriteTask,
+    data_flow_report,
+    fork_widths,
+    static_requirements,
+    warning_entry,
+    write_tasks,
+)
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
-from runtime.publication.bindings.errors import BindingRuleViolation
-from runtime.publication.bindings.fields import DIGEST_PATTERN, UNANNOTATED, Annotations, Binding
-from runtime.publication.bindings.problems import BindingProblem, ordered
-from runtime.publication.bindings.reach import Reach
+from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.field_rules import DIGEST_PATTERN
+from runtime.publication.bindings.rejections import BindingRuleViolation
 
 # Task kinds a bounded, headless sync run may contain; the parser already refuses human,
 # agent and runner tasks, and this list keeps the matrix closed if the profile grows.
@@ -91,11 +104,11 @@ def _reached_tool_problems(
     return found
 
 
-def _write_task_problems(task: WriteTask, binding: Binding) -> list[BindingProblem]:
+def _write_task_problems(task: WriteTask, outer: Annotations, name: str) -> list[BindingProblem]:
     found = []
-    if binding.annotations.read_only:
+    if outer.read_only:
         message = (
-            f"read-only Tool {binding.tool_name} reaches the write task "
+            f"read-only Tool {name} reaches the write task "
             f"{task.qualified_name} ({task.kind} {task.target})"
         )
         found.append(BindingProblem("/binding/toolAnnotations/readOnly", "effect-matrix", message))
@@ -110,7 +123,7 @@ def _write_task_problems(task: WriteTask, binding: Binding) -> list[BindingProbl
 
 
 def effect_matrix_problems(
-    definition: WorkflowDefinition, binding: Binding, reach: Reach
+    definition: WorkflowDefinition, binding: ToolBinding, reach: Reach
 ) -> tuple[list[BindingProblem], tuple[WriteTask, ...]]:
     """Every task against the outer Tool's annotations: the problems and the write tasks.
 
@@ -118,19 +131,19 @@ def effect_matrix_problems(
     every write task. No Tool may reach a Tool whose annotations are stronger than its own.
     """
     found: list[BindingProblem] = []
-    outer = binding.annotations
+    outer = annotations_of(binding.tool_annotations)
     reached = _reached_annotations(definition, reach, found)
     for tool, reached_tool in sorted(reached.items()):
         found.extend(_reached_tool_problems(tool, reached_tool, outer, binding.tool_name))
     read_only_tools = {tool for tool, flags in reached.items() if flags.read_only}
     writes = tuple(write_tasks(definition, read_only_tools))
     for task in writes:
-        found.extend(_write_task_problems(task, binding))
+        found.extend(_write_task_problems(task, outer, binding.tool_name))
     return found, writes
 
 
 def check_effect_matrix(
-    definition: WorkflowDefinition, binding: Binding, reach: Reach
+    definition: WorkflowDefinition, binding: ToolBinding, reach: Reach
 ) -> tuple[WriteTask, ...]:
     """Check every task against the outer Tool's annotations; returns the write tasks."""
     found, writes = effect_matrix_problems(definition, binding, reach)
@@ -140,14 +153,14 @@ def check_effect_matrix(
 
 
 def static_fit_findings(
-    definition: WorkflowDefinition, bounds: Mapping[str, int], total_deadline_ms: int
+    definition: WorkflowDefinition, bounds: RuntimeBounds, total_deadline_ms: int
 ) -> list[tuple[str, str]]:
     """Why the version cannot fit the binding's limits: (request pointer, message naming it)."""
     needs = static_requirements(definition, total_deadline_ms=total_deadline_ms)
     found: list[tuple[str, str]] = []
     bound, deadline = "/binding/runtimeBounds/", "/binding/totalDeadlineMs"
-    width, nested = bounds["maximumParallelism"], bounds["maximumNestedCalls"]
-    attempts = bounds["maximumTaskAttempts"]
+    width, nested = bounds.maximum_parallelism, bounds.maximum_nested_calls
+    attempts = bounds.maximum_task_attempts
     if needs.max_fork_width > width:
         message = f"fork width {needs.max_fork_width} exceeds runtimeBounds.maximumParallelism"
         found.append((bound + "maximumParallelism", f"{message} {width}"))
@@ -177,14 +190,14 @@ def static_fit_findings(
 
 
 def static_fit_problems(
-    definition: WorkflowDefinition, bounds: Mapping[str, int], total_deadline_ms: int
+    definition: WorkflowDefinition, bounds: RuntimeBounds, total_deadline_ms: int
 ) -> list[str]:
     """Why the version cannot fit the binding's limits; each message names the limit."""
     return [message for _, message in static_fit_findings(definition, bounds, total_deadline_ms)]
 
 
 def binding_static_fit_problems(
-    definition: WorkflowDefinition, binding: Binding
+    definition: WorkflowDefinition, binding: ToolBinding
 ) -> list[BindingProblem]:
     """The static-fit problems of a version against the binding's bounds and deadline."""
     findings = static_fit_findings(definition, binding.runtime_bounds, binding.total_deadline_ms)
@@ -216,3 +229,29 @@ def service_parallelism_problems(
         for pointer, width in sorted(fork_widths(definition).items())
         if width > ceiling
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedDataFlow:
+    """What the checker proved on the pinned version: bugs as problems, and the warnings."""
+
+    problems: list[BindingProblem]
+    warnings: list[PublicationWarning]
+
+
+def pinned_data_flow(definition: WorkflowDefinition, version: str) -> PinnedDataFlow:
+    """Check the pinned version's data flow (both lists capped like the receipt's warnings)."""
+    report = data_flow_report(definition)
+    problems = [
+        BindingProblem(
+            error.pointer,
+            error.code,
+            f"the pinned definition version {version} has a data bug: {error.message}; "
+            "publish a fixed version and bind to it",
+        )
+        for error in report.errors[:MAX_WARNINGS]
+    ]
+    warnings = [
+        PublicationWarning(**warning_entry(warning)) for warning in report.warnings[:MAX_WARNINGS]
+    ]
+    return PinnedDataFlow(problems, warnings)
