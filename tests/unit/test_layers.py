@@ -162,3 +162,18 @@ def test_the_gateway_and_the_publisher_import_only_what_runtime_packages_export(
         if module not in LEVEL
     ]
     assert problems == []
+
+
+MAX_MODULES_PER_FOLDER = 15
+
+
+def test_no_runtime_folder_holds_more_than_fifteen_modules() -> None:
+    # Past that a folder stops saying what it holds: split it into sub-packages by concern.
+    crowded = {
+        str(folder.relative_to(ROOT)): count
+        for folder in [ROOT / "runtime", *(ROOT / "runtime").rglob("*/")]
+        if folder.is_dir() and folder.name != "__pycache__"
+        for count in [sum(1 for f in folder.glob("*.py") if f.name != "__init__.py")]
+        if count > MAX_MODULES_PER_FOLDER
+    }
+    assert crowded == {}
