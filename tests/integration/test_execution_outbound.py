@@ -44,7 +44,8 @@ class RedirectingServer:
         if scope["path"] == "/drip":
             await send({"type": "http.response.start", "status": 200, "headers": []})
             for _ in range(self.drip_chunks):
-                # Each chunk arrives well inside httpx's per-read timeout.
+                # A deliberately slow backend (the thing under test): each chunk arrives well
+                # inside httpx's per-read timeout, the whole body after it.
                 await send({"type": "http.response.body", "body": b"x", "more_body": True})
                 await asyncio.sleep(0.2)
             await send({"type": "http.response.body", "body": b"x"})

@@ -35,6 +35,7 @@ from tests.support.invocation import (
     workers,
 )
 from tests.support.mcp import McpTestClient
+from tests.support.waiting import wait_until
 
 __all__ = ["owner", "workers"]
 
@@ -117,6 +118,11 @@ async def runs_of(admin: Admin, tool: Tool) -> list[dict[str, Any]]:
     return await cursor.fetchall()
 
 
+def _calls_since(looper: Looper, instant: float) -> int:
+    """How many of the looper's calls started after instant and have been answered."""
+    return sum(1 for (start, _, _) in looper.calls if start > instant)
+
+
 def code_of(result: dict[str, Any]) -> str:
     """The error code of a call (every racing call is answered isError without an executor)."""
     assert result["isError"] is True, result
@@ -171,6 +177,8 @@ async def race_a_move(
             moving = asyncio.create_task(move())
             # The move waits for the piled admissions' share locks (seed 000 "Concurrency").
             await until(admin, ROW_WAITERS, 1, unless=moving)
+            # A deliberate window, the thing under test: the move must still be waiting after
+            # it (the locks it waits for are held until the admission lock is let go).
             await asyncio.sleep(0.2)
             assert not moving.done(), "the move did not wait for the admissions in flight"
         receipt = await moving
@@ -178,7 +186,11 @@ async def race_a_move(
         stored = len(await runs_of(admin, tool))
         ok(receipt)
         # Let every looper make at least two calls after the receipt.
-        await asyncio.sleep(0.5)
+        await wait_until(
+            lambda: all(_calls_since(looper, received) >= 2 for looper in loopers),
+            what="two calls of every looper after the receipt",
+            within_s=20,
+        )
         stop.set()
         await asyncio.gather(*looping)
         results = await asyncio.gather(*piled)
@@ -311,10 +323,16 @@ async def test_a_binding_retire_then_definition_retire_race_admissions_without_d
     }
     async with asyncio.timeout(30):
         looping = [asyncio.create_task(looper.run(stop)) for looper in more]
-        await asyncio.sleep(0.2)
+        await wait_until(
+            lambda: all(looper.calls for looper in more), what="a call of every looper"
+        )
         ok(await owner.call_tool("workflow_definition_retire", version_retire))
         retired_at = time.monotonic()
-        await asyncio.sleep(0.5)
+        await wait_until(
+            lambda: all(_calls_since(looper, retired_at) >= 2 for looper in more),
+            what="two calls of every looper after the retire",
+            within_s=20,
+        )
         stop.set()
         await asyncio.gather(*looping)
     runs = await runs_of(admin, tool)

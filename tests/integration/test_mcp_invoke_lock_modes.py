@@ -19,6 +19,7 @@ from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from tests.support.invocation import HOST, Tool, client, invoke_args, owner, publish_tool, refused
 from tests.support.mcp import McpTestClient
+from tests.support.waiting import wait_until
 
 __all__ = ["owner"]
 
@@ -38,6 +39,13 @@ async def _max_connections(admin: Admin) -> int:
     ).fetchone()
     assert row is not None
     return int(row["n"])
+
+
+async def _lock_waiters(admin: Admin) -> bool:
+    """Whether a session waits for an advisory lock (an admission for the Tool's lock)."""
+    query = "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    row = await (await admin.execute(query)).fetchone()
+    return row is not None and int(row["n"]) > 0
 
 
 def _limits(concurrent: int) -> dict[str, int]:
@@ -73,7 +81,10 @@ async def test_an_admission_far_from_every_limit_takes_the_tool_lock_shared(
     try:
         # An exclusive holder (an admission near a limit) does.
         call = asyncio.create_task(_call(caller, tool, 2))
-        await asyncio.sleep(1.0)
+        # Seen waiting for the Tool's lock, it is kept out (and has not ended meanwhile).
+        await wait_until(
+            lambda: _lock_waiters(admin), what="the admission waiting for the Tool's lock"
+        )
         assert not call.done()
     finally:
         await admin.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_key(tool),))

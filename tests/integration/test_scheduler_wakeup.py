@@ -8,13 +8,14 @@ pin what runtime.scheduler.announce_task does instead.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from runtime.scheduler import Executor, announce_task, service
+from runtime.scheduler import Executor, announce_task, service, wakeup
 from runtime.scheduler.models import (
     BudgetAmounts,
     LeaseState,
@@ -48,16 +49,26 @@ async def heard(database_url: str) -> AsyncIterator[list[dict[str, Any] | None]]
         await listener.close()
 
 
-async def _settle() -> None:
-    # Long enough for a NOTIFY sent by a background task to reach a listener on loopback.
-    await asyncio.sleep(0.5)
+MARKER = {"type": "marker"}
+
+
+async def _settle(db: Database, heard: list[dict[str, Any] | None]) -> None:
+    # A positive signal instead of a pause: once the announcements in flight are done, a marker
+    # NOTIFY is sent; PostgreSQL delivers notifications in commit order, so when the marker has
+    # arrived every notification sent before it has too. The marker is then taken out again.
+    await wait_until(lambda: not wakeup._PENDING, what="the announcements in flight")
+    async with db.connection() as conn:
+        await conn.execute("SELECT pg_notify(%s, %s)", (TASK_READY_CHANNEL, json.dumps(MARKER)))
+    await wait_until(lambda: MARKER in heard, what="the marker notification")
+    assert heard.count(MARKER) == 1 and heard[-1] == MARKER
+    heard.remove(MARKER)
 
 
 async def test_without_a_local_executor_the_task_is_notified_to_other_processes(
     db: Database, heard: list[dict[str, Any] | None]
 ) -> None:
     announce_task(db, TASK_ID, "interactive")
-    await _settle()
+    await _settle(db, heard)
     assert heard == [{"type": "task", "id": TASK_ID}]
 
 
@@ -65,13 +76,14 @@ async def test_a_local_executor_with_room_is_woken_and_nothing_is_notified(
     db: Database, heard: list[dict[str, Any] | None]
 ) -> None:
     async with Executor(db, {}, QUIET) as executor:
-        await _settle()
+        # Its first claim (finding nothing) done, it waits for a wake-up.
+        await wait_until(lambda: executor.idle, what="the executor's first claim")
+        await _settle(db, heard)
         heard.clear()
-        assert executor.idle
         announce_task(db, TASK_ID, "interactive")
         # Woken at once, without the round trip through the database.
         assert not executor.idle
-        await _settle()
+        await _settle(db, heard)
     assert heard == []
 
 
@@ -82,10 +94,10 @@ async def test_a_local_executor_without_room_lets_other_processes_hear_of_the_ta
         poll_interval_ms=60_000, interactive_slots=0, standard_slots=1, borrow_slots=0
     )
     async with Executor(db, {}, no_interactive):
-        await _settle()
+        await _settle(db, heard)
         heard.clear()
         announce_task(db, TASK_ID, "interactive")
-        await _settle()
+        await _settle(db, heard)
     assert heard == [{"type": "task", "id": TASK_ID}]
 
 
