@@ -9,21 +9,9 @@ import pytest
 
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, OWNER
-from tests.support.gateway import (
-    TOOL_NAME,
-    RecordingTransport,
-    entry,
-    gateway,
-    gateway_client,
-    gateway_http,
-    router_file,
-    workflow_seen,
-    write_tools,
-)
+from tests.support.gateway import TOOL_NAME, RecordingTransport, entry, gateway_client, write_tools
 from tests.support.invocation import client, ok, publish_tool, refused
 from tests.support.mcp import LEGACY, MODERN, McpTestClient
-
-__all__ = ["gateway", "gateway_http", "router_file", "workflow_seen"]
 
 # Seed 000 "Operator setup": the relayed Workflow tools each role may see.
 WORKFLOW_ADMIN_TOOLS = {

@@ -21,12 +21,8 @@ from tests.support.gateway import (
     TOOL_NAME,
     RecordingTransport,
     entry,
-    gateway,
     gateway_client,
-    gateway_http,
     gateway_settings,
-    router_file,
-    workflow_seen,
     write_tools,
 )
 from tests.support.invocation import (
@@ -37,13 +33,10 @@ from tests.support.invocation import (
     ok,
     publish_tool,
     refused,
-    workers,
 )
 from tests.support.log_scan import LogScan
 from tests.support.mcp import LEGACY, MODERN, McpTestClient
 from tests.support.server import free_port
-
-__all__ = ["gateway", "gateway_http", "router_file", "workers", "workflow_seen"]
 
 INSTANCE = "io.lightapi.workflow/workflowInstanceId"
 DIGEST = "io.lightapi.workflow/definitionDigest"

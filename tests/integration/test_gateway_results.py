@@ -19,18 +19,12 @@ from tests.support.gateway import (
     TOOL_NAME,
     RecordingTransport,
     entry,
-    gateway,
     gateway_client,
-    gateway_http,
     gateway_settings,
-    router_file,
-    workflow_seen,
     write_tools,
 )
-from tests.support.invocation import FAILING_TASK, ok, publish_tool, refused, workers
+from tests.support.invocation import FAILING_TASK, ok, publish_tool, refused
 from tests.support.mcp import MODERN
-
-__all__ = ["gateway", "gateway_http", "router_file", "workers", "workflow_seen"]
 
 MARKER_SCHEMA = {
     "type": "object",

@@ -11,22 +11,11 @@ import pytest
 from gateway.app import Gateway
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import OWNER
-from tests.support.gateway import (
-    TOOL_NAME,
-    entry,
-    gateway,
-    gateway_client,
-    gateway_http,
-    router_file,
-    workflow_seen,
-    write_tools,
-)
-from tests.support.invocation import Tool, ok, publish_tool, workers
+from tests.support.gateway import TOOL_NAME, entry, gateway_client, write_tools
+from tests.support.invocation import Tool, ok, publish_tool
 from tests.support.log_scan import LogScan
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["gateway", "gateway_http", "router_file", "workers", "workflow_seen"]
 
 pytestmark = pytest.mark.requirement("000:Gateway Changes")
 

@@ -26,9 +26,9 @@ from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.admin import database_of
 from tests.conftest import PgCluster
-from tests.integration.conftest import asgi_client
 from tests.support.binding_builders import OWNER
 from tests.support.invocation import client, invoke_args, ok, publish_tool
+from tests.support.mcp import asgi_client
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 

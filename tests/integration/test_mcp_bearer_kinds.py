@@ -14,8 +14,7 @@ from runtime.mcp.app import attach_services
 from runtime.security import TokenTrust
 from runtime.security.devtools import DEV_AUDIENCE, DEV_ISSUER, DevIdentity
 from runtime.settings import Settings
-from tests.integration.conftest import asgi_client
-from tests.support.mcp import LEGACY, MODERN, McpTestClient
+from tests.support.mcp import LEGACY, MODERN, McpTestClient, asgi_client
 
 APP_ISSUER = "https://clients.example.com"
 APP_AUDIENCE = "workflow-mcp-clients"

@@ -8,11 +8,9 @@ from runtime.store import Database
 from tests.support.binding_builders import binding, insert_version_row, new_id, publish_args
 from tests.support.binding_mcp import publish_definition_text
 from tests.support.checker import decision_yaml, optional_read_yaml
-from tests.support.invocation import ok, owner, refused, save_head
+from tests.support.invocation import ok, refused, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.publication import versioned
-
-__all__ = ["owner"]
 
 pytestmark = pytest.mark.requirement("001:CEL Runtime Contract")
 

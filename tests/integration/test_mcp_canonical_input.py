@@ -10,21 +10,9 @@ import pytest
 from runtime.canonical import PROFILE_V2, canonical_digest
 from runtime.services import Services
 from tests.support.binding_builders import HOST
-from tests.support.invocation import (
-    CALLER,
-    Tool,
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    publish_tool,
-    refused,
-    workers,
-)
+from tests.support.invocation import CALLER, Tool, invoke_args, ok, publish_tool, refused
 from tests.support.mcp import McpReply, McpTestClient
 from tests.support.publication_builders import new_id, save_args
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("001:Canonical effective input")
 

@@ -10,19 +10,14 @@ from runtime.service.check import check_definition
 from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.checker import decision_yaml, optional_read_yaml, publish_arguments
 from tests.support.invocation import (
-    caller,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     refused,
     save_head,
     until_settled,
-    workers,
 )
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("001:CEL Runtime Contract")
 

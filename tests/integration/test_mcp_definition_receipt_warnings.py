@@ -11,10 +11,8 @@ from runtime.errors import WorkflowError
 from runtime.store import Database
 from tests.support.binding_builders import definition_yaml, insert_version_row, new_id
 from tests.support.checker import decision_yaml, optional_read_yaml, publish_arguments
-from tests.support.invocation import ok, owner, save_head
+from tests.support.invocation import ok, save_head
 from tests.support.mcp import McpTestClient
-
-__all__ = ["owner"]
 
 pytestmark = pytest.mark.requirement("001:CEL Runtime Contract")
 

@@ -7,19 +7,8 @@ import pytest
 
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, definition_yaml, new_id
-from tests.support.invocation import (
-    CALLER,
-    caller,
-    client,
-    ok,
-    owner,
-    publish_tool,
-    refused,
-    save_head,
-)
+from tests.support.invocation import CALLER, client, ok, publish_tool, refused, save_head
 from tests.support.mcp import MODERN, McpTestClient
-
-__all__ = ["caller", "owner"]
 
 LIFECYCLE_TOOLS = ("workflow_get_status", "workflow_get_result", "workflow_cancel")
 

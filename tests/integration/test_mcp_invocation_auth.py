@@ -14,9 +14,8 @@ from runtime.mcp.app import attach_services, create_app
 from runtime.mcp.call import ToolHandler
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.integration.conftest import asgi_client
 from tests.support import echo_handler, failing_handler
-from tests.support.mcp import LEGACY, MODERN, McpTestClient, assert_valid_mcp
+from tests.support.mcp import LEGACY, MODERN, McpTestClient, asgi_client, assert_valid_mcp
 
 pytestmark = pytest.mark.requirement("000:Error envelopes")
 

@@ -17,20 +17,15 @@ from tests.support.binding_builders import (
 )
 from tests.support.invocation import (
     Tool,
-    caller,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     publish_version,
     refused,
     save_head,
     until_settled,
-    workers,
 )
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner", "workers"]
 
 Admin = psycopg.AsyncConnection[Any]
 

@@ -24,20 +24,9 @@ from psycopg.rows import dict_row
 from runtime.invocation import store
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, binding, new_id, publish_args
-from tests.support.invocation import (
-    Tool,
-    client,
-    invoke_args,
-    ok,
-    owner,
-    publish_tool,
-    refused,
-    workers,
-)
+from tests.support.invocation import Tool, client, invoke_args, ok, publish_tool, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["owner", "workers"]
 
 PLENTY = 1_000
 OPEN = {

@@ -14,25 +14,19 @@ from runtime.mcp.app import attach_services, create_app
 from runtime.security import Keyring
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.integration.conftest import asgi_client
 from tests.support.binding_builders import HOST, definition_yaml, new_id
 from tests.support.invocation import (
     FAILING_TASK,
-    caller,
     client,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     refused,
     running_executor,
     until_settled,
-    workers,
 )
-from tests.support.mcp import McpTestClient
+from tests.support.mcp import McpTestClient, asgi_client
 from tests.support.publication_builders import OTHER_HOST
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("000:Workflow Invoke")
 

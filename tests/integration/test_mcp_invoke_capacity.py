@@ -27,20 +27,9 @@ from runtime.service.jobs import capacity_job
 from runtime.services import Services
 from runtime.store import Database
 from tests.support.binding_builders import HOST, definition_yaml
-from tests.support.invocation import (
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    publish_tool,
-    refused,
-    running_executor,
-    workers,
-)
+from tests.support.invocation import invoke_args, ok, publish_tool, refused, running_executor
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 

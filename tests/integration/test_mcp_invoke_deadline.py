@@ -27,21 +27,16 @@ from tests.support.binding_builders import (
 from tests.support.execution import FAST, LOCAL_BACKENDS, Receive, Send, read_body, serving
 from tests.support.invocation import (
     Tool,
-    caller,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     publish_version,
     refused,
     save_head,
-    workers,
 )
 from tests.support.mcp import McpTestClient
 from tests.support.service_calls import publish_binding
 from tests.support.waiting import wait_until
-
-__all__ = ["caller", "owner", "workers"]
 
 EVIDENCE = "sha256:" + "e" * 64
 LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}), addresses=LOCAL_BACKENDS)

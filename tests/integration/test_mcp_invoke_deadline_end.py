@@ -22,11 +22,9 @@ from tests.support.deadline_end import (
     late_run,
     wait_past_deadline,
 )
-from tests.support.invocation import caller, invoke_args, ok, owner, refused
+from tests.support.invocation import invoke_args, ok, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["caller", "owner"]
 
 pytestmark = [
     pytest.mark.requirement("000:Waiting, timeout and re-attach"),

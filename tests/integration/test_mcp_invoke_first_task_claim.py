@@ -21,11 +21,9 @@ from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor, SchedulerSettings, service
 from runtime.scheduler.models import BudgetAmounts, NewTask
 from runtime.services import Services
-from tests.support.invocation import caller, invoke_args, ok, owner, publish_tool
+from tests.support.invocation import invoke_args, ok, publish_tool
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["caller", "owner"]
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 

@@ -14,20 +14,15 @@ from tests.support.invocation import (
     CALLER,
     FAILING_TASK,
     Tool,
-    caller,
     client,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     refused,
     running_executor,
     until_settled,
-    workers,
 )
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("000:Idempotency")
 

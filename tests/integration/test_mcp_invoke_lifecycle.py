@@ -11,20 +11,15 @@ from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.invocation import (
     FAILING_TASK,
-    caller,
     client,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     refused,
     save_head,
-    workers,
 )
 from tests.support.mcp import McpTestClient
 from tests.support.publication_builders import OTHER_HOST
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("001:Workflow Start and Invocation API")
 

@@ -10,19 +10,8 @@ import pytest
 
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.support.invocation import (
-    caller,
-    client,
-    invoke_args,
-    ok,
-    owner,
-    publish_tool,
-    refused,
-    workers,
-)
+from tests.support.invocation import client, invoke_args, ok, publish_tool, refused
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("000:Concurrency and rate limits")
 

@@ -16,17 +16,13 @@ from tests.support.invocation import (
     CALLER,
     HOST,
     Tool,
-    caller,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     refused,
     running_executor,
 )
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner"]
 
 pytestmark = pytest.mark.requirement("000:Concurrency and rate limits")
 

@@ -17,11 +17,9 @@ import pytest
 
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
-from tests.support.invocation import HOST, Tool, client, invoke_args, owner, publish_tool, refused
+from tests.support.invocation import HOST, Tool, client, invoke_args, publish_tool, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["owner"]
 
 pytestmark = pytest.mark.requirement("000:Concurrency and rate limits")
 

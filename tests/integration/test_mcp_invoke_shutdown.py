@@ -13,11 +13,9 @@ import psycopg
 
 from runtime.execution import stop_waiting
 from runtime.store import Database
-from tests.support.invocation import caller, invoke_args, owner, publish_tool, refused
+from tests.support.invocation import invoke_args, publish_tool, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["caller", "owner"]
 
 # Well before the Tool's syncWaitMs (20 s), which would end the waits by itself.
 ANSWERED_WITHIN_S = 10.0

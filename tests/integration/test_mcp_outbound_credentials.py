@@ -22,7 +22,6 @@ from tests.support.invocation import (
     Tool,
     invoke_args,
     ok,
-    owner,
     refused,
     save_head,
     until_settled,
@@ -36,8 +35,6 @@ from tests.support.protected_backend import (
     verifying_executor,
 )
 from tests.support.waiting import wait_until
-
-__all__ = ["owner"]
 
 pytestmark = pytest.mark.requirement("000:Run credential selection")
 

@@ -15,10 +15,8 @@ from runtime.settings import Settings
 from tests.support.binding_builders import binding, definition_yaml, new_id, publish_args
 from tests.support.binding_mcp import Actors, actors_of, publish, publish_definition_text, refused
 from tests.support.execution import FAST
-from tests.support.invocation import caller, invoke_args, owner, publish_tool, until_settled
+from tests.support.invocation import invoke_args, publish_tool, until_settled
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner"]
 
 pytestmark = pytest.mark.requirement("001:Delegation And Cycle Prevention")
 

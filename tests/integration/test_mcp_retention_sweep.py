@@ -13,19 +13,14 @@ from runtime.services import Services
 from tests.support.binding_builders import HOST, definition_yaml
 from tests.support.invocation import (
     SLOW_TASK,
-    caller,
     invoke_args,
     ok,
-    owner,
     publish_tool,
     refused,
     until_settled,
-    workers,
 )
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("000:Idempotency")
 

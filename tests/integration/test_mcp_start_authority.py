@@ -9,10 +9,8 @@ import pytest
 
 from runtime.scheduler.service import DEFAULT_BUDGET
 from tests.support.binding_builders import HOST, definition_yaml, new_id
-from tests.support.invocation import caller, ok, owner, save_head
+from tests.support.invocation import ok, save_head
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner"]
 
 Admin = psycopg.AsyncConnection[Any]
 

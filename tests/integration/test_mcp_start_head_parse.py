@@ -7,10 +7,8 @@ import pytest
 from runtime.engine import parse_definition
 from runtime.invocation import start
 from tests.support.binding_builders import definition_yaml, new_id
-from tests.support.invocation import caller, ok, owner, save_head
+from tests.support.invocation import ok, save_head
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner"]
 
 
 async def test_starts_of_one_head_parse_it_once_and_an_edited_head_again(

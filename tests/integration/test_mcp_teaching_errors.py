@@ -10,20 +10,9 @@ from runtime.canonical import definition_digest
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
 from tests.support.binding_builders import HOST, definition_yaml, new_id
-from tests.support.invocation import (
-    caller,
-    client,
-    invoke_args,
-    owner,
-    publish_tool,
-    refused,
-    save_head,
-    workers,
-)
+from tests.support.invocation import client, invoke_args, publish_tool, refused, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.publication import publish_args
-
-__all__ = ["caller", "owner", "workers"]
 
 MANY_PROBLEMS = (
     "document:\n"

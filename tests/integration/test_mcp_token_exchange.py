@@ -28,7 +28,7 @@ from runtime.services import Services
 from runtime.settings import Settings
 from tests.support.binding_builders import HOST, new_id
 from tests.support.execution import serving
-from tests.support.invocation import CALLER, ok, owner, refused, save_head
+from tests.support.invocation import CALLER, ok, refused, save_head
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.protected_backend import (
     ProtectedBackend,
@@ -36,8 +36,6 @@ from tests.support.protected_backend import (
     http_task,
     verifying_executor,
 )
-
-__all__ = ["owner"]
 
 pytestmark = pytest.mark.requirement("000:Run credential selection")
 

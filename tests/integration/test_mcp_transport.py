@@ -9,8 +9,7 @@ import pytest
 from handlers import HANDLERS
 from runtime.mcp.app import attach_services, create_app
 from runtime.services import Services
-from tests.integration.conftest import asgi_client
-from tests.support.mcp import LEGACY, MODERN, McpTestClient, assert_valid_mcp
+from tests.support.mcp import LEGACY, MODERN, McpTestClient, asgi_client, assert_valid_mcp
 
 pytestmark = pytest.mark.requirement("issue-2:mcp-endpoint")
 

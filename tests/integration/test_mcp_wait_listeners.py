@@ -12,20 +12,9 @@ from runtime.execution import configure_waiter
 from runtime.execution.waiter import shard_index
 from runtime.store import Database
 from tests.support.binding_builders import definition_yaml
-from tests.support.invocation import (
-    SLOW_TASK,
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    publish_tool,
-    until_settled,
-    workers,
-)
+from tests.support.invocation import SLOW_TASK, invoke_args, ok, publish_tool, until_settled
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["caller", "owner", "workers"]
 
 pytestmark = pytest.mark.requirement("001:Invocation State")
 

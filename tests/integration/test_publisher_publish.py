@@ -27,9 +27,7 @@ from tests.support.publisher_harness import (
     unique,
     write_logic_tool,
 )
-from tests.support.server import LiveServer, free_port, live_database, live_identity, run_server
-
-__all__ = ["live_database", "live_identity"]
+from tests.support.server import LiveServer, free_port, run_server
 
 pytestmark = pytest.mark.requirement("000:Publish ordering")
 

@@ -13,11 +13,9 @@ import pytest
 
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.security.devtools import DevIdentity
-from tests.support.invocation import ok, refused, workers
+from tests.support.invocation import ok, refused
 from tests.support.mcp import MODERN, McpTestClient
 from workflow_mcp.cli import main
-
-__all__ = ["workers"]
 
 DOC = Path(__file__).parents[2] / "docs" / "PUBLISHING.md"
 _FENCE = re.compile(r"^```(?P<lang>\w+)(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.M | re.S)

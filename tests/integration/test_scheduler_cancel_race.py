@@ -14,10 +14,8 @@ from runtime.scheduler.models import SchedulerSettings
 from runtime.scheduler.store import queue
 from runtime.store import Database
 from tests.support.binding_builders import definition_yaml, new_id
-from tests.support.invocation import caller, ok, owner, refused, save_head
+from tests.support.invocation import ok, refused, save_head
 from tests.support.mcp import McpTestClient
-
-__all__ = ["caller", "owner"]
 
 pytestmark = pytest.mark.requirement("000:Waiting, timeout and re-attach")
 

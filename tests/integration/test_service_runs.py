@@ -18,19 +18,9 @@ from runtime.security.devtools import DevIdentity
 from runtime.services import Services
 from tests.support.binding_builders import HOST
 from tests.support.execution import LocalServer, document, serving, set_tasks
-from tests.support.invocation import (
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    publish_tool,
-    until_settled,
-    workers,
-)
+from tests.support.invocation import invoke_args, ok, publish_tool, until_settled
 from tests.support.mcp import McpTestClient
 from tests.support.telemetry import publish_fetching_tool
-
-__all__ = ["caller", "owner", "workers"]
 
 REPO = Path(__file__).resolve().parents[2]
 

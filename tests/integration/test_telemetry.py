@@ -11,16 +11,7 @@ import pytest
 from runtime.scheduler.capacity_sampler import sample_once
 from runtime.services import Services
 from tests.support.execution import LocalServer, serving
-from tests.support.invocation import (
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    publish_tool,
-    refused,
-    until_settled,
-    workers,
-)
+from tests.support.invocation import invoke_args, ok, publish_tool, refused, until_settled
 from tests.support.log_scan import SCAN
 from tests.support.mcp import McpTestClient
 from tests.support.telemetry import (
@@ -30,8 +21,6 @@ from tests.support.telemetry import (
     samples,
     value,
 )
-
-__all__ = ["caller", "owner", "workers"]
 
 GATEWAY_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 GATEWAY_PARENT = f"00-{GATEWAY_TRACE}-00f067aa0ba902b7-01"
