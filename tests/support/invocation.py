@@ -61,7 +61,7 @@ def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
     """The structuredContent of an isError result whose error has that code.
 
     Without details.correlationId: each call has its own (its trace id), so a replay or a
-    stored error compares equal without it (tests/integration/test_telemetry.py checks it).
+    stored error compares equal without it (tests/integration/service/test_telemetry.py checks it).
     """
     assert result["isError"] is True, result
     body = dict(result["structuredContent"])

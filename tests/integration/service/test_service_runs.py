@@ -22,7 +22,7 @@ from tests.support.invocation import invoke_args, ok, publish_tool, until_settle
 from tests.support.mcp import McpTestClient
 from tests.support.telemetry import publish_fetching_tool
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 async def _cli(database_url: str, *args: str) -> tuple[int, str, str]:

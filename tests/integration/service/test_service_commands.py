@@ -22,7 +22,7 @@ from tests.support.mcp import McpTestClient
 from tests.support.processes import worker_command
 from tests.support.server import run_server
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLI = (sys.executable, "-m", "runtime.cli")
 WORKER_ID = "cli-worker"
 

@@ -16,7 +16,7 @@ import pytest
 from runtime.store.embedded import EmbeddedPostgres, EmbeddedPostgresError, main
 
 IS_ROOT = os.geteuid() == 0
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ from tests.support.service_calls import (
     revoke_binding,
 )
 
-CATALOG = Path(__file__).resolve().parents[2] / "generated" / "catalog.json"
+CATALOG = Path(__file__).resolve().parents[3] / "generated" / "catalog.json"
 
 
 @cache

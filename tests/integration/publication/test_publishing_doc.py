@@ -17,7 +17,7 @@ from tests.support.invocation import ok, refused
 from tests.support.mcp import MODERN, McpTestClient
 from workflow_mcp.cli import main
 
-DOC = Path(__file__).parents[2] / "docs" / "PUBLISHING.md"
+DOC = Path(__file__).parents[3] / "docs" / "PUBLISHING.md"
 _FENCE = re.compile(r"^```(?P<lang>\w+)(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.M | re.S)
 
 
