@@ -23,10 +23,7 @@ from tests.support.gateway import GatewayStack, run_gateway
 from tests.support.invocation import client
 from tests.support.live_stack import QualStack, running_stack
 from tests.support.mcp import McpTestClient
-from tests.support.server import (
-    run_server,
-    template_copy,
-)
+from tests.support.server import LiveServer, run_server, template_copy
 
 
 @pytest.fixture(scope="session")
@@ -111,3 +108,21 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+async def live_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
+    """The suite's own live database (and server below), apart from the e2e suite's."""
+    async with template_copy(pg_cluster, migrated_template, "qual-live") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def live_server(
+    live_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """The plain service of the qualification suite, on its own live database."""
+    with run_server(
+        live_database, tmp_path_factory.mktemp("qual-live-server"), live_identity
+    ) as server:
+        yield server

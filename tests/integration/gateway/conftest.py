@@ -12,7 +12,9 @@ from litestar import Litestar
 from gateway.app import Gateway, build_gateway, create_gateway_app
 from runtime.security.devtools import DevIdentity
 from runtime.settings import Settings
+from tests.conftest import PgCluster
 from tests.support.gateway import RecordingTransport, gateway_settings
+from tests.support.server import template_copy
 
 
 @pytest.fixture
@@ -48,3 +50,10 @@ async def gateway_http(gateway: Gateway) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=create_gateway_app(gateway))
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+async def live_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
+    """The publisher tests' own live database: the e2e suite publishes the same examples."""
+    async with template_copy(pg_cluster, migrated_template, "publisher") as url:
+        yield url
