@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload e2e gateway clean
+.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ test: venv lint typecheck test-only
 
 test-only: venv
 	$(PY) -m pytest -q --ignore=tests/fuzz
+
+# The edit loop: the unit tests only (no PostgreSQL, no service processes), under a minute.
+test-fast: venv
+	$(PY) -m pytest -q tests/unit
 
 lint: venv
 	$(VENV)/bin/ruff check .

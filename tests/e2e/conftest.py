@@ -1,7 +1,3 @@
-"""The end-to-end suite drives a real server subprocess (see tests/support/server.py)."""
+"""The end-to-end suite drives a real server subprocess (``live_server``, tests/conftest.py)."""
 
 from __future__ import annotations
-
-from tests.support.server import live_database, live_identity, live_server
-
-__all__ = ["live_database", "live_identity", "live_server"]

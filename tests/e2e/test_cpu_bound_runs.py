@@ -138,6 +138,7 @@ async def idle_health(servers: list[LiveServer]) -> HealthProbes:
     """The same probes for a moment with nothing running: the machine's own baseline."""
     stop, seen = asyncio.Event(), HealthProbes()
     poller = asyncio.create_task(probe_health(servers, stop, seen))
+    # A fixed sampling window is the measurement itself: the baseline of a quiet machine.
     await asyncio.sleep(3)
     stop.set()
     await poller

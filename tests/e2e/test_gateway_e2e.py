@@ -214,8 +214,28 @@ def published(stack: Stack) -> subprocess.CompletedProcess[str]:
     run = publish(stack, stack.site, OWNER)
     assert run.returncode == 0, run.stdout + run.stderr
     # The Gateway checks its snapshot every 100 ms; wait until it lists the Tools.
-    time.sleep(0.5)
+    _until(lambda: _gateway_lists(stack, PUBLISHED_TOOLS), what="the Gateway to list the Tools")
     return run
+
+
+PUBLISHED_TOOLS = ("loans.quick-decision", "claims.add-note", "claims.lookup-missing")
+
+
+def _gateway_lists(stack: Stack, tools: tuple[str, ...]) -> bool:
+    """Whether the Gateway's tools/list names every one of tools (a caller of the Tools)."""
+    reply = httpx.post(
+        stack.gateway.mcp_url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={
+            "Authorization": f"Bearer {stack.token(CALLER, 'genai-admin')}",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+        timeout=10.0,
+    )
+    if reply.status_code != 200:
+        return False
+    names = {tool["name"] for tool in reply.json().get("result", {}).get("tools", [])}
+    return set(tools) <= names
 
 
 @pytest.fixture(params=["2026-07-28", "2025-11-25"])

@@ -1,15 +1,16 @@
-"""Fixtures of the hostile-input suite: the same names as tests/integration/conftest.py.
+"""Fixtures of the hostile-input suite: the integration suite's, with a frozen app.
 
 The hostile tests talk to the service exactly as the integration tests do (the app on a fresh
-database, POST /mcp over ASGI in the test's own event loop), so the fixtures are imported
-from there rather than copied; tests/support/invocation adds the owner, caller and workers.
-The app is the one exception: it is frozen as `serve` freezes it at start-up, because these
-tests time /healthz while a hostile call runs, as a deployed service would answer it.
+database, POST /mcp over ASGI in the test's own event loop), with the fixtures both share in
+tests/conftest.py, plus the outbound ``backend``. The app is the one exception: it is frozen as
+`serve` freezes it at start-up, because these tests time /healthz while a hostile call runs, as
+a deployed service would answer it.
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import AsyncIterator
 
 import pytest
 from litestar import Litestar
@@ -17,21 +18,8 @@ from litestar import Litestar
 from handlers import HANDLERS
 from runtime.mcp.app import attach_services, create_app
 from runtime.services import Services
-from tests.integration.conftest import (
-    admin,
-    asgi_client,
-    auth_headers,
-    dev_identity,
-    http,
-    keyring,
-    legacy,
-    mcp,
-    modern,
-    published,
-    services,
-    settings,
-)
-from tests.support.invocation import caller, owner, workers
+from tests.support.execution import serving
+from tests.support.outbound import OutboundBackend, gzip_bomb
 
 
 @pytest.fixture
@@ -47,21 +35,9 @@ def app(services: Services) -> Litestar:
     return app
 
 
-__all__ = [
-    "admin",
-    "app",
-    "asgi_client",
-    "auth_headers",
-    "caller",
-    "dev_identity",
-    "http",
-    "keyring",
-    "legacy",
-    "mcp",
-    "modern",
-    "owner",
-    "published",
-    "services",
-    "settings",
-    "workers",
-]
+@pytest.fixture
+async def backend() -> AsyncIterator[OutboundBackend]:
+    """The outbound backend, serving on a free loopback port for the test."""
+    gzip_bomb()  # built before any run: building it on the shared loop would stall leases
+    async with serving(OutboundBackend()) as running:  # type: ignore[arg-type]
+        yield running  # type: ignore[misc]

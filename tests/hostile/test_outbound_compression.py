@@ -6,25 +6,15 @@ import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.services import Services
-from tests.support.invocation import (
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    running_executor,
-    until_settled,
-)
+from tests.support.invocation import invoke_args, ok, running_executor, until_settled
 from tests.support.mcp import McpTestClient
 from tests.support.outbound import (
     SUMMARY_JSON,
     OutboundBackend,
     allow_http,
-    backend,
     publish_http_tool,
     reason_definition,
 )
-
-__all__ = ["backend", "caller", "owner"]
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")
 

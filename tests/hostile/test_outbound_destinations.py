@@ -12,26 +12,15 @@ import pytest
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.services import Services
 from tests.support.binding_builders import definition_yaml
-from tests.support.invocation import (
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    refused,
-    running_executor,
-    until_settled,
-)
+from tests.support.invocation import invoke_args, ok, refused, running_executor, until_settled
 from tests.support.mcp import McpTestClient
 from tests.support.outbound import (
     DrivenResolver,
     OutboundBackend,
     allow_http,
-    backend,
     publish_http_tool,
     publish_target_binding,
 )
-
-__all__ = ["backend", "caller", "owner"]
 
 INTERNAL_SPELLINGS = [
     "169.254.169.254",

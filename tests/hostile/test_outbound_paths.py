@@ -6,19 +6,9 @@ import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.services import Services
-from tests.support.invocation import (
-    caller,
-    invoke_args,
-    ok,
-    owner,
-    refused,
-    running_executor,
-    until_settled,
-)
+from tests.support.invocation import invoke_args, ok, refused, running_executor, until_settled
 from tests.support.mcp import McpTestClient
-from tests.support.outbound import OutboundBackend, allow_http, backend, publish_http_tool
-
-__all__ = ["backend", "caller", "owner"]
+from tests.support.outbound import OutboundBackend, allow_http, publish_http_tool
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")
 

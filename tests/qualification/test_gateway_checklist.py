@@ -17,20 +17,10 @@ import httpx
 import pytest
 
 from tests.support.binding_builders import HOST, OWNER, definition_yaml
-from tests.support.gateway import (
-    GatewayStack,
-    LiveGateway,
-    entry,
-    gateway_database,
-    gateway_stack,
-    run_gateway,
-    write_tools,
-)
+from tests.support.gateway import GatewayStack, LiveGateway, entry, run_gateway, write_tools
 from tests.support.invocation import Tool, ok, publish_tool, refused, until_settled
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.waiting import wait_until
-
-__all__ = ["gateway_database", "gateway_stack"]
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -61,6 +61,7 @@ class LocalServer:
             await self._mcp(json.loads(body or b"{}"), headers, send)
             return
         self.requests.append(entry)
+        # A deliberately slow backend when delay_s is set (timeouts and cancellation are tested).
         await asyncio.sleep(self.delay_s)
         self.completed += 1
         await _reply(send, self.status, {"ok": self.status < 400, "path": scope["path"]})

@@ -15,20 +15,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import msgspec
 import psycopg
-import pytest
 import yaml
-from litestar import Litestar
 
-from gateway.app import Gateway, build_gateway, create_gateway_app
 from gateway.router import RoutedTool, RouterSnapshot, write_snapshot
 from gateway.settings import GatewayConfig, GatewaySettings
 from runtime.security.devtools import DevIdentity
@@ -40,13 +37,8 @@ from tests.support.server import (
     REPO_ROOT,
     LiveServer,
     free_port,
-    run_server,
     stop_process,
-    template_copy,
 )
-
-if TYPE_CHECKING:
-    from tests.conftest import PgCluster
 
 WORKFLOW_URL = "http://workflow.test/mcp"
 TOOL_NAME = "claims.summarize"
@@ -126,41 +118,6 @@ def gateway_settings(settings: Settings, router_file: Path, **changes: Any) -> G
     )  # fmt: skip
     sections = {name: getattr(settings, name) for name in settings.__struct_fields__}
     return GatewayConfig(**sections, gateway=msgspec.structs.replace(section, **changes))
-
-
-@pytest.fixture
-def router_file(tmp_path: Path) -> Path:
-    """Where this test's snapshot lives (absent until a test writes it)."""
-    return tmp_path / "mcp-router.yml"
-
-
-@pytest.fixture
-def workflow_seen(app: Litestar) -> RecordingTransport:
-    """The Gateway's way to the in-process Workflow app, recording every request."""
-    return RecordingTransport(httpx.ASGITransport(app=app))
-
-
-@pytest.fixture
-async def gateway(
-    settings: Settings,
-    router_file: Path,
-    dev_identity: DevIdentity,
-    workflow_seen: RecordingTransport,
-) -> AsyncIterator[Gateway]:
-    """A Gateway minting its app bearer from the dev identity, in front of the test Workflow."""
-    wired = build_gateway(
-        gateway_settings(settings, router_file), identity=dev_identity, transport=workflow_seen
-    )
-    yield wired
-    await wired.client.aclose()
-
-
-@pytest.fixture
-async def gateway_http(gateway: Gateway) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client on the Gateway's ASGI app, in the test's event loop."""
-    transport = httpx.ASGITransport(app=create_gateway_app(gateway))
-    async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
-        yield client
 
 
 # --- the Gateway as a real process --------------------------------------------------------
@@ -299,51 +256,3 @@ class GatewayStack:
                 (binding_id,),
             )
             return [(str(row[0]), str(row[1])) for row in await cursor.fetchall()]
-
-
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-@pytest.fixture(scope="module")
-async def gateway_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
-    """A migrated database of the module's own service."""
-    async with template_copy(pg_cluster, migrated_template, "gateway") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def gateway_stack(
-    gateway_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayStack]:
-    """The service (its executor in process) and two Gateways in front of it, for HOST."""
-    directory = tmp_path_factory.mktemp("gateway-stack")
-    router = directory / "mcp-router.yml"
-    write_snapshot(router, RouterSnapshot())
-    (directory / "service").mkdir()
-    with ExitStack() as stack:
-        # Deadline-aware admission learns service times from held runs and would refuse the
-        # short budgets here; the Tool's own admission rules (re-attach, limits) stay on.
-        with _environment({"WORKFLOW_CAPACITY_ENABLED": "false"}):
-            server = stack.enter_context(
-                run_server(gateway_database, directory / "service", live_identity)
-            )
-        first, second = (
-            stack.enter_context(
-                run_gateway(directory / name, live_identity, server.mcp_url, router, host_id=HOST)
-            )
-            for name in ("gateway-a", "gateway-b")
-        )
-        yield GatewayStack(
-            server, gateway_database, live_identity, directory, router, (first, second)
-        )

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import pytest
 
 from runtime.canonical import definition_digest
-from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter
+from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
@@ -62,7 +61,7 @@ def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
     """The structuredContent of an isError result whose error has that code.
 
     Without details.correlationId: each call has its own (its trace id), so a replay or a
-    stored error compares equal without it (tests/integration/test_telemetry.py checks it).
+    stored error compares equal without it (tests/integration/service/test_telemetry.py checks it).
     """
     assert result["isError"] is True, result
     body = dict(result["structuredContent"])
@@ -208,25 +207,3 @@ async def running_executor(services: Services) -> AsyncIterator[Executor]:
     async with Executor(services.database, runtime.handlers(), FAST) as executor:
         yield executor
     await runtime.aclose()
-
-
-@pytest.fixture
-def owner(http: httpx.AsyncClient, dev_identity: DevIdentity) -> McpTestClient:
-    """The definition owner (publishes and approves Tools)."""
-    return client(http, dev_identity, OWNER)
-
-
-@pytest.fixture
-async def caller(
-    http: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
-) -> AsyncIterator[McpTestClient]:
-    """A Tool user; the test's result waiter is closed afterwards."""
-    yield client(http, dev_identity)
-    await close_waiter(services.database)
-
-
-@pytest.fixture
-async def workers(services: Services) -> AsyncIterator[Executor]:
-    """An executor running for the whole test."""
-    async with running_executor(services) as executor:
-        yield executor

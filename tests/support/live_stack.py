@@ -13,21 +13,15 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import httpx
-import pytest
+from typing import Any
 
 from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID, DevTokenExchange
 from runtime.security.devtools import DevIdentity
-from tests.support.binding_builders import OWNER
-from tests.support.invocation import client
 from tests.support.live_backends import CountingApp, RecordingBackend, serving_on_thread
-from tests.support.mcp import McpTestClient
 from tests.support.scale_out import scalar
 from tests.support.server import (
     REPO_ROOT,
@@ -35,13 +29,9 @@ from tests.support.server import (
     free_port,
     run_server,
     stop_process,
-    template_copy,
     wait_until_answering,
     write_config,
 )
-
-if TYPE_CHECKING:
-    from tests.conftest import PgCluster
 
 EXCHANGE_SECRET = "qualification-exchange-secret"
 # Workflow's own application token on nested MCP calls (what the Gateway stand-in receives).
@@ -167,39 +157,3 @@ def keyless_server(
     finally:
         stop_process(process)
         atexit.unregister(stop_process)
-
-
-@pytest.fixture(scope="session")
-async def qual_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
-    """A migrated database of the qualification stack, dropped after the session."""
-    async with template_copy(pg_cluster, migrated_template, "qual") as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def qual_stack(
-    qual_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[QualStack]:
-    """The qualification stack of the session."""
-    directory = tmp_path_factory.mktemp("qual-stack")
-    with running_stack(qual_database, directory, live_identity) as stack:
-        yield stack
-
-
-@pytest.fixture
-async def live_http(qual_stack: QualStack) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client of the stack's service (generous timeouts: a call may wait 20 s)."""
-    async with httpx.AsyncClient(base_url=qual_stack.server.base_url, timeout=60.0) as http:
-        yield http
-
-
-@pytest.fixture
-def owner(live_http: httpx.AsyncClient, qual_stack: QualStack) -> McpTestClient:
-    """The definition owner, over HTTP."""
-    return client(live_http, qual_stack.identity, OWNER)
-
-
-@pytest.fixture
-def caller(live_http: httpx.AsyncClient, qual_stack: QualStack) -> McpTestClient:
-    """A Tool user calling through the Gateway's application token, over HTTP."""
-    return client(live_http, qual_stack.identity)

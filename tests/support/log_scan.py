@@ -1,24 +1,21 @@
 """Every log record of a test session, formatted as the service writes it, for secret scans.
 
-A pytest plugin (tests/conftest.py loads it): a session-wide handler formats each record of
-the service's loggers with the production JSON formatter and keeps the line. At the end of
-the session no line may hold a bearer token (a JWT) or a value a test registered with
-`forbid(value)`; a test can also read the lines written while it ran (`LogScan.since`).
+tests/conftest.py's autouse ``log_scan`` fixture installs a session-wide handler that formats
+each record of the service's loggers with the production JSON formatter and keeps the line.
+At the end of the session no line may hold a bearer token (a JWT) or a value a test registered
+with `forbid(value)`; a test can also read the lines written while it ran (`LogScan.since`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
-
-import pytest
 
 from runtime.telemetry.logs import ContextFilter, JsonFormatter
 
 # A JWT: base64url JSON header and payload ("eyJ" is '{"'), as every bearer here is.
 JWT = re.compile(r"eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}")
-_LOGGERS = ("workflow", "runtime")
+LOGGERS = ("workflow", "runtime")
 
 
 class LogScan(logging.Handler):
@@ -54,21 +51,3 @@ class LogScan(logging.Handler):
 
 
 SCAN = LogScan()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def log_scan() -> Iterator[LogScan]:
-    """The session's log lines; fails the session's last test if any line leaks a secret."""
-    root = logging.getLogger()
-    previous = {name: logging.getLogger(name).level for name in _LOGGERS}
-    root.addHandler(SCAN)
-    for name in _LOGGERS:
-        logging.getLogger(name).setLevel(logging.INFO)
-    try:
-        yield SCAN
-    finally:
-        root.removeHandler(SCAN)
-        for name, level in previous.items():
-            logging.getLogger(name).setLevel(level)
-    leaked = SCAN.leaks()
-    assert not leaked, f"{len(leaked)} log line(s) hold a token or input value: {leaked[:3]}"

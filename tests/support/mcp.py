@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pydantic
+from litestar import Litestar
 from mcp import types
 
 from tests.support.shared import has_shared, shared_path
@@ -174,3 +175,9 @@ class McpTestClient:
             "tools/call", {"name": name, "arguments": arguments}, headers=headers
         )
         return reply.result
+
+
+def asgi_client(app: Litestar) -> httpx.AsyncClient:
+    """A client talking to the app over ASGI without leaving the event loop."""
+    transport = httpx.ASGITransport(app=app)
+    return httpx.AsyncClient(transport=transport, base_url="http://localhost")

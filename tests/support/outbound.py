@@ -12,17 +12,14 @@ import gzip
 import ipaddress
 import json
 import zlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import pytest
 
 from runtime.addresses import IPAddress
 from runtime.canonical import definition_digest
 from runtime.services import Services
 from tests.support.binding_builders import endpoint_target, new_id, publish_args
-from tests.support.execution import Receive, Send, read_body, serving
+from tests.support.execution import Receive, Send, read_body
 from tests.support.invocation import Tool, binding, ok, publish_version, save_head
 from tests.support.mcp import McpTestClient
 
@@ -170,11 +167,3 @@ async def publish_http_tool(owner: McpTestClient, endpoint: str, text: str | Non
         aggregate_version=receipt["aggregateVersion"],
         text=published.text,
     )
-
-
-@pytest.fixture
-async def backend() -> AsyncIterator[OutboundBackend]:
-    """The outbound backend, serving on a free loopback port for the test."""
-    gzip_bomb()  # built before any run: building it on the shared loop would stall leases
-    async with serving(OutboundBackend()) as running:  # type: ignore[arg-type]
-        yield running  # type: ignore[misc]

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
-import pytest
 import yaml
 
 from runtime.addresses import LOOPBACK_NETWORKS
@@ -166,12 +165,6 @@ def run_server(
         atexit.unregister(stop_process)
 
 
-@pytest.fixture(scope="session")
-def live_identity(tmp_path_factory: pytest.TempPathFactory) -> DevIdentity:
-    """The development identity the live server trusts."""
-    return DevIdentity(tmp_path_factory.mktemp("live-identity"))
-
-
 @asynccontextmanager
 async def template_copy(pg_cluster: PgCluster, template: str, prefix: str) -> AsyncIterator[str]:
     """A fresh copy of the migrated template database, dropped when the block exits."""
@@ -181,19 +174,3 @@ async def template_copy(pg_cluster: PgCluster, template: str, prefix: str) -> As
         yield url
     finally:
         await pg_cluster.drop_database(name)
-
-
-@pytest.fixture(scope="session")
-async def live_database(pg_cluster: PgCluster, migrated_template: str) -> AsyncIterator[str]:
-    """A migrated database for the live server, dropped after the session."""
-    async with template_copy(pg_cluster, migrated_template, "live") as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def live_server(
-    live_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
-    """The service running in a subprocess on the session's live database."""
-    with run_server(live_database, tmp_path_factory.mktemp("live-server"), live_identity) as server:
-        yield server

@@ -1,13 +1,16 @@
-"""Publication services called as the endpoint calls them, for service-level tests.
+"""Publication tools called through the real dispatcher, for service-level tests.
 
-Each helper takes the raw argument dict a client would send, runs the same steps as
-runtime/mcp/dispatch.py (hostId assertion, the generated validator, msgspec conversion, the
-handler's own refusal for binding publish) and returns the receipt as a JSON-shaped dict.
+Each helper takes the raw argument dict a client would send and a verified caller context, and
+runs the tool through runtime.mcp.dispatch.ToolDispatcher with the served handler table (hostId
+assertion, roles, every schema problem, conversion, the handler, output validation), past
+authentication only: the context stands for a verified bearer. It returns the receipt as a
+JSON-shaped dict and raises the WorkflowError a client would see as an isError result.
+publish_binding and decide_binding with an explicit DestinationPolicy still call the service
+directly: the dispatcher takes its policy from settings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -15,14 +18,20 @@ from fastjsonschema import JsonSchemaValueException
 
 from generated import models
 from generated.routes import ROUTES
+from handlers import HANDLERS
 from runtime import publication
 from runtime.binding_reach import Reach
 from runtime.mcp.call import InputFailure
+from runtime.mcp.dispatch import ToolDispatcher
+from runtime.mcp.tools import ToolRegistry
 from runtime.publication import bindings
 from runtime.publication.bindings import DestinationPolicy
 from runtime.publication.bindings.field_rules import validate_binding
 from runtime.publication.bindings.reach_rules import normalize_reach
-from runtime.security import InvocationContext, check_host_assertion
+from runtime.security import InvocationContext, Keyring, check_host_assertion
+from runtime.security.keyring import new_keyring_document
+from runtime.services import Services
+from runtime.settings import Settings
 from runtime.store import Database
 
 
@@ -39,17 +48,44 @@ def _failure(exc: JsonSchemaValueException) -> InputFailure:
     return InputFailure(f"invalid arguments: {exc.message}", exc.name, tuple(exc.path), exc.rule)
 
 
+class _Verified:
+    """An authenticator whose caller is already verified: the test's context."""
+
+    def __init__(self, ctx: InvocationContext) -> None:
+        self.ctx = ctx
+
+    def authenticate(self, authorization: str | None, scope_token: str | None) -> InvocationContext:
+        """The verified context, whatever the headers."""
+        return self.ctx
+
+
+_REGISTRY = ToolRegistry(ROUTES, HANDLERS)
+
+
 async def _run(
     tool: str,
     ctx: InvocationContext,
     args: dict[str, Any],
-    call: Callable[[Any], Awaitable[msgspec.Struct]],
+    db: Database,
 ) -> dict[str, Any]:
-    try:
-        typed = _typed(tool, ctx, args)
-    except JsonSchemaValueException as exc:
-        raise _failure(exc).error() from None
-    output: dict[str, Any] = msgspec.to_builtins(await call(typed))
+    """The tool's receipt through the dispatcher, or the WorkflowError it answers with."""
+    settings = Settings()
+    # The context's roles are the ones configured for the tool: role checks are proven at the
+    # endpoint (tests/integration/mcp), these tests are about the publication services.
+    settings.security.tool_roles[tool] = sorted(ctx.roles)
+    services = Services(
+        settings=settings,
+        database=db,
+        authenticator=_Verified(ctx),  # type: ignore[arg-type]
+        keyring=Keyring.from_document(new_keyring_document("k1")),
+        # No resolver, as the service's default DestinationPolicy: names are checked at connect.
+        resolver=None,  # type: ignore[arg-type]
+    )
+    served = _REGISTRY.get(tool)
+    assert served is not None, tool
+    # _run is the dispatcher after authentication; it raises what call() turns into isError.
+    outcome = await ToolDispatcher(_REGISTRY, services)._run(served, ctx, args)
+    output: dict[str, Any] = outcome.structured
     return output
 
 
@@ -57,48 +93,28 @@ async def save_definition(
     db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_definition_save."""
-    return await _run(
-        "workflow_definition_save",
-        ctx,
-        args,
-        lambda typed: publication.save_definition(db, ctx, typed),
-    )
+    return await _run("workflow_definition_save", ctx, args, db)
 
 
 async def publish_definition(
     db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_definition_publish."""
-    return await _run(
-        "workflow_definition_publish",
-        ctx,
-        args,
-        lambda typed: publication.publish_definition(db, ctx, typed, args),
-    )
+    return await _run("workflow_definition_publish", ctx, args, db)
 
 
 async def retire_definition(
     db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_definition_retire."""
-    return await _run(
-        "workflow_definition_retire",
-        ctx,
-        args,
-        lambda typed: publication.retire_definition(db, ctx, typed, args),
-    )
+    return await _run("workflow_definition_retire", ctx, args, db)
 
 
 async def sync_definition_grants(
     db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_definition_grants_sync."""
-    return await _run(
-        "workflow_definition_grants_sync",
-        ctx,
-        args,
-        lambda typed: publication.sync_definition_grants(db, ctx, typed),
-    )
+    return await _run("workflow_definition_grants_sync", ctx, args, db)
 
 
 async def publish_binding(
@@ -110,6 +126,9 @@ async def publish_binding(
 ) -> dict[str, Any]:
     """workflow_binding_publish, including the stored refusal of a schema-invalid section."""
     tool = "workflow_binding_publish"
+    if policy is None:
+        return await _run(tool, ctx, args, db)
+    # An explicit policy: the service directly, with the steps the dispatcher runs before it.
     try:
         typed = _typed(tool, ctx, args)
     except JsonSchemaValueException as exc:
@@ -133,52 +152,42 @@ async def decide_binding(
     policy: DestinationPolicy | None = None,
 ) -> dict[str, Any]:
     """workflow_binding_decide."""
-    return await _run(
-        "workflow_binding_decide",
-        ctx,
-        args,
-        lambda typed: bindings.decide_binding(db, ctx, typed, args, policy=policy),
-    )
+    tool = "workflow_binding_decide"
+    if policy is None:
+        return await _run(tool, ctx, args, db)
+    # An explicit policy: the service directly, with the steps the dispatcher runs before it.
+    try:
+        typed = _typed(tool, ctx, args)
+    except JsonSchemaValueException as exc:
+        raise _failure(exc).error() from None
+    decided = await bindings.decide_binding(db, ctx, typed, args, policy=policy)
+    return dict(msgspec.to_builtins(decided))
 
 
 async def revoke_binding(
     db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_binding_revoke."""
-    return await _run(
-        "workflow_binding_revoke",
-        ctx,
-        args,
-        lambda typed: bindings.revoke_binding(db, ctx, typed, args),
-    )
+    return await _run("workflow_binding_revoke", ctx, args, db)
 
 
 async def retire_binding(
     db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_binding_retire."""
-    return await _run(
-        "workflow_binding_retire",
-        ctx,
-        args,
-        lambda typed: bindings.retire_binding(db, ctx, typed, args),
-    )
+    return await _run("workflow_binding_retire", ctx, args, db)
 
 
 async def get_binding(db: Database, ctx: InvocationContext, args: dict[str, Any]) -> dict[str, Any]:
     """workflow_binding_get."""
-    return await _run(
-        "workflow_binding_get", ctx, args, lambda typed: bindings.get_binding(db, ctx, typed)
-    )
+    return await _run("workflow_binding_get", ctx, args, db)
 
 
 async def list_bindings(
     db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_binding_list."""
-    return await _run(
-        "workflow_binding_list", ctx, args, lambda typed: bindings.list_bindings(db, ctx, typed)
-    )
+    return await _run("workflow_binding_list", ctx, args, db)
 
 
 def checked_binding(value: dict[str, Any]) -> models.ToolBinding:

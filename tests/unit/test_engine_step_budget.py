@@ -127,6 +127,8 @@ async def test_the_serving_loop_runs_while_an_off_loop_run_computes_and_cancel_s
         with pytest.raises(asyncio.CancelledError):
             await job
         stopped_at = meter.steps
+        # A deliberate window (the thing under test): a thread still computing would move the
+        # meter within it.
         await asyncio.sleep(0.05)
         assert meter.steps == stopped_at  # the thread let go before the cancel returned
     finally:

@@ -1,0 +1,248 @@
+"""Deadline-aware admission through POST /mcp (seed 001 "Capacity And Availability").
+
+A saturated class refuses a call that cannot finish within its deadline with
+WORKFLOW_CAPACITY_EXHAUSTED and retryAfterMs, and writes nothing (for a Tool this process has
+admitted before, without reading anything); a call whose queue wait exceeds a second but fits
+its deadline is admitted; a batch backlog never makes interactive calls be refused. The queue
+is really saturated (runs enqueued with no executor taking them) and really sampled; the
+service time is recorded as the executor records it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import runtime.invocation.invoke as invoke_module
+from runtime.canonical import load_definition_yaml
+from runtime.execution import start_workflow_run
+from runtime.scheduler import Executor, capacity
+from runtime.scheduler.capacity import CapacitySettings
+from runtime.scheduler.capacity_sampler import sample_once
+from runtime.service.jobs import capacity_job
+from runtime.services import Services
+from runtime.store import Database
+from tests.support.binding_builders import HOST, definition_yaml
+from tests.support.invocation import invoke_args, ok, publish_tool, refused, running_executor
+from tests.support.mcp import McpTestClient
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.requirement("001:Capacity And Availability")
+
+WRITTEN_BY_ADMISSION = (
+    "workflow_process",
+    "workflow_task",
+    "workflow_idempotency_t",
+    "workflow_invocation_t",
+    "workflow_run_spec",
+    "workflow_run_credential",
+    "workflow_budget",
+)
+BACKLOG = 40
+SERVICE_S = 0.2  # per task: 40 queued over 4 slots is 2 s of queue
+
+
+@pytest.fixture(autouse=True)
+def estimator() -> Iterator[capacity.CapacityEstimator]:
+    """A fresh estimator for this process (samples stay fresh for the whole test)."""
+    settings = CapacitySettings(
+        safety_factor=1.0, interactive_queue_wait_ms=None, stale_after_ms=600_000
+    )
+    fresh = capacity.reset(settings)
+    fresh.configure(settings, {"interactive": 4, "standard": 2, "batch": 2})
+    yield fresh
+    capacity.reset()
+
+
+async def _enqueue(services: Services, execution_class: Any, count: int) -> None:
+    document = load_definition_yaml(definition_yaml())
+    for n in range(count):
+        await start_workflow_run(
+            services.database,
+            host_id=HOST,
+            user_id="backlog",
+            input={"n": n},
+            keyring=services.keyring,
+            credential=None,
+            definition=document,
+            execution_class=execution_class,
+            timeout_ms=600_000,
+        )
+
+
+async def _row_counts(db: Database) -> dict[str, int]:
+    counts = {}
+    async with db.connection() as conn:
+        for table in WRITTEN_BY_ADMISSION:
+            cursor = await conn.execute(f"SELECT count(*) AS n FROM {table}")
+            row = await cursor.fetchone()
+            assert row is not None
+            counts[table] = int(row["n"])
+    return counts
+
+
+async def test_a_call_that_cannot_meet_its_deadline_is_refused_and_nothing_is_written(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+) -> None:
+    tool = await publish_tool(owner, syncWaitMs=1000)
+    await _enqueue(services, "interactive", BACKLOG)
+    estimator.record_service("interactive", SERVICE_S)
+    await sample_once(services.database)
+    before = await _row_counts(services.database)
+
+    body = refused(
+        await caller.call_tool("workflow_invoke", invoke_args(tool)),
+        "WORKFLOW_CAPACITY_EXHAUSTED",
+    )
+
+    assert body["error"]["retryable"] is True
+    # 2 s of queue (or what the oldest task has waited, if longer on a slow machine) + 0.2 s
+    # of service against a 1 s syncWaitMs: back when the excess has drained.
+    queue_ms = max(2000, estimator.load["interactive"].oldest_ready_ms)
+    assert body["error"]["retryAfterMs"] == min(5000, math.ceil(queue_ms + 200 - 1000))
+    assert "workflowInstanceId" not in body
+    assert await _row_counts(services.database) == before
+
+
+async def test_a_known_tool_that_cannot_meet_its_deadline_is_refused_with_one_lock_free_read(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tool = await publish_tool(owner, syncWaitMs=1000)
+    # One admission teaches this process the Tool's budget (no worker: it times out).
+    first = await caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "C-0"}))
+    first = refused(first, "WORKFLOW_TIMEOUT")
+    assert first["workflowInstanceId"]
+    await _enqueue(services, "interactive", BACKLOG)
+    estimator.record_service("interactive", SERVICE_S)
+    await sample_once(services.database)
+    before = await _row_counts(services.database)
+
+    async def no_reads(*_: Any) -> None:
+        raise AssertionError("admission read the Tool again for a call it had to refuse")
+
+    # The revision comes from this process's cache; the one round trip is the statement, which
+    # looks only for this call's own reservation (no lock, no write) before refusing it.
+    monkeypatch.setattr(invoke_module.store, "select_active_revision", no_reads)
+    body = refused(
+        await caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "C-1"})),
+        "WORKFLOW_CAPACITY_EXHAUSTED",
+    )
+
+    assert body["error"]["retryable"] is True and "workflowInstanceId" not in body
+    # The first call's run is queued too: 41 runs over 4 slots of 200 ms.
+    load = estimator.load["interactive"]
+    queue_ms = max(load.ready * SERVICE_S * 1000 / 4, load.oldest_ready_ms)
+    expected = min(5000, math.ceil(queue_ms + 200 - 1000))
+    assert body["error"]["retryAfterMs"] == pytest.approx(expected, abs=1)
+    # No run, task, reservation or credential for the refused call.
+    assert await _row_counts(services.database) == before
+
+    # Seed 000: an active key attaches before any capacity check, so the first call's retry
+    # re-attaches to its run although the class is shedding new runs.
+    again = await caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "C-0"}))
+    assert refused(again, "WORKFLOW_TIMEOUT")["workflowInstanceId"] == first["workflowInstanceId"]
+    assert await _row_counts(services.database) == before
+
+
+async def test_a_queue_wait_over_a_second_is_admitted_when_the_deadline_fits(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+) -> None:
+    # The default settings: no fixed interactive queue-wait objective, only the deadline.
+    estimator.settings = CapacitySettings(safety_factor=1.0, stale_after_ms=600_000)
+    tool = await publish_tool(owner, syncWaitMs=20000)
+    await _enqueue(services, "interactive", BACKLOG)
+    estimator.record_service("interactive", SERVICE_S)
+    await sample_once(services.database)
+    predicted = estimator.predict("interactive")
+    assert predicted is not None and predicted.queue_wait_ms >= 2000
+
+    call = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool)))
+
+    # Admitted behind 2 s of queue; then executors come and drain it, the call's run too.
+    async def admitted() -> bool:
+        return (await _row_counts(services.database))["workflow_process"] == BACKLOG + 1
+
+    await wait_until(admitted, what="the call's run admitted behind the queue")
+    async with running_executor(services):
+        result = ok(await asyncio.wait_for(call, 60))
+
+    assert result is not None
+
+
+async def test_the_queue_wait_objective_sheds_before_admission_writes_anything(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+) -> None:
+    tool = await publish_tool(owner, syncWaitMs=20000)
+    await _enqueue(services, "interactive", BACKLOG)
+    estimator.record_service("interactive", SERVICE_S)
+    await sample_once(services.database)
+    estimator.settings = CapacitySettings(
+        safety_factor=1.0, interactive_queue_wait_ms=500, stale_after_ms=600_000
+    )
+    before = await _row_counts(services.database)
+    body = refused(
+        await caller.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_CAPACITY_EXHAUSTED"
+    )
+    queue_ms = max(2000, estimator.load["interactive"].oldest_ready_ms)
+    assert body["error"]["retryAfterMs"] == min(5000, math.ceil(queue_ms - 500))
+    # Seed 000 admission order: the Tool is looked up (host-scoped) before any capacity
+    # check, so an unknown stableToolRef reads as unknown, whatever the load.
+    unknown = invoke_args(tool) | {"stableToolRef": "00000000-0000-4000-8000-000000000000"}
+    refused(await caller.call_tool("workflow_invoke", unknown), "WORKFLOW_NOT_FOUND")
+    assert await _row_counts(services.database) == before
+
+
+async def test_a_batch_backlog_does_not_make_interactive_calls_be_refused(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    services: Services,
+    estimator: capacity.CapacityEstimator,
+    workers: Executor,
+) -> None:
+    tool = await publish_tool(owner, syncWaitMs=20000)
+    await _enqueue(services, "batch", BACKLOG * 10)
+    estimator.record_service("batch", SERVICE_S)
+    await sample_once(services.database)
+    assert estimator.load["batch"].ready + estimator.load["batch"].running > 0
+    estimator.settings = CapacitySettings(
+        safety_factor=1.0, interactive_queue_wait_ms=500, stale_after_ms=600_000
+    )
+
+    result = ok(await caller.call_tool("workflow_invoke", invoke_args(tool)))
+
+    assert result is not None
+
+
+async def test_the_sampler_job_reads_the_queue_on_its_own_connection(
+    services: Services, estimator: capacity.CapacityEstimator
+) -> None:
+    await _enqueue(services, "interactive", 3)
+    job = capacity_job(services)
+    assert capacity.ESTIMATOR.slots["interactive"] == services.settings.execution.interactive_slots
+    fresh = capacity.ESTIMATOR
+    job.start()
+    try:
+        async with asyncio.timeout(30):
+            while "interactive" not in fresh.load:
+                await asyncio.sleep(0.02)
+    finally:
+        await job.stop()
+    assert fresh.load["interactive"].ready == 3
+    assert fresh.load["interactive"].oldest_ready_ms >= 0
