@@ -48,6 +48,7 @@ from collections.abc import Callable
 
 from runtime.scheduler import capacity
 from runtime.scheduler.capacity import CapacitySettings
+from runtime.telemetry import metrics
 
 # Passes through the door are counted per bucket over this window: the door's rate.
 _WINDOW_S = 1.0
@@ -173,10 +174,12 @@ class FrontDoor:
         if self.inside < self.limit and not self._waiting:
             self.inside += 1
             self._passes.add(self.clock())
+            metrics.record_door(self.inside, len(self._waiting))
             return Pass(self)
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (self.clock() if arrived_at is None else arrived_at, turn)
         self._waiting.append(entry)
+        metrics.record_door(self.inside, len(self._waiting))
         try:
             await turn
         except asyncio.CancelledError:
@@ -185,6 +188,7 @@ class FrontDoor:
                 self._leave()
             else:
                 self._waiting.remove(entry)
+                metrics.record_door(self.inside, len(self._waiting))
             raise
         return Pass(self)
 
@@ -197,8 +201,10 @@ class FrontDoor:
                 # The place goes straight to the next caller: inside stays the same.
                 turn.set_result(None)
                 self._passes.add(self.clock())
+                metrics.record_door(self.inside, len(self._waiting))
                 return
         self.inside = max(0, self.inside - 1)
+        metrics.record_door(self.inside, 0)
 
 
 # One door per process, in front of this process's admissions.

@@ -83,6 +83,18 @@ SLOTS_AVAILABLE = Gauge(
     multiprocess_mode="livesum",
     registry=REGISTRY,
 )
+DOOR_WAITING = Gauge(
+    "workflow_door_waiting",
+    "workflow_invoke calls waiting at the front door (summed over live processes)",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
+DOOR_INSIDE = Gauge(
+    "workflow_door_inside",
+    "workflow_invoke calls past the front door whose run has not started yet",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
 LEASE_RECLAIMS = Counter(
     "workflow_lease_reclaims",
     "Expired task leases the reaper handed back to the queue",
@@ -180,6 +192,12 @@ def record_slots(settings: SlotSettings, running_classes: Iterable[str]) -> None
         if _slots_reported.get(name) != value:
             labelled(SLOTS_AVAILABLE, name).set(value)
             _slots_reported[name] = value
+
+
+def record_door(inside: int, waiting: int) -> None:
+    """The front door's occupancy after a call entered, waited or left."""
+    DOOR_INSIDE.set(inside)
+    DOOR_WAITING.set(waiting)
 
 
 def record_reclaims(count: int) -> None:

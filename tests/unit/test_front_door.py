@@ -12,6 +12,7 @@ import pytest
 
 from runtime.scheduler import capacity, door
 from runtime.scheduler.capacity import CapacitySettings
+from runtime.telemetry import metrics
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 
@@ -198,3 +199,23 @@ async def test_closing_the_door_answers_the_calls_waiting_and_every_new_one(
     for place in held:
         place.leave()
     assert front.inside == 0
+
+
+async def test_the_doors_gauges_follow_its_calls(front: door.FrontDoor) -> None:
+    def gauges() -> tuple[float | None, float | None]:
+        registry = metrics.REGISTRY
+        return (
+            registry.get_sample_value("workflow_door_inside"),
+            registry.get_sample_value("workflow_door_waiting"),
+        )
+
+    held = [await front.enter(), await front.enter()]
+    waiter = asyncio.create_task(front.enter())
+    await _settle()
+    assert gauges() == (2.0, 1.0)
+    held[0].leave()
+    place = await waiter
+    assert gauges() == (2.0, 0.0)
+    for last in (held[1], place):
+        last.leave()
+    assert gauges() == (0.0, 0.0)
