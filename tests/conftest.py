@@ -51,6 +51,7 @@ from runtime.settings import Settings
 from runtime.store import Database, EmbeddedPostgres, migrate
 from runtime.store.admin import create_database, drop_database, with_database
 from runtime.store.migrations import DEFAULT_DIRECTORY
+from tests.support import hang_report
 from tests.support.binding_builders import (
     OWNER,
     publish_version,
@@ -72,6 +73,20 @@ def pytest_configure(config: pytest.Config) -> None:
     chars = config.option.reportchars
     if not any(flag in chars for flag in "saA"):
         config.option.reportchars = chars + "s"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Report the pending asyncio tasks 10 s before pytest-timeout would fail the test."""
+    marker = item.get_closest_marker("timeout")
+    configured = marker.args[0] if marker and marker.args else item.config.getini("timeout")
+    timeout = float(configured or 0)
+    timer = hang_report.arm(item.nodeid, max(1.0, timeout - 10)) if timeout > 0 else None
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 @dataclass
