@@ -84,6 +84,7 @@ class Bench:
     idle: dict[str, float] = field(default_factory=dict)
     phases: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    only: set[str] = field(default_factory=set)
 
     def read(self, pids: dict[str, int]) -> dict[str, float]:
         """CPU seconds of pids, PostgreSQL and the driver, and the clock."""
@@ -250,10 +251,13 @@ async def bench_main(
     print(f"idle CPU s/s: {bench.idle}", flush=True)
     for layout, targets in layouts.items():
         for target, pids in targets:
+            if bench.only and f"{layout}/{target.name}" not in bench.only:
+                continue
             print(f"\n### {layout} / {target.name} ({len(target.callers)} callers)", flush=True)
             await run_target(bench, layout, Measured(target, pids), layout == "one-tool")
     direct, gateway = (target for target, _ in layouts["one-tool"][:2])
-    await gateway_interleaved(bench, direct, gateway)
+    if not bench.only or {"one-tool/ours-direct", "one-tool/ours-gateway"} <= bench.only:
+        await gateway_interleaved(bench, direct, gateway)
 
 
 async def gateway_interleaved(bench: Bench, direct: Target, gateway: Target) -> None:
@@ -287,7 +291,25 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--seconds", type=float, default=None, help="seconds per loop phase")
     parser.add_argument("--peer-python", type=Path, default=DEFAULT_PEER_PYTHON)
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="LAYOUT/SERVER",
+        help="run only these targets, e.g. one-tool/ours-direct (repeatable; experiments)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="SECTION.KEY=JSON",
+        help="a setting of our service, e.g. capacity.door_concurrency=16 (repeatable)",
+    )  # fmt: skip
     return parser.parse_args(argv)
+
+
+def _settings(assignments: list[str]) -> dict[str, dict[str, Any]]:
+    """--set SECTION.KEY=JSON as the service's extra configuration."""
+    extra: dict[str, dict[str, Any]] = {}
+    for assignment in assignments:
+        dotted, _, value = assignment.partition("=")
+        section, _, key = dotted.partition(".")
+        extra.setdefault(section, {})[key] = json.loads(value)
+    return extra
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -308,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = report.machine()
     with ExitStack() as stack:
         url, postmaster = stack.enter_context(database(fast=False))
-        service = stack.enter_context(running_service(url, postmaster, {}))
+        service = stack.enter_context(running_service(url, postmaster, _settings(args.set)))
         tools = asyncio.run(publish(service, host_id, names))
         gateway = stack.enter_context(running_gateway(service, host_id, tools))
         peer = stack.enter_context(running_peer(args.peer_python, url, TOOLS, POOL_SIZE))
@@ -317,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             {"server": service.server.pid, "gateway": gateway.pid, "dbos": peer.pid},
             profile,
             deadline=time.monotonic() + profile.budget_s - (time.perf_counter() - began),
+            only=set(args.only),
         )
         print(f"published {len(tools)} decide Tools on host {host_id}; servers up", flush=True)
         asyncio.run(bench_main(bench, service, host_id, tools, gateway, peer))
