@@ -11,6 +11,7 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+from runtime.cancellation import reraise_if_cancelled
 from runtime.scheduler import capacity
 from runtime.scheduler.capacity import ClassLoad
 from runtime.scheduler.store.sql import QUERIES
@@ -82,6 +83,7 @@ class CapacitySampler:
                     await sample_once(db)
                     healthy = True
                 except Exception as exc:
+                    reraise_if_cancelled(exc)
                     # Once per outage, type only: admission stops shedding on stale samples.
                     if healthy:
                         log.warning("capacity sampling failed: %s", type(exc).__name__)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime import telemetry
+from runtime.cancellation import reraise_if_cancelled
 from runtime.errors import WorkflowError
 from runtime.scheduler import capacity, door, faults, maintenance, service, wakeup
 from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
@@ -188,8 +189,7 @@ class Executor:
             await _finish_or_cancel(jobs, grace, "a running task")
         if self._monitor_task is not None:
             self._monitor_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._monitor_task
+            await _finish_or_cancel([self._monitor_task], grace, "the lease monitor")
         if self._listener is not None:
             await self._listener.close()
 
@@ -324,6 +324,7 @@ class Executor:
                 )
             return claimed
         except Exception as exc:
+            reraise_if_cancelled(exc)
             _log_incident("claim failed; retrying after the poll interval", exc)
             return []
 
@@ -460,6 +461,7 @@ class Executor:
             try:
                 await action()
             except Exception as exc:
+                reraise_if_cancelled(exc)
                 _log_incident("side task step failed; retrying next interval", exc)
 
     async def _renew_leases(self) -> None:

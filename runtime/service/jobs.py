@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runtime.cancellation import reraise_if_cancelled
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
@@ -68,6 +69,7 @@ class PeriodicJob:
             try:
                 await self.work()
             except Exception as exc:
+                reraise_if_cancelled(exc)
                 # Only the type: messages can carry SQL. The next interval retries.
                 log.warning("job %s failed: %s", self.name, type(exc).__name__)
             await asyncio.sleep(self.interval_s)

@@ -30,7 +30,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.execution",),
     ("runtime.publication", "runtime.scheduler"),
     ("runtime.engine", "runtime.store", "runtime.security", "runtime.telemetry"),
-    ("runtime.canonical", "runtime.binding_reach", "runtime.addresses", "runtime.errors"),
+    (
+        "runtime.canonical",
+        "runtime.binding_reach",
+        "runtime.addresses",
+        "runtime.errors",
+        "runtime.cancellation",
+    ),
 )
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 

@@ -19,6 +19,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from runtime.cancellation import reraise_if_cancelled
+
 log = logging.getLogger(__name__)
 
 TASK_READY_CHANNEL = "workflow_task_ready"
@@ -49,6 +51,8 @@ _KEEPALIVE = {
     "keepalives_interval": 5,
     "keepalives_count": 3,
 }
+# How long close() waits for the cancelled pump before closing the connection under it.
+_CLOSE_WAIT_S = 5.0
 Callback = Callable[[dict[str, Any] | None], None]
 
 
@@ -87,8 +91,8 @@ class NotificationListener:
         self._closing = True
         if self._pump is not None:
             self._pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._pump
+            # Bounded: a pump that somehow ignores its cancellation must not hold a shutdown.
+            await asyncio.wait([self._pump], timeout=_CLOSE_WAIT_S)
             self._pump = None
         if self._conn is not None:
             await self._conn.close()
@@ -106,6 +110,7 @@ class NotificationListener:
             try:
                 await self._drain()
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                reraise_if_cancelled(exc)
                 if self._closing:
                     return  # our own shutdown closed it
                 log.warning("notification listener lost its connection: %s", type(exc).__name__)
@@ -126,7 +131,8 @@ class NotificationListener:
         while self._conn is None:
             try:
                 self._conn = await self._connect()
-            except psycopg.Error:
+            except psycopg.Error as exc:
+                reraise_if_cancelled(exc)
                 await asyncio.sleep(random.uniform(0, delay))
                 delay = min(self._max_backoff_s, delay * 2)
         self.reconnects += 1
