@@ -50,6 +50,14 @@ class StopRequested(Exception):
     """The owner of the task asked it to stop (cancelled, lease lost, shutting down)."""
 
 
+class LeaveTheLoop(StopRequested):
+    """An attempt tried on the serving loop outgrew it: it is run again, from its start, off it.
+
+    Raised at the step past the loop's allowance, or before the attempt's first effect (an
+    effect must not be sent twice, and only an attempt that sent none may start over).
+    """
+
+
 # A task off the serving loop hands the GIL over this often (in steps, about a millisecond of
 # interpreter work): the loop then waits for the GIL that long at most, instead of the
 # interpreter's 5 ms switch interval on every wake-up.
@@ -75,6 +83,9 @@ class StepMeter:
         self.bytes_built = 0
         # Set by the engine pool: this attempt runs off the serving loop and yields the GIL.
         self.yields_gil = False
+        # Set by the engine pool while the attempt is tried on the serving loop: the steps it
+        # may take there (None: it is not on the serving loop).
+        self.on_loop_steps: int | None = None
         self._next_yield = YIELD_EVERY_STEPS
         # Set from another thread; read at every step (an Event read is cheap and atomic).
         self._stop = threading.Event()
@@ -100,9 +111,17 @@ class StepMeter:
             raise StepBudgetExhausted(self.limit)
         if self._stop.is_set():
             raise StopRequested()
+        if self.on_loop_steps is not None and self.steps > self.on_loop_steps:
+            raise LeaveTheLoop()
         if self.yields_gil and self.steps >= self._next_yield:
             self._next_yield = self.steps + YIELD_EVERY_STEPS
             time.sleep(0)  # releases the GIL: a waiting serving loop takes it now
+
+    def restart(self) -> None:
+        """Count from zero again: the attempt starts over (off the serving loop)."""
+        self.steps = 0
+        self.bytes_built = 0
+        self._next_yield = YIELD_EVERY_STEPS
 
     @property
     def stop_event(self) -> threading.Event:

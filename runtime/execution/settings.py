@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from runtime.engine.run.engine_threads import ON_LOOP_STEPS
 from runtime.scheduler.models import SchedulerSettings
 
 
@@ -30,12 +31,18 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # input always stops at the same step, WORKFLOW_BUDGET_EXHAUSTED on the first attempt.
     # 50,000 steps are roughly one to two seconds of interpreter CPU on a small machine.
     task_step_budget: int = 50_000
+    # Steps a task attempt may take on the serving loop before it starts over on an engine
+    # thread (runtime.engine.run.engine_threads says why); an attempt reaching an effect
+    # moves at once. 0: every attempt runs on an engine thread.
+    on_loop_steps: int = ON_LOOP_STEPS
 
     def __post_init__(self) -> None:
         if self.max_response_bytes <= 0 or self.max_redirects < 0:
             raise ValueError("max_response_bytes must be positive and max_redirects >= 0")
         if self.task_step_budget <= 0:
             raise ValueError("task_step_budget must be positive")
+        if self.on_loop_steps < 0:
+            raise ValueError("on_loop_steps must not be negative")
 
     def __repr__(self) -> str:
         # The app token is a secret: never show it.

@@ -141,6 +141,9 @@ class WorkflowRuntime:
     _specs: dict[tuple[str, str], store.RunSpec] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.engine.on_loop_steps = self.settings.on_loop_steps
+
     @classmethod
     def verifying(
         cls,

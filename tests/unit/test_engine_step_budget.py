@@ -105,8 +105,11 @@ async def test_effects_of_an_off_loop_run_execute_on_the_serving_loop_thread() -
     finally:
         engine.close()
     assert outcome.status == "completed"
+    # Tried on the serving loop first, it started over on a thread before its effect: the
+    # effect was sent once, from the serving loop.
     assert port.threads == [threading.get_ident()]
-    assert interpreted_on and interpreted_on[0] != threading.get_ident()
+    assert interpreted_on[0] == threading.get_ident()
+    assert len(interpreted_on) == 2 and interpreted_on[1] != threading.get_ident()
 
 
 async def test_the_serving_loop_runs_while_an_off_loop_run_computes_and_cancel_stops_it() -> None:
@@ -133,3 +136,45 @@ async def test_the_serving_loop_runs_while_an_off_loop_run_computes_and_cancel_s
         assert meter.steps == stopped_at  # the thread let go before the cancel returned
     finally:
         engine.close()
+
+
+async def test_a_small_attempt_runs_on_the_serving_loop_and_never_starts_a_thread() -> None:
+    engine = EngineThreads(1)
+    interpreted_on: list[int] = []
+
+    async def work() -> Any:
+        interpreted_on.append(threading.get_ident())
+        return await run_workflow(nested_loops(1), {"items": [1, 2]}, StubPort(), UNBOUNDED)
+
+    try:
+        outcome = await engine.run(work, StepMeter())
+    finally:
+        engine.close()
+    assert outcome.status == "completed"
+    assert interpreted_on == [threading.get_ident()]
+    assert engine._pool is None
+
+
+async def run_counted(engine: EngineThreads, definition: Any, data: Any, limit: int | None) -> Any:
+    meter = StepMeter(limit)
+    try:
+        outcome: Any = await engine.run(
+            lambda: run_workflow(definition, data, StubPort(), UNBOUNDED), meter
+        )
+    except StepBudgetExhausted:
+        outcome = "exhausted"
+    finally:
+        engine.close()
+    return outcome if isinstance(outcome, str) else outcome.output, meter.steps
+
+
+@pytest.mark.parametrize("limit", [None, 700])
+async def test_an_attempt_that_outgrows_the_loop_starts_over_and_counts_as_if_off_loop(
+    limit: int | None,
+) -> None:
+    definition, data = nested_loops(), {"items": list(range(8))}
+    off_loop = await run_counted(EngineThreads(1, on_loop_steps=0), definition, data, limit)
+    moved = await run_counted(EngineThreads(1, on_loop_steps=50), definition, data, limit)
+    # Same output (or the same exhaustion) at the same step: starting over changed nothing.
+    assert moved == off_loop
+    assert off_loop[1] > 50
