@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import base64
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runtime.canonical import load_definition_yaml
 from runtime.engine import DefinitionError, parse_definition
-from runtime.engine.model import CredentialPolicy, HttpCallSpec
+from runtime.engine.model import CredentialPolicy, HttpCallSpec, walk_tasks
 from runtime.engine.run import HttpRequest
 from runtime.execution.outbound_auth import with_credential
 from runtime.security import SecretToken
@@ -177,3 +180,17 @@ async def test_the_policy_header_joins_only_the_request_as_sent() -> None:
     run = await with_credential(request(CredentialPolicy("p", "runCredential")), token, secret)
     assert run.headers["authorization"] == "Bearer user.jwt"
     assert opened == ["partnerKey", "partnerKey", "user"]
+
+
+def test_the_publishing_guide_example_parses_to_an_api_key_policy() -> None:
+    doc = Path(__file__).parents[2] / "docs" / "PUBLISHING.md"
+    fence = re.compile(r"^```yaml file=secret-call\.yaml\n(?P<body>.*?)^```$", re.M | re.S)
+    match = fence.search(doc.read_text("utf-8"))
+    assert match is not None
+    definition = parse_definition(load_definition_yaml(match["body"].encode()))
+    [task] = walk_tasks(definition.tasks)
+    assert isinstance(task.spec, HttpCallSpec)
+    assert task.spec.credential == CredentialPolicy(
+        "partnerApi", "apiKey", secret="partnerKey", header="x-api-key"
+    )
+    assert definition.secrets == ("partnerKey",)
