@@ -4,7 +4,9 @@ Relayed tools take their role lists from the `security.tool_roles` section Workf
 uses (seed 000 "Operator setup": save and grants_sync for admin, host-admin, workflow-admin;
 definition publish/retire also genai-admin; binding publish/retire admin, host-admin,
 genai-admin; binding get/list/decide/revoke all four; the lifecycle tools admin, host-admin,
-workflow-admin). workflow_invoke is internal to the Gateway: never listed, never relayed.
+workflow-admin). workflow_invoke is internal to the Gateway: never listed, never relayed; a
+tool the contract marks `gatewayPublication: false` (the host secret tools: a secret value has
+no business passing through a router) is not relayed either.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class RelayAcl:
             roles = security.roles_for(name)
             if is_internal(name) or roles is None:
                 continue  # a tool with no role list is never relayed (fails closed)
+            if not route.gateway_publication:
+                continue  # the contract keeps it off the Gateway (the host secret tools)
             self._roles[name] = roles
             # The contract's own Tool object, exactly as Workflow lists it.
             self._described[name] = describe_tool(route)

@@ -26,6 +26,9 @@ from handlers import (
     workflow_get_result,
     workflow_get_status,
     workflow_invoke,
+    workflow_secret_delete,
+    workflow_secret_list,
+    workflow_secret_put,
     workflow_start,
     workflow_wait_result,
 )
@@ -51,4 +54,7 @@ HANDLERS: Final[Mapping[ToolName, ToolHandler]] = {
     "workflow_get_status": ToolHandler(workflow_get_status.handle),
     "workflow_get_result": ToolHandler(workflow_get_result.handle),
     "workflow_cancel": ToolHandler(workflow_cancel.handle),
+    "workflow_secret_put": ToolHandler(workflow_secret_put.handle),
+    "workflow_secret_list": ToolHandler(workflow_secret_list.handle),
+    "workflow_secret_delete": ToolHandler(workflow_secret_delete.handle),
 }

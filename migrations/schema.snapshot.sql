@@ -1063,6 +1063,25 @@ CREATE VIEW public.workflow_run_state AS
     workflow_process.finished_ts
    FROM public.workflow_process;
 
+CREATE TABLE public.workflow_secret_t (
+    host_id uuid NOT NULL,
+    name character varying(63) NOT NULL,
+    version bigint NOT NULL,
+    key_id text,
+    nonce bytea,
+    ciphertext bytea,
+    created_by character varying(126) NOT NULL,
+    updated_by character varying(126) NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    deleted_ts timestamp with time zone,
+    CONSTRAINT workflow_secret_ciphertext_check CHECK (((ciphertext IS NULL) OR ((octet_length(ciphertext) >= 17) AND (octet_length(ciphertext) <= 4112)))),
+    CONSTRAINT workflow_secret_name_check CHECK (((name)::text ~ '^[A-Za-z][A-Za-z0-9_]{0,62}$'::text)),
+    CONSTRAINT workflow_secret_nonce_check CHECK (((nonce IS NULL) OR (octet_length(nonce) = 12))),
+    CONSTRAINT workflow_secret_sealed_check CHECK ((((deleted_ts IS NULL) AND (key_id IS NOT NULL) AND (nonce IS NOT NULL) AND (ciphertext IS NOT NULL)) OR ((deleted_ts IS NOT NULL) AND (key_id IS NULL) AND (nonce IS NULL) AND (ciphertext IS NULL)))),
+    CONSTRAINT workflow_secret_version_check CHECK ((version >= 1))
+);
+
 CREATE TABLE public.workflow_step (
     host_id uuid NOT NULL,
     process_id uuid NOT NULL,
@@ -1287,6 +1306,9 @@ ALTER TABLE ONLY public.workflow_run_credential
 ALTER TABLE ONLY public.workflow_run_spec
     ADD CONSTRAINT workflow_run_spec_pk PRIMARY KEY (host_id, process_id);
 
+ALTER TABLE ONLY public.workflow_secret_t
+    ADD CONSTRAINT workflow_secret_pk PRIMARY KEY (host_id, name);
+
 ALTER TABLE ONLY public.workflow_step
     ADD CONSTRAINT workflow_step_pk PRIMARY KEY (host_id, process_id, step_no);
 
@@ -1319,6 +1341,8 @@ ALTER TABLE ONLY public.workflow_tool_publication_t
 
 ALTER TABLE ONLY public.workflow_tool_start_count_t
     ADD CONSTRAINT workflow_tool_start_count_pk PRIMARY KEY (host_id, tool_id, per_user, end_user_subject, second, shard);
+
+CREATE INDEX wf_definition_version_secrets_idx ON public.wf_definition_version_t USING gin ((((document -> 'use'::text) -> 'secrets'::text))) WHERE (status = 'active'::text);
 
 CREATE INDEX workflow_action_authority_process_idx ON public.workflow_action_authority_t USING btree (host_id, process_id);
 

@@ -8,11 +8,11 @@ from typing import Any
 from codegen.catalog import ToolSpec
 from codegen.checks.names import (
     DIGEST_PATTERN,
+    HOST_ASSERTING_TOOLS,
     IDENTITY_EXCEPTIONS,
     IDENTITY_SPELLINGS,
     NOT_UUIDS,
     OPERATION_TOOLS,
-    PUBLICATION_TOOLS,
     UUID_EXAMPLE,
     is_identity_name,
 )
@@ -100,7 +100,7 @@ def _check_required_uuid(report: Report, tool: ToolSpec, field: str) -> None:
 def check_tool_rules(report: Report, tool: ToolSpec) -> None:
     """hostId and operationId on publication tools; invoke and start specifics."""
     entry, properties = tool.entry, tool.input_schema.get("properties", {})
-    if tool.name in PUBLICATION_TOOLS:
+    if tool.name in HOST_ASSERTING_TOOLS:
         _check_required_uuid(report, tool, "hostId")
         if entry.get("identitySource") != "publisherAssertion":
             report.fail(CHECK, f"{tool.name}: identitySource must be publisherAssertion")

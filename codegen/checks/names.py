@@ -16,6 +16,12 @@ PUBLICATION_TOOLS = (
     "workflow_binding_decide",
     "workflow_binding_revoke",
 )
+# The host secret store (issue 24): publication-shaped tools (hostId, publisher bearer).
+SECRET_TOOLS = (
+    "workflow_secret_put",
+    "workflow_secret_list",
+    "workflow_secret_delete",
+)
 OPERATION_TOOLS = (
     "workflow_definition_publish",
     "workflow_definition_retire",
@@ -23,6 +29,8 @@ OPERATION_TOOLS = (
     "workflow_binding_retire",
     "workflow_binding_decide",
     "workflow_binding_revoke",
+    "workflow_secret_put",
+    "workflow_secret_delete",
 )
 RUNTIME_TOOLS = (
     "workflow_invoke",
@@ -32,11 +40,13 @@ RUNTIME_TOOLS = (
     "workflow_wait_result",
     "workflow_cancel",
 )
-ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS
+ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS
+# Tools that carry hostId and the publisher's bearer.
+HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS
 
 # The only identity-looking input paths the contract allows, per tool.
 IDENTITY_EXCEPTIONS: dict[str, frozenset[str]] = {
-    name: frozenset({"/hostId"}) for name in PUBLICATION_TOOLS
+    name: frozenset({"/hostId"}) for name in HOST_ASSERTING_TOOLS
 }
 IDENTITY_EXCEPTIONS["workflow_definition_save"] = frozenset({"/hostId", "/owner"})
 IDENTITY_EXCEPTIONS["workflow_definition_publish"] = frozenset({"/hostId", "/owner"})

@@ -130,6 +130,31 @@ class WaitSpec:
     duration_ms: int
 
 
+CredentialScheme = Literal["runCredential", "bearer", "basic", "apiKey"]
+
+
+@dataclass(frozen=True)
+class CredentialPolicy:
+    """A `use.authentications` policy as the runtime applies it: secrets by name, never values.
+
+    runCredential: `Authorization: Bearer <the run's user token>`; bearer: the secret as a
+    bearer token; basic: username (literal or secret) and password secret; apiKey: the secret
+    as the value of `header`. Values are opened at dispatch and never enter the run's state.
+    """
+
+    name: str
+    scheme: CredentialScheme
+    secret: str | None = None
+    username: str | None = None
+    username_secret: str | None = None
+    header: str = "authorization"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The host secret names the policy reads."""
+        return tuple(name for name in (self.username_secret, self.secret) if name is not None)
+
+
 @dataclass(frozen=True)
 class HttpCallSpec:
     """`call: http` with a literal or path-only-template endpoint."""
@@ -142,6 +167,8 @@ class HttpCallSpec:
     output: Literal["content", "response", "raw"]
     redirect: bool
     authentication: str | None
+    # The policy `authentication` names, resolved at parse time (None without one).
+    credential: CredentialPolicy | None = None
 
     @property
     def is_write(self) -> bool:
@@ -158,6 +185,9 @@ class McpCallSpec:
     endpoint: str
     protocol_version: str
     client: Any
+    # `transport.http.endpoint.authentication`: a policy adding its header to the Gateway call.
+    authentication: str | None = None
+    credential: CredentialPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -311,6 +341,8 @@ class WorkflowDefinition:
     schedule: Any
     normalized: Any
     warnings: tuple[str, ...]
+    # use.secrets: the host secrets the definition's authentication policies may read.
+    secrets: tuple[str, ...] = ()
 
     def normalized_document(self) -> Any:
         """The normalized definition as plain JSON (shorthands and bare leaves rewritten)."""

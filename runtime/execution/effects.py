@@ -24,7 +24,7 @@ from runtime.engine.run import HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
 from runtime.execution.outbound import encode_body, send_http, send_mcp
-from runtime.execution.outbound_auth import with_credential
+from runtime.execution.outbound_auth import SecretSource, policy_header, with_credential
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import HttpPolicy
 from runtime.publication.pinned import LiveGrant
@@ -63,6 +63,8 @@ class CallContext:
     reach: Reach | None
     token: TokenSource
     prior_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Host secrets by name, opened at dispatch (None: a run that reads none).
+    secret: SecretSource | None = None
 
 
 class DurableEffects:
@@ -151,7 +153,7 @@ class DurableEffects:
         step_no = self._next_write_step() if request.write else None
         if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return _response_from_record(recorded)
-        request = await with_credential(request, self._ctx.token)
+        request = await with_credential(request, self._ctx.token, self._ctx.secret)
         body_bytes = len(encode_body(request.body) or b"")
         reservation = await self._ctx.lease.reserve(
             attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
@@ -192,6 +194,7 @@ class DurableEffects:
         if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return dict(recorded)
         token = await self._ctx.token()
+        extra = await self._policy_headers(request)
         body_bytes = len(encode_body(request.arguments) or b"")
         reservation = await self._ctx.lease.reserve(
             attempts=1, nested_calls=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
@@ -204,7 +207,7 @@ class DurableEffects:
                 self._ctx.client,
                 gateway,
                 request,
-                self._headers(token, action_id),
+                extra | self._headers(token, action_id),
                 timeout_s=self._timeout(remaining, request.write),
                 connect_timeout_s=self._ctx.settings.connect_timeout_s,
                 max_bytes=self._ctx.settings.max_response_bytes,
@@ -221,6 +224,14 @@ class DurableEffects:
                 request_bytes=body_bytes,
                 cost_units=DISPATCH_COST_UNITS,
             )
+
+    async def _policy_headers(self, request: McpRequest) -> dict[str, str]:
+        # An apiKey policy adds its header beside the Gateway call's own (which win on a clash).
+        policy = request.credential
+        if policy is None or policy.scheme != "apiKey" or self._ctx.secret is None:
+            return {}
+        name, value = await policy_header(policy, self._ctx.token, self._ctx.secret)
+        return {name: value}
 
     def _dependency(self, tool: str) -> Dependency | None:
         if self._ctx.reach is None:

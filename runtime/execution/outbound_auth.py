@@ -1,29 +1,65 @@
-"""Credentials on outbound HTTP: a task's `authentication` becomes the selected run token."""
+"""Credentials on outbound calls: a task's authentication policy applied as the call leaves.
+
+The engine builds requests from the definition and the run's data only; the credential joins
+here, on the way out, so it never enters the run's state, its results, errors or logs: the
+run token from the run credential selector, or host secrets opened at dispatch (issue 24).
+"""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from collections.abc import Awaitable, Callable
 
-from runtime.engine.run import HttpRequest
+from runtime.engine.model import CredentialPolicy
+from runtime.engine.run import EffectFailure, HttpRequest
 from runtime.security import SecretToken
 
 TokenSource = Callable[[], Awaitable[SecretToken]]
+# The current value of a host secret by name; EffectFailure when missing or unopenable.
+SecretSource = Callable[[str], Awaitable[SecretToken]]
 
 
-async def with_credential(request: HttpRequest, token: TokenSource) -> HttpRequest:
-    """The request as sent: with `Authorization: Bearer <run token>` when the task asks for it.
+async def policy_header(
+    policy: CredentialPolicy, token: TokenSource, secret: SecretSource
+) -> tuple[str, str]:
+    """(header name in lower case, value) a policy sends."""
+    if policy.scheme == "runCredential":
+        return "authorization", f"Bearer {(await token()).reveal()}"
+    assert policy.secret is not None  # every secret scheme names one (parse_authentications)
+    value = (await secret(policy.secret)).reveal()
+    if policy.scheme == "bearer":
+        return "authorization", f"Bearer {value}"
+    if policy.scheme == "basic":
+        username = policy.username
+        if policy.username_secret is not None:
+            username = (await secret(policy.username_secret)).reveal()
+        pair = f"{username}:{value}".encode()
+        return "authorization", f"Basic {base64.b64encode(pair).decode('ascii')}"
+    return policy.header, value
 
-    The token comes from the run credential selector (seed 000 "Run credential selection"), the
-    same one MCP calls use, so an expired or unverifiable token stops the call before anything
-    leaves. Any Authorization header the definition built itself is dropped: a task that names
-    a runtime-managed policy never chooses its own credential.
+
+async def with_credential(
+    request: HttpRequest, token: TokenSource, secret: SecretSource | None = None
+) -> HttpRequest:
+    """The request as sent: with the header its authentication policy sends, if any.
+
+    The run token comes from the run credential selector (seed 000 "Run credential
+    selection"), the same one MCP calls use, so an expired or unverifiable token stops the call
+    before anything leaves; a secret is read and opened now, so the next call after a rotation
+    sends the new value. A header of the same name the task built itself is dropped: a task
+    that names a policy never chooses its own credential.
     """
     if request.authentication is None:
         return request
-    selected = await token()
-    headers = {
-        name: value for name, value in request.headers.items() if name.lower() != "authorization"
-    }
-    headers["authorization"] = f"Bearer {selected.reveal()}"
+    policy = request.credential or CredentialPolicy(request.authentication, "runCredential")
+    if secret is None:
+        secret = _no_secrets
+    name, value = await policy_header(policy, token, secret)
+    headers = {key: item for key, item in request.headers.items() if key.lower() != name}
+    headers[name] = value
     return dataclasses.replace(request, headers=headers)
+
+
+async def _no_secrets(name: str) -> SecretToken:
+    raise EffectFailure("authorization", f"secret {name} is not available here", 403)

@@ -70,11 +70,18 @@ from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
 from runtime.execution.transport import outbound_client
+from runtime.publication.pinned import host_secret
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import BudgetAmounts, ClaimedTask, NewTask, TaskOutcome
-from runtime.security import Keyring, RunCredentialSettings, SecretToken, SecuritySettings
+from runtime.security import (
+    Keyring,
+    KeyringError,
+    RunCredentialSettings,
+    SecretToken,
+    SecuritySettings,
+)
 from runtime.store import Database
 
 WORKFLOW_TASK_KIND = "workflow"
@@ -337,6 +344,9 @@ class WorkflowRuntime:
         async def token() -> SecretToken:
             return await self._run_token(db, task, exchangeable)
 
+        async def secret(name: str) -> SecretToken:
+            return await self._host_secret(db, task.host_id, name)
+
         return CallContext(
             db=db,
             task=task,
@@ -349,7 +359,22 @@ class WorkflowRuntime:
             reach=loaded.reach,
             token=token,
             prior_calls=prior,
+            secret=secret,
         )
+
+    async def _host_secret(self, db: Database, host_id: str, name: str) -> SecretToken:
+        # Read at every dispatch, never cached: the next call after a rotation sends the new
+        # value, and a deleted secret stops it. Errors name the secret, never its value.
+        async with db.transaction(read_only=True) as conn:
+            try:
+                value = await host_secret(conn, self.keyring, host_id, name)
+            except KeyringError:
+                raise EffectFailure(
+                    "authentication", f"secret {name} cannot be opened with the keyring", 401
+                ) from None
+        if value is None:
+            raise EffectFailure("authorization", f"the host holds no secret named {name}", 403)
+        return value
 
     async def _run_token(self, db: Database, task: ClaimedTask, exchangeable: bool) -> SecretToken:
         async with db.transaction(read_only=True) as conn:

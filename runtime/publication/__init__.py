@@ -30,15 +30,19 @@ from runtime.publication.receipt_ledger import (
     run_operation,
     sweep_operation_receipts,
 )
+from runtime.publication.secrets import delete_secret, list_secrets, put_secret
 
 __all__ = [
     "RECEIPT_RETENTION",
     "BindingRuleViolation",
     "DestinationPolicy",
     "check_destination",
+    "delete_secret",
     "grants_digest",
+    "list_secrets",
     "policy_from_settings",
     "publish_definition",
+    "put_secret",
     "read_definition_grants",
     "read_definition_head",
     "read_definition_version",

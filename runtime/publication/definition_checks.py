@@ -24,6 +24,7 @@ from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition,
 from runtime.engine.check import definition_warnings
 from runtime.engine.model import thaw
 from runtime.engine.parse import expression_sites
+from runtime.engine.parse.credentials import credential_header_problems
 from runtime.errors import input_invalid
 from runtime.publication.store.definition_rows import ExpressionDigest
 
@@ -59,6 +60,18 @@ def load_definition(text: str) -> dict[str, Any]:
             f"definition is not accepted: {error.message}",
             details={"discriminator": error.discriminator},
         ) from error
+
+
+def refuse_written_credentials(document: Mapping[str, Any]) -> None:
+    """Refuse a draft whose calls write credential headers themselves (issue 24 item 3).
+
+    A saved head is not checked against the profile (drafts may be incomplete), but a literal
+    credential must not be stored even there: it would live in the head and its digests.
+    """
+    problems = credential_header_problems(document.get("do"))
+    if problems:
+        error = DefinitionError.collected(problems)
+        raise input_invalid(f"definition is invalid: {error.message}", details=error.details())
 
 
 def validate_definition(document: dict[str, Any]) -> WorkflowDefinition:
@@ -100,6 +113,8 @@ class CheckedDefinition:
     schema_digest: str
     normalized_document: dict[str, Any]
     expression_digests: list[ExpressionDigest]
+    # use.secrets: the host must hold each one when the version is published.
+    secrets: tuple[str, ...] = ()
 
 
 def loaded_with_digest(text: str) -> tuple[dict[str, Any], str]:
@@ -117,4 +132,5 @@ def checked_for_publication(document: dict[str, Any]) -> CheckedDefinition:
         schema_digest=schema_digest(document),
         normalized_document=normalized_document(definition),
         expression_digests=expression_digests(definition),
+        secrets=definition.secrets,
     )

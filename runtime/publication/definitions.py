@@ -32,9 +32,11 @@ from runtime.publication.definition_checks import (
     checked_for_publication,
     load_definition,
     loaded_with_digest,
+    refuse_written_credentials,
 )
 from runtime.publication.ids import normalize_uuid
 from runtime.publication.receipt_ledger import rejections_with_codes, run_operation
+from runtime.publication.secrets import missing_secrets
 from runtime.publication.source_revision import judge_revision
 from runtime.publication.store import definition_rows
 from runtime.security import InvocationContext, check_host_assertion
@@ -66,6 +68,8 @@ def _saved_head(
     ctx: InvocationContext, request: WorkflowDefinitionSaveInput
 ) -> definition_rows.SavedHead:
     owner = stored_owner(request.owner)
+    document = load_definition(request.definition)
+    refuse_written_credentials(document)
     content = {
         "namespace": request.namespace,
         "name": request.name,
@@ -84,7 +88,7 @@ def _saved_head(
         name=request.name,
         version=request.version,
         definition=request.definition,
-        definition_digest=definition_digest(load_definition(request.definition)),
+        definition_digest=definition_digest(document),
         content_digest=canonical_digest(content),
         lifecycle_status=request.lifecycle_status,
         catalog_visible=request.catalog_visible,
@@ -241,6 +245,7 @@ async def _publish(
     if existing is not None:
         return await _existing_version_receipt(conn, ctx, request, digest, existing, document)
     checked = await off_loop(checked_for_publication, document)
+    await _require_secrets(conn, ctx, checked.secrets)
     created = await definition_rows.insert_version(
         conn,
         definition_rows.NewVersion(
@@ -270,6 +275,31 @@ async def _publish(
         return await _existing_version_receipt(conn, ctx, request, digest, raced, document)
     return _version_receipt(
         "published", request.wf_def_id, request.version, created, checked.warnings
+    )
+
+
+async def _require_secrets(
+    conn: Connection, ctx: InvocationContext, declared: tuple[str, ...]
+) -> None:
+    # Host state, not the request: WORKFLOW_NOT_FOUND is never stored, so once the secret is
+    # put a retry under the same operationId publishes.
+    missing = await missing_secrets(conn, ctx.host_id, declared)
+    if not missing:
+        return
+    problems = [
+        {
+            "pointer": f"/use/secrets/{declared.index(name)}",
+            "rule": "unknown-secret",
+            "message": f"the host holds no secret named {name}; put it with workflow_secret_put "
+            "(or `workflow-mcp secrets put NAME`) and publish again",
+        }
+        for name in missing
+    ]
+    raise WorkflowError(
+        "WORKFLOW_NOT_FOUND",
+        f"the definition declares secrets the host does not hold: {', '.join(missing)}; put "
+        "them with workflow_secret_put and publish again",
+        details={"secrets": missing, "problems": problems},
     )
 
 

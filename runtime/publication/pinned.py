@@ -1,7 +1,8 @@
-"""What execution may read of publication: pinned versions, live grants, a revision's reach.
+"""What execution may read of publication: pinned versions, live grants, a revision's reach,
+and the current value of a host secret (opened at dispatch, never stored with the run).
 
-A narrow read API, so that execution depends on these three questions and not on how
-publication stores definitions, grants and bindings.
+A narrow read API, so that execution depends on these questions and not on how
+publication stores definitions, grants, bindings and secrets.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.binding_reach import Reach
+from runtime.publication.secrets import open_secret
 from runtime.publication.store import binding_rows, definition_rows, grant_rows
 from runtime.publication.store.grant_rows import LiveGrant as LiveGrant
+from runtime.security import Keyring, SecretToken
 from runtime.store import Connection
 
 
@@ -30,3 +33,10 @@ async def live_grants(conn: Connection, host_id: str, wf_def_id: str) -> list[Li
 async def revision_reach(conn: Connection, host_id: str, binding_id: str) -> Reach:
     """The reach (dependencies, endpoint targets) of one binding revision."""
     return await binding_rows.read_reach(conn, host_id, binding_id)
+
+
+async def host_secret(
+    conn: Connection, keyring: Keyring, host_id: str, name: str
+) -> SecretToken | None:
+    """The current value of a host secret, or None; KeyringError when it cannot be opened."""
+    return await open_secret(conn, keyring, host_id, name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -48,6 +50,7 @@ class Keyring:
             if not key_id or len(key) != KEY_BYTES:
                 raise KeyringError(f"key {key_id!r} must be {KEY_BYTES} bytes with a non-empty id")
         self._ciphers = {key_id: AESGCM(key) for key_id, key in keys.items()}
+        self._keys = dict(keys)
         self._active_key_id = active_key_id
 
     @classmethod
@@ -117,6 +120,19 @@ class Keyring:
             return cipher.decrypt(sealed.nonce, sealed.ciphertext, associated_data)
         except InvalidTag:
             raise KeyringError("sealed secret failed authentication") from None
+
+    def keyed_digest(self, purpose: str, data: bytes) -> str:
+        """An HMAC-SHA256 of data under a key derived from the active key for one purpose.
+
+        For comparing a secret without keeping it: a plain digest of a low-entropy value can
+        be reversed by guessing, this one not without the keyring. Names the key it used.
+        """
+        key_id = self._active_key_id
+        if key_id is None:
+            raise _no_sealing_key()
+        derived = hmac.new(self._keys[key_id], purpose.encode("utf-8"), hashlib.sha256).digest()
+        mac = hmac.new(derived, data, hashlib.sha256).hexdigest()
+        return f"hmac-sha256:{key_id}:{mac}"
 
     def __repr__(self) -> str:
         return f"Keyring(active_key_id={self._active_key_id!r}, key_ids={sorted(self._ciphers)!r})"

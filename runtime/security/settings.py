@@ -28,6 +28,8 @@ _DEFINITION_PUBLISHERS = ["admin", "host-admin", "workflow-admin", "genai-admin"
 _BINDING_PUBLISHERS = ["admin", "host-admin", "genai-admin"]
 _BINDING_REVIEWERS = ["admin", "host-admin", "workflow-admin", "genai-admin"]
 _WORKFLOW_ADMINS = ["admin", "host-admin", "workflow-admin"]
+# Host secrets are the host's own credentials: only its administrators manage them (issue 24).
+_SECRET_ADMINS = ["admin", "host-admin"]
 
 # The seed's "Operator setup" and "Authorization" sections. workflow_invoke is deliberately
 # absent: the published Tool is the capability, so no user role is checked for it.
@@ -47,6 +49,9 @@ DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_get_result": _WORKFLOW_ADMINS,
     "workflow_wait_result": _WORKFLOW_ADMINS,
     "workflow_cancel": _WORKFLOW_ADMINS,
+    "workflow_secret_put": _SECRET_ADMINS,
+    "workflow_secret_list": _SECRET_ADMINS,
+    "workflow_secret_delete": _SECRET_ADMINS,
 }
 
 

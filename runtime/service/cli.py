@@ -1,4 +1,4 @@
-"""The service's commands of `workflow-mcp`: serve, worker, migrate, token, check, runs.
+"""The service's commands of `workflow-mcp`: serve, worker, migrate, token, check, runs, secrets.
 
 The entry point is workflow_mcp.cli, which adds the clients' commands (publish, gateway) and the
 document with their sections: nothing here imports gateway or publisher. Every command reads the
@@ -37,6 +37,7 @@ from runtime.service.environment import EnvironmentSettingError
 from runtime.service.http_server import run_http_server
 from runtime.service.jobs import with_service_jobs
 from runtime.service.runs import add_runs_parser, runs_command
+from runtime.service.secrets import add_secrets_parser, secrets_command
 from runtime.service.worker import run_worker
 from runtime.services import Services
 from runtime.settings import Settings
@@ -44,7 +45,9 @@ from runtime.store.bootstrap import resolve_conninfo
 from runtime.store.migrations import migrate
 
 PROG = "workflow-mcp"
-DESCRIPTION = "The `workflow-mcp` command line: serve, worker, migrate, token, check, runs."
+DESCRIPTION = (
+    "The `workflow-mcp` command line: serve, worker, migrate, token, check, runs, secrets."
+)
 
 Document = TypeVar("Document", bound=Settings)
 # Adds one subcommand (its parser, and its run function as the `run` default).
@@ -181,6 +184,13 @@ def runs(args: argparse.Namespace) -> int:
     return runs_command(_settings(args), args)
 
 
+def secrets(args: argparse.Namespace) -> int:
+    """Put, list or delete a host's secrets (the keyring the service seals with)."""
+    settings = _settings(args)
+    apply_dev_identity(settings)  # the development keyring of `make run`, when it is in use
+    return secrets_command(settings, args)
+
+
 def _config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML settings file ($WORKFLOW_CONFIG)")
 
@@ -249,6 +259,8 @@ def build_parser(
     _check_parser(commands)
     add_runs_parser(commands)
     commands.choices["runs"].set_defaults(run=runs)
+    add_secrets_parser(commands)
+    commands.choices["secrets"].set_defaults(run=secrets)
     for add in extra:
         add(commands)
     return parser

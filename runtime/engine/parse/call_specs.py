@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.engine.cel.value_trees import expression_text
-from runtime.engine.model import HttpCallSpec, McpCallSpec, TaskKind, TaskSpec, freeze
+from runtime.engine.model import (
+    CredentialPolicy,
+    HttpCallSpec,
+    McpCallSpec,
+    TaskKind,
+    TaskSpec,
+    freeze,
+)
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.parse_context import ParseContext, reject_unknown, require_mapping
 
@@ -24,10 +31,9 @@ _REJECTED_CALLS = {
     "asyncapi": "it waits for messages",
 }
 _MCP_SHORTHAND = {"endpoint", "tool", "arguments"}
-# The one runtime-managed credential: the run token picked by the run credential selector
-# (the user's delegated token). `use.authentications.<name>: {bearer: {use: runCredential}}`.
-RUN_CREDENTIAL = "runCredential"
-_HONOURED_POLICY = {"bearer": {"use": RUN_CREDENTIAL}}
+# What a `call: mcp` policy may do: the Gateway call always carries the run's user token in
+# Authorization (the Gateway's own check), so only an added API-key header can join it.
+_MCP_SCHEMES = frozenset({"runCredential", "apiKey"})
 
 
 def parse_call(
@@ -49,7 +55,7 @@ def parse_call(
     if call == "http":
         return "http", _parse_http(node, pointer, ctx)
     if call == "mcp":
-        return "mcp", _parse_mcp(node, pointer)
+        return "mcp", _parse_mcp(node, pointer, ctx)
     raise DefinitionError(
         f"call: {call!r} (custom or catalog function) is rejected: cannot be bounded; "
         "use call: http or call: mcp",
@@ -123,17 +129,8 @@ def _parse_http(node: Mapping[str, Any], pointer: str, ctx: ParseContext) -> Htt
         output=output,
         redirect=redirect,
         authentication=authentication,
+        credential=None if authentication is None else ctx.credentials.get(authentication),
     )
-
-
-def check_authentication_policies(section: Mapping[str, Any]) -> None:
-    """Refuse every use.authentications entry the runtime cannot honour, naming it."""
-    for name, policy in section.items():
-        if not isinstance(policy, Mapping) or dict(policy) != _HONOURED_POLICY:
-            raise DefinitionError(
-                f"use.authentications entry {name!r} cannot be honoured: the runtime supplies "
-                f"only the run's delegated user token, as {{bearer: {{use: {RUN_CREDENTIAL}}}}}"
-            )
 
 
 def _authentication(value: Any, pointer: str, ctx: ParseContext) -> str | None:
@@ -148,7 +145,24 @@ def _authentication(value: Any, pointer: str, ctx: ParseContext) -> str | None:
     return str(value["use"])
 
 
-def _parse_mcp(node: Mapping[str, Any], pointer: str) -> McpCallSpec:
+def _mcp_credential(
+    endpoint: Mapping[str, Any], pointer: str, ctx: ParseContext
+) -> tuple[str | None, CredentialPolicy | None]:
+    reject_unknown(endpoint, {"uri", "authentication"}, "with.transport.http.endpoint", pointer)
+    name = _authentication(endpoint.get("authentication"), pointer, ctx)
+    policy = None if name is None else ctx.credentials.get(name)
+    if policy is not None and policy.scheme not in _MCP_SCHEMES:
+        raise DefinitionError(
+            f"call: mcp cannot use the {policy.scheme} policy {name!r}: the Gateway call "
+            "carries the run's user token in Authorization; name an apiKey policy to add a "
+            "header beside it",
+            task=pointer,
+            rule="secrets",
+        )
+    return name, policy
+
+
+def _parse_mcp(node: Mapping[str, Any], pointer: str, ctx: ParseContext) -> McpCallSpec:
     args = require_mapping(node.get("with"), "call.with", pointer)
     if set(args) & _MCP_SHORTHAND and not set(args) & {"method", "transport", "parameters"}:
         args = _rewrite_shorthand(node, args, pointer)
@@ -166,7 +180,9 @@ def _parse_mcp(node: Mapping[str, Any], pointer: str) -> McpCallSpec:
     http = require_mapping(transport.get("http"), "with.transport.http", pointer)
     reject_unknown(http, {"endpoint", "headers"}, "with.transport.http", pointer)
     endpoint = http.get("endpoint")
+    authentication, credential = None, None
     if isinstance(endpoint, Mapping):
+        authentication, credential = _mcp_credential(endpoint, pointer, ctx)
         endpoint = endpoint.get("uri")
     if endpoint != DEFAULT_MCP_ENDPOINT:
         endpoint = check_endpoint_template(endpoint, pointer)
@@ -186,6 +202,8 @@ def _parse_mcp(node: Mapping[str, Any], pointer: str) -> McpCallSpec:
         endpoint=str(endpoint),
         protocol_version=str(args.get("protocolVersion", DEFAULT_PROTOCOL_VERSION)),
         client=freeze(args.get("client")),
+        authentication=authentication,
+        credential=credential,
     )
 
 

@@ -10,7 +10,14 @@ from typing import Any
 
 from runtime.engine.model import Schema, TaskList, Transform, WorkflowDefinition
 from runtime.engine.model import freeze as _freeze
-from runtime.engine.parse.call_specs import check_authentication_policies
+from runtime.engine.parse.credentials import (
+    SECRET_RULE,
+    credential_header_problems,
+    is_secret_read,
+    parse_authentications,
+    parse_secrets,
+    secret_read_problems,
+)
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError
 from runtime.engine.parse.expression_checks import check_expressions
@@ -56,7 +63,10 @@ def parse_definition(document: Any) -> WorkflowDefinition:
     with ctx.collecting("/evaluate"):
         _parse_evaluate(raw.get("evaluate"))
     with ctx.collecting("/use"):
-        ctx.use = _parse_use(raw.get("use"))
+        ctx.use = _parse_use(raw.get("use"), ctx)
+    # Credentials written where no policy holds them, and secrets read anywhere but a policy.
+    ctx.errors += credential_header_problems(raw.get("do"))
+    ctx.errors += secret_read_problems(raw)
     input_schema, input_from = _collect_io(raw, "input", "from", ctx)
     output_schema, output_as = _collect_io(raw, "output", "as", ctx)
     tasks = TaskList(())
@@ -81,11 +91,14 @@ def parse_definition(document: Any) -> WorkflowDefinition:
         schedule=_freeze(raw.get("schedule")),
         normalized=_freeze(raw),
         warnings=(),
+        secrets=ctx.secrets,
     )
     # Identifier checks need the whole definition; with structural problems, only compile.
     warnings = check_expressions(definition, ctx.warnings, ctx.errors, identifiers=not ctx.errors)
     if ctx.errors:
-        raise DefinitionError.collected(ctx.errors)
+        # A `$secrets` read is not CEL either; its own problem says why and what to do.
+        errors = [e for e in ctx.errors if e.rule == SECRET_RULE or not is_secret_read(e)]
+        raise DefinitionError.collected(errors)
     return replace(definition, warnings=tuple(warnings))
 
 
@@ -159,7 +172,7 @@ def _parse_evaluate(value: Any) -> None:
         )
 
 
-def _parse_use(value: Any) -> dict[str, Mapping[str, Any]]:
+def _parse_use(value: Any, ctx: ParseContext) -> dict[str, Mapping[str, Any]]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -178,7 +191,10 @@ def _parse_use(value: Any) -> dict[str, Mapping[str, Any]]:
         if not isinstance(section, Mapping):
             raise DefinitionError(f"use.{key} must be a mapping")
         sections[key] = section
-    check_authentication_policies(sections["authentications"])
+    with ctx.collecting("/use/secrets"):
+        ctx.secrets = parse_secrets(value.get("secrets"))
+    ctx.credentials, problems = parse_authentications(sections["authentications"], ctx.secrets)
+    ctx.errors += problems
     return sections
 
 

@@ -11,7 +11,7 @@ import jsonschema
 
 from runtime.canonical.patterns import PatternError, check_schema_patterns
 from runtime.engine.cel.value_trees import expression_text, rewrite_leading_dot_leaves
-from runtime.engine.model import Schema, TaskList, Transform, freeze
+from runtime.engine.model import CredentialPolicy, Schema, TaskList, Transform, freeze
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError, parse_duration_ms
 
@@ -28,6 +28,9 @@ class ParseContext:
     parse_list: ListParser
     warnings: list[str] = field(default_factory=list)
     errors: list[DefinitionError] = field(default_factory=list)
+    # use.secrets and the use.authentications policies that parsed (by name).
+    secrets: tuple[str, ...] = ()
+    credentials: dict[str, CredentialPolicy] = field(default_factory=dict)
 
     @contextmanager
     def collecting(self, pointer: str | None = None) -> Iterator[None]:

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from runtime.engine.model import HttpCallSpec, McpCallSpec
+from runtime.engine.parse.credentials import is_credential_header
 from runtime.engine.run.faults import fault
 from runtime.engine.run.ports import (
     EffectFailure,
@@ -21,6 +22,8 @@ from runtime.engine.run.ports import (
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Evaluate = Callable[[Any], Any]
+# Failures of the call's own credential keep their kind (401, or 403 for a missing secret).
+_CREDENTIAL_KINDS = ("authentication", "authorization")
 
 
 def expand_template(uri: str, data: Any, pointer: str) -> str:
@@ -49,6 +52,22 @@ def _string_map(value: Any, what: str, pointer: str) -> dict[str, str]:
     return result
 
 
+def _task_headers(spec: HttpCallSpec, pointer: str, evaluate: Evaluate) -> dict[str, str]:
+    headers = _string_map(evaluate(spec.headers), "headers", pointer)
+    # Publication refuses a credential-like header written in a headers map; one produced by a
+    # whole-map expression is only known now, and is refused the same way (run data must
+    # never choose a credential).
+    for name in headers:
+        if is_credential_header(name):
+            raise fault(
+                "configuration",
+                pointer,
+                detail=f"header {name!r} carries a credential: only an authentication "
+                "policy (use.authentications) may set it",
+            )
+    return headers
+
+
 def build_http_request(
     spec: HttpCallSpec, pointer: str, data: Any, evaluate: Evaluate
 ) -> HttpRequest:
@@ -57,12 +76,13 @@ def build_http_request(
         task=pointer,
         method=spec.method,
         uri=expand_template(spec.endpoint, data, pointer),
-        headers=_string_map(evaluate(spec.headers), "headers", pointer),
+        headers=_task_headers(spec, pointer, evaluate),
         query=_string_map(evaluate(spec.query), "query", pointer),
         body=evaluate(spec.body) if spec.body is not None else None,
         redirect=spec.redirect,
         authentication=spec.authentication,
         write=spec.is_write,
+        credential=spec.credential,
     )
 
 
@@ -71,7 +91,7 @@ async def dispatch_http(port: EffectPort, request: HttpRequest, spec: HttpCallSp
     try:
         response = await port.call_http(request)
     except EffectFailure as exc:
-        kind = "authentication" if exc.kind == "authentication" else "communication"
+        kind = exc.kind if exc.kind in _CREDENTIAL_KINDS else "communication"
         raise fault(kind, request.task, status=exc.status, detail=exc.message) from None
     accepted = 200 <= response.status_code < 300 or (
         spec.redirect and 300 <= response.status_code < 400
@@ -131,13 +151,13 @@ async def dispatch_mcp(
         arguments=arguments,
         protocol_version=spec.protocol_version,
         write=write,
+        credential=spec.credential,
     )
     try:
         result = await port.call_mcp(request)
     except EffectFailure as exc:
         # An unusable run credential is the runtime's own authentication error (401).
-        kinds = {"communication": "communication", "authentication": "authentication"}
-        kind = kinds.get(exc.kind, "runtime")
+        kind = exc.kind if exc.kind in (*_CREDENTIAL_KINDS, "communication") else "runtime"
         raise fault(kind, pointer, status=exc.status, detail=exc.message) from None
     if not isinstance(result, Mapping) or result.get("isError") is True:
         raise fault("runtime", pointer, title="MCP tool call failed", detail=f"tool {spec.tool}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runtime.engine.cel.compiler import DEFAULT_LIMITS, CelLimits
+from runtime.engine.model import CredentialPolicy
 
 
 @dataclass(frozen=True)
@@ -18,12 +19,15 @@ class HttpRequest:
     task: str
     method: str
     uri: str
-    headers: dict[str, str]
+    # Not in the repr: once sent they may hold a credential the policy added.
+    headers: dict[str, str] = field(repr=False)
     query: dict[str, str]
     body: Any
     redirect: bool
     authentication: str | None
     write: bool
+    # The policy `authentication` names; secrets by name, opened only at dispatch.
+    credential: CredentialPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -45,11 +49,13 @@ class McpRequest:
     arguments: Any
     protocol_version: str
     write: bool
+    credential: CredentialPolicy | None = None
 
 
 class EffectFailure(Exception):
-    """A dispatch failure: ``communication`` (transport), ``runtime`` (protocol) or
-    ``authentication`` (no usable credential for the call)."""
+    """A dispatch failure: ``communication`` (transport), ``runtime`` (protocol),
+    ``authentication`` (no usable credential for the call) or ``authorization`` (a secret the
+    call's policy reads is missing)."""
 
     def __init__(self, kind: str, message: str, status: int | None = None) -> None:
         super().__init__(message)

@@ -424,3 +424,86 @@ SELECT EXISTS (
            OR d.owner_user_id = %(user_id)s
            OR d.owner_position_id = ANY(%(positions)s))
 ) AS related;
+
+-- lock_secret --
+-- Lock a host secret's row, live or tombstoned (FOR UPDATE: puts and deletes of a name serialize).
+SELECT version, deleted_ts IS NOT NULL AS deleted
+FROM workflow_secret_t
+WHERE host_id = %(host_id)s AND name = %(name)s
+FOR UPDATE;
+
+-- count_live_secrets --
+-- How many secrets a host holds (tombstones not counted).
+SELECT count(*) AS live
+FROM workflow_secret_t
+WHERE host_id = %(host_id)s AND deleted_ts IS NULL;
+
+-- insert_secret --
+-- Store the first version of a name the host never held; returns a row only when created.
+INSERT INTO workflow_secret_t (
+    host_id, name, version, key_id, nonce, ciphertext, created_by, updated_by
+) VALUES (
+    %(host_id)s, %(name)s, %(version)s, %(key_id)s, %(nonce)s, %(ciphertext)s, %(actor)s,
+    %(actor)s
+)
+ON CONFLICT (host_id, name) DO NOTHING
+RETURNING version, created_ts, updated_ts;
+
+-- store_secret_version --
+-- Replace a locked row's value with the next version (a rotation, or a put after a delete).
+UPDATE workflow_secret_t
+SET version = %(version)s,
+    key_id = %(key_id)s,
+    nonce = %(nonce)s,
+    ciphertext = %(ciphertext)s,
+    created_by = CASE WHEN deleted_ts IS NULL THEN created_by ELSE %(actor)s END,
+    created_ts = CASE WHEN deleted_ts IS NULL THEN created_ts ELSE now() END,
+    updated_by = %(actor)s,
+    updated_ts = now(),
+    deleted_ts = NULL
+WHERE host_id = %(host_id)s AND name = %(name)s AND version = %(version)s - 1
+RETURNING version, created_ts, updated_ts;
+
+-- tombstone_secret --
+-- Drop a live secret's sealed value and mark it deleted; its version stays for the next put.
+UPDATE workflow_secret_t
+SET key_id = NULL, nonce = NULL, ciphertext = NULL, deleted_ts = now(),
+    updated_by = %(actor)s, updated_ts = now()
+WHERE host_id = %(host_id)s AND name = %(name)s AND deleted_ts IS NULL
+RETURNING version;
+
+-- select_secret_page --
+-- One page of a host's live secrets in name order (byte order, so cursors are stable).
+SELECT name, version, created_ts, updated_ts, updated_by
+FROM workflow_secret_t
+WHERE host_id = %(host_id)s AND deleted_ts IS NULL
+  AND (%(after)s::text IS NULL OR name COLLATE "C" > %(after)s::text COLLATE "C")
+ORDER BY name COLLATE "C"
+LIMIT %(limit)s;
+
+-- share_live_secret_names --
+-- Which of the given names the host holds, locked FOR SHARE (a delete waits for the publish).
+SELECT name
+FROM workflow_secret_t
+WHERE host_id = %(host_id)s AND name = ANY(%(names)s::text[]) AND deleted_ts IS NULL
+FOR SHARE;
+
+-- select_secret_references --
+-- Published (active) definition versions whose use.secrets declares one of the names.
+SELECT v.wf_def_id::text AS wf_def_id, v.version, s.name
+FROM wf_definition_version_t v
+CROSS JOIN LATERAL jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(v.document -> 'use' -> 'secrets') = 'array'
+         THEN v.document -> 'use' -> 'secrets' ELSE '[]'::jsonb END
+) AS s(name)
+WHERE v.host_id = %(host_id)s AND v.status = 'active'
+  AND (v.document -> 'use' -> 'secrets') ?| %(names)s::text[]
+  AND s.name = ANY(%(names)s::text[])
+ORDER BY s.name, v.wf_def_id, v.version
+LIMIT 10000;
+
+-- select_sealed_secret --
+-- The sealed current value of a live host secret (execution opens it at dispatch).
+SELECT version, key_id, nonce, ciphertext
+FROM workflow_secret_t
+WHERE host_id = %(host_id)s AND name = %(name)s AND deleted_ts IS NULL;

@@ -1,0 +1,223 @@
+"""Issue 24's done-when, through POST /mcp: a host secret authenticates a workflow's HTTP call.
+
+A secret is put, a definition whose POST authenticates with `X-API-Key: ${ $secrets.partnerKey }`
+publishes and runs, the stub backend receives the key, and the key appears in no tool result,
+receipt, error, log line, stored row or `runs show` output; rotating it changes what the next
+run sends; a literal X-API-Key header is refused at publish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from runtime.security.devtools import DevIdentity
+from runtime.service.runs import _show
+from runtime.services import Services
+from runtime.settings import Settings
+from tests.support.binding_builders import HOST, new_id
+from tests.support.checker import publish_arguments
+from tests.support.execution import serving
+from tests.support.invocation import client, invoke_args, ok, refused, save_head, until_settled
+from tests.support.mcp import McpTestClient
+from tests.support.protected_backend import publish_calling_tool, verifying_executor
+from tests.support.secret_backend import KeyedBackend, api_key_definition
+
+FIRST_KEY = "pk_live_first_5b2d4f60a1c3"
+SECOND_KEY = "pk_live_second_9e8d7c6b5a41"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Endpoint targets on the local backend (plain http on 127.0.0.1) are allowed."""
+    settings.publication.destinations.allowed_schemes = ["http", "https"]
+    return settings
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[KeyedBackend]:
+    async with serving(KeyedBackend()) as running:  # type: ignore[arg-type]
+        yield running
+
+
+class Transcript:
+    """Every tool result of the test, to search for the key afterwards."""
+
+    def __init__(self) -> None:
+        self.results: list[dict[str, Any]] = []
+
+    async def call(self, who: McpTestClient, name: str, arguments: dict[str, Any]) -> Any:
+        result = await who.call_tool(name, arguments)
+        self.results.append(result)
+        return result
+
+    def text(self) -> str:
+        return json.dumps(self.results)
+
+
+def _put(value: str) -> dict[str, Any]:
+    return {"hostId": HOST, "name": "partnerKey", "value": value, "operationId": new_id()}
+
+
+async def _stored_text(admin: psycopg.AsyncConnection[Any]) -> str:
+    """Every row of every table, as text (sealed values are ciphertext)."""
+    cursor = await admin.execute(
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+    )
+    texts = []
+    for row in await cursor.fetchall():
+        rows = await admin.execute(f'SELECT t::text AS row FROM "{row["table_name"]}" t')
+        texts += [item["row"] for item in await rows.fetchall()]
+    return "\n".join(texts)
+
+
+async def _runs_show(services: Services, run_id: str, capsys: pytest.CaptureFixture[str]) -> str:
+    shown = []
+    for as_json in (False, True):
+        namespace = argparse.Namespace(host=HOST, run_id=run_id, json=as_json)
+        assert await _show(services.database, namespace) == 0
+        shown.append(capsys.readouterr().out)
+    return "\n".join(shown)
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_secret_authenticates_the_call_never_shows_and_rotation_reaches_the_next_run(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+    admin: psycopg.AsyncConnection[Any],
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    seen = Transcript()
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    caller = client(http, dev_identity, roles=("genai-user",))
+    uri = f"{backend.base}/partner/claims"
+    text = api_key_definition(uri)
+
+    # Publishing a definition that declares a secret the host does not hold is refused (not
+    # stored: the same operationId publishes once the secret is put).
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    publish = publish_arguments(wf_def_id, text)
+    missing = refused(
+        await seen.call(owner, "workflow_definition_publish", publish), "WORKFLOW_NOT_FOUND"
+    )
+    assert missing["error"]["details"]["secrets"] == ["partnerKey"]
+    ok(await seen.call(operator, "workflow_secret_put", _put(FIRST_KEY)))
+    ok(await seen.call(owner, "workflow_definition_publish", publish))
+
+    tool = await publish_calling_tool(owner, text, uri, write=True)
+    backend.expected = FIRST_KEY
+    async with verifying_executor(services):
+        first = ok(
+            await until_settled(
+                lambda: seen.call(caller, "workflow_invoke", invoke_args(tool, {"claimId": "A"}))
+            )
+        )
+        assert first["output"] == {"accepted": True, "n": 1}
+        assert backend.keys == [FIRST_KEY]
+
+        # Rotation: the next run sends the new value (and the old one no longer works).
+        rotated = ok(await seen.call(operator, "workflow_secret_put", _put(SECOND_KEY)))
+        assert rotated["result"] == "rotated" and rotated["version"] == 2
+        backend.expected = SECOND_KEY
+        second = ok(
+            await until_settled(
+                lambda: seen.call(caller, "workflow_invoke", invoke_args(tool, {"claimId": "B"}))
+            )
+        )
+        assert second["output"] == {"accepted": True, "n": 2}
+        assert backend.keys == [FIRST_KEY, SECOND_KEY]
+
+    listed = ok(await seen.call(operator, "workflow_secret_list", {"hostId": HOST}))
+    references = {(r["wfDefId"], r["version"]) for r in listed["items"][0]["referencedBy"]}
+    assert (wf_def_id, "1.2.0") in references and (tool.wf_def_id, "1.2.0") in references
+    in_use = await seen.call(
+        operator,
+        "workflow_secret_delete",
+        {"hostId": HOST, "name": "partnerKey", "operationId": new_id()},
+    )
+    refused(in_use, "WORKFLOW_STATE_CONFLICT")
+
+    shown = "".join(
+        [await _runs_show(services, run["workflowInstanceId"], capsys) for run in (first, second)]
+    )
+    stored = await _stored_text(admin)
+    assert "partnerKey" in stored and "accepted" in stored  # the scan reads runs and receipts
+    for key in (FIRST_KEY, SECOND_KEY):
+        assert key not in seen.text(), "a tool result or receipt shows the key"
+        assert key not in caplog.text, "a log line shows the key"
+        assert key not in shown, "runs show shows the key"
+        assert key not in stored, "a stored row (run state, ledger, receipt) holds the key"
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_literal_api_key_header_is_refused_at_publish_naming_it_and_the_fix(
+    owner: McpTestClient, backend: KeyedBackend
+) -> None:
+    literal = "X-API-Key: pk_live_literal_0000"
+    text = api_key_definition(f"{backend.base}/partner/claims", header_line=literal)
+    wf_def_id = new_id()
+    for name, arguments in (
+        ("workflow_definition_publish", publish_arguments(wf_def_id, text)),
+        (
+            "workflow_definition_save",
+            {
+                "hostId": HOST, "wfDefId": wf_def_id, "sourceRevision": 1, "actor": "steve",
+                "namespace": "claims", "name": "summarize-claim", "version": "1.2.0",
+                "definition": text, "lifecycleStatus": "PUBLISHED", "catalogVisible": False,
+                "owner": {"userId": "owner-1"}, "active": True,
+            },
+        ),
+    ):  # fmt: skip
+        result = await owner.call_tool(name, arguments)
+        body = refused(result, "WORKFLOW_INPUT_INVALID")
+        [problem] = body["error"]["details"]["problems"]
+        assert problem["rule"] == "literal-credential"
+        assert problem["pointer"] == "/do/0/submit/with/headers/X-API-Key"
+        assert "X-API-Key" in body["error"]["message"]
+        assert "$secrets" in problem["message"] and "workflow_secret_put" in problem["message"]
+        assert "pk_live_literal_0000" not in json.dumps(result)
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_deleted_secret_stops_the_next_call_with_an_authorization_error(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+    admin: psycopg.AsyncConnection[Any],
+) -> None:
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    caller = client(http, dev_identity, roles=("genai-user",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    uri = f"{backend.base}/partner/claims"
+    tool = await publish_calling_tool(owner, api_key_definition(uri), uri, write=True)
+    # Behind the service's back (an operator's repair): the row is tombstoned under the run.
+    await admin.execute(
+        "UPDATE workflow_secret_t SET key_id = NULL, nonce = NULL, ciphertext = NULL, "
+        "deleted_ts = now() WHERE host_id = %s AND name = 'partnerKey'",
+        (uuid.UUID(HOST),),
+    )
+    async with verifying_executor(services):
+        result = await until_settled(
+            lambda: caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "A"}))
+        )
+    body = refused(result, "WORKFLOW_TASK_FAILED")
+    assert body["error"]["details"]["status"] == 403
+    assert body["error"]["details"]["type"].endswith("/authorization")
+    assert backend.seen == []  # nothing left without its credential

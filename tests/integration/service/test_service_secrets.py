@@ -1,0 +1,74 @@
+"""`workflow-mcp secrets put|list|delete` on a real test database, as an operator runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from runtime.publication.pinned import host_secret
+from runtime.security.devtools import DevIdentity
+from runtime.services import Services
+from tests.support.binding_builders import HOST
+
+REPO = Path(__file__).resolve().parents[3]
+KEY = "pk_live_operator_3c4d5e6f"
+
+
+async def _cli(
+    database_url: str, identity: DevIdentity, *args: str, stdin: str = ""
+) -> tuple[int, str, str]:
+    env = dict(os.environ)
+    # The service's keyring and trusted keys (not the development identity of `make run`).
+    env["WORKFLOW_SECURITY_JWKS_FILE"] = str(identity.paths.jwks)
+    env["WORKFLOW_SECURITY_KEYRING_FILE"] = str(identity.paths.keyring)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "runtime.cli", "secrets", *args, "--database-url", database_url,
+        cwd=REPO, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await proc.communicate(stdin.encode())
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_an_operator_puts_lists_and_deletes_a_secret_whose_value_is_never_printed(
+    services: Services, database_url: str, dev_identity: DevIdentity
+) -> None:
+    code, out, err = await _cli(
+        database_url, dev_identity, "put", "partnerKey", "--host", HOST, stdin=KEY + "\n"
+    )
+    assert (code, out.strip()) == (0, "created partnerKey version 1"), err
+    async with services.database.transaction(read_only=True) as conn:
+        opened = await host_secret(conn, services.keyring, HOST, "partnerKey")
+    assert opened is not None and opened.reveal() == KEY  # sealed with the service's keyring
+    code, out, err = await _cli(database_url, dev_identity, "list", "--host", HOST, "--json")
+    assert code == 0, err
+    [item] = json.loads(out)
+    assert (item["name"], item["version"], item["referencedBy"]) == ("partnerKey", 1, [])
+    assert item["updatedBy"].startswith("operator:")
+    code, table, _ = await _cli(database_url, dev_identity, "list", "--host", HOST)
+    assert code == 0 and table.splitlines()[0].startswith("name") and "partnerKey" in table
+    code, out, err = await _cli(database_url, dev_identity, "delete", "partnerKey", "--host", HOST)
+    assert (code, out.strip()) == (0, "deleted partnerKey version 1"), err
+    code, _, err = await _cli(database_url, dev_identity, "delete", "partnerKey", "--host", HOST)
+    assert code == 2 and "WORKFLOW_NOT_FOUND" in err
+    for text in (out, table, err):
+        assert KEY not in text
+
+
+async def test_a_value_outside_the_contract_is_refused_without_echo(
+    database_url: str, dev_identity: DevIdentity
+) -> None:
+    value = "pk_live_bad\r\nX-Injected: yes"
+    code, out, err = await _cli(
+        database_url, dev_identity, "put", "partnerKey", "--host", HOST, stdin=value
+    )
+    assert code == 2 and "WORKFLOW_INPUT_INVALID" in err
+    assert "pk_live_bad" not in out + err and "X-Injected" not in out + err
+    code, out, _ = await _cli(database_url, dev_identity, "list", "--host", HOST, "--json")
+    assert code == 0 and json.loads(out) == []
+    code, _, err = await _cli(database_url, dev_identity, "list", "--host", "not-a-host")
+    assert code == 2 and "--host" in err
