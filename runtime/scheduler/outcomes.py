@@ -27,6 +27,8 @@ class Settlement:
 
     def __init__(self) -> None:
         self.snapshot: RunSnapshot | None = None
+        # How many waiters of this process were handed the snapshot (set on exit).
+        self.delivered = 0
 
     def hand(self, snapshot: RunSnapshot) -> None:
         """Record the terminal state committed by this completion (delivered on exit)."""
@@ -86,13 +88,15 @@ class OutcomeHub:
             else:
                 held = False
             if settlement.snapshot is not None:
-                self._deliver(process_id, settlement.snapshot)
+                settlement.delivered = self._deliver(process_id, settlement.snapshot)
             elif failed or held:
                 self._deliver(process_id, None)
 
-    def _deliver(self, process_id: str, snapshot: RunSnapshot | None) -> None:
-        for receiver in tuple(self._receivers.get(process_id, ())):
+    def _deliver(self, process_id: str, snapshot: RunSnapshot | None) -> int:
+        receivers = tuple(self._receivers.get(process_id, ()))
+        for receiver in receivers:
             receiver(None if snapshot is None else dict(snapshot))
+        return len(receivers)
 
 
 # One per process: executors and waiters of any Database in this process meet here (run ids

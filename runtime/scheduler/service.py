@@ -177,8 +177,14 @@ async def _complete_at_once(
             return None
         if done.outcome == "finished" and done.effect_state is not None:
             settlement.hand(_ended("COMPLETED", done.effect_state, result=outcome.run_result))
-    # Committed without a NOTIFY (migration 0018): announced now that it is durable.
-    if done.outcome == "finished" and done.effect_state is not None:
+    # Committed without a NOTIFY (migration 0018): announced now that it is durable, unless a
+    # waiter of this process was handed the end. The call that admitted the run waits in the
+    # process that admitted it, and a free slot of that process takes the run's first task,
+    # so this is the common case, and the NOTIFY would be a statement per call for nobody. A
+    # second waiter of the same run in another process (a retry of the call that landed
+    # there) then reads the run at its next poll instead (within a second: the result waiter's
+    # DEFAULT_POLL_INTERVAL_S).
+    if done.outcome == "finished" and done.effect_state is not None and not settlement.delivered:
         wakeup.announce_run_end(db, lease.process_id)
     elif done.ready is not None:
         wakeup.announce_task(db, *done.ready)

@@ -24,6 +24,7 @@ from runtime.scheduler.models import (
     Successor,
     TaskOutcome,
 )
+from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store import queue
 from runtime.scheduler.store.listener import (
     TASK_READY_CHANNEL,
@@ -180,3 +181,28 @@ async def test_a_next_task_a_completion_left_ready_is_announced_to_other_process
             )
         ).fetchone()
     assert row is not None and heard == [{"type": "task", "id": row["id"]}]
+
+
+async def test_a_run_end_handed_to_a_waiter_of_this_process_is_not_notified(
+    db: Database, ends_heard: list[dict[str, Any] | None]
+) -> None:
+    lease = await _claimed_run(db)
+    handed: list[dict[str, Any] | None] = []
+    unsubscribe = HUB.subscribe(lease.process_id, handed.append)
+    try:
+        await service.complete(db, lease, TaskOutcome.finish_run({"ok": True}))
+    finally:
+        unsubscribe()
+    assert handed and handed[0] is not None and handed[0]["state"] == "COMPLETED"
+    # Ordered after anything the completion could have sent: the marker is heard alone.
+    await _settle_ends(db, ends_heard)
+    assert ends_heard == []
+
+
+async def _settle_ends(db: Database, heard: list[dict[str, Any] | None]) -> None:
+    await wait_until(lambda: not wakeup._PENDING, what="the announcements in flight")
+    channel = process_state_channels(0, 1)[0]
+    async with db.connection() as conn:
+        await conn.execute("SELECT pg_notify(%s, %s)", (channel, json.dumps(MARKER)))
+    await wait_until(lambda: MARKER in heard, what="the marker notification")
+    heard.remove(MARKER)
