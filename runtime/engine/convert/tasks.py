@@ -121,7 +121,7 @@ class TaskRewriter:
             return
         for key in set(check) - {"value", "equals"}:
             reason = f"`assert.{key}` has no equivalent in the profile's `assert` (value, equals)"
-            self.blockers.append(Blocker(f"{pointer}/assert/{key}", f"assert.{key}", reason))
+            self.blockers.append(Blocker(pointer, f"assert.{key}", reason))
         for key in ("value", "equals"):
             if key in check:
                 check[key] = self.tree(check[key], f"{pointer}/assert/{key}", scope)
