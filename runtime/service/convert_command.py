@@ -90,9 +90,7 @@ def render_text(report: ConvertReport) -> str:
         lines.append(f"    before: {_shown(change.before)}")
         lines.append(f"    after:  {_shown(change.after)}")
     for blocker in report.blockers:
-        lines.append(
-            f"  not converted {blocker.pointer} ({blocker.construct}): {blocker.reason}"
-        )
+        lines.append(f"  not converted {blocker.pointer} ({blocker.construct}): {blocker.reason}")
     for problem in report.refusals:
         where = problem["pointer"] or "/"
         lines.append(f"  still refused {where} [{problem['rule']}]: {problem['message']}")

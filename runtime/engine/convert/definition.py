@@ -89,8 +89,12 @@ def _metadata(document: dict[str, Any], changes: list[Change]) -> None:
         if key in document:
             value = document.pop(key)
             metadata = header.setdefault("metadata", {})
-            metadata[key] = value
-            changes.append(Change(f"/{key}", value, f"/document/metadata/{key}"))
+            if key == "metadata" and isinstance(value, Mapping):
+                metadata.update(value)  # the workflow's own metadata is document.metadata
+                changes.append(Change(f"/{key}", value, "/document/metadata"))
+            else:
+                metadata[key] = value
+                changes.append(Change(f"/{key}", value, f"/document/metadata/{key}"))
 
 
 def _version(document: dict[str, Any], version: str | None, changes: list[Change]) -> None:

@@ -126,9 +126,7 @@ def _is_cel(text: str, scope: Scope) -> bool:
     return roots <= scope.known() | PROFILE_ROOTS
 
 
-def _is_variable(
-    token: str, rest: list[tuple[str, str]], previous: str, scope: Scope
-) -> bool:
+def _is_variable(token: str, rest: list[tuple[str, str]], previous: str, scope: Scope) -> bool:
     if token in _CEL_WORDS or token in PROFILE_ROOTS or token not in scope.known():
         return False
     if previous.endswith(".") or _next_significant(rest) in ("(", ":"):

@@ -140,7 +140,7 @@ class TaskRewriter:
         task["with"] = self.tree(task["with"], f"{pointer}/with", scope)
 
     def _session(self, task: dict[str, Any], args: dict[str, Any], pointer: str) -> None:
-        name = args.get("session")
+        name = str(args.get("session"))
         if name not in self.sessions:
             reason = f"the MCP session {name!r} is not declared in use.mcpSessions"
             self.blockers.append(Blocker(f"{pointer}/with/session", "session", reason))

@@ -41,8 +41,11 @@ def convert_uri(uri: str, scope: Scope) -> TemplatedUri:
         raise UriNotConvertible("the scheme or host is computed by an expression")
     path, question, query = match.group("rest").partition("?")
     result = TemplatedUri(template="")
-    template_path = "".join(_path_piece(is_expr, text, scope, result) for is_expr, text in
-                            template_parts(path)) if path else ""
+    template_path = (
+        "".join(_path_piece(is_expr, text, scope, result) for is_expr, text in template_parts(path))
+        if path
+        else ""
+    )
     if question:
         for key, value in parse_qsl(query, keep_blank_values=True):
             if "${" in key:
