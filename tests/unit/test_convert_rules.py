@@ -1,4 +1,4 @@
-"""Each light-workflow conversion rule, and that converting a converted definition changes nothing."""
+"""Each light-workflow conversion rule, and that converting twice changes nothing."""
 
 from __future__ import annotations
 

@@ -129,9 +129,8 @@ def _is_cel(text: str, scope: Scope) -> bool:
 def _is_variable(token: str, rest: list[tuple[str, str]], previous: str, scope: Scope) -> bool:
     if token in _CEL_WORDS or token in PROFILE_ROOTS or token not in scope.known():
         return False
-    if previous.endswith(".") or _next_significant(rest) in ("(", ":"):
-        return False  # a member, a function call or a map key, not a variable
-    return True
+    # A member, a function call or a map key is not a variable.
+    return not (previous.endswith(".") or _next_significant(rest) in ("(", ":"))
 
 
 def _next_significant(rest: list[tuple[str, str]]) -> str:
