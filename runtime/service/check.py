@@ -149,13 +149,18 @@ def check_definition(path: Path) -> tuple[FileReport, dict[str, Any] | None]:
     except CanonicalError as error:
         report.problems.append(_problem("", error.discriminator, error.message))
         return report, None
+    return check_loaded(report, document), document
+
+
+def check_loaded(report: FileReport, document: dict[str, Any]) -> FileReport:
+    """Fill report with what publication would say about an already-loaded definition."""
     report.definition_digest = definition_digest(document)
     report.schema_digest = schema_digest(document)
     try:
         validate_definition(document)
     except WorkflowError as error:
         report.problems.extend(_refusal_problems(error))
-        return report, document
+        return report
     definition = parse_definition(document)
     report.warnings.extend(parse_warning_entry(text) for text in definition.warnings)
     data_flow = check_document(document)
@@ -163,7 +168,7 @@ def check_definition(path: Path) -> tuple[FileReport, dict[str, Any] | None]:
     report.warnings.extend(warning_entry(finding) for finding in data_flow.warnings)
     _cap_warnings(report)
     report.analysis = analysis_of(definition)
-    return report, document
+    return report
 
 
 def _cap_warnings(report: FileReport) -> None:

@@ -33,6 +33,7 @@ from runtime.service.bootstrap import (
 )
 from runtime.service.check import run_check
 from runtime.service.config import load_settings
+from runtime.service.convert_command import add_convert_parser
 from runtime.service.environment import EnvironmentSettingError
 from runtime.service.http_server import run_http_server
 from runtime.service.jobs import with_service_jobs
@@ -257,6 +258,7 @@ def build_parser(
         "token", help="mint a development token (`workflow-mcp token --help` for its options)"
     )
     _check_parser(commands)
+    add_convert_parser(commands)
     add_runs_parser(commands)
     commands.choices["runs"].set_defaults(run=runs)
     add_secrets_parser(commands)

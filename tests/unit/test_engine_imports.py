@@ -17,7 +17,8 @@ PACKAGE = "runtime.engine"
 # The engine's parts, top to bottom: a part imports its own modules and lower parts only.
 # The engine's own ``__init__`` sits above them all (it re-exports the entry points).
 PARTS: tuple[tuple[str, ...], ...] = (
-    ("run",),
+    # convert rewrites light-workflow definitions; it reads only CEL, never runs or checks.
+    ("run", "convert"),
     ("check",),
     ("parse",),
     ("cel",),

@@ -16,6 +16,7 @@ from runtime.engine.model import (
     freeze,
 )
 from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.light_workflow_hints import interpolation_hint
 from runtime.engine.parse.parse_context import ParseContext, reject_unknown, require_mapping
 
 DEFAULT_MCP_ENDPOINT = "/mcp"
@@ -79,7 +80,7 @@ def check_endpoint_template(uri: Any, pointer: str) -> str:
             "interpolated: use a URI template placeholder `{name}` (filled from the task "
             "input's top-level field `name`, e.g. http://host/items/{id}); a whole-string "
             "expression is not accepted for an endpoint either, since no expression may decide "
-            "the scheme or host",
+            f"the scheme or host{interpolation_hint()}",
             task=pointer,
             rule="endpoint",
         )

@@ -21,6 +21,7 @@ from runtime.engine.parse.credentials import (
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError
 from runtime.engine.parse.expression_checks import check_expressions
+from runtime.engine.parse.light_workflow_hints import field_hint
 from runtime.engine.parse.parse_context import ParseContext, parse_schema, parse_transform
 from runtime.engine.parse.task_lists import parse_task_list
 
@@ -107,7 +108,7 @@ def _reject_unknown_top_level(raw: Mapping[str, Any]) -> None:
     if unknown:
         raise DefinitionError(
             f"unknown top-level fields: {', '.join(sorted(map(str, unknown)))}; "
-            f"allowed: {', '.join(sorted(_TOP_LEVEL))}",
+            f"allowed: {', '.join(sorted(_TOP_LEVEL))}{field_hint(map(str, unknown))}",
             rule="unknown-field",
             pointer="/" + sorted(map(str, unknown))[0],
         )
@@ -184,7 +185,9 @@ def _parse_use(value: Any, ctx: ParseContext) -> dict[str, Mapping[str, Any]]:
             )
     unknown = set(value) - _USE_FIELDS
     if unknown:
-        raise DefinitionError(f"unknown use fields: {', '.join(sorted(unknown))}")
+        raise DefinitionError(
+            f"unknown use fields: {', '.join(sorted(unknown))}{field_hint(map(str, unknown))}"
+        )
     sections: dict[str, Mapping[str, Any]] = {}
     for key in ("authentications", "errors", "retries", "timeouts"):
         section = value.get(key, {})

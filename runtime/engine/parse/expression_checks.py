@@ -33,6 +33,7 @@ from runtime.engine.model import (
     walk_tasks,
 )
 from runtime.engine.parse.definition_errors import DefinitionError
+from runtime.engine.parse.light_workflow_hints import bare_word_hint
 
 ROOTS = frozenset({"context", "input", "output", "task", "workflow", "runtime"})
 _MAP_LITERAL_KEY = re.compile(r"""['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*:""")
@@ -79,7 +80,7 @@ def check_expressions(
         for name in sorted(compiled.roots - ROOTS - site.scope):
             if name in known:
                 continue
-            message = f"undeclared identifier {name!r}"
+            message = f"undeclared identifier {name!r}{bare_word_hint(name, site.text)}"
             if closed:
                 found.append(
                     DefinitionError(

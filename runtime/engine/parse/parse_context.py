@@ -14,6 +14,7 @@ from runtime.engine.cel.value_trees import expression_text, rewrite_leading_dot_
 from runtime.engine.model import CredentialPolicy, Schema, TaskList, Transform, freeze
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError, parse_duration_ms
+from runtime.engine.parse.light_workflow_hints import field_hint
 
 # parse_task_list(value, pointer, qualifier, ctx), handed in by the parser: composite kinds
 # parse their bodies through it, so the per-kind parsers need not import the task parser.
@@ -76,7 +77,9 @@ def reject_unknown(value: Mapping[str, Any], allowed: set[str], what: str, task:
         message = f"unknown fields in {what}: {', '.join(sorted(map(str, unknown)))}"
         allowed_text = ", ".join(sorted(allowed))
         raise DefinitionError(
-            f"{message}; allowed: {allowed_text}", task=task, rule="unknown-field"
+            f"{message}; allowed: {allowed_text}{field_hint(map(str, unknown))}",
+            task=task,
+            rule="unknown-field",
         )
 
 

@@ -1,0 +1,144 @@
+"""`workflow-mcp convert`: light-workflow definitions rewritten into this profile.
+
+For each file it prints every change (pointer, before, after), every construct it cannot
+convert and why, and what publication would still refuse in the converted definition (checked
+offline, as `workflow-mcp check` does). With `--out DIR` it writes each converted definition
+there under the same file name. Exit 0 when every file converted and would publish, else 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runtime.canonical import CanonicalError, load_definition_yaml
+from runtime.engine.convert import Blocker, Change, convert_definition
+from runtime.service.check import EXIT_CLEAN, EXIT_ERRORS, FileReport, check_loaded
+
+
+@dataclass
+class ConvertReport:
+    """What converting one file did, could not do, and what publication would still refuse."""
+
+    path: str
+    written: str | None = None
+    changes: list[Change] = field(default_factory=list)
+    blockers: list[Blocker] = field(default_factory=list)
+    refusals: list[dict[str, str]] = field(default_factory=list)
+
+    def failed(self) -> bool:
+        """Whether the converted definition cannot be published as it is."""
+        return bool(self.blockers or self.refusals)
+
+    def document(self) -> dict[str, Any]:
+        """The report as `--format json` prints it."""
+        return {
+            "path": self.path,
+            "written": self.written,
+            "changes": [
+                {"pointer": c.pointer, "before": c.before, "after": c.after} for c in self.changes
+            ],
+            "notConverted": [
+                {"pointer": b.pointer, "construct": b.construct, "reason": b.reason}
+                for b in self.blockers
+            ],
+            "stillRefused": self.refusals,
+        }
+
+
+def dump_definition(document: dict[str, Any]) -> str:
+    """The converted definition as YAML, in a stable form (converting it again is a no-op)."""
+    return yaml.safe_dump(
+        document, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+    )
+
+
+def convert_file(path: Path, out: Path | None, version: str | None) -> ConvertReport:
+    """Convert one file, writing it under out when given."""
+    report = ConvertReport(str(path))
+    try:
+        source = load_definition_yaml(path.read_bytes())
+    except (OSError, CanonicalError) as error:
+        report.refusals.append({"pointer": "", "rule": "unreadable", "message": str(error)})
+        return report
+    conversion = convert_definition(source, version=version)
+    report.changes = list(conversion.changes)
+    report.blockers = list(conversion.blockers)
+    named = {blocker.pointer for blocker in report.blockers}
+    checked = check_loaded(FileReport(str(path)), conversion.document)
+    # A construct already named as not convertible is not repeated as a refusal.
+    report.refusals = [p for p in checked.problems if p["pointer"] not in named]
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / path.name
+        target.write_text(dump_definition(conversion.document), encoding="utf-8")
+        report.written = str(target)
+    return report
+
+
+def render_text(report: ConvertReport) -> str:
+    """The human-readable report of one file."""
+    verdict = "not fully converted" if report.failed() else "converted"
+    lines = [f"{report.path}: {verdict}" + (f" -> {report.written}" if report.written else "")]
+    for change in report.changes:
+        lines.append(f"  change {change.pointer}")
+        lines.append(f"    before: {_shown(change.before)}")
+        lines.append(f"    after:  {_shown(change.after)}")
+    for blocker in report.blockers:
+        lines.append(f"  not converted {blocker.pointer} ({blocker.construct}): {blocker.reason}")
+    for problem in report.refusals:
+        where = problem["pointer"] or "/"
+        lines.append(f"  still refused {where} [{problem['rule']}]: {problem['message']}")
+    if report.written is None:
+        lines.append("  (nothing written: pass --out DIR to write the converted definition)")
+    return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(absent)"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def run_convert(
+    files: list[str], *, out: str | None, output_format: str, version: str | None
+) -> tuple[int, str]:
+    """Convert the files; returns the exit code and the text to print."""
+    target = None if out is None else Path(out)
+    reports = [convert_file(Path(name), target, version) for name in files]
+    code = EXIT_ERRORS if any(report.failed() for report in reports) else EXIT_CLEAN
+    if output_format == "json":
+        body = {"exitCode": code, "files": [report.document() for report in reports]}
+        return code, json.dumps(body, indent=2, ensure_ascii=False)
+    return code, "\n".join(render_text(report) for report in reports)
+
+
+def add_convert_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `convert` subcommand."""
+    run = commands.add_parser(
+        "convert",
+        help="convert light-workflow definitions into this profile, keeping their meaning",
+        description="Rewrite light-workflow definitions (one context for every expression, "
+        "`${ }` inside strings and URIs, bare-word comparisons, use.mcpSessions, end: true) "
+        "into this profile. Prints every change and every construct that cannot be converted; "
+        "exit 0 when every file converted and would publish, 2 otherwise.",
+    )
+    run.add_argument("files", nargs="+", metavar="FILE", help="definitions, YAML or JSON")
+    run.add_argument("--out", default=None, metavar="DIR", help="write converted files here")
+    run.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    run.add_argument("--version", default=None, help="set document.version (default: kept)")
+    run.set_defaults(run=convert)
+
+
+def convert(args: argparse.Namespace) -> int:
+    """Run `workflow-mcp convert`."""
+    code, text = run_convert(
+        args.files, out=args.out, output_format=args.format, version=args.version
+    )
+    print(text)
+    return code

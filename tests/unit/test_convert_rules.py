@@ -1,0 +1,165 @@
+"""Each light-workflow conversion rule, and that converting twice changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime.engine.convert import ASK_REASON, convert_definition
+from runtime.engine.convert.expressions import convert_expression, convert_string
+from runtime.engine.convert.scope import Scope
+from runtime.engine.convert.uris import UriNotConvertible, convert_uri
+from runtime.service.check import FileReport, check_loaded
+
+SCOPE = Scope(
+    exported=frozenset({"risk"}),
+    maybe=frozenset({"approval", "note"}),
+    inputs=frozenset({"applicantId", "customerId", "channel", "note", "approvalMode"}),
+)
+
+
+def definition(*tasks: dict[str, Any], **top: Any) -> dict[str, Any]:
+    """A light-workflow definition over an input with applicantId and customerId."""
+    properties = {"applicantId": {"type": "string"}, "customerId": {"type": "string"}}
+    return {
+        "document": {"dsl": "1.0.3", "namespace": "t", "name": "t", "version": "1.0.0"},
+        "input": {"schema": {"format": "json", "document": {"type": "object",
+                                                            "properties": properties}}},
+        "do": list(tasks),
+        **top,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "cel"),
+    [
+        (".applicantId", "workflow.input.applicantId"),  # never exported: the workflow input
+        (".risk.riskScore", "context.risk.riskScore"),  # exported on every path
+        (".approval.value", "(has(context.approval) ? context.approval.value : null)"),
+        (".note", "(has(context.note) ? context.note : workflow.input.note)"),
+        ("applicantId", "workflow.input.applicantId"),  # CEL over the context's keys
+    ],
+)
+def test_a_path_reads_the_input_an_exported_key_or_an_explicit_has_choice(
+    text: str, cel: str
+) -> None:
+    assert convert_expression(text, SCOPE) == cel
+
+
+@pytest.mark.parametrize(
+    ("text", "cel"),
+    [
+        (".risk.riskScore <= 30", "context.risk.riskScore <= 30"),
+        (".applicantId == premium", 'workflow.input.applicantId == "premium"'),
+        ("approvalMode == auto-reject", 'workflow.input.approvalMode == "auto-reject"'),
+        (".risk.ok == TRUE", "context.risk.ok == true"),
+        (".risk.level != 'high'", "context.risk.level != 'high'"),
+    ],
+)
+def test_a_bare_word_in_a_comparison_is_quoted_as_the_string_light_workflow_reads(
+    text: str, cel: str
+) -> None:
+    assert convert_expression(text, SCOPE) == cel
+
+
+def test_dollar_braces_inside_text_become_one_cel_concatenation() -> None:
+    text = "offer:${ .customerId }:${ .risk.id }"
+    assert convert_string(text, SCOPE) == (
+        '${ "offer:" + string(workflow.input.customerId) + ":" + string(context.risk.id) }'
+    )
+    assert convert_string("${{ .risk }}", SCOPE) == "${ context.risk }"
+    assert convert_string("APPROVED", SCOPE) == "APPROVED"
+
+
+def test_uri_values_go_to_path_placeholders_and_query_entries_with_the_host_literal() -> None:
+    uri = "http://api:8085/customers/${ .customerId }/prefs?channel=${ .channel }&kind=a"
+    converted = convert_uri(uri, SCOPE)
+    assert converted.template == "http://api:8085/customers/{customerId}/prefs"
+    assert converted.placeholders == {"customerId": "${ workflow.input.customerId }"}
+    assert converted.query == {"channel": "${ string(workflow.input.channel) }", "kind": "a"}
+    with pytest.raises(UriNotConvertible):
+        convert_uri("http://${ .host }/x", SCOPE)
+
+
+def test_a_task_export_switch_and_end_are_rewritten_and_the_result_publishes() -> None:
+    load = {
+        "call": "http",
+        "with": {
+            "method": "GET",
+            "endpoint": {"uri": "http://api:8085/customers/${ .customerId }"},
+        },
+        "export": {"as": {"profile": ".output"}},
+    }
+    cases = [
+        {"gold": {"when": ".profile.segment == premium", "then": "gold"}},
+        {"other": {"then": "plain"}},
+    ]
+    gold = {"set": {"who": "${ .applicantId }", "tier": "${ .profile.segment }"}, "end": True}
+    source = definition(
+        {"load": load},
+        {"route": {"switch": cases}},
+        {"gold": gold},
+        {"plain": {"set": {"who": "${ .applicantId }"}}},
+    )
+    conversion = convert_definition(source)
+    tasks = conversion.document["do"]
+    assert tasks[0]["load"]["input"] == {"from": {"customerId": "${ workflow.input.customerId }"}}
+    assert tasks[0]["load"]["export"] == {"as": {"profile": "${ output }"}}
+    assert tasks[1]["route"]["switch"][0]["gold"]["when"] == (
+        'context.profile.segment == "premium"'
+    )
+    assert tasks[2]["gold"]["then"] == "end" and "end" not in tasks[2]["gold"]
+    assert not conversion.blockers
+    assert check_loaded(FileReport("t"), conversion.document).problems == []
+    pointers = {change.pointer for change in conversion.changes}
+    assert "/do/2/gold/end" in pointers and "/do/0/load/with/endpoint" in pointers
+
+
+def test_mcp_sessions_become_the_official_mcp_call_form() -> None:
+    sessions = {"gateway": {"server": {"endpoint": {"uri": "https://gw:8443/mcp"}}}}
+    task = {"call": "mcp", "with": {"session": "gateway", "tool": "getProfile",
+                                    "arguments": {"id": "${ .customerId }"}}}  # fmt: skip
+    conversion = convert_definition(definition({"load": task}, use={"mcpSessions": sessions}))
+    assert "use" not in conversion.document
+    assert conversion.document["do"][0]["load"]["with"] == {
+        "method": "tools/call",
+        "parameters": {"name": "getProfile", "arguments": {"id": "${ workflow.input.customerId }"}},
+        "transport": {"http": {"endpoint": "https://gw:8443/mcp"}},
+    }
+
+
+def test_output_schemas_and_metadata_move_under_document_metadata_and_version_is_kept() -> None:
+    source = definition({"a": {"set": {"x": 1}}}, outputSchemas={"s": {"type": "object"}},
+                        metadata={"owner": "me"})  # fmt: skip
+    conversion = convert_definition(source)
+    header = conversion.document["document"]
+    assert header["metadata"] == {"outputSchemas": {"s": {"type": "object"}}, "owner": "me"}
+    assert "outputSchemas" not in conversion.document and "metadata" not in conversion.document
+    assert header["version"] == "1.0.0"
+    assert convert_definition(source, version="2.0.0").document["document"]["version"] == "2.0.0"
+
+
+def test_ask_agent_and_run_are_named_as_not_convertible_with_the_reason() -> None:
+    source = definition(
+        {"approve": {"ask": {"prompt": "ok?"}}},
+        {"think": {"call": "agent", "with": {"agent": "a"}}},
+        {"shell": {"run": {"shell": {"command": "ls"}}}},
+    )
+    blockers = {(b.pointer, b.construct): b.reason for b in convert_definition(source).blockers}
+    assert blockers[("/do/0/approve", "ask")] == ASK_REASON
+    assert "call: agent" in blockers[("/do/1/think", "call: agent")]
+    assert "run" in blockers[("/do/2/shell", "run")]
+
+
+def test_converting_a_converted_definition_changes_nothing() -> None:
+    source = definition(
+        {"load": {"call": "http", "with": {"method": "GET", "endpoint": {
+            "uri": "http://api:8085/c/${ .customerId }?s=${ .applicantId }"}},
+            "export": {"as": {"profile": ".output.body"}}}},
+        {"mark": {"set": {"key": "k-${ .profile.id }"}, "if": ".profile.ok == true"}},
+    )  # fmt: skip
+    once = convert_definition(source)
+    twice = convert_definition(once.document)
+    assert twice.document == once.document
+    assert twice.changes == ()
