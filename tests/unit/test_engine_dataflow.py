@@ -55,6 +55,8 @@ def test_a_read_after_a_set_that_drops_the_field_is_an_error_with_the_workflow_i
     assert "'applicantId'" in error.message
     assert "available: status (data)" in error.message
     assert "workflow.input.applicantId" in error.message
+    # Written for light-workflow (one shared context), such a read is what convert rewrites.
+    assert "`workflow-mcp convert` rewrites it" in error.message
 
 
 def test_the_same_read_from_the_workflow_input_root_is_clean() -> None:

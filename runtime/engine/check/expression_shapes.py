@@ -30,6 +30,7 @@ from runtime.engine.check.shapes import (
     obj,
     of_json,
 )
+from runtime.engine.parse.light_workflow_hints import CONVERT
 
 FIELD_ABSENT: Final = "data.field-absent"
 _QUOTED_CHARS: Final = 120  # messages quote at most this much of an expression
@@ -265,8 +266,12 @@ def _absent_identifier(walk: _Walk, name: str) -> None:
         f"reads {name!r}, which cannot exist here on any path; "
         f"available: {', '.join(available) or 'nothing'}"
     )
-    message += _hint(site.workflow_input, name)
-    walk.report("error", FIELD_ABSENT, message)
+    hint = _hint(site.workflow_input, name)
+    if hint:
+        # A definition written for light-workflow reads the input and every export through one
+        # context, so its bare path often means the workflow input here.
+        hint += f"; a light-workflow bare path reads one shared context: {CONVERT}"
+    walk.report("error", FIELD_ABSENT, message + hint)
 
 
 def _names(shape: Shape, label: str) -> list[str]:
