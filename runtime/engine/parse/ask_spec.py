@@ -91,8 +91,9 @@ def _options(value: Any, pointer: str) -> tuple[AskOption, ...]:
         ):
             raise DefinitionError(f"{where}.description must be a string", task=pointer)
         option_value = node.get("value")
-        if isinstance(option_value, bool) or not isinstance(option_value, str | int | float):
-            raise DefinitionError(f"{where}.value must be a string or a number", task=pointer)
+        if not isinstance(option_value, str) or not option_value or len(option_value) > _MAX_NAME:
+            # Strings only: the inbox's answer is a string, compared with the options' values.
+            raise DefinitionError(f"{where}.value must be a non-empty string", task=pointer)
         if any(option.value == option_value for option in options):
             raise DefinitionError(f"{where}.value {option_value!r} is not unique", task=pointer)
         options.append(AskOption(label, option_value, description))
