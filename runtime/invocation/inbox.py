@@ -73,7 +73,8 @@ async def list_tasks(
 
 async def get_task(db: Database, ctx: InvocationContext, task_id: str) -> WorkflowTaskGetOutput:
     """workflow_task_get: one task the caller is an assignee of."""
-    async with db.transaction(read_only=True) as conn:
+    # Not read-only: the assignee query locks the row (the one query completion uses too).
+    async with db.transaction() as conn:
         row = await tasks.select_assigned(conn, ctx.host_id, _task_id(task_id), _assignee(ctx))
     if row is None:
         raise _not_found()
