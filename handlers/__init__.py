@@ -30,6 +30,9 @@ from handlers import (
     workflow_secret_list,
     workflow_secret_put,
     workflow_start,
+    workflow_task_complete,
+    workflow_task_get,
+    workflow_task_list,
     workflow_wait_result,
 )
 from runtime.mcp.call import ToolHandler
@@ -57,4 +60,7 @@ HANDLERS: Final[Mapping[ToolName, ToolHandler]] = {
     "workflow_secret_put": ToolHandler(workflow_secret_put.handle),
     "workflow_secret_list": ToolHandler(workflow_secret_list.handle),
     "workflow_secret_delete": ToolHandler(workflow_secret_delete.handle),
+    "workflow_task_list": ToolHandler(workflow_task_list.handle),
+    "workflow_task_get": ToolHandler(workflow_task_get.handle),
+    "workflow_task_complete": ToolHandler(workflow_task_complete.handle),
 }

@@ -607,6 +607,27 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_park_on_human_task() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_state text;
+BEGIN
+    SELECT h.state INTO v_state
+    FROM workflow_human_task h
+    WHERE h.host_id = NEW.host_id AND h.task_id = (NEW.payload ->> 'humanTaskId')::uuid
+    FOR SHARE;
+    IF v_state IS DISTINCT FROM 'open' THEN
+        NEW.available_at := now();
+    ELSE
+        UPDATE workflow_process p SET state = 'WAITING', updated_ts = now()
+        WHERE p.host_id = NEW.host_id AND p.process_id = NEW.process_id
+          AND p.state IN ('ACCEPTED', 'RUNNING');
+    END IF;
+    RETURN NEW;
+END
+$$;
+
 CREATE FUNCTION public.workflow_record_run_spec(p_host_id uuid, p_process_id uuid, p_wf_def_id uuid, p_workflow_version text, p_definition jsonb, p_binding_id uuid, p_user_id text, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_expires_ts timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
     AS $$
@@ -952,6 +973,29 @@ CREATE SEQUENCE public.workflow_fencing_token_seq
     NO MAXVALUE
     CACHE 1;
 
+CREATE TABLE public.workflow_human_task (
+    host_id uuid NOT NULL,
+    task_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    process_id uuid NOT NULL,
+    "position" integer NOT NULL,
+    task_name text NOT NULL,
+    wf_def_id uuid,
+    question jsonb NOT NULL,
+    assignee_user_id text,
+    assignee_role_id text,
+    assignee_position_id text,
+    state text DEFAULT 'open'::text NOT NULL,
+    due_ts timestamp with time zone,
+    output jsonb,
+    answered_by text,
+    answered_ts timestamp with time zone,
+    operation_id text,
+    answer_digest text,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_human_task_assignee_check CHECK ((num_nonnulls(assignee_user_id, assignee_role_id, assignee_position_id) > 0)),
+    CONSTRAINT workflow_human_task_state_check CHECK ((state = ANY (ARRAY['open'::text, 'answered'::text, 'timedOut'::text, 'cancelled'::text])))
+);
+
 CREATE TABLE public.workflow_idempotency_t (
     host_id uuid NOT NULL,
     scope_digest text NOT NULL,
@@ -1288,6 +1332,12 @@ ALTER TABLE ONLY public.workflow_definition_grant_sync_t
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_pk PRIMARY KEY (host_id, binding_id, endpoint_ref);
 
+ALTER TABLE ONLY public.workflow_human_task
+    ADD CONSTRAINT workflow_human_task_pk PRIMARY KEY (host_id, task_id);
+
+ALTER TABLE ONLY public.workflow_human_task
+    ADD CONSTRAINT workflow_human_task_position_key UNIQUE (host_id, process_id, "position");
+
 ALTER TABLE ONLY public.workflow_idempotency_t
     ADD CONSTRAINT workflow_idempotency_pk PRIMARY KEY (host_id, scope_digest);
 
@@ -1350,6 +1400,12 @@ CREATE INDEX workflow_action_permit_process_idx ON public.workflow_action_permit
 
 CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_reservation USING btree (host_id, task_id);
 
+CREATE INDEX workflow_human_task_open_position_idx ON public.workflow_human_task USING btree (host_id, assignee_position_id, created_ts) WHERE (state = 'open'::text);
+
+CREATE INDEX workflow_human_task_open_role_idx ON public.workflow_human_task USING btree (host_id, assignee_role_id, created_ts) WHERE (state = 'open'::text);
+
+CREATE INDEX workflow_human_task_open_user_idx ON public.workflow_human_task USING btree (host_id, assignee_user_id, created_ts) WHERE (state = 'open'::text);
+
 CREATE INDEX workflow_idempotency_process_idx ON public.workflow_idempotency_t USING btree (host_id, process_id);
 
 CREATE INDEX workflow_idempotency_replay_until_idx ON public.workflow_idempotency_t USING btree (result_replay_until);
@@ -1369,6 +1425,8 @@ CREATE INDEX workflow_run_credential_expiry_idx ON public.workflow_run_credentia
 CREATE INDEX workflow_task_process_idx ON public.workflow_task USING btree (host_id, process_id);
 
 CREATE INDEX workflow_task_ready_age_idx ON public.workflow_task USING btree (execution_class, host_id, enqueued_ts) WHERE (state = 'ready'::text);
+
+CREATE INDEX workflow_task_ready_available_idx ON public.workflow_task USING btree (available_at) WHERE (state = 'ready'::text);
 
 CREATE INDEX workflow_task_ready_priority_idx ON public.workflow_task USING btree (execution_class, host_id, priority DESC, enqueued_ts) WHERE (state = 'ready'::text);
 
@@ -1400,6 +1458,8 @@ CREATE TRIGGER workflow_process_end_tool_live AFTER UPDATE OF state ON public.wo
 
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
 
+CREATE TRIGGER workflow_task_park_on_human_task BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN ((new.payload ? 'humanTaskId'::text)) EXECUTE FUNCTION public.workflow_park_on_human_task();
+
 CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
 
 ALTER TABLE ONLY public.workflow_action_authority_t
@@ -1416,6 +1476,9 @@ ALTER TABLE ONLY public.workflow_budget_reservation
 
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_human_task
+    ADD CONSTRAINT workflow_human_task_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_invocation_t
     ADD CONSTRAINT workflow_invocation_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;

@@ -40,7 +40,13 @@ RUNTIME_TOOLS = (
     "workflow_wait_result",
     "workflow_cancel",
 )
-ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS
+# The human-task inbox (issue 22): an assignee's tasks, by the verified token.
+INBOX_TOOLS = (
+    "workflow_task_list",
+    "workflow_task_get",
+    "workflow_task_complete",
+)
+ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS
 # Tools that carry hostId and the publisher's bearer.
 HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS
 

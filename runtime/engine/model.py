@@ -18,7 +18,7 @@ import jsonschema
 from runtime.canonical.patterns import re2_validator
 
 TaskKind = Literal[
-    "set", "switch", "assert", "http", "mcp", "fork", "for", "try", "raise", "wait", "do"
+    "set", "switch", "assert", "http", "mcp", "fork", "for", "try", "raise", "wait", "do", "ask"
 ]
 ThenTarget = str  # "continue", "exit", "end" or a sibling task name
 FLOW_DIRECTIVES = frozenset({"continue", "exit", "end"})
@@ -274,6 +274,31 @@ class TrySpec:
     catch: CatchSpec
 
 
+@dataclass(frozen=True)
+class AskOption:
+    """One choice offered to the assignee of a human task."""
+
+    label: str
+    value: Any
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class AskSpec:
+    """`ask`: a human task (workflow_start runs only); the run parks until it is answered."""
+
+    prompt: Any  # a string, possibly with `${ }` expressions
+    mode: Literal["approval", "input"]
+    # roleId, userId, positionId, categoryCode, reasonCode: literal strings.
+    assignment: Mapping[str, str]
+    options: tuple[AskOption, ...]
+    required: bool
+    timeout_ms: int | None
+    # "default": answer with `default` when the timeout passes; "fail": the task faults.
+    on_timeout: Literal["default", "fail"]
+    default: Any = None
+
+
 TaskSpec = (
     SetSpec
     | SwitchSpec
@@ -286,6 +311,7 @@ TaskSpec = (
     | ForkSpec
     | ForSpec
     | TrySpec
+    | AskSpec
 )
 
 

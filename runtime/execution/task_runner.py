@@ -46,7 +46,9 @@ from runtime.addresses import AddressPolicy, Resolver, SystemResolver
 from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
+from runtime.engine.model import AskSpec
 from runtime.engine.run import (
+    AwaitingAnswer,
     EffectFailure,
     EngineThreads,
     LoopBoundEffects,
@@ -58,7 +60,7 @@ from runtime.engine.run import (
 )
 from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
-from runtime.execution import store
+from runtime.execution import human_tasks, store
 from runtime.execution.credential import (
     TokenCheck,
     open_credential,
@@ -75,6 +77,7 @@ from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import BudgetAmounts, ClaimedTask, NewTask, TaskOutcome
+from runtime.scheduler.parking import HUMAN_TASK_KEY
 from runtime.security import (
     Keyring,
     KeyringError,
@@ -203,6 +206,8 @@ class WorkflowRuntime:
         prior = await self._prior_calls(db, task) if task.attempts > 1 else {}
         effects = DurableEffects(self._call_context(db, task, lease, loaded, prior))
         resume = RunState.from_json(task.payload["state"]) if "state" in task.payload else None
+        if resume is not None and _asks_at(loaded.definition, resume.position):
+            resume.answer = await human_tasks.settle(db, task, resume.position)
         # Lets a test kill a worker at an exact top-level task (after its claim).
         await faults.point(f"before_workflow_task_{resume.position if resume else 0}")
         meter = StepMeter(self._step_budget(loaded))
@@ -234,6 +239,8 @@ class WorkflowRuntime:
             return TaskOutcome.then(
                 next_task, output={"position": done.state["position"]}, consume=used
             )
+        except AwaitingAnswer as waiting:
+            return await self._park(db, task, loaded, waiting, meter)
         except RunDeadlineExpired:
             raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         except StepBudgetExhausted as exhausted:
@@ -246,6 +253,33 @@ class WorkflowRuntime:
             )
             return TaskOutcome.finish_run(outcome.output, output={"finished": True}, consume=used)
         raise _run_error(outcome.error)
+
+    async def _park(
+        self,
+        db: Database,
+        task: ClaimedTask,
+        loaded: _Loaded,
+        waiting: AwaitingAnswer,
+        meter: StepMeter,
+    ) -> TaskOutcome:
+        """Open the ask's human task; the next task waits, unleased, until it is answered.
+
+        Its available_at is the task's due time (the timer: the claim fires it) or, with no
+        timeout, the point the run must stop; an answer makes it available at once.
+        """
+        await _check_deadline(db, task, self.settings)
+        human_task_id, due = await human_tasks.park(
+            db, task, loaded.spec.wf_def_id, waiting.request
+        )
+        payload = {"state": waiting.state, HUMAN_TASK_KEY: human_task_id}
+        wake_at = due if due is not None else _stop_at(task, self.settings)
+        next_task = NewTask(
+            WORKFLOW_TASK_KIND, payload, step_no=task.step_no + CALL_SLOTS, available_at=wake_at
+        )
+        used = BudgetAmounts(
+            intermediate_bytes=canonical_size(waiting.state), cost_units=_cost(meter)
+        )
+        return TaskOutcome.then(next_task, output={"waiting": human_task_id}, consume=used)
 
     def _step_budget(self, loaded: _Loaded) -> int:
         """Steps one task attempt may spend: the setting, capped by the run's cost units."""
@@ -400,6 +434,12 @@ class WorkflowRuntime:
             # The call fails with the authentication error (401) before anything is sent;
             # the message names the failed check, never the token's text.
             raise EffectFailure("authentication", exc.message, 401) from None
+
+
+def _asks_at(definition: WorkflowDefinition, position: int) -> bool:
+    """Whether the top-level task at position is an ask (its answer is read before it runs)."""
+    tasks = definition.tasks.tasks
+    return 0 <= position < len(tasks) and isinstance(tasks[position].spec, AskSpec)
 
 
 def _cost(meter: StepMeter) -> int:

@@ -30,6 +30,7 @@ from runtime.engine.check.shapes import (
     of_schema,
 )
 from runtime.engine.model import (
+    AskSpec,
     AssertSpec,
     DoSpec,
     ForkSpec,
@@ -208,6 +209,8 @@ class _Checker:
             self.tree(spec.error, site)  # a raise never completes
         elif isinstance(spec, WaitSpec):
             yield task.then, state
+        elif isinstance(spec, AskSpec):
+            yield task.then, State(UNKNOWN, state.context)
         elif isinstance(spec, HttpCallSpec):
             for tree in (spec.headers, spec.query, spec.body):
                 self.tree(tree, site)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from runtime.engine.model import (
+    AskSpec,
     ForkSpec,
     ForSpec,
     HttpCallSpec,
@@ -245,6 +246,8 @@ def _task_time(definition: WorkflowDefinition, task: Task, cap: int) -> int | No
         return None  # bounded only by a declared timeout on it or around it
     if isinstance(spec, WaitSpec):
         return spec.duration_ms
+    if isinstance(spec, AskSpec):
+        return spec.timeout_ms  # a person's answer: the worst case is its timeout, or none
     if isinstance(spec, ForSpec):
         body = _list_time(definition, spec.body, cap)
         return None if body is None else loop_bound(definition, spec, cap) * body

@@ -41,14 +41,13 @@ _KIND_FIELDS: tuple[tuple[str, TaskKind | None, set[str]], ...] = (
     ("raise", "raise", {"raise"}),
     ("wait", "wait", {"wait"}),
     ("do", "do", {"do"}),
+    ("ask", "ask", {"ask"}),
 )
 _REJECTED_KINDS = {
     "listen": "listen waits for outside events for an unbounded time",
     "emit": "emit is a fire-and-forget side effect outside effect tracking",
     "run": "run (container, script, shell, workflow) executes arbitrary code; call a "
     "sub-workflow through `call: mcp` to a workflow-backed Tool instead",
-    "ask": "human tasks are not in the sync profile: a run is headless and bounded, so no "
-    "task may wait for a person",
     "agent": "agent tasks have unknown duration and reach; they cannot be bounded at publication",
 }
 
@@ -144,6 +143,10 @@ def _parse_task(
         common = _parse_common(node, pointer, ctx)
     kind, spec = parse_spec(key, node, pointer, qualified, ctx)
     if len(ctx.errors) > recorded:
+        return None
+    if kind == "ask" and "timeout_ms" in common:
+        # A parked run has no in-process scope to time; the answer's deadline is ask.timeout.
+        ctx.errors.append(DefinitionError("an ask task's timeout is ask.timeout", task=pointer))
         return None
     return Task(
         name=name, pointer=pointer, qualified_name=qualified, kind=kind, spec=spec, **common

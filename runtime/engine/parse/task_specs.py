@@ -26,6 +26,7 @@ from runtime.engine.model import (
     freeze,
     walk_tasks,
 )
+from runtime.engine.parse.ask_spec import parse_ask
 from runtime.engine.parse.call_specs import parse_call
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError, parse_duration_ms
@@ -48,6 +49,8 @@ def parse_spec(
         return "raise", _parse_raise(node["raise"], pointer, ctx)
     if key == "wait":
         return "wait", WaitSpec(_duration(node["wait"], pointer))
+    if key == "ask":
+        return "ask", parse_ask(node["ask"], pointer, top_level="/" not in qualified)
     if key == "do":
         return "do", DoSpec(ctx.task_list(node["do"], f"{pointer}/do", qualified))
     if key == "fork":

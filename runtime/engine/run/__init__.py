@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from runtime.engine.run.engine_threads import EngineThreads, LoopBoundEffects
 from runtime.engine.run.faults import WorkflowFault
+from runtime.engine.run.human import AskRequest, AwaitingAnswer
 from runtime.engine.run.interpreter import run_workflow
 from runtime.engine.run.ports import (
     Clock,
@@ -25,6 +26,8 @@ from runtime.engine.run.ports import (
 from runtime.engine.run.state import EffectState, RunOutcome, RunState
 
 __all__ = [
+    "AskRequest",
+    "AwaitingAnswer",
     "Clock",
     "EffectFailure",
     "EffectPort",

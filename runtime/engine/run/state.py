@@ -22,10 +22,13 @@ class RunState:
     effect_state: EffectState = "none"
     nested_calls: int = 0
     finished: bool = False
+    # The answer of the human task at ``position`` (set by the durable runner on resume,
+    # consumed by that ask task): {"output": ...} or {"failed": true} after a failing timeout.
+    answer: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON for a durable checkpoint."""
-        return {
+        document = {
             "version": RUN_STATE_VERSION,
             "position": self.position,
             "data": self.data,
@@ -35,6 +38,9 @@ class RunState:
             "nestedCalls": self.nested_calls,
             "finished": self.finished,
         }
+        if self.answer is not None:
+            document["answer"] = self.answer
+        return document
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> RunState:
@@ -49,6 +55,7 @@ class RunState:
             effect_state=document["effectState"],
             nested_calls=int(document["nestedCalls"]),
             finished=bool(document["finished"]),
+            answer=document.get("answer"),
         )
 
     def mark_effect(self, state: EffectState) -> None:

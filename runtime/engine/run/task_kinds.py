@@ -8,6 +8,7 @@ from typing import Any
 
 from runtime.engine.check.static_requirements import loop_bound
 from runtime.engine.model import (
+    AskSpec,
     AssertSpec,
     DoSpec,
     ForkSpec,
@@ -26,6 +27,7 @@ from runtime.engine.model import (
 from runtime.engine.run.call_dispatch import build_http_request, dispatch_http, dispatch_mcp
 from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
+from runtime.engine.run.human import run_ask
 from runtime.engine.run.runner import Runner
 
 Outcome = tuple[Any, str | None]
@@ -59,6 +61,8 @@ async def run_spec(runner: Runner, task: Task, data: Any, scope: Mapping[str, An
         return await run_fork(runner, spec, task, data, scope), None
     if isinstance(spec, ForSpec):
         return await run_for(runner, spec, task, data, scope, variables), None
+    if isinstance(spec, AskSpec):
+        return run_ask(runner, spec, task, variables), None
     return await run_try(runner, spec, task, data, scope), None
 
 

@@ -32,8 +32,8 @@ MANY_PROBLEMS = (
     "        method: get\n"
     '        endpoint: "https://api.example.com/claims/${ .claimId }"\n'
     "  - approve:\n"
-    "      ask:\n"
-    "        question: approve?\n"
+    "      listen:\n"
+    "        to: approve\n"
     "  - legacy:\n"
     "      call: grpc\n"
 )
@@ -68,17 +68,19 @@ async def test_publish_lists_every_problem_with_the_blockers_first(
         ("/metadata", "unknown-field"),
     ]
     assert error["message"].startswith(
-        "definition is invalid: /do/2/approve: task kind `ask` is not supported"
+        "definition is invalid: /do/2/approve: task kind `listen` is not supported"
     )
     assert "4 more problems" in error["message"]
     assert await _versions(db) == 0
 
 
-async def test_an_ask_task_names_the_kind_and_why_it_is_refused(owner: McpTestClient) -> None:
+async def test_a_refused_task_kind_names_the_kind_and_why_it_is_refused(
+    owner: McpTestClient,
+) -> None:
     error = await _publish_refusal(owner, MANY_PROBLEMS, "1.0.0")
-    [ask] = [p for p in error["details"]["problems"] if p["pointer"] == "/do/2/approve"]
-    assert "`ask`" in ask["message"]
-    assert "human tasks are not in the sync profile" in ask["message"]
+    [listen] = [p for p in error["details"]["problems"] if p["pointer"] == "/do/2/approve"]
+    assert "`listen`" in listen["message"]
+    assert "waits for outside events" in listen["message"]
 
 
 async def test_an_expression_inside_a_uri_points_to_a_uri_template(owner: McpTestClient) -> None:
@@ -115,7 +117,7 @@ async def test_start_of_an_invalid_saved_head_carries_the_problems_publish_would
     start = {"wfDefId": wf_def_id, "input": {"claimId": "C-1"}}
     body = refused(await caller.call_tool("workflow_start", start), "WORKFLOW_START_REJECTED")
     assert body["error"]["details"]["problems"] == published["details"]["problems"]
-    assert "task kind `ask` is not supported" in body["error"]["message"]
+    assert "task kind `listen` is not supported" in body["error"]["message"]
 
 
 @pytest.mark.requirement("000:Operator setup")

@@ -1,0 +1,93 @@
+"""A run's ask at run time: open its human task and park, or settle the answer to resume with.
+
+The runner parks a run as its next scheduler task, left ready until the human task's due time
+(runtime.scheduler.parking). When that task is claimed, ``settle`` reads the human task: an
+answer (or a timeout that has passed, recorded here under the row's lock so a late completion
+gets a conflict) is handed to the interpreter; an open task not yet due parks the run again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from runtime.engine.run import AskRequest
+from runtime.execution.human_tasks import store
+from runtime.scheduler import parking
+from runtime.scheduler.models import ClaimedTask
+from runtime.store import Database
+
+
+async def settle(db: Database, task: ClaimedTask, position: int) -> dict[str, Any] | None:
+    """The answer of the ask at position ({output} or {failed}), or None while it is open."""
+    async with db.transaction() as conn:
+        row = await store.select_task_at(conn, task.host_id, task.process_id, position)
+        if row is None or (row["state"] == "open" and not row["due"]):
+            return None
+        output = row["output"]
+        if row["state"] == "open":
+            output = _timeout_output(row["question"])
+            await store.time_out_task(conn, task.host_id, row["task_id"], output)
+        await parking.resume_waiting(conn, task.host_id, task.process_id)
+    return {"failed": True} if output is None else {"output": output}
+
+
+async def park(
+    db: Database, task: ClaimedTask, wf_def_id: str | None, request: AskRequest
+) -> tuple[str, datetime | None]:
+    """Open the ask's human task (once per ask); its id and due time."""
+    assignment = request.spec.assignment
+    row = {
+        "host_id": task.host_id,
+        "process_id": task.process_id,
+        "position": request.position,
+        "task_name": request.name,
+        "wf_def_id": wf_def_id,
+        "question": request.document(),
+        "assignee_user_id": assignment.get("userId"),
+        "assignee_role_id": assignment.get("roleId"),
+        "assignee_position_id": assignment.get("positionId"),
+        "timeout_ms": request.spec.timeout_ms,
+    }
+    async with db.transaction() as conn:
+        await store.insert_task(conn, row)
+        opened = await store.select_task_at(conn, task.host_id, task.process_id, request.position)
+    assert opened is not None  # inserted or already there, in this transaction
+    return opened["task_id"], opened["due_ts"]
+
+
+def answer_output(
+    question: dict[str, Any], value: Any, comment: str | None, answered_by: str
+) -> dict[str, Any]:
+    """The ask's output: {value, label?, comment?, answeredBy, answeredAt}."""
+    output: dict[str, Any] = {"value": value}
+    label = _label(question, value)
+    if label is not None:
+        output["label"] = label
+    if comment is not None:
+        output["comment"] = comment
+    output["answeredBy"] = answered_by
+    output["answeredAt"] = _now()
+    return output
+
+
+def _timeout_output(question: dict[str, Any]) -> dict[str, Any] | None:
+    """A default answer that says it came from the timeout, or None (the ask fails)."""
+    on_timeout = question.get("onTimeout") or {}
+    if on_timeout.get("action") != "default":
+        return None
+    output = answer_output(question, on_timeout.get("default"), None, "timeout")
+    output["timedOut"] = True
+    return output
+
+
+def _label(question: dict[str, Any], value: Any) -> str | None:
+    for option in question.get("options") or []:
+        if option.get("value") == value:
+            label = option.get("label")
+            return label if isinstance(label, str) else None
+    return None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,66 @@
+-- Named queries of human tasks (runtime/execution/human_tasks): every one scoped by host.
+
+-- insert_human_task --
+-- Open the human task of a run's ask (a repeat after a reclaim keeps the first row).
+INSERT INTO workflow_human_task (
+    host_id, process_id, position, task_name, wf_def_id, question, assignee_user_id,
+    assignee_role_id, assignee_position_id, due_ts
+)
+VALUES (
+    %(host_id)s, %(process_id)s, %(position)s, %(task_name)s, %(wf_def_id)s, %(question)s,
+    %(assignee_user_id)s, %(assignee_role_id)s, %(assignee_position_id)s,
+    now() + %(timeout_ms)s * interval '1 millisecond'
+)
+ON CONFLICT (host_id, process_id, position) DO NOTHING;
+
+-- select_task_at --
+-- The human task of a run's ask at a top-level position, locked.
+SELECT task_id::text AS task_id, state, due_ts, output, question, due_ts <= now() AS due
+FROM workflow_human_task
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND position = %(position)s
+FOR UPDATE;
+
+-- time_out_task --
+-- Close an open task whose due time passed, with the timeout's output (NULL: the ask fails).
+UPDATE workflow_human_task
+SET state = 'timedOut', output = %(output)s, answered_by = 'timeout', answered_ts = now()
+WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND state = 'open';
+
+-- list_assigned_tasks --
+-- The caller's tasks (by user id, role or position) in one state, oldest first, after a cursor.
+SELECT task_id::text AS task_id, process_id::text AS process_id, task_name,
+       wf_def_id::text AS wf_def_id, question, state, due_ts, created_ts, output
+FROM workflow_human_task
+WHERE host_id = %(host_id)s AND state = %(state)s
+  AND (assignee_user_id = %(user_id)s OR assignee_role_id = ANY(%(roles)s)
+       OR assignee_position_id = ANY(%(positions)s))
+  AND (%(process_id)s::uuid IS NULL OR process_id = %(process_id)s::uuid)
+  AND (%(after_created)s::timestamptz IS NULL
+       OR (created_ts, task_id) > (%(after_created)s::timestamptz, %(after_task)s::uuid))
+ORDER BY created_ts, task_id
+LIMIT %(limit)s;
+
+-- select_assigned_task --
+-- One task if the caller is its assignee (by user id, role or position); locked for an answer.
+SELECT task_id::text AS task_id, process_id::text AS process_id, task_name,
+       wf_def_id::text AS wf_def_id, question, state, due_ts, created_ts, output,
+       operation_id, answer_digest
+FROM workflow_human_task
+WHERE host_id = %(host_id)s AND task_id = %(task_id)s
+  AND (assignee_user_id = %(user_id)s OR assignee_role_id = ANY(%(roles)s)
+       OR assignee_position_id = ANY(%(positions)s))
+FOR UPDATE;
+
+-- answer_task --
+-- Record the answer of an open task.
+UPDATE workflow_human_task
+SET state = 'answered', output = %(output)s, answered_by = %(answered_by)s,
+    answered_ts = now(), operation_id = %(operation_id)s, answer_digest = %(answer_digest)s
+WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND state = 'open';
+
+-- open_task_ids --
+-- The open human tasks of one run.
+SELECT task_id::text AS task_id
+FROM workflow_human_task
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND state = 'open'
+ORDER BY position;

@@ -1,0 +1,102 @@
+"""Human tasks through POST /mcp: a start run parks on an ask; its assignee answers it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.support.binding_builders import new_id
+from tests.support.human_tasks import approval_yaml
+from tests.support.invocation import client, ok, refused, save_head
+from tests.support.mcp import McpTestClient
+from tests.support.waiting import wait_until
+
+
+async def _start(owner: McpTestClient, caller: McpTestClient, text: str) -> str:
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    started = ok(await caller.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {}}))
+    return str(started["workflowInstanceId"])
+
+
+async def _open_tasks(who: McpTestClient, instance: str) -> list[dict[str, Any]]:
+    listed = ok(await who.call_tool("workflow_task_list", {"workflowInstanceId": instance}))
+    return list(listed["tasks"])
+
+
+async def _state(caller: McpTestClient, instance: str) -> str:
+    status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+    return str(status["state"])
+
+
+async def test_the_assignee_by_role_answers_and_the_run_completes_with_the_answer(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    stranger = client(http, dev_identity, "sam", roles=("clerk",))
+    instance = await _start(owner, caller, approval_yaml())
+
+    async def waiting() -> bool:
+        return await _state(caller, instance) == "WAITING"
+
+    await wait_until(waiting, what="the run WAITING")
+    [task] = await _open_tasks(approver, instance)
+    assert task["prompt"] == "Approve the claim?" and task["assignment"]["roleId"] == "approver"
+    assert [o["value"] for o in task["options"]] == ["APPROVED", "REJECTED"]
+    # Not an assignee: nothing listed, and the task is not found rather than forbidden.
+    assert await _open_tasks(stranger, instance) == []
+    refused(
+        await stranger.call_tool("workflow_task_get", {"taskId": task["taskId"]}),
+        "WORKFLOW_NOT_FOUND",
+    )
+    got = ok(await approver.call_tool("workflow_task_get", {"taskId": task["taskId"]}))
+    assert got["task"]["workflowInstanceId"] == instance
+    refused(
+        await approver.call_tool(
+            "workflow_task_complete",
+            {"taskId": task["taskId"], "value": "MAYBE", "operationId": str(uuid.uuid4())},
+        ),
+        "WORKFLOW_INPUT_INVALID",
+    )
+    answer = {"taskId": task["taskId"], "value": "APPROVED", "operationId": str(uuid.uuid4())}
+    started = time.monotonic()
+    receipt = ok(await approver.call_tool("workflow_task_complete", answer))
+    assert receipt["state"] == "answered" and receipt["value"] == "APPROVED"
+    # An identical retry gets the same receipt; a different answer is a conflict.
+    assert ok(await approver.call_tool("workflow_task_complete", answer)) == receipt
+    other = {**answer, "value": "REJECTED", "operationId": str(uuid.uuid4())}
+    refused(await approver.call_tool("workflow_task_complete", other), "WORKFLOW_STATE_CONFLICT")
+    result = ok(await caller.call_tool("workflow_wait_result", {"workflowInstanceId": instance}))
+    assert time.monotonic() - started < 5
+    assert result["output"] == {"decision": "APPROVED", "by": "ann"}
+
+
+async def test_a_timeout_applies_its_default_and_says_so(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    instance = await _start(owner, caller, approval_yaml(timeout="PT2S"))
+
+    async def opened() -> bool:
+        return len(await _open_tasks(approver, instance)) == 1
+
+    await wait_until(opened, what="the task open")
+
+    async def finished() -> bool:
+        return await _state(caller, instance) == "COMPLETED"
+
+    await wait_until(finished, what="the run completed by its timeout", within_s=15)
+    result = ok(await caller.call_tool("workflow_get_result", {"workflowInstanceId": instance}))
+    assert result["output"] == {"decision": "REJECTED", "by": "timeout"}
+    assert await _open_tasks(approver, instance) == []
