@@ -66,6 +66,7 @@ from runtime.execution.credential import (
     token_check_for,
 )
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
+from runtime.execution.service_token import ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
@@ -136,10 +137,17 @@ class WorkflowRuntime:
     engine: EngineThreads = field(default_factory=EngineThreads)
     # execution.maximum_parallelism: the service's fork-width ceiling over every run's own.
     maximum_parallelism: int | None = None
+    # Workflow's own token for nested MCP calls (execution.outbound.service_token when None).
+    service_tokens: ServiceTokens | None = None
     _definitions: dict[tuple[str, ...], WorkflowDefinition] = field(default_factory=dict)
     _reaches: dict[tuple[str, str], Reach] = field(default_factory=dict)
     _specs: dict[tuple[str, str], store.RunSpec] = field(default_factory=dict)
     _clients: dict[int, httpx.AsyncClient] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.service_tokens is None:
+            # One per process: every run's nested calls share the token and its renewal.
+            self.service_tokens = ServiceTokens.from_settings(self.settings.service_token)
 
     @classmethod
     def verifying(
@@ -346,6 +354,7 @@ class WorkflowRuntime:
             reach=loaded.reach,
             token=token,
             prior_calls=prior,
+            service_token=self.service_tokens,
         )
 
     async def _run_token(self, db: Database, task: ClaimedTask, exchangeable: bool) -> SecretToken:

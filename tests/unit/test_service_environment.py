@@ -69,6 +69,6 @@ def test_the_section_checks_run_on_environment_values() -> None:
 def test_every_setting_has_its_own_variable() -> None:
     names = [variable_name(path) for path, _ in setting_paths(Settings)]
     assert len(names) == len(set(names))
-    assert "WORKFLOW_EXECUTION_OUTBOUND_APP_TOKEN" in names
+    assert "WORKFLOW_EXECUTION_OUTBOUND_SERVICE_TOKEN_CLIENT_SECRET_FILE" in names
     # The configuration file's own variable names no setting.
     assert "WORKFLOW_CONFIG" not in names

@@ -22,7 +22,7 @@ from runtime.security.devtools import DevIdentity
 from runtime.service.bootstrap import (
     DEV_TOKEN_EXCHANGE_PATH,
     apply_dev_identity,
-    dev_token_exchange_route,
+    dev_token_routes,
 )
 from runtime.services import Services
 from runtime.settings import Settings
@@ -164,7 +164,8 @@ async def test_make_run_exchanges_at_the_dev_identitys_own_endpoint_with_client_
     configured = settings.security.run_credential.token_exchange
     assert configured.endpoint == f"http://127.0.0.1:8787{DEV_TOKEN_EXCHANGE_PATH}"
     app = create_app()
-    app.register(dev_token_exchange_route(identity))
+    for route in dev_token_routes(identity):
+        app.register(route)
     transport = httpx.ASGITransport(app=app)
     served = f"http://localhost{DEV_TOKEN_EXCHANGE_PATH}"
     exchanger = TokenExchanger.from_settings(
