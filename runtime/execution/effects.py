@@ -24,6 +24,7 @@ from runtime.canonical import CanonicalError, canonical_digest, sha256_digest
 from runtime.engine.run import EffectFailure, HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
+from runtime.execution.credential import RunToken
 from runtime.execution.outbound import GatewayUnauthorized, encode_body, send_http, send_mcp
 from runtime.execution.outbound_auth import with_credential
 from runtime.execution.service_token import ServiceTokenError, ServiceTokens
@@ -43,7 +44,7 @@ CALL_SLOTS = 1000
 AFTER_DISPATCH_POINT = "after_effect_dispatch"
 # Every outbound dispatch (a call or one of its retries) costs one cost unit and one attempt.
 DISPATCH_COST_UNITS = 1
-TokenSource = Callable[[], Awaitable[SecretToken]]
+TokenSource = Callable[[], Awaitable[RunToken]]
 SERVICE_TOKEN_UNAVAILABLE = "Workflow's service token is unavailable"
 
 log = logging.getLogger("workflow.execution.effects")
@@ -158,7 +159,9 @@ class DurableEffects:
         step_no = self._next_write_step() if request.write else None
         if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return _response_from_record(recorded)
-        request = await with_credential(request, self._ctx.token)
+        sent = await with_credential(request, self._ctx.token, self._ctx.settings.gateway_mcp_url)
+        policy = self._ctx.policy.routed(request.uri, sent.uri)
+        request = sent
         body_bytes = len(encode_body(request.body) or b"")
         reservation = await self._ctx.lease.reserve(
             attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
@@ -169,7 +172,7 @@ class DurableEffects:
             response = await send_http(
                 self._ctx.client,
                 request,
-                self._ctx.policy,
+                policy,
                 timeout_s=self._timeout(remaining, request.write),
                 connect_timeout_s=self._ctx.settings.connect_timeout_s,
                 max_bytes=self._ctx.settings.max_response_bytes,
@@ -198,7 +201,7 @@ class DurableEffects:
         step_no = self._next_write_step() if request.write else None
         if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return dict(recorded)
-        token = await self._ctx.token()
+        token = (await self._ctx.token()).token
         scope = await self._scope_token()
         body_bytes = len(encode_body(request.arguments) or b"")
         reservation = await self._ctx.lease.reserve(

@@ -80,6 +80,10 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
             raise ValueError("max_response_bytes must be positive and max_redirects >= 0")
         if self.task_step_budget <= 0:
             raise ValueError("task_step_budget must be positive")
+        if self.gateway_mcp_url is not None:
+            parts = urlsplit(self.gateway_mcp_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
+                raise ValueError("gateway_mcp_url must be an http(s) URL without user info")
 
 
 class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -60,6 +60,7 @@ from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution import store
 from runtime.execution.credential import (
+    RunToken,
     TokenCheck,
     open_credential,
     select_run_token,
@@ -75,7 +76,7 @@ from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import BudgetAmounts, ClaimedTask, NewTask, TaskOutcome
-from runtime.security import Keyring, RunCredentialSettings, SecretToken, SecuritySettings
+from runtime.security import Keyring, RunCredentialSettings, SecuritySettings
 from runtime.store import Database
 
 WORKFLOW_TASK_KIND = "workflow"
@@ -339,7 +340,7 @@ class WorkflowRuntime:
         # Only workflow_start runs (no binding revision) may outlive their token by exchange.
         exchangeable = loaded.spec.binding_id is None
 
-        async def token() -> SecretToken:
+        async def token() -> RunToken:
             return await self._run_token(db, task, exchangeable)
 
         return CallContext(
@@ -357,26 +358,27 @@ class WorkflowRuntime:
             service_token=self.service_tokens,
         )
 
-    async def _run_token(self, db: Database, task: ClaimedTask, exchangeable: bool) -> SecretToken:
+    async def _run_token(self, db: Database, task: ClaimedTask, exchangeable: bool) -> RunToken:
         async with db.transaction(read_only=True) as conn:
             stored = await store.select_credential(conn, task.host_id, task.process_id)
         try:
             if stored is None:
                 raise AuthenticationError("the run has no stored credential")
             token = open_credential(self.keyring, stored.sealed, task.host_id, task.process_id)
-            expires_at = stored.token_expires_ts
+            expires_at, exchanged = stored.token_expires_ts, stored.exchanged
             if exchangeable and self.exchanger is not None:
                 where = (task.host_id, task.process_id)
-                token, expires_at = await renew_near_expiry(
-                    db, self.keyring, self.exchanger, where, token, expires_at,
+                token, expires_at, exchanged = await renew_near_expiry(
+                    db, self.keyring, self.exchanger, where, stored, token,
                     self.token_margin_seconds,
                 )  # fmt: skip
-            return select_run_token(
+            selected = select_run_token(
                 token,
                 expires_at,
                 margin_seconds=self.token_margin_seconds,
                 check=self.token_check,
             )
+            return RunToken(selected, exchanged)
         except AuthenticationError as exc:
             # The call fails with the authentication error (401) before anything is sent;
             # the message names the failed check, never the token's text.
