@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -35,6 +36,8 @@ MAX_RESPONSE_BYTES = 65_536
 # A token whose lifetime the endpoint does not say (no expires_in, no JWT exp) is renewed as
 # if it lived this long; a 401 from the Gateway renews it sooner.
 UNKNOWN_LIFETIME_S = 300.0
+# While a renewal fails and the held token is still valid, it is tried again this much later.
+RENEW_RETRY_S = 5.0
 # An expires_in beyond this is taken as this: a renewal a day keeps a rotated key in reach.
 MAX_LIFETIME_S = 86_400.0
 
@@ -48,9 +51,12 @@ class ServiceTokenError(Exception):
 
 
 class ClientSecret(Protocol):
-    """Where the client secret comes from (read at every grant, so it may rotate)."""
+    """Where the client secret comes from (read at every grant, so it may rotate).
 
-    def read(self) -> SecretToken:
+    Asynchronous so that a source reading a store (a database, a vault) fits as well as a file.
+    """
+
+    async def read(self) -> SecretToken:
         """The current secret; ServiceTokenError when it cannot be read."""
         ...
 
@@ -61,8 +67,8 @@ class SecretFile:
 
     path: Path
 
-    def read(self) -> SecretToken:
-        """The file's secret, read now."""
+    async def read(self) -> SecretToken:
+        """The file's secret, read now (a few bytes: no need to leave the loop)."""
         try:
             text = self.path.read_text(encoding="utf-8").strip()
         except OSError as exc:
@@ -123,8 +129,12 @@ class ServiceTokens:
             try:
                 return await self._renewed()
             except ServiceTokenError as exc:
-                # Renewal is early on purpose: the held token still works, so keep using it.
+                # Renewal is early on purpose: the held token still works, so keep using it,
+                # and ask again a little later rather than on every call meanwhile.
                 log.warning("the service token was not renewed (kept until expiry): %s", exc)
+                if self._held is held:
+                    later = min(self._clock() + RENEW_RETRY_S, held.expires_at)
+                    self._held = dataclasses.replace(held, renew_at=later)
                 return held.token
         return await self._renewed()
 
@@ -136,7 +146,7 @@ class ServiceTokens:
         """
         held = self._held
         if held is not None and held.token.reveal() != rejected.reveal():
-            return held.token
+            return await self.token()  # already replaced: that one, renewed when due
         renewed = await self._renewed()
         return None if renewed.reveal() == rejected.reveal() else renewed
 
@@ -163,7 +173,7 @@ class ServiceTokens:
             form["scope"] = self._settings.scope
         if self._settings.audience is not None:
             form["audience"] = self._settings.audience
-        secret = self._secret.read()
+        secret = await self._secret.read()
         headers = {"accept": "application/json"}
         if self._settings.client_auth == "client_secret_basic":
             # RFC 6749 2.3.1: the id and secret are form-urlencoded before Basic encoding.

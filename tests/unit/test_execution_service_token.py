@@ -129,7 +129,9 @@ async def test_a_failed_renewal_keeps_the_valid_token_until_it_expires(
     with caplog.at_level(logging.WARNING, "workflow.execution.service_token"):
         assert (await tokens.token()).reveal() == "token-1"
     assert "HTTP 503" in caplog.text
-    clock.now += 10  # now past its expiry: never sent, whatever the endpoint says
+    clock.now += 4  # not asked again at once: the endpoint gets a moment
+    assert (await tokens.token()).reveal() == "token-1" and len(endpoint.requests) == 2
+    clock.now += 6  # now past its expiry: never sent, whatever the endpoint says
     with pytest.raises(ServiceTokenError, match="HTTP 503"):
         await tokens.token()
     assert (await tokens.token()).reveal() == "token-2"  # the endpoint is back

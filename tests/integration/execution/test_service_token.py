@@ -10,6 +10,7 @@ import asyncio
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
@@ -45,16 +46,16 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.requirement("000:Parent action")
 
 # Long enough for a run's first call, short enough that a test outlives it.
-SHORT_TTL_S = 2
+SHORT_TTL_S = 4
 READS = {"readOnlyTools": ["accounts.lookup"]}
 
 
 def _settings(
-    gateway: ScopeCheckingGateway, endpoint: TokenEndpoint, tmp: Path
+    gateway: ScopeCheckingGateway, endpoint: TokenEndpoint, tmp: Path, **token: Any
 ) -> ExecutionSettings:
     return ExecutionSettings(
         gateway_mcp_url=f"{gateway.base}/mcp",
-        service_token=service_token_settings(endpoint, tmp),
+        service_token=service_token_settings(endpoint, tmp, **token),
     )
 
 
@@ -71,7 +72,9 @@ async def test_a_nested_call_keeps_working_across_the_expiry_of_the_first_servic
 
     gateway.on_tool_call = outlive_the_first_token
     async with serving(endpoint), serving(gateway):
-        run = await run_nested(db, _settings(gateway, endpoint, tmp_path), published)
+        # Renewed at half its life: a loaded machine still sends it well before its expiry.
+        settings = _settings(gateway, endpoint, tmp_path, renew_fraction=0.5)
+        run = await run_nested(db, settings, published)
     assert run["state"] == "COMPLETED", run
     first, second = gateway.scope_tokens()
     assert first != second and expiry(second) > expiry(first)
@@ -137,6 +140,35 @@ async def test_a_refused_token_is_renewed_once_and_a_read_sent_again(
     assert run["state"] == "COMPLETED", run
     assert gateway.refusals == [refuse_at] and endpoint.grants == 2
     assert len(gateway.tool_calls) == 2 and len(set(gateway.scope_tokens())) == 1
+
+
+async def test_concurrent_calls_refused_with_one_token_share_one_renewal(
+    db: Database, dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    wf_def_id = str(uuid.uuid4())
+    await save_owner(db, wf_def_id)
+    await publish_version(db, wf_def_id, text=fork_calls_yaml(8))
+    await sync_grants_outside_the_contract(db, context(), wf_def_id, "g-1", "accounts.lookup")
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    gateway = ScopeCheckingGateway(dev_identity, refuse_at="initialize")
+    async with serving(endpoint), serving(gateway):
+        settings = _settings(gateway, endpoint, tmp_path)
+        tokens = ServiceTokens.from_settings(settings.service_token)
+        assert tokens is not None
+        gateway.revoked.add((await tokens.token()).reveal())
+        # The renewal is held until all eight calls were refused: they all wait on one grant.
+        endpoint.held = asyncio.Event()
+        release = asyncio.create_task(_release_after(endpoint.held, gateway, refusals=8))
+        run = await run_nested(db, settings, wf_def_id, limits=READS, service_tokens=tokens)
+        await release
+    assert run["state"] == "COMPLETED", run
+    assert len(gateway.tool_calls) == 8 and len(set(gateway.scope_tokens())) == 1
+    assert len(gateway.refusals) == 8 and endpoint.requests == endpoint.grants == 2
+
+
+async def _release_after(held: asyncio.Event, gateway: ScopeCheckingGateway, refusals: int) -> None:
+    await wait_until(lambda: len(gateway.refusals) == refusals, what="every call refused")
+    held.set()
 
 
 async def test_a_write_refused_at_its_tools_call_is_not_sent_again(
