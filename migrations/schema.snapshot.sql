@@ -1076,7 +1076,8 @@ CREATE TABLE public.workflow_run_credential (
     ciphertext bytea NOT NULL,
     token_expires_ts timestamp with time zone,
     expires_ts timestamp with time zone NOT NULL,
-    created_ts timestamp with time zone DEFAULT now() NOT NULL
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    exchanged_ts timestamp with time zone
 );
 
 CREATE TABLE public.workflow_run_spec (

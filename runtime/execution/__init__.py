@@ -13,7 +13,7 @@ from runtime.execution.service import (
     wait_for_result,
     watch_run,
 )
-from runtime.execution.settings import ExecutionSettings
+from runtime.execution.settings import ExecutionSettings, ServiceTokenSettings
 from runtime.execution.store import RunSpec
 from runtime.execution.task_runner import WORKFLOW_TASK_KIND, WorkflowRuntime
 from runtime.execution.waiter import (
@@ -32,6 +32,7 @@ __all__ = [
     "ExecutionSettings",
     "RunSpec",
     "RunWatch",
+    "ServiceTokenSettings",
     "WorkflowRuntime",
     "admit_run",
     "close_waiter",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +26,19 @@ from runtime.security import (
 # Verifies the token (signature, issuer, audience, time) and returns its claims, or raises
 # AuthenticationError. None means the token's own exp is the only check available.
 TokenCheck = Callable[[str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunToken:
+    """The token an outbound call of a run carries, and whether the selector exchanged it.
+
+    An exchanged token changes where the run's protected HTTP calls go: the Gateway origin
+    (seed 000 "Run credential selection").
+    """
+
+    token: SecretToken
+    exchanged: bool = False
+
 
 # Every admission reads the caller's exp to schedule its run (launch, start): a Gateway sends
 # the same bearer on every call of a session, and a full PyJWT parse per call cost more CPU

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -20,11 +21,13 @@ import httpx
 
 from runtime.binding_reach import Dependency, Reach, dependency_for
 from runtime.canonical import CanonicalError, canonical_digest, sha256_digest
-from runtime.engine.run import HttpRequest, HttpResponse, McpRequest
+from runtime.engine.run import EffectFailure, HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution import store
-from runtime.execution.outbound import encode_body, send_http, send_mcp
+from runtime.execution.credential import RunToken
+from runtime.execution.outbound import GatewayUnauthorized, encode_body, send_http, send_mcp
 from runtime.execution.outbound_auth import SecretSource, policy_header, with_credential
+from runtime.execution.service_token import ServiceTokenError, ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import HttpPolicy
 from runtime.publication.pinned import LiveGrant
@@ -41,7 +44,10 @@ CALL_SLOTS = 1000
 AFTER_DISPATCH_POINT = "after_effect_dispatch"
 # Every outbound dispatch (a call or one of its retries) costs one cost unit and one attempt.
 DISPATCH_COST_UNITS = 1
-TokenSource = Callable[[], Awaitable[SecretToken]]
+TokenSource = Callable[[], Awaitable[RunToken]]
+SERVICE_TOKEN_UNAVAILABLE = "Workflow's service token is unavailable"
+
+log = logging.getLogger("workflow.execution.effects")
 
 
 class RunDeadlineExpired(Exception):
@@ -65,6 +71,8 @@ class CallContext:
     prior_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     # Host secrets by name, opened at dispatch (None: a run that reads none).
     secret: SecretSource | None = None
+    # Workflow's own application token for X-Scope-Token (None: nested calls carry none).
+    service_token: ServiceTokens | None = None
 
 
 class DurableEffects:
@@ -153,7 +161,11 @@ class DurableEffects:
         step_no = self._next_write_step() if request.write else None
         if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return _response_from_record(recorded)
-        request = await with_credential(request, self._ctx.token, self._ctx.secret)
+        sent = await with_credential(
+            request, self._ctx.token, self._ctx.secret, self._ctx.settings.gateway_mcp_url
+        )
+        policy = self._ctx.policy.routed(request.uri, sent.uri)
+        request = sent
         body_bytes = len(encode_body(request.body) or b"")
         reservation = await self._ctx.lease.reserve(
             attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
@@ -164,7 +176,7 @@ class DurableEffects:
             response = await send_http(
                 self._ctx.client,
                 request,
-                self._ctx.policy,
+                policy,
                 timeout_s=self._timeout(remaining, request.write),
                 connect_timeout_s=self._ctx.settings.connect_timeout_s,
                 max_bytes=self._ctx.settings.max_response_bytes,
@@ -193,7 +205,8 @@ class DurableEffects:
         step_no = self._next_write_step() if request.write else None
         if step_no is not None and (recorded := self._recorded(step_no, fingerprint)) is not None:
             return dict(recorded)
-        token = await self._ctx.token()
+        token = (await self._ctx.token()).token
+        scope = await self._scope_token()
         extra = await self._policy_headers(request)
         body_bytes = len(encode_body(request.arguments) or b"")
         reservation = await self._ctx.lease.reserve(
@@ -203,15 +216,17 @@ class DurableEffects:
             action_id = await self._record_permit(request.tool, grant, dependency)
             if step_no is not None:
                 await self._ctx.lease.mark_effect_possible(step_no, request_digest=fingerprint)
-            result = await send_mcp(
-                self._ctx.client,
-                gateway,
-                request,
-                extra | self._headers(token, action_id),
-                timeout_s=self._timeout(remaining, request.write),
-                connect_timeout_s=self._ctx.settings.connect_timeout_s,
-                max_bytes=self._ctx.settings.max_response_bytes,
-            )
+            try:
+                result = await self._send_mcp(
+                    gateway, request, extra | self._headers(token, scope, action_id), remaining
+                )
+            except GatewayUnauthorized as refused:
+                renewed = await self._renewed_scope(refused, request, scope)
+                if renewed is None:
+                    raise
+                result = await self._resend_mcp(
+                    gateway, request, extra | self._headers(token, renewed, action_id)
+                )
             await faults.point(AFTER_DISPATCH_POINT)
             if step_no is not None:
                 await self._ctx.lease.confirm_effect(result, step_no)
@@ -232,6 +247,65 @@ class DurableEffects:
             return {}
         name, value = await policy_header(policy, self._ctx.token, self._ctx.secret)
         return {name: value}
+
+    async def _send_mcp(
+        self, gateway: str, request: McpRequest, headers: dict[str, str], remaining: float
+    ) -> dict[str, Any]:
+        return await send_mcp(
+            self._ctx.client,
+            gateway,
+            request,
+            headers,
+            timeout_s=self._timeout(remaining, request.write),
+            connect_timeout_s=self._ctx.settings.connect_timeout_s,
+            max_bytes=self._ctx.settings.max_response_bytes,
+        )
+
+    async def _scope_token(self) -> SecretToken | None:
+        """Workflow's own token for X-Scope-Token; the call fails before it leaves without one."""
+        if self._ctx.service_token is None:
+            return None
+        try:
+            return await self._ctx.service_token.token()
+        except ServiceTokenError as exc:
+            log.warning("a nested MCP call has no service token: %s", exc.message)
+            raise EffectFailure("authentication", SERVICE_TOKEN_UNAVAILABLE, 401) from None
+
+    async def _renewed_scope(
+        self, refused: GatewayUnauthorized, request: McpRequest, sent: SecretToken | None
+    ) -> SecretToken | None:
+        """The service token to send a refused nested call again with, or None: not again.
+
+        A 401 may mean the Gateway no longer accepts Workflow's token (revoked or rotated before
+        its expiry), so the token is renewed once and the call sent once more, but only when
+        that cannot repeat an effect: the Gateway refused the session before the tools/call
+        was sent, or the tool is read-only. A write refused at its tools/call is not sent
+        again, since a 401 there does not prove that nothing happened behind the Gateway.
+        """
+        source = self._ctx.service_token
+        if source is None or sent is None or (request.write and not refused.before_call):
+            return None
+        try:
+            return await source.refresh(sent)
+        except ServiceTokenError as exc:
+            log.warning("the service token was not renewed after a 401: %s", exc.message)
+            return None
+
+    async def _resend_mcp(
+        self, gateway: str, request: McpRequest, headers: dict[str, str]
+    ) -> dict[str, Any]:
+        # Another dispatch of the same call (same permit): one more attempt and cost unit.
+        remaining = await self._before_dispatch()
+        body_bytes = len(encode_body(request.arguments) or b"")
+        reservation = await self._ctx.lease.reserve(
+            attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
+        )
+        try:
+            return await self._send_mcp(gateway, request, headers, remaining)
+        finally:
+            await self._settle(
+                reservation, attempts=1, request_bytes=body_bytes, cost_units=DISPATCH_COST_UNITS
+            )
 
     def _dependency(self, tool: str) -> Dependency | None:
         if self._ctx.reach is None:
@@ -281,13 +355,15 @@ class DurableEffects:
             raise LeaseLost(self._ctx.task.task_id, "record_permit")
         return action_id
 
-    def _headers(self, token: SecretToken, action_id: str) -> dict[str, str]:
+    def _headers(
+        self, token: SecretToken, scope: SecretToken | None, action_id: str
+    ) -> dict[str, str]:
         headers = {
             "authorization": f"Bearer {token.reveal()}",
             "x-workflow-action": action_id,
         }
-        if self._ctx.settings.app_token:
-            headers["x-scope-token"] = f"Bearer {self._ctx.settings.app_token}"
+        if scope is not None:
+            headers["x-scope-token"] = f"Bearer {scope.reveal()}"
         return headers
 
     async def _settle(self, reservation: str, **actual: int) -> None:

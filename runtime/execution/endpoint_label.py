@@ -25,6 +25,7 @@ def endpoint_label(policy: HttpPolicy, method: str, uri: str) -> str:
     """The endpointRef of the target uri falls under (a bounded metric label)."""
     if policy.targets is None:
         return UNBOUND
+    uri = policy.approved(uri)  # a call through the Gateway counts for the endpoint it replaces
     for target in policy.targets:
         # The same matching the policy applies, one target at a time.
         single = policy_for((target,), (), policy.environment)

@@ -24,6 +24,14 @@ _METHOD_PRESERVING = (307, 308)
 _SAFE_METHODS = ("GET", "HEAD")
 
 
+class GatewayUnauthorized(EffectFailure):
+    """HTTP 401 from the Gateway; `before_call` when the tools/call itself was not yet sent."""
+
+    def __init__(self, *, before_call: bool) -> None:
+        super().__init__("communication", "the Gateway refused the call", 401)
+        self.before_call = before_call
+
+
 def _timeout(seconds: float, connect_s: float) -> httpx.Timeout:
     seconds = max(seconds, 0.001)
     return httpx.Timeout(seconds, connect=min(seconds, connect_s))
@@ -228,7 +236,9 @@ async def _post(
         content = await _read_bounded(response, max_bytes)
     finally:
         await response.aclose()
-    if response.status_code in (401, 403):
+    if response.status_code == 401:
+        raise GatewayUnauthorized(before_call=payload.get("method") != "tools/call")
+    if response.status_code == 403:
         raise EffectFailure("communication", "the Gateway refused the call", response.status_code)
     if response.status_code >= 400:
         raise EffectFailure("communication", "the MCP call failed", response.status_code)

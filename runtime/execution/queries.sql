@@ -19,8 +19,8 @@ FROM workflow_run_spec
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 
 -- select_run_credential --
--- Read a run's sealed credential (absent once the run ended).
-SELECT key_id, nonce, ciphertext, token_expires_ts
+-- Read a run's sealed credential (absent once the run ended) and whether it was exchanged.
+SELECT key_id, nonce, ciphertext, token_expires_ts, exchanged_ts IS NOT NULL AS exchanged
 FROM workflow_run_credential
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 
@@ -29,7 +29,7 @@ WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 -- exchanging at once leave the later-expiring token.
 UPDATE workflow_run_credential
 SET key_id = %(key_id)s, nonce = %(nonce)s, ciphertext = %(ciphertext)s,
-    token_expires_ts = %(token_expires_ts)s
+    token_expires_ts = %(token_expires_ts)s, exchanged_ts = now()
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s
   AND (token_expires_ts IS NULL OR token_expires_ts < %(token_expires_ts)s);
 

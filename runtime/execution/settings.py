@@ -2,10 +2,52 @@
 
 from __future__ import annotations
 
+from typing import Literal
+from urllib.parse import urlsplit
+
 import msgspec
 
 from runtime.engine.run.engine_threads import ON_LOOP_STEPS
 from runtime.scheduler.models import SchedulerSettings
+
+ClientAuthentication = Literal["client_secret_basic", "client_secret_post"]
+
+
+class ServiceTokenSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Workflow's own application token for nested MCP calls: an OAuth 2.0 client-credentials
+    grant (RFC 6749 section 4.4) at a token endpoint, renewed before it expires. None: no token.
+    """
+
+    endpoint: str | None = None
+    client_id: str | None = None
+    # The client secret is read from this file at every grant (rotation needs no restart).
+    client_secret_file: str | None = None
+    # RFC 6749 section 2.3.1: HTTP Basic (every server must support it), or the id and secret
+    # as form fields for servers that ask for them.
+    client_auth: ClientAuthentication = "client_secret_basic"
+    scope: str | None = None  # the scope asked for, when the endpoint needs one
+    audience: str | None = None  # likewise an audience (a common extension parameter)
+    # A token is renewed once this fraction of its lifetime (expires_in) has passed; the
+    # current one is used until then, and until its expiry while a renewal fails.
+    renew_fraction: float = 0.8
+    timeout_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.endpoint is not None:
+            parts = urlsplit(self.endpoint)
+            if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
+                raise ValueError("service_token.endpoint must be an http(s) URL without user info")
+            if not self.client_id or not self.client_secret_file:
+                raise ValueError("service_token needs client_id and client_secret_file")
+        if not 0 < self.renew_fraction < 1:
+            raise ValueError("service_token.renew_fraction must be between 0 and 1")
+        if self.timeout_seconds <= 0:
+            raise ValueError("service_token.timeout_seconds must be positive")
+
+    @property
+    def configured(self) -> bool:
+        """True when nested MCP calls carry Workflow's own token."""
+        return self.endpoint is not None
 
 
 class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -17,9 +59,11 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # The environment this service runs in; endpoint targets and grants listing environments
     # are reachable only from one of them.
     environment: str | None = None
+    # The Gateway's MCP endpoint for nested calls. Its origin (scheme, host, port) is also
+    # where a run's protected HTTP calls go once its token was exchanged (seed 000).
     gateway_mcp_url: str | None = None
-    # Workflow's own application token for X-Scope-Token on Gateway calls (configured secret).
-    app_token: str | None = msgspec.field(default=None)
+    # Workflow's own application token for X-Scope-Token on nested MCP calls.
+    service_token: ServiceTokenSettings = msgspec.field(default_factory=ServiceTokenSettings)
     max_response_bytes: int = 1 << 20
     max_redirects: int = 5
     connect_timeout_s: float = 5.0
@@ -43,13 +87,10 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
             raise ValueError("task_step_budget must be positive")
         if self.on_loop_steps < 0:
             raise ValueError("on_loop_steps must not be negative")
-
-    def __repr__(self) -> str:
-        # The app token is a secret: never show it.
-        return (
-            f"ExecutionSettings(http_allowlist={self.http_allowlist!r}, "
-            f"environment={self.environment!r}, gateway_mcp_url={self.gateway_mcp_url!r})"
-        )
+        if self.gateway_mcp_url is not None:
+            parts = urlsplit(self.gateway_mcp_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
+                raise ValueError("gateway_mcp_url must be an http(s) URL without user info")
 
 
 class ServiceExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

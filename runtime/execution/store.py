@@ -35,10 +35,11 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class StoredCredential:
-    """A run's sealed credential and the token's own expiry."""
+    """A run's sealed credential, the token's own expiry, and whether it is an exchanged one."""
 
     sealed: SealedSecret
     token_expires_ts: datetime | None
+    exchanged: bool = False
 
 
 SPEC_KEY = "spec"
@@ -139,7 +140,7 @@ async def select_credential(
     sealed = SealedSecret(
         key_id=row["key_id"], nonce=bytes(row["nonce"]), ciphertext=bytes(row["ciphertext"])
     )
-    return StoredCredential(sealed, row["token_expires_ts"])
+    return StoredCredential(sealed, row["token_expires_ts"], bool(row["exchanged"]))
 
 
 async def replace_credential(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from runtime.binding_reach import EndpointTarget
 from runtime.errors import WorkflowError
@@ -24,9 +25,28 @@ class HttpPolicy:
     targets: tuple[EndpointTarget, ...] | None
     allowlist: tuple[str, ...]
     environment: str | None
+    # (Gateway origin, approved origin) while a call goes through the Gateway in place of its
+    # approved endpoint (an exchanged run's protected call): a redirect on the Gateway is
+    # judged, and labelled, as the approved URI it stands for.
+    gateway_route: tuple[str, str] | None = None
+
+    def routed(self, approved_uri: str, sent_uri: str) -> HttpPolicy:
+        """The policy of a call approved as approved_uri but sent as sent_uri."""
+        if _origin(approved_uri) == _origin(sent_uri):
+            return self
+        return dataclasses.replace(
+            self, gateway_route=(origin_of(sent_uri), origin_of(approved_uri))
+        )
+
+    def approved(self, uri: str) -> str:
+        """The approved URI that uri stands for (itself, unless it is on the Gateway route)."""
+        if self.gateway_route is None or _origin(uri) != _origin(self.gateway_route[0]):
+            return uri
+        return on_origin(uri, self.gateway_route[1])
 
     def check(self, method: str, uri: str) -> None:
         """Refuse (before any request leaves) a method or URI this run may not reach."""
+        uri = self.approved(uri)
         if not _is_http(uri):
             raise _refused("only absolute http(s) URIs without credentials may be called")
         shown = _shown(uri)
@@ -61,6 +81,18 @@ class HttpPolicy:
     def same_origin(self, first: str, second: str) -> bool:
         """Redirects may only stay on the origin of the original request."""
         return _origin(first) == _origin(second)
+
+
+def origin_of(uri: str) -> str:
+    """scheme://host[:port] of an absolute URI."""
+    parts = urlsplit(uri)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+def on_origin(uri: str, origin: str) -> str:
+    """uri with its scheme, host and port replaced by origin's (path and query kept)."""
+    parts, new = urlsplit(uri), urlsplit(origin)
+    return urlunsplit((new.scheme, new.netloc, parts.path, parts.query, parts.fragment))
 
 
 def _in_environment(target: EndpointTarget, environment: str | None) -> bool:

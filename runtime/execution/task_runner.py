@@ -62,12 +62,14 @@ from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution import human_tasks, store
 from runtime.execution.credential import (
+    RunToken,
     TokenCheck,
     open_credential,
     select_run_token,
     token_check_for,
 )
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
+from runtime.execution.service_token import ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
@@ -146,6 +148,8 @@ class WorkflowRuntime:
     engine: EngineThreads = field(default_factory=EngineThreads)
     # execution.maximum_parallelism: the service's fork-width ceiling over every run's own.
     maximum_parallelism: int | None = None
+    # Workflow's own token for nested MCP calls (execution.outbound.service_token when None).
+    service_tokens: ServiceTokens | None = None
     _definitions: dict[tuple[str, ...], WorkflowDefinition] = field(default_factory=dict)
     _reaches: dict[tuple[str, str], Reach] = field(default_factory=dict)
     _specs: dict[tuple[str, str], store.RunSpec] = field(default_factory=dict)
@@ -153,6 +157,9 @@ class WorkflowRuntime:
 
     def __post_init__(self) -> None:
         self.engine.on_loop_steps = self.settings.on_loop_steps
+        if self.service_tokens is None:
+            # One per process: every run's nested calls share the token and its renewal.
+            self.service_tokens = ServiceTokens.from_settings(self.settings.service_token)
 
     @classmethod
     def verifying(
@@ -375,7 +382,7 @@ class WorkflowRuntime:
         # Only workflow_start runs (no binding revision) may outlive their token by exchange.
         exchangeable = loaded.spec.binding_id is None
 
-        async def token() -> SecretToken:
+        async def token() -> RunToken:
             return await self._run_token(db, task, exchangeable)
 
         async def secret(name: str) -> SecretToken:
@@ -394,6 +401,7 @@ class WorkflowRuntime:
             token=token,
             prior_calls=prior,
             secret=secret,
+            service_token=self.service_tokens,
         )
 
     async def _host_secret(self, db: Database, host_id: str, name: str) -> SecretToken:
@@ -410,26 +418,27 @@ class WorkflowRuntime:
             raise EffectFailure("authorization", f"the host holds no secret named {name}", 403)
         return value
 
-    async def _run_token(self, db: Database, task: ClaimedTask, exchangeable: bool) -> SecretToken:
+    async def _run_token(self, db: Database, task: ClaimedTask, exchangeable: bool) -> RunToken:
         async with db.transaction(read_only=True) as conn:
             stored = await store.select_credential(conn, task.host_id, task.process_id)
         try:
             if stored is None:
                 raise AuthenticationError("the run has no stored credential")
             token = open_credential(self.keyring, stored.sealed, task.host_id, task.process_id)
-            expires_at = stored.token_expires_ts
+            expires_at, exchanged = stored.token_expires_ts, stored.exchanged
             if exchangeable and self.exchanger is not None:
                 where = (task.host_id, task.process_id)
-                token, expires_at = await renew_near_expiry(
-                    db, self.keyring, self.exchanger, where, token, expires_at,
+                token, expires_at, exchanged = await renew_near_expiry(
+                    db, self.keyring, self.exchanger, where, stored, token,
                     self.token_margin_seconds,
                 )  # fmt: skip
-            return select_run_token(
+            selected = select_run_token(
                 token,
                 expires_at,
                 margin_seconds=self.token_margin_seconds,
                 check=self.token_check,
             )
+            return RunToken(selected, exchanged)
         except AuthenticationError as exc:
             # The call fails with the authentication error (401) before anything is sent;
             # the message names the failed check, never the token's text.

@@ -12,6 +12,7 @@ import httpx
 from runtime.errors import AuthenticationError
 from runtime.execution import store
 from runtime.execution.credential import seal_credential, token_expiry
+from runtime.execution.store import StoredCredential
 from runtime.security import Keyring, SecretToken, TokenExchangeSettings
 from runtime.store import Database
 
@@ -97,27 +98,30 @@ async def renew_near_expiry(
     keyring: Keyring,
     exchanger: TokenExchanger,
     where: tuple[str, str],
+    stored: StoredCredential,
     token: SecretToken,
-    expires_at: datetime | None,
     margin_seconds: int,
-) -> tuple[SecretToken, datetime | None]:
+) -> tuple[SecretToken, datetime | None, bool]:
     """Seed 000 "Run credential selection" step 2: within the margin, the exchanged token.
 
-    The new token is sealed (AES-GCM, bound to the run) and stored, so every replica and every
-    later call uses it; the store keeps the later-expiring token when two tasks race. When the
-    exchange fails, the original token stays in use while it still verifies (step 3).
+    The new token is sealed (AES-GCM, bound to the run) and stored with the mark that it was
+    exchanged, so every replica and every later call uses it and routes the run's protected
+    HTTP calls to the Gateway; the store keeps the later-expiring token when two tasks race.
+    When the exchange fails, the current token stays in use while it still verifies (step 3).
+    Returns the token, its expiry, and whether it is an exchanged one.
     """
+    expires_at = stored.token_expires_ts
     now = datetime.now(UTC)
     if expires_at is not None and expires_at - now > timedelta(seconds=margin_seconds):
-        return token, expires_at
+        return token, expires_at, stored.exchanged
     host_id, process_id = where
     try:
         exchanged = await exchanger.exchange(token)
     except AuthenticationError as exc:
-        log.warning("run %s keeps its original token: %s", process_id, exc.message)
-        return token, expires_at
+        log.warning("run %s keeps its current token: %s", process_id, exc.message)
+        return token, expires_at, stored.exchanged
     new_expiry = token_expiry(exchanged)
     sealed = seal_credential(keyring, exchanged, host_id, process_id)
     async with db.transaction() as conn:
         await store.replace_credential(conn, host_id, process_id, sealed, new_expiry)
-    return exchanged, new_expiry
+    return exchanged, new_expiry, True

@@ -76,10 +76,11 @@ INSERT INTO workflow_invocation_t (
 );
 
 -- replace_credential --
--- On a re-attach: keep the later-expiring sealed token of a live run (never add one).
+-- On a re-attach: keep the later-expiring sealed token of a live run (never add one); it is
+-- the caller's own token again, not an exchanged one.
 UPDATE workflow_run_credential
 SET key_id = %(key_id)s, nonce = %(nonce)s, ciphertext = %(ciphertext)s,
-    token_expires_ts = %(token_expires_ts)s
+    token_expires_ts = %(token_expires_ts)s, exchanged_ts = NULL
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s
   AND token_expires_ts IS NOT NULL AND token_expires_ts < %(token_expires_ts)s;
 

@@ -54,30 +54,18 @@ class DevTokenExchange:
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = await _read(receive)
+        body = await read_form(receive)
         if scope["method"] != "POST":
-            await _answer(send, 405, {"error": "invalid_request"})
+            await answer(send, 405, {"error": "invalid_request"})
             return
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        if not self._client_ok(headers.get("authorization")):
-            await _answer(send, 401, {"error": "invalid_client"}, challenge=True)
+        if not basic_client(headers.get("authorization"), self.client_id, self.client_secret):
+            await answer(send, 401, {"error": "invalid_client"}, challenge=True)
             return
         status, payload = self._exchange(parse_qs(body.decode("ascii", errors="replace")))
         if status == 200:
             self.exchanges += 1
-        await _answer(send, status, payload)
-
-    def _client_ok(self, header: str | None) -> bool:
-        if header is None or not header.lower().startswith("basic "):
-            return False
-        try:
-            decoded = base64.b64decode(header[6:].strip()).decode("utf-8")
-        except ValueError:
-            return False
-        client_id, _, secret = decoded.partition(":")
-        return unquote(client_id) == self.client_id and hmac.compare_digest(
-            unquote(secret).encode(), self.client_secret.encode()
-        )
+        await answer(send, status, payload)
 
     def _exchange(self, form: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
         def one(name: str) -> str | None:
@@ -107,7 +95,22 @@ class DevTokenExchange:
         }
 
 
-async def _read(receive: Receive) -> bytes:
+def basic_client(header: str | None, client_id: str, client_secret: str) -> bool:
+    """Whether an Authorization header authenticates the client (HTTP Basic, RFC 6749 2.3.1)."""
+    if header is None or not header.lower().startswith("basic "):
+        return False
+    try:
+        decoded = base64.b64decode(header[6:].strip()).decode("utf-8")
+    except ValueError:
+        return False
+    given_id, _, secret = decoded.partition(":")
+    return unquote(given_id) == client_id and hmac.compare_digest(
+        unquote(secret).encode(), client_secret.encode()
+    )
+
+
+async def read_form(receive: Receive) -> bytes:
+    """The request body, at most MAX_FORM_BYTES of it."""
     body = b""
     while True:
         message = await receive()
@@ -116,11 +119,10 @@ async def _read(receive: Receive) -> bytes:
             return body[:MAX_FORM_BYTES]
 
 
-async def _answer(
-    send: Send, status: int, payload: dict[str, Any], challenge: bool = False
-) -> None:
+async def answer(send: Send, status: int, payload: dict[str, Any], challenge: bool = False) -> None:
+    """A JSON answer that no cache keeps; a 401 names the Basic scheme."""
     headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
     if challenge:
-        headers.append((b"www-authenticate", b'Basic realm="dev-token-exchange"'))
+        headers.append((b"www-authenticate", b'Basic realm="dev-identity"'))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": json.dumps(payload).encode()})

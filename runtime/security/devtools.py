@@ -23,6 +23,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID, DevClientCredentials
 from runtime.security.dev_token_exchange import DevTokenExchange
 from runtime.security.keyring import Keyring, new_keyring_document
 from runtime.security.keys import jwk_thumbprint, public_jwk
@@ -41,6 +42,7 @@ PUBLIC_KEY_FILE = "public-key.pem"
 JWKS_FILE = "jwks.json"
 KEYRING_FILE = "keyring.json"
 EXCHANGE_SECRET_FILE = "token-exchange-secret"
+SERVICE_SECRET_FILE = "service-client-secret"
 
 SigningKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 
@@ -256,17 +258,40 @@ class DevIdentity:
 
     def exchange_secret(self) -> str:
         """The client secret of the local token exchange endpoint (created on first use)."""
-        path = self.paths.directory / EXCHANGE_SECRET_FILE
+        return self._secret(EXCHANGE_SECRET_FILE).read_text("ascii").strip()
+
+    def service_secret_file(self) -> Path:
+        """The file holding the client secret of Workflow's own client (created on first use)."""
+        return self._secret(SERVICE_SECRET_FILE)
+
+    def _secret(self, name: str) -> Path:
+        path = self.paths.directory / name
         if not path.exists():
             # Another process of the same checkout may have created it first.
             with contextlib.suppress(FileExistsError):
                 _write_private(path, secrets.token_urlsafe(32).encode("ascii"))
-        return path.read_text("ascii").strip()
+        return path
 
     def token_exchange(self, client_secret: str, *, ttl: int = 3600) -> DevTokenExchange:
         """A local RFC 8693 endpoint (ASGI) that exchanges this identity's user tokens."""
         return DevTokenExchange(
             sign=self.sign, security=self.settings(), client_secret=client_secret, ttl=ttl
+        )
+
+    def client_credentials(
+        self, client_secret: str, *, ttl: int = 3600, client_id: str = DEV_SERVICE_CLIENT_ID
+    ) -> DevClientCredentials:
+        """A local client-credentials endpoint (ASGI) issuing Workflow's application tokens."""
+
+        def mint(scope: str | None) -> str:
+            extra: dict[str, Any] = {"gty": "client-credentials"}
+            if scope is not None:
+                extra["scope"] = scope
+            # A service-wide token: no host claim, the client is its own service.
+            return self.app_token(service_id=client_id, host_id=None, ttl=ttl, extra_claims=extra)
+
+        return DevClientCredentials(
+            mint=mint, client_secret=client_secret, client_id=client_id, ttl=ttl
         )
 
 

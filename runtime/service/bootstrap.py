@@ -9,13 +9,14 @@ from litestar import asgi
 from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
-from runtime.execution import close_waiter, configure_waiter
+from runtime.execution import ServiceTokenSettings, close_waiter, configure_waiter
 from runtime.security import (
     Authenticator,
     KeySet,
     TokenExchangeSettings,
     load_configured_keyring,
 )
+from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID
 from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID
 from runtime.security.devtools import DevIdentity
 from runtime.services import Services
@@ -23,40 +24,54 @@ from runtime.settings import Settings
 from runtime.store.bootstrap import open_store
 
 DEV_TOKEN_EXCHANGE_PATH = "/dev/token-exchange"
+DEV_CLIENT_CREDENTIALS_PATH = "/dev/client-credentials"
 
 
 def apply_dev_identity(settings: Settings) -> DevIdentity | None:
     """With no trusted keys configured, trust a development key pair under the data dir.
 
     workflow_start runs then exchange their tokens at the dev identity's own RFC 8693 endpoint,
-    served by `workflow-mcp serve` (dev_token_exchange_route), unless another is configured.
+    and nested MCP calls carry Workflow's own token from its client-credentials endpoint, both
+    served by `workflow-mcp serve` (dev_token_routes), unless others are configured.
     """
     security = settings.security
     if security.jwks_file or security.public_key_files:
         return None
     identity = DevIdentity(Path(settings.store.data_dir) / "dev")
     settings.security = identity.settings(run_credential=security.run_credential)
+    host = settings.server.host if settings.server.host not in ("0.0.0.0", "::") else "127.0.0.1"
+    origin = f"http://{host}:{settings.server.port}"
     if not security.run_credential.token_exchange.configured:
-        host = (
-            settings.server.host if settings.server.host not in ("0.0.0.0", "::") else "127.0.0.1"
-        )
         settings.security.run_credential.token_exchange = TokenExchangeSettings(
-            endpoint=f"http://{host}:{settings.server.port}{DEV_TOKEN_EXCHANGE_PATH}",
+            endpoint=f"{origin}{DEV_TOKEN_EXCHANGE_PATH}",
             client_id=DEV_EXCHANGE_CLIENT_ID,
             client_secret=identity.exchange_secret(),
+        )
+    outbound = settings.execution.outbound
+    if not outbound.service_token.configured:
+        outbound.service_token = ServiceTokenSettings(
+            endpoint=f"{origin}{DEV_CLIENT_CREDENTIALS_PATH}",
+            client_id=DEV_SERVICE_CLIENT_ID,
+            client_secret_file=str(identity.service_secret_file()),
         )
     return identity
 
 
-def dev_token_exchange_route(identity: DevIdentity) -> ASGIRouteHandler:
-    """The dev identity's token exchange endpoint, mounted at DEV_TOKEN_EXCHANGE_PATH."""
-    endpoint = identity.token_exchange(identity.exchange_secret())
+def dev_token_routes(identity: DevIdentity) -> list[ASGIRouteHandler]:
+    """The dev identity's token endpoints: RFC 8693 exchange and client credentials."""
+    exchange = identity.token_exchange(identity.exchange_secret())
+    secret = identity.service_secret_file().read_text("ascii").strip()
+    client_credentials = identity.client_credentials(secret)
 
     @asgi(DEV_TOKEN_EXCHANGE_PATH, is_mount=True)
     async def token_exchange(scope: Scope, receive: Receive, send: Send) -> None:
-        await endpoint(dict(scope), receive, send)  # type: ignore[arg-type]
+        await exchange(dict(scope), receive, send)  # type: ignore[arg-type]
 
-    return token_exchange
+    @asgi(DEV_CLIENT_CREDENTIALS_PATH, is_mount=True)
+    async def service_token(scope: Scope, receive: Receive, send: Send) -> None:
+        await client_credentials(dict(scope), receive, send)  # type: ignore[arg-type]
+
+    return [token_exchange, service_token]
 
 
 async def build_services(

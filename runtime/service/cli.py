@@ -29,7 +29,7 @@ from runtime.security.devtools import main as devtools_main
 from runtime.service.bootstrap import (
     apply_dev_identity,
     build_services,
-    dev_token_exchange_route,
+    dev_token_routes,
 )
 from runtime.service.check import run_check
 from runtime.service.config import load_settings
@@ -99,7 +99,8 @@ def serve(args: argparse.Namespace) -> int:
     dev = identity is not None
     app = create_app(with_service_jobs(lambda: build_services(settings)), HANDLERS)
     if identity is not None:
-        app.register(dev_token_exchange_route(identity))
+        for route in dev_token_routes(identity):
+            app.register(route)
     server = settings.server
     print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
 

@@ -19,6 +19,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Variables of settings a release removed, with what replaces them: refused when set, since
+# unknown WORKFLOW_* variables are otherwise ignored and the setting would silently vanish.
+REMOVED: dict[str, str] = {
+    "WORKFLOW_EXECUTION_OUTBOUND_APP_TOKEN": "execution.outbound.service_token (a "
+    'client-credentials grant, docs/OPERATIONS.md "Workflow\'s service token")',
+}
+
+
 class EnvironmentSettingError(ValueError):
     """An environment variable names a setting but its value does not parse."""
 
@@ -85,6 +93,9 @@ def apply_environment(
     raw: dict[str, Any], struct: type[msgspec.Struct], environ: Mapping[str, str]
 ) -> dict[str, Any]:
     """raw (the decoded configuration file) with every WORKFLOW_<SECTION>_<KEY> applied."""
+    for name, replacement in REMOVED.items():
+        if name in environ:
+            raise EnvironmentSettingError(f"{name} names a removed setting; use {replacement}")
     for path, annotation in setting_paths(struct):
         names = [alias for alias, target in ALIASES.items() if target == path]
         for name in [*names, variable_name(path)]:

@@ -17,6 +17,7 @@ import httpx
 import msgspec
 import pytest
 
+from runtime.security import KeySet, TokenKind, TokenVerifier
 from runtime.settings import Settings
 from tests.support.binding_builders import dependency, new_id
 from tests.support.invocation import client, ok, refused, until_settled
@@ -95,6 +96,12 @@ async def test_item_18_an_acknowledged_grant_revocation_stops_the_next_call_of_a
     first = calls[0].headers
     assert first["authorization"] == caller.auth["Authorization"]
     assert first["x-workflow-action"]
+    # Workflow's own application token, from its client-credentials grant.
+    security = qual_stack.identity.settings()
+    scope = first["x-scope-token"].removeprefix("Bearer ")
+    claims = TokenVerifier(security, KeySet.from_settings(security)).verify(scope, TokenKind.APP)
+    assert claims["sub"] == qual_stack.service_tokens.client_id
+    assert qual_stack.service_tokens.grants >= 1
 
 
 async def test_item_20_the_stack_works_with_no_projection_sync_and_no_fdw_server(

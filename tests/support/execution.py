@@ -9,7 +9,7 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import uvicorn
 
@@ -107,8 +107,19 @@ def free_port() -> int:
         return port
 
 
+class Servable(Protocol):
+    """An ASGI app that is told the port it is served on."""
+
+    port: int
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None: ...
+
+
+App = TypeVar("App", bound=Servable)
+
+
 @asynccontextmanager
-async def serving(app: LocalServer) -> AsyncIterator[LocalServer]:
+async def serving(app: App) -> AsyncIterator[App]:
     """Serve app with uvicorn on a free 127.0.0.1 port for the duration."""
     app.port = free_port()
     config = uvicorn.Config(

@@ -54,7 +54,7 @@ def service_processes(
     backend = RecordingBackend()
     with ExitStack() as stack:
         origin = stack.enter_context(serving_on_thread(backend))
-        values = {**stack_environment(origin, None, identity), **(settings or {})}
+        values = {**stack_environment(origin, None), **(settings or {})}
         with environment(values):
             servers = stack.enter_context(
                 serving_processes(database_url, directory, identity, count)

@@ -2,7 +2,8 @@
 
 One stack per session (``qual_stack``): a recording backend that also plays the Gateway's MCP
 endpoint for nested calls, a development RFC 8693 token-exchange endpoint (light-oauth's
-part), and the service started against them on its own database. Tests publish their own
+part), a client-credentials endpoint that gives Workflow its own application token for nested
+calls, and the service started against them on its own database. Tests publish their own
 Tools with fresh ids, so they share the processes without sharing state.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID, DevClientCredentials
 from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID, DevTokenExchange
 from runtime.security.devtools import DevIdentity
 from tests.support.live_backends import CountingApp, RecordingBackend, serving_on_thread
@@ -34,8 +36,7 @@ from tests.support.server import (
 )
 
 EXCHANGE_SECRET = "qualification-exchange-secret"
-# Workflow's own application token on nested MCP calls (what the Gateway stand-in receives).
-WORKFLOW_APP_SERVICE = "workflow"
+SERVICE_SECRET = "qualification-service-secret"
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class QualStack:
     # Every request that reaches the exchange endpoint, refused ones included.
     exchange_traffic: CountingApp
     exchange_origin: str
+    # Workflow's own client-credentials endpoint (its tokens ride nested MCP calls).
+    service_tokens: DevClientCredentials
     directory: Path
 
     def unique_path(self, name: str) -> str:
@@ -63,10 +66,10 @@ class QualStack:
 
 
 def stack_environment(
-    backend_origin: str, exchange_origin: str | None, identity: DevIdentity
+    backend_origin: str, exchange_origin: str | None, service_token: tuple[str, Path] | None = None
 ) -> dict[str, str]:
     """WORKFLOW_* settings that point the service at the stack's backends (and at a token
-    exchange endpoint when one is given)."""
+    exchange endpoint, and a client-credentials endpoint with its secret file, when given)."""
     values = {
         # Deadline-aware admission learns task service times from this process's runs, and
         # the tests hold runs at the backend on purpose: it would then refuse the short
@@ -78,15 +81,18 @@ def stack_environment(
         # Runs without a binding (workflow_start) may call the backend.
         "WORKFLOW_EXECUTION_OUTBOUND_HTTP_ALLOWLIST": json.dumps([backend_origin]),
         "WORKFLOW_EXECUTION_OUTBOUND_GATEWAY_MCP_URL": f"{backend_origin}/mcp",
-        "WORKFLOW_EXECUTION_OUTBOUND_APP_TOKEN": identity.app_token(
-            service_id=WORKFLOW_APP_SERVICE, ttl=86400
-        ),
     }
     if exchange_origin is not None:
         exchange = "WORKFLOW_SECURITY_RUN_CREDENTIAL_TOKEN_EXCHANGE"
         values[f"{exchange}_ENDPOINT"] = f"{exchange_origin}/token"
         values[f"{exchange}_CLIENT_ID"] = DEV_EXCHANGE_CLIENT_ID
         values[f"{exchange}_CLIENT_SECRET"] = EXCHANGE_SECRET
+    if service_token is not None:
+        origin, secret_file = service_token
+        client = "WORKFLOW_EXECUTION_OUTBOUND_SERVICE_TOKEN"
+        values[f"{client}_ENDPOINT"] = f"{origin}/token"
+        values[f"{client}_CLIENT_ID"] = DEV_SERVICE_CLIENT_ID
+        values[f"{client}_CLIENT_SECRET_FILE"] = str(secret_file)
     return values
 
 
@@ -111,10 +117,15 @@ def running_stack(database_url: str, directory: Path, identity: DevIdentity) -> 
     backend = RecordingBackend()
     exchange = identity.token_exchange(EXCHANGE_SECRET)
     traffic = CountingApp(exchange)
+    service_tokens = identity.client_credentials(SERVICE_SECRET)
+    secret_file = directory / "service-client-secret"
+    secret_file.write_text(SERVICE_SECRET, encoding="utf-8")
     with ExitStack() as stack:
         backend_origin = stack.enter_context(serving_on_thread(backend))
         exchange_origin = stack.enter_context(serving_on_thread(traffic))
-        with environment(stack_environment(backend_origin, exchange_origin, identity)):
+        token_origin = stack.enter_context(serving_on_thread(service_tokens))
+        values = stack_environment(backend_origin, exchange_origin, (token_origin, secret_file))
+        with environment(values):
             server = stack.enter_context(run_server(database_url, directory, identity))
         yield QualStack(
             server=server,
@@ -125,6 +136,7 @@ def running_stack(database_url: str, directory: Path, identity: DevIdentity) -> 
             exchange=exchange,
             exchange_traffic=traffic,
             exchange_origin=exchange_origin,
+            service_tokens=service_tokens,
             directory=directory,
         )
 

@@ -40,6 +40,7 @@ class ProtectedBackend:
     # Accepts a token the set does not list (for tokens minted during the run: exchanged ones).
     accept: Callable[[str], bool] | None = None
     seen: list[str | None] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # the path of each request, in order
     # Awaited before the first request is answered (a test holds the run there).
     before_first_reply: Callable[[], Awaitable[None]] | None = None
     # Called once each reply was sent (a test revokes a grant there).
@@ -58,6 +59,7 @@ class ProtectedBackend:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         authorization = headers.get("authorization")
         self.seen.append(authorization)
+        self.paths.append(scope["path"])
         if len(self.seen) == 1 and self.before_first_reply is not None:
             await self.before_first_reply()
         token = None if authorization is None else authorization.removeprefix("Bearer ")

@@ -1,9 +1,8 @@
-"""A published two-call definition whose grant covers accounts.lookup, and its tokens."""
+"""A published two-call definition whose grant covers accounts.lookup, and its user token."""
 
 from __future__ import annotations
 
 USER_TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.dXNlcg"
-APP_TOKEN = "app-token-for-tests"
 
 
 def two_calls_yaml() -> str:

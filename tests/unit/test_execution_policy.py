@@ -11,8 +11,9 @@ from runtime.binding_reach import Dependency, EndpointTarget
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution.credential import open_credential, seal_credential, select_run_token
 from runtime.execution.effects import matching_grant
+from runtime.execution.endpoint_label import endpoint_label
 from runtime.execution.store import QUERIES, QUERIES_PATH
-from runtime.execution.targets import policy_for
+from runtime.execution.targets import on_origin, origin_of, policy_for
 from runtime.publication.pinned import LiveGrant
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
@@ -102,3 +103,23 @@ def test_the_original_token_is_used_while_it_verifies_and_refused_once_it_does_n
 
     with pytest.raises(AuthenticationError):
         select_run_token(token, near, margin_seconds=300, check=refuse, now=now)
+
+
+def test_a_call_routed_through_the_gateway_is_judged_as_the_approved_uri() -> None:
+    approved = "https://api.example.com/accounts/7?x=1"
+    sent = on_origin(approved, origin_of("https://gateway.example.com:8443/mcp"))
+    assert sent == "https://gateway.example.com:8443/accounts/7?x=1"
+    policy = policy_for([TARGET], [], "prod").routed(approved, sent)
+    assert policy.approved("https://gateway.example.com:8443/accounts/8") == (
+        "https://api.example.com/accounts/8"
+    )
+    # A redirect on the Gateway to another approved path passes; one outside the targets not.
+    policy.check("GET", "https://gateway.example.com:8443/accounts/8")
+    with pytest.raises(WorkflowError):
+        policy.check("GET", "https://gateway.example.com:8443/admin")
+    # Another origin is never taken for the Gateway.
+    with pytest.raises(WorkflowError):
+        policy.check("GET", "https://gateway.example.com/accounts/8")
+    assert endpoint_label(policy, "GET", sent) == "accounts"
+    unrouted = policy_for([TARGET], [], "prod")
+    assert unrouted.routed(approved, approved) is unrouted

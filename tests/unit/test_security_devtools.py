@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from runtime.errors import AuthenticationError
-from runtime.security import Authenticator, KeySet
+from runtime.security import Authenticator, KeySet, TokenKind, TokenVerifier
 from runtime.security.devtools import DEV_HOST_ID, DevIdentity, init_dev_dir, main
 
 
@@ -82,3 +84,43 @@ def test_the_dev_keyring_can_seal(tmp_path: Path) -> None:
     keyring = DevIdentity(tmp_path / "dev").keyring()
     sealed = keyring.seal(b"token", b"aad")
     assert keyring.open(sealed, b"aad") == b"token"
+
+
+async def _grant(endpoint: Any, **request: Any) -> httpx.Response:
+    transport = httpx.ASGITransport(app=endpoint)
+    async with httpx.AsyncClient(transport=transport, base_url="http://dev") as client:
+        return await client.post("/dev/client-credentials", **request)
+
+
+async def test_the_client_credentials_endpoint_issues_application_tokens(tmp_path: Path) -> None:
+    identity = DevIdentity(tmp_path / "dev")
+    secret = identity.service_secret_file().read_text("ascii").strip()
+    assert stat.S_IMODE(identity.service_secret_file().stat().st_mode) == 0o600
+    endpoint = identity.client_credentials(secret, ttl=60)
+    form = {"grant_type": "client_credentials", "scope": "mcp"}
+    basic = await _grant(endpoint, data=form, auth=("workflow", secret))
+    posted = await _grant(endpoint, data=form | {"client_id": "workflow", "client_secret": secret})
+    for answer in (basic, posted):
+        assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
+        body = answer.json()
+        assert body["token_type"] == "Bearer" and body["expires_in"] == 60
+        verifier = TokenVerifier(identity.settings(), KeySet.from_settings(identity.settings()))
+        claims = verifier.verify(body["access_token"], TokenKind.APP)
+        assert claims["sub"] == claims["client_id"] == claims["sid"] == "workflow"
+        assert claims["scope"] == "mcp" and "host" not in claims
+    assert endpoint.grants == 2
+
+
+async def test_the_client_credentials_endpoint_refuses_a_wrong_client_or_grant(
+    tmp_path: Path,
+) -> None:
+    identity = DevIdentity(tmp_path / "dev")
+    endpoint = identity.client_credentials("right")
+    grant = {"grant_type": "client_credentials"}
+    wrong = await _grant(endpoint, data=grant, auth=("workflow", "wrong"))
+    assert wrong.status_code == 401 and "www-authenticate" in wrong.headers
+    unnamed = await _grant(endpoint, data=grant)
+    assert unnamed.status_code == 401
+    other = await _grant(endpoint, data={"grant_type": "password"}, auth=("workflow", "right"))
+    assert other.status_code == 400 and other.json() == {"error": "unsupported_grant_type"}
+    assert endpoint.grants == 0

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from runtime.service.config import load_settings
-from runtime.service.environment import setting_paths, variable_name
+from runtime.service.environment import EnvironmentSettingError, setting_paths, variable_name
 from runtime.settings import Settings
 
 
@@ -69,6 +69,13 @@ def test_the_section_checks_run_on_environment_values() -> None:
 def test_every_setting_has_its_own_variable() -> None:
     names = [variable_name(path) for path, _ in setting_paths(Settings)]
     assert len(names) == len(set(names))
-    assert "WORKFLOW_EXECUTION_OUTBOUND_APP_TOKEN" in names
+    assert "WORKFLOW_EXECUTION_OUTBOUND_SERVICE_TOKEN_CLIENT_SECRET_FILE" in names
     # The configuration file's own variable names no setting.
     assert "WORKFLOW_CONFIG" not in names
+
+
+def test_a_removed_settings_variable_is_refused_naming_its_replacement() -> None:
+    environ = {"WORKFLOW_EXECUTION_OUTBOUND_APP_TOKEN": "a.secret.token"}
+    with pytest.raises(EnvironmentSettingError, match="service_token") as refused:
+        load_settings(None, environ)
+    assert "a.secret.token" not in str(refused.value)

@@ -16,7 +16,7 @@ _RUNTIME_REASON = re.compile(
     r"response larger than \d{1,12} bytes|response is not valid JSON|the MCP response is not JSON"
     r"|too many redirects|the (?:HTTP|MCP) call timed out|(?:HTTP|MCP) transport error: \w{1,60}"
     r"|HTTP status \d{3}|the MCP server returned a JSON-RPC error|the MCP response has no result"
-    r"|the Gateway refused the call|the MCP call failed"
+    r"|the Gateway refused the call|the MCP call failed|Workflow's service token is unavailable"
     r"|redirect refused: the call does not follow redirects \(HTTP status 3\d\d\)"
 )
 

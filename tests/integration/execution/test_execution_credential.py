@@ -15,7 +15,6 @@ from runtime.security.devtools import DevIdentity
 from runtime.store import Database
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
 from tests.support.publication_builders import HOST
-from tests.support.published_workflow import APP_TOKEN
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("000:Run credential selection")
@@ -32,7 +31,7 @@ async def run_with_token(
     keyring = identity.keyring()
     # No clock-skew leeway: the test token's exp is the moment it stops verifying.
     security = msgspec.structs.replace(identity.settings(), clock_skew_seconds=0)
-    settings = ExecutionSettings(gateway_mcp_url=f"{server.base}/mcp", app_token=APP_TOKEN)
+    settings = ExecutionSettings(gateway_mcp_url=f"{server.base}/mcp")
     runtime = WorkflowRuntime.verifying(settings, keyring, security, destinations=LOCAL_BACKENDS)
     async with executor(db, runtime):
         pid = await start_workflow_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from runtime.execution import (
@@ -11,20 +12,27 @@ from runtime.execution import (
     wait_for_result,
 )
 from runtime.scheduler import BudgetAmounts
-from runtime.security import Keyring, SecretToken
+from runtime.security import Keyring, KeySet, SecretToken, TokenKind, TokenVerifier
+from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID
+from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
 from tests.support.publication_builders import HOST, context, grants_args
-from tests.support.published_workflow import APP_TOKEN, USER_TOKEN
+from tests.support.published_workflow import USER_TOKEN
 from tests.support.service_calls import sync_definition_grants
+from tests.support.service_tokens import SERVICE_SECRET, TokenEndpoint, service_token_settings
 
 
 async def run_published(
-    db: Database, server: LocalServer, wf_def_id: str, **kw: Any
+    db: Database,
+    server: LocalServer,
+    wf_def_id: str,
+    settings: ExecutionSettings | None = None,
+    **kw: Any,
 ) -> dict[str, Any]:
     keyring = Keyring.from_document(new_keyring_document("k1"))
-    settings = ExecutionSettings(gateway_mcp_url=f"{server.base}/mcp", app_token=APP_TOKEN)
+    settings = settings or ExecutionSettings(gateway_mcp_url=f"{server.base}/mcp")
     async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
         pid = await start_workflow_run(
             db, host_id=HOST, user_id="u-1", input={}, keyring=keyring,
@@ -36,15 +44,25 @@ async def run_published(
 
 
 async def test_mcp_calls_carry_the_user_token_app_token_and_a_recorded_action_permit(
-    db: Database, published: str
+    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
 ) -> None:
-    async with serving(LocalServer()) as server:
-        run = await run_published(db, server, published)
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    async with serving(LocalServer()) as server, serving(endpoint):
+        service_token = service_token_settings(endpoint, tmp_path)
+        settings = ExecutionSettings(
+            gateway_mcp_url=f"{server.base}/mcp", service_token=service_token
+        )
+        run = await run_published(db, server, published, settings)
     assert run["state"] == "COMPLETED", run
     assert len(server.tool_calls) == 2
     headers = server.tool_calls[0]["headers"]
     assert headers["authorization"] == f"Bearer {USER_TOKEN}"
-    assert headers["x-scope-token"] == f"Bearer {APP_TOKEN}"
+    # Workflow's own token, from its client-credentials grant (one for both calls).
+    scope = headers["x-scope-token"].removeprefix("Bearer ")
+    verifier = TokenVerifier(dev_identity.settings(), KeySet.from_settings(dev_identity.settings()))
+    assert verifier.verify(scope, TokenKind.APP)["sub"] == DEV_SERVICE_CLIENT_ID
+    assert endpoint.grants == 1
+    assert server.tool_calls[1]["headers"]["x-scope-token"] == headers["x-scope-token"]
     async with db.transaction() as conn:
         cursor = await conn.execute(
             "SELECT action_id::text AS id, grant_id, tool_name, user_id, depth"

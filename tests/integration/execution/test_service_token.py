@@ -1,0 +1,246 @@
+"""Workflow's own token for nested MCP calls: a client-credentials grant, renewed in time.
+
+A real token endpoint (the dev identity's, over HTTP) issues short-lived application tokens; a
+Gateway stand-in verifies X-Scope-Token the moment each request arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+
+from runtime.execution import ExecutionSettings
+from runtime.execution.service_token import ServiceTokenError, ServiceTokens
+from runtime.mcp.app import create_app
+from runtime.security import KeySet, TokenKind, TokenVerifier
+from runtime.security.devtools import DevIdentity
+from runtime.service.bootstrap import (
+    DEV_CLIENT_CREDENTIALS_PATH,
+    apply_dev_identity,
+    dev_token_routes,
+)
+from runtime.settings import Settings
+from runtime.store import Database
+from tests.support.binding_builders import publish_version, save_owner
+from tests.support.execution import serving
+from tests.support.publication_builders import context
+from tests.support.service_calls import sync_grants_outside_the_contract
+from tests.support.service_tokens import (
+    SERVICE_SECRET,
+    ScopeCheckingGateway,
+    TokenEndpoint,
+    expiry,
+    fork_calls_yaml,
+    run_nested,
+    service_token_settings,
+)
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.requirement("000:Parent action")
+
+# Long enough for a run's first call, short enough that a test outlives it.
+SHORT_TTL_S = 4
+READS = {"readOnlyTools": ["accounts.lookup"]}
+
+
+def _settings(
+    gateway: ScopeCheckingGateway, endpoint: TokenEndpoint, tmp: Path, **token: Any
+) -> ExecutionSettings:
+    return ExecutionSettings(
+        gateway_mcp_url=f"{gateway.base}/mcp",
+        service_token=service_token_settings(endpoint, tmp, **token),
+    )
+
+
+async def test_a_nested_call_keeps_working_across_the_expiry_of_the_first_service_token(
+    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET, ttl=SHORT_TTL_S))
+    gateway = ScopeCheckingGateway(dev_identity)
+
+    async def outlive_the_first_token() -> None:
+        if len(gateway.tool_calls) == 1:
+            first = expiry(gateway.tool_calls[0]["scope"])
+            await wait_until(lambda: time.time() > first, what="the first token expired")
+
+    gateway.on_tool_call = outlive_the_first_token
+    async with serving(endpoint), serving(gateway):
+        # Renewed at half its life: a loaded machine still sends it well before its expiry.
+        settings = _settings(gateway, endpoint, tmp_path, renew_fraction=0.5)
+        run = await run_nested(db, settings, published)
+    assert run["state"] == "COMPLETED", run
+    first, second = gateway.scope_tokens()
+    assert first != second and expiry(second) > expiry(first)
+    # Renewed before it was needed: the Gateway never refused a token.
+    assert gateway.refusals == []
+    assert endpoint.grants == 2
+
+
+async def test_many_concurrent_callers_share_one_grant(
+    dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET, ttl=SHORT_TTL_S))
+    async with serving(endpoint):
+        tokens = ServiceTokens.from_settings(service_token_settings(endpoint, tmp_path))
+        assert tokens is not None
+        first = await _one_grant_for_many(endpoint, tokens, grants=1)
+        await wait_until(lambda: time.time() > expiry(first), what="the first token expired")
+        second = await _one_grant_for_many(endpoint, tokens, grants=2)
+    assert second != first
+
+
+async def _one_grant_for_many(endpoint: TokenEndpoint, tokens: ServiceTokens, grants: int) -> str:
+    """64 callers at once while the endpoint holds its answer: they get one token of one grant."""
+    endpoint.held = asyncio.Event()
+    callers = [asyncio.create_task(tokens.token()) for _ in range(64)]
+    # Every caller joined the one grant before it could reach the endpoint (tasks run in order).
+    await wait_until(lambda: endpoint.requests == grants, what="the grant arrived")
+    endpoint.held.set()
+    issued = {token.reveal() for token in await asyncio.gather(*callers)}
+    assert len(issued) == 1 and endpoint.requests == endpoint.grants == grants
+    return issued.pop()
+
+
+async def test_concurrent_nested_calls_of_a_fork_carry_one_token_from_one_grant(
+    db: Database, dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    wf_def_id = str(uuid.uuid4())
+    await save_owner(db, wf_def_id)
+    await publish_version(db, wf_def_id, text=fork_calls_yaml(8))
+    await sync_grants_outside_the_contract(db, context(), wf_def_id, "g-1", "accounts.lookup")
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    gateway = ScopeCheckingGateway(dev_identity)
+    async with serving(endpoint), serving(gateway):
+        run = await run_nested(db, _settings(gateway, endpoint, tmp_path), wf_def_id, limits=READS)
+    assert run["state"] == "COMPLETED", run
+    assert len(gateway.tool_calls) == 8 and len(set(gateway.scope_tokens())) == 1
+    assert endpoint.grants == 1
+
+
+@pytest.mark.parametrize("refuse_at", ["initialize", "call"])
+async def test_a_refused_token_is_renewed_once_and_a_read_sent_again(
+    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path, refuse_at: str
+) -> None:
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    gateway = ScopeCheckingGateway(dev_identity, refuse_at=refuse_at)  # type: ignore[arg-type]
+    async with serving(endpoint), serving(gateway):
+        settings = _settings(gateway, endpoint, tmp_path)
+        tokens = ServiceTokens.from_settings(settings.service_token)
+        assert tokens is not None
+        # The token the process holds is revoked at the Gateway before its expiry.
+        gateway.revoked.add((await tokens.token()).reveal())
+        run = await run_nested(db, settings, published, limits=READS, service_tokens=tokens)
+    assert run["state"] == "COMPLETED", run
+    assert gateway.refusals == [refuse_at] and endpoint.grants == 2
+    assert len(gateway.tool_calls) == 2 and len(set(gateway.scope_tokens())) == 1
+
+
+async def test_concurrent_calls_refused_with_one_token_share_one_renewal(
+    db: Database, dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    wf_def_id = str(uuid.uuid4())
+    await save_owner(db, wf_def_id)
+    await publish_version(db, wf_def_id, text=fork_calls_yaml(8))
+    await sync_grants_outside_the_contract(db, context(), wf_def_id, "g-1", "accounts.lookup")
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    gateway = ScopeCheckingGateway(dev_identity, refuse_at="initialize")
+    async with serving(endpoint), serving(gateway):
+        settings = _settings(gateway, endpoint, tmp_path)
+        tokens = ServiceTokens.from_settings(settings.service_token)
+        assert tokens is not None
+        gateway.revoked.add((await tokens.token()).reveal())
+        # The renewal is held until all eight calls were refused: they all wait on one grant.
+        endpoint.held = asyncio.Event()
+        release = asyncio.create_task(_release_after(endpoint.held, gateway, refusals=8))
+        run = await run_nested(db, settings, wf_def_id, limits=READS, service_tokens=tokens)
+        await release
+    assert run["state"] == "COMPLETED", run
+    assert len(gateway.tool_calls) == 8 and len(set(gateway.scope_tokens())) == 1
+    assert len(gateway.refusals) == 8 and endpoint.requests == endpoint.grants == 2
+
+
+async def _release_after(held: asyncio.Event, gateway: ScopeCheckingGateway, refusals: int) -> None:
+    await wait_until(lambda: len(gateway.refusals) == refusals, what="every call refused")
+    held.set()
+
+
+async def test_a_write_refused_at_its_tools_call_is_not_sent_again(
+    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    gateway = ScopeCheckingGateway(dev_identity, refuse_at="call")
+    async with serving(endpoint), serving(gateway):
+        settings = _settings(gateway, endpoint, tmp_path)
+        tokens = ServiceTokens.from_settings(settings.service_token)
+        assert tokens is not None
+        gateway.revoked.add((await tokens.token()).reveal())
+        run = await run_nested(db, settings, published, service_tokens=tokens)
+    assert run["state"] == "FAILED", run
+    assert "the Gateway refused the call" in run["error"]["message"]
+    assert gateway.refusals == ["call"] and gateway.tool_calls == []
+    assert endpoint.grants == 1  # nothing to send again, so nothing renewed
+
+
+async def test_a_write_refused_before_its_tools_call_is_sent_again_with_a_renewed_token(
+    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    gateway = ScopeCheckingGateway(dev_identity, refuse_at="initialize")
+    async with serving(endpoint), serving(gateway):
+        settings = _settings(gateway, endpoint, tmp_path)
+        tokens = ServiceTokens.from_settings(settings.service_token)
+        assert tokens is not None
+        gateway.revoked.add((await tokens.token()).reveal())
+        run = await run_nested(db, settings, published, service_tokens=tokens)
+    assert run["state"] == "COMPLETED", run
+    assert gateway.refusals == ["initialize"] and len(gateway.tool_calls) == 2
+
+
+async def test_without_a_token_the_nested_call_fails_before_it_leaves(
+    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+) -> None:
+    endpoint = TokenEndpoint(dev_identity.client_credentials("another-secret"))
+    gateway = ScopeCheckingGateway(dev_identity)
+    async with serving(endpoint), serving(gateway):
+        run = await run_nested(db, _settings(gateway, endpoint, tmp_path), published)
+    assert run["state"] == "FAILED", run
+    assert "Workflow's service token is unavailable" in run["error"]["message"]
+    assert gateway.tool_calls == [] and gateway.refusals == []
+    assert SERVICE_SECRET not in str(run["error"])
+
+
+async def test_make_run_gets_workflows_token_from_the_dev_identitys_own_endpoint(
+    tmp_path: Path,
+) -> None:
+    settings = Settings()
+    settings.store.data_dir = str(tmp_path)
+    identity = apply_dev_identity(settings)
+    assert identity is not None
+    configured = settings.execution.outbound.service_token
+    assert configured.endpoint == f"http://127.0.0.1:8787{DEV_CLIENT_CREDENTIALS_PATH}"
+    app = create_app()
+    for route in dev_token_routes(identity):
+        app.register(route)
+    served = msgspec.structs.replace(
+        configured, endpoint=f"http://localhost{DEV_CLIENT_CREDENTIALS_PATH}"
+    )
+    tokens = ServiceTokens.from_settings(served, httpx.ASGITransport(app=app))
+    assert tokens is not None
+    token = await tokens.token()
+    # What `make gateway` (the same security settings) accepts as an application bearer.
+    verifier = TokenVerifier(settings.security, KeySet.from_settings(settings.security))
+    claims = verifier.verify(token.reveal(), TokenKind.APP)
+    assert claims["sub"] == configured.client_id and "host" not in claims
+    # The client is authenticated: another secret gets no token.
+    Path(str(configured.client_secret_file)).write_text("not-the-secret", encoding="utf-8")
+    stranger = ServiceTokens.from_settings(served, httpx.ASGITransport(app=app))
+    assert stranger is not None
+    with pytest.raises(ServiceTokenError, match="HTTP 401"):
+        await stranger.token()
