@@ -13,6 +13,7 @@ from runtime.canonical import load_definition_yaml
 from runtime.engine import DefinitionError, parse_definition
 from runtime.engine.model import CredentialPolicy, HttpCallSpec, walk_tasks
 from runtime.engine.run import HttpRequest
+from runtime.execution.credential import RunToken
 from runtime.execution.outbound_auth import with_credential
 from runtime.security import SecretToken
 
@@ -148,8 +149,8 @@ def test_an_mcp_call_may_add_an_api_key_header_but_not_replace_the_user_token() 
 async def test_the_policy_header_joins_only_the_request_as_sent() -> None:
     opened: list[str] = []
 
-    async def token() -> SecretToken:
-        return SecretToken("user.jwt")
+    async def token() -> RunToken:
+        return RunToken(SecretToken("user.jwt"), exchanged=False)
 
     async def secret(name: str) -> SecretToken:
         opened.append(name)
