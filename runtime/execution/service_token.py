@@ -16,7 +16,7 @@ import base64
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -80,6 +80,34 @@ class SecretFile:
         return SecretToken(text)
 
 
+# Opens a host's secret by (host id, name): None when the host holds no such secret.
+SecretOpener = Callable[[str, str], Awaitable[SecretToken | None]]
+
+
+@dataclass(frozen=True)
+class StoredSecret:
+    """A client secret held in a host's secret store (read at every grant: rotation applies)."""
+
+    host_id: str
+    name: str
+    open: SecretOpener
+
+    async def read(self) -> SecretToken:
+        """The secret's current value; ServiceTokenError when the store cannot give it."""
+        try:
+            value = await self.open(self.host_id, self.name)
+        except Exception as exc:
+            # Only the type: a store error's message could carry connection details.
+            raise ServiceTokenError(
+                f"the client secret {self.name} cannot be read ({type(exc).__name__})"
+            ) from None
+        if value is None:
+            raise ServiceTokenError(
+                f"the client secret {self.name} is not in the secret store of its host"
+            )
+        return value
+
+
 @dataclass(frozen=True)
 class _Held:
     token: SecretToken
@@ -112,12 +140,30 @@ class ServiceTokens:
 
     @classmethod
     def from_settings(
-        cls, settings: ServiceTokenSettings, transport: httpx.AsyncBaseTransport | None = None
+        cls,
+        settings: ServiceTokenSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        *,
+        open_secret: SecretOpener | None = None,
     ) -> ServiceTokens | None:
-        """The source of the settings, or None when no token endpoint is configured."""
-        if not settings.configured or settings.client_secret_file is None:
+        """The source of the settings, or None when no token endpoint is configured.
+
+        open_secret reads the host secret store; it is needed when the client secret is kept
+        there (client_secret_name) and a process without the store refuses such settings.
+        """
+        if not settings.configured:
             return None
-        return cls(settings, SecretFile(Path(settings.client_secret_file)), transport=transport)
+        if settings.client_secret_file is not None:
+            secret: ClientSecret = SecretFile(Path(settings.client_secret_file))
+        elif settings.client_secret_name is not None and settings.client_secret_host is not None:
+            if open_secret is None:
+                raise ValueError("service_token.client_secret_name needs the secret store")
+            secret = StoredSecret(
+                settings.client_secret_host, settings.client_secret_name, open_secret
+            )
+        else:
+            return None
+        return cls(settings, secret, transport=transport)
 
     async def token(self) -> SecretToken:
         """A token to send now: the held one until its renewal is due, else a renewed one."""

@@ -22,6 +22,10 @@ class ServiceTokenSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=T
     client_id: str | None = None
     # The client secret is read from this file at every grant (rotation needs no restart).
     client_secret_file: str | None = None
+    # Or from a host's secret store (workflow_secret_put / `workflow-mcp secrets put`): the
+    # secret's name and the host that holds it, also read at every grant.
+    client_secret_name: str | None = None
+    client_secret_host: str | None = None
     # RFC 6749 section 2.3.1: HTTP Basic (every server must support it), or the id and secret
     # as form fields for servers that ask for them.
     client_auth: ClientAuthentication = "client_secret_basic"
@@ -37,8 +41,14 @@ class ServiceTokenSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=T
             parts = urlsplit(self.endpoint)
             if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
                 raise ValueError("service_token.endpoint must be an http(s) URL without user info")
-            if not self.client_id or not self.client_secret_file:
-                raise ValueError("service_token needs client_id and client_secret_file")
+            stored = self.client_secret_name is not None
+            if stored != (self.client_secret_host is not None):
+                raise ValueError("service_token needs client_secret_name and client_secret_host")
+            if not self.client_id or stored == (self.client_secret_file is not None):
+                raise ValueError(
+                    "service_token needs client_id and one client secret: client_secret_file, "
+                    "or client_secret_name with client_secret_host"
+                )
         if not 0 < self.renew_fraction < 1:
             raise ValueError("service_token.renew_fraction must be between 0 and 1")
         if self.timeout_seconds <= 0:

@@ -69,7 +69,7 @@ from runtime.execution.credential import (
     token_check_for,
 )
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
-from runtime.execution.service_token import ServiceTokens
+from runtime.execution.service_token import SecretOpener, ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
@@ -157,7 +157,7 @@ class WorkflowRuntime:
 
     def __post_init__(self) -> None:
         self.engine.on_loop_steps = self.settings.on_loop_steps
-        if self.service_tokens is None:
+        if self.service_tokens is None and self.settings.service_token.client_secret_name is None:
             # One per process: every run's nested calls share the token and its renewal.
             self.service_tokens = ServiceTokens.from_settings(self.settings.service_token)
 
@@ -171,8 +171,17 @@ class WorkflowRuntime:
         destinations: AddressPolicy | None = None,
         resolver: Resolver | None = None,
         maximum_parallelism: int | None = None,
+        database: Database | None = None,
     ) -> WorkflowRuntime:
-        """A runtime that verifies each run's token with the service's security settings."""
+        """A runtime that verifies each run's token with the service's security settings.
+
+        database: where the host secret store is, for a client secret kept there.
+        """
+        service_tokens = None
+        if database is not None and settings.service_token.client_secret_name is not None:
+            service_tokens = ServiceTokens.from_settings(
+                settings.service_token, open_secret=_secret_opener(database, keyring)
+            )
         return cls(
             settings,
             keyring,
@@ -182,6 +191,7 @@ class WorkflowRuntime:
             resolver=SystemResolver() if resolver is None else resolver,
             maximum_parallelism=maximum_parallelism,
             exchanger=TokenExchanger.from_settings(security.run_credential.token_exchange),
+            service_tokens=service_tokens,
         )
 
     def handlers(self) -> dict[str, TaskHandler]:
@@ -556,3 +566,13 @@ async def _check_deadline(
     if finished and after_effect:
         return
     raise timeout_error(after_effect=after_effect)
+
+
+def _secret_opener(db: Database, keyring: Keyring) -> SecretOpener:
+    """Reads a host secret from the store of db, opened with keyring."""
+
+    async def open_secret(host_id: str, name: str) -> SecretToken | None:
+        async with db.transaction(read_only=True) as conn:
+            return await host_secret(conn, keyring, host_id, name)
+
+    return open_secret

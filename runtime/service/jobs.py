@@ -153,6 +153,7 @@ def executor_job(services: Services) -> ExecutorJob:
         destinations=services.settings.publication.destinations.address_policy(),
         resolver=services.resolver,
         maximum_parallelism=section.maximum_parallelism,
+        database=services.database,
     )
     # The executor's own pool: under overload the request handlers hold every connection of the
     # shared pool, and an executor waiting behind them stops draining the very queue whose

@@ -66,6 +66,7 @@ async def run_worker(
         settings.security,
         destinations=settings.publication.destinations.address_policy(),
         maximum_parallelism=settings.execution.maximum_parallelism,
+        database=store.database,
     )
     task_handlers = runtime.handlers() if handlers is None else load_handlers(handlers)
     executor = Executor(

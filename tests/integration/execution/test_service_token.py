@@ -16,20 +16,25 @@ import httpx
 import msgspec
 import pytest
 
-from runtime.execution import ExecutionSettings
+from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.execution.service_token import ServiceTokenError, ServiceTokens
+from runtime.execution.settings import ServiceTokenSettings
 from runtime.mcp.app import create_app
 from runtime.security import KeySet, TokenKind, TokenVerifier
+from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID
 from runtime.security.devtools import DevIdentity
 from runtime.service.bootstrap import (
     DEV_CLIENT_CREDENTIALS_PATH,
     apply_dev_identity,
     dev_token_routes,
 )
+from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database
-from tests.support.binding_builders import publish_version, save_owner
+from tests.support.binding_builders import HOST, publish_version, save_owner
 from tests.support.execution import serving
+from tests.support.invocation import client, ok
+from tests.support.mcp import McpTestClient
 from tests.support.publication_builders import context
 from tests.support.service_calls import sync_grants_outside_the_contract
 from tests.support.service_tokens import (
@@ -244,3 +249,82 @@ async def test_make_run_gets_workflows_token_from_the_dev_identitys_own_endpoint
     assert stranger is not None
     with pytest.raises(ServiceTokenError, match="HTTP 401"):
         await stranger.token()
+
+
+STORED_NAME = "serviceClientSecret"
+ROTATED_SECRET = "service-client-secret-rotated"
+
+
+def _stored_secret_settings(endpoint: TokenEndpoint) -> ExecutionSettings:
+    return ExecutionSettings(
+        service_token=ServiceTokenSettings(
+            endpoint=f"{endpoint.base}/token",
+            client_id=DEV_SERVICE_CLIENT_ID,
+            client_secret_name=STORED_NAME,
+            client_secret_host=HOST,
+        )
+    )
+
+
+def _runtime(endpoint: TokenEndpoint, services: Services) -> WorkflowRuntime:
+    """A runtime whose service token's client secret is the host secret STORED_NAME."""
+    return WorkflowRuntime.verifying(
+        _stored_secret_settings(endpoint),
+        services.keyring,
+        services.settings.security,
+        database=services.database,
+    )
+
+
+async def _put_secret(admin: McpTestClient, value: str) -> None:
+    ok(
+        await admin.call_tool(
+            "workflow_secret_put",
+            {"hostId": HOST, "name": STORED_NAME, "value": value, "operationId": str(uuid.uuid4())},
+        )
+    )
+
+
+async def test_a_client_secret_kept_in_the_host_secret_store_is_read_at_every_grant(
+    http: httpx.AsyncClient, services: Services, dev_identity: DevIdentity
+) -> None:
+    admin = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    await _put_secret(admin, SERVICE_SECRET)
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    async with serving(endpoint):
+        tokens = _runtime(endpoint, services).service_tokens
+        assert tokens is not None
+        first = await tokens.token()
+        # Rotated in the store and at the endpoint: the next grant sends the new secret.
+        await _put_secret(admin, ROTATED_SECRET)
+        endpoint.endpoint = dev_identity.client_credentials(ROTATED_SECRET)
+        second = await tokens.refresh(first)
+    assert second is not None and second.reveal() != first.reveal()
+    # Two requests; the second granted by the endpoint that knows only the rotated secret.
+    assert endpoint.requests == 2 and endpoint.grants == 1
+
+
+async def test_a_client_secret_missing_from_the_store_is_named_not_sent(
+    services: Services, dev_identity: DevIdentity
+) -> None:
+    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
+    async with serving(endpoint):
+        tokens = _runtime(endpoint, services).service_tokens
+        assert tokens is not None
+        with pytest.raises(ServiceTokenError, match=STORED_NAME):
+            await tokens.token()
+    assert endpoint.requests == 0
+
+
+def test_the_client_secret_comes_from_exactly_one_place(tmp_path: Path) -> None:
+    base = {"endpoint": "http://127.0.0.1:1/token", "client_id": DEV_SERVICE_CLIENT_ID}
+    stored = {"client_secret_name": STORED_NAME, "client_secret_host": HOST}
+    with pytest.raises(ValueError, match="one client secret"):
+        ServiceTokenSettings(**base, **stored, client_secret_file=str(tmp_path / "s"))
+    with pytest.raises(ValueError, match="client_secret_host"):
+        ServiceTokenSettings(**base, client_secret_name=STORED_NAME)
+    with pytest.raises(ValueError, match="one client secret"):
+        ServiceTokenSettings(**base)
+    # Without the store (a process given no database) such settings are refused, not ignored.
+    with pytest.raises(ValueError, match="secret store"):
+        ServiceTokens.from_settings(ServiceTokenSettings(**base, **stored))
