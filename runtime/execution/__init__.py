@@ -14,7 +14,7 @@ from runtime.execution.service import (
     watch_run,
 )
 from runtime.execution.settings import ExecutionSettings
-from runtime.execution.store import RunSpec
+from runtime.execution.store import RunSpec, SpecLimits
 from runtime.execution.task_runner import WORKFLOW_TASK_KIND, WorkflowRuntime
 from runtime.execution.waiter import (
     TERMINAL_STATES,
@@ -32,6 +32,7 @@ __all__ = [
     "ExecutionSettings",
     "RunSpec",
     "RunWatch",
+    "SpecLimits",
     "WorkflowRuntime",
     "admit_run",
     "close_waiter",

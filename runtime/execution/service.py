@@ -15,7 +15,7 @@ from runtime.execution.credential import seal_credential, token_expiry
 from runtime.execution.task_runner import WORKFLOW_TASK_KIND
 from runtime.execution.waiter import TERMINAL_STATES, Wakeup, waiter_for
 from runtime.scheduler import NewTask, enqueue_process
-from runtime.scheduler.models import BudgetAmounts, CancellationPolicy, ExecutionClass
+from runtime.scheduler.models import BudgetAmounts, CancellationPolicy, ExecutionClass, RunSnapshot
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import Keyring, SealedSecret, SecretToken
 from runtime.store import Database, retry_on_connection_error
@@ -68,7 +68,7 @@ async def start_workflow_run(
     cancellation_policy: CancellationPolicy = "before-effects-only",
     budget: BudgetAmounts = DEFAULT_BUDGET,
     binding_id: str | None = None,
-    limits: Mapping[str, Any] | None = None,
+    limits: store.SpecLimits | None = None,
 ) -> str:
     """Admit a run in one transaction (run, first task, spec, sealed credential); its id."""
     host = _uuid(host_id, "host_id")
@@ -91,7 +91,7 @@ async def start_workflow_run(
         definition=None if definition is None else dict(definition),
         binding_id=_uuid(binding_id, "binding_id"),
         user_id=user_id,
-        limits=dict(limits or {}),
+        limits=limits or store.SpecLimits(),
     )
     async with db.transaction() as conn:
         if spec.wf_def_id is not None and version is not None:
@@ -164,7 +164,7 @@ async def _check_version(conn: Any, host_id: str, wf_def_id: str, version: str) 
         return None  # published documents were checked at publication; the worker re-parses
 
 
-async def read_run(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
+async def read_run(db: Database, host_id: str, process_id: str) -> RunSnapshot | None:
     """A run's state, result, error and effect state, scoped to its host."""
     host, process = _uuid(host_id, "host_id"), _uuid(process_id, "process_id")
     assert host is not None and process is not None
@@ -172,7 +172,7 @@ async def read_run(db: Database, host_id: str, process_id: str) -> dict[str, Any
     # One statement on an autocommit connection is one snapshot: a read-only transaction
     # around it cost two more round trips, and waiters poll this at concurrency. A read, so a
     # connection found dropped is simply tried again (as a transaction's BEGIN would be).
-    async def read() -> dict[str, Any] | None:
+    async def read() -> RunSnapshot | None:
         async with db.connection() as conn:
             return await store.select_process_state(conn, host, process)
 
@@ -189,8 +189,8 @@ class RunWatch:
         self._poll_s = poll_s
 
     async def settled(
-        self, host_id: str, timeout: float, current: dict[str, Any] | None = None
-    ) -> dict[str, Any] | None:
+        self, host_id: str, timeout: float, current: RunSnapshot | None = None
+    ) -> RunSnapshot | None:
         """The run once terminal, else its state when timeout seconds pass (None: unknown).
 
         current is the run as the caller already knows it (no first read). A run ended by this
@@ -201,7 +201,7 @@ class RunWatch:
         run = current if current is not None else await self._read(host_id)
         while True:
             remaining = (loop_deadline - datetime.now(UTC)).total_seconds()
-            if run is None or run["state"] in TERMINAL_STATES or remaining <= 0:
+            if run is None or run.state in TERMINAL_STATES or remaining <= 0:
                 return run
             if self._wakeup.stopped:
                 # Shutting down: the state read last is the answer (the run goes on durably).
@@ -209,7 +209,7 @@ class RunWatch:
             await self._wakeup.wait_once(min(remaining, self._poll_s))
             run = self._wakeup.take() or await self._read(host_id)
 
-    async def _read(self, host_id: str) -> dict[str, Any] | None:
+    async def _read(self, host_id: str) -> RunSnapshot | None:
         return await read_run(self._db, host_id, self._process_id)
 
 
@@ -225,7 +225,7 @@ async def watch_run(db: Database, process_id: str) -> AsyncIterator[RunWatch]:
 
 async def wait_for_result(
     db: Database, host_id: str, process_id: str, timeout: float
-) -> dict[str, Any] | None:
+) -> RunSnapshot | None:
     """The run once terminal, else its current state when timeout seconds pass (None: unknown).
 
     Wakes on a hand-over from this process's executor or on the process-state NOTIFY, with a

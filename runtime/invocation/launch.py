@@ -6,12 +6,12 @@ transaction, so it uses runtime.execution.admit_run rather than start_workflow_r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from runtime import telemetry
-from runtime.execution import RunSpec, admit_run
+from runtime.execution import RunSpec, SpecLimits, admit_run
 from runtime.execution.credential import seal_credential, token_expiry
 from runtime.invocation import store
 from runtime.scheduler import BudgetAmounts
@@ -33,7 +33,6 @@ class RunPlan:
     execution_class: ExecutionClass
     cancellation_policy: CancellationPolicy
     budget: BudgetAmounts
-    limits: dict[str, Any] = field(default_factory=dict)
     workflow_version: str | None = None
     definition: dict[str, Any] | None = None
     tool_id: str | None = None
@@ -61,7 +60,8 @@ async def write_run(
         definition=plan.definition,
         binding_id=plan.binding_id,
         user_id=ctx.user_id,
-        limits=plan.limits,
+        # A workflow_start run's limits are the defaults (no binding bounds it).
+        limits=SpecLimits(),
     )
     telemetry.run_admitted(plan.process_id)
     await admit_run(

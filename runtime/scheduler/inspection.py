@@ -8,6 +8,8 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from runtime.errors import input_invalid
 from runtime.scheduler.service import DEFAULT_BUDGET, get_process
 from runtime.scheduler.store import inspection as store
@@ -56,9 +58,11 @@ async def list_runs(
 async def show_run(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
     """One run (state, effect state, budget, result, error), its tasks, effects and timeline."""
     host, process = _uuid(host_id, "host"), _uuid(process_id, "run id")
-    run = await get_process(db, host, process)
-    if run is None:
+    row = await get_process(db, host, process)
+    if row is None:
         return None
+    # The operator's document: every column of the run, then what the views below add.
+    run = msgspec.structs.asdict(row)
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
         tasks = await store.select_tasks(conn, host, process)
         steps = await store.select_steps(conn, host, process)

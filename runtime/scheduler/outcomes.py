@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-# What a waiter reads of a run: state, result, error (stored document) and effect_state.
-RunSnapshot = dict[str, Any]
+from runtime.scheduler.models import RunSnapshot
+
 # Called with the committed terminal snapshot, or None for "read the run yourself".
 Receiver = Callable[[RunSnapshot | None], None]
 
@@ -92,7 +91,7 @@ class OutcomeHub:
 
     def _deliver(self, process_id: str, snapshot: RunSnapshot | None) -> None:
         for receiver in tuple(self._receivers.get(process_id, ())):
-            receiver(None if snapshot is None else dict(snapshot))
+            receiver(snapshot)
 
 
 # One per process: executors and waiters of any Database in this process meet here (run ids

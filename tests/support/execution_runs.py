@@ -27,5 +27,5 @@ async def start(db: Database, keyring: Keyring, doc: dict[str, Any], data: Any, 
 
 async def finished(db: Database, host_id: str, process_id: str) -> dict[str, Any]:
     run = await wait_for_result(db, host_id, process_id, timeout=20)
-    assert run is not None and run["state"] in ("COMPLETED", "FAILED", "CANCELLED"), run
+    assert run is not None and run.state in ("COMPLETED", "FAILED", "CANCELLED"), run
     return run

@@ -45,7 +45,7 @@ async def wait_terminal(database_url: str, db: Database, host_id: str, process_i
         await conn.execute(f"LISTEN {process_state_channel(process_id)}")
         async with asyncio.timeout(10):
             run = await service.get_process(db, host_id, process_id)
-            while run is None or run["state"] not in TERMINAL:
+            while run is None or run.state not in TERMINAL:
                 async for notify in conn.notifies():
                     if json.loads(notify.payload)["id"] == process_id:
                         break
@@ -81,4 +81,4 @@ async def cancel_signalled(db: Database, host_id: str, process_id: str) -> bool:
     """Whether the run's cooperative cancel signal is raised."""
     async with db.connection() as conn:
         row = await runs.select_cancel_signal(conn, host_id, process_id)
-    return bool(row and row["cancel_requested"])
+    return bool(row and row.cancel_requested)

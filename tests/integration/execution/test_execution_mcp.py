@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from runtime.execution import (
     ExecutionSettings,
     WorkflowRuntime,
@@ -32,7 +34,7 @@ async def run_published(
         )  # fmt: skip
         run = await wait_for_result(db, HOST, pid, timeout=20)
     assert run is not None
-    return run | {"process_id": pid}
+    return msgspec.structs.asdict(run) | {"process_id": pid}
 
 
 async def test_mcp_calls_carry_the_user_token_app_token_and_a_recorded_action_permit(

@@ -156,7 +156,7 @@ async def test_a_republish_and_a_revocation_during_a_run_do_not_change_what_it_r
                 },
             )
             run = await wait_for_result(db, HOST, process_id, timeout=20)
-    assert run is not None and run["state"] == "COMPLETED", run
+    assert run is not None and run.state == "COMPLETED", run
     assert [request["path"] for request in server.requests] == ["/claims", "/claims"]
 
 
@@ -190,6 +190,6 @@ async def test_a_uri_outside_the_pinned_targets_is_refused_before_any_request_le
         async with executor(db, runtime):
             process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
             run = await wait_for_result(db, HOST, process_id, timeout=20)
-    assert run is not None and run["state"] == "FAILED", run
+    assert run is not None and run.state == "FAILED", run
     assert [request["path"] for request in server.requests] == ["/claims"]
-    assert "endpoint target" in str(run["error"])
+    assert "endpoint target" in str(run.error)

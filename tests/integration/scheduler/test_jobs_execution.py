@@ -110,8 +110,8 @@ async def test_an_app_started_with_a_services_factory_runs_a_workflow_it_admits(
         process_id = await _admit(services, dev_identity.user_token(), deadline)
         host = await _host_of(db, process_id)
         run = await wait_for_result(db, host, process_id, timeout=20)
-    assert run is not None and run["state"] == "COMPLETED", run
-    assert run["result"] == {"step": 1, "seen": 1}
+    assert run is not None and run.state == "COMPLETED", run
+    assert run.result == {"step": 1, "seen": 1}
 
 
 @asynccontextmanager

@@ -113,12 +113,12 @@ async def test_a_one_task_runs_completion_is_one_statement_and_no_transaction(
     assert completion.successor is None
     run = await service.get_process(db, host_id, process_id)
     assert run is not None
-    assert (run["state"], run["result"], run["remaining_cost_units"]) == (
+    assert (run.state, run.result, run.remaining_cost_units) == (
         "COMPLETED",
         {"ok": True},
         7,
     )
-    assert run["finished_ts"] is not None
+    assert run.finished_ts is not None
 
 
 async def test_a_single_successor_is_claimed_by_the_completing_worker_in_the_same_statement(
@@ -207,6 +207,6 @@ async def test_a_cooperative_cancel_between_steps_ends_the_run_on_the_transactio
     )
     await service.complete(db, lease, TaskOutcome.then(NewTask("echo")), Successor("w1", 5_000))
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["state"] == "CANCELLED"
-    assert run["error"]["code"] == "WORKFLOW_CANCELLED"
+    assert run is not None and run.state == "CANCELLED"
+    assert run.error["code"] == "WORKFLOW_CANCELLED"
     assert [t["state"] for t in (await rows(admin, process_id))["tasks"]] == ["done"]

@@ -138,7 +138,7 @@ async def test_a_run_ended_by_a_completion_is_notified_to_other_processes_once_c
     expected = {"type": "process", "id": lease.process_id}
     await wait_until(lambda: expected in ends_heard, what="the run's end notification")
     run = await service.get_process(db, lease.host_id, lease.process_id)
-    assert run is not None and run["state"] == "COMPLETED"
+    assert run is not None and run.state == "COMPLETED"
     assert ends_heard.count(expected) == 1
 
 
