@@ -9,7 +9,6 @@ from runtime.execution.service import (
     first_task_payload,
     forget_expired_credentials,
     read_run,
-    start_workflow_run,
     wait_for_result,
     watch_run,
 )
@@ -40,7 +39,6 @@ __all__ = [
     "first_task_payload",
     "forget_expired_credentials",
     "read_run",
-    "start_workflow_run",
     "stop_waiting",
     "wait_for_result",
     "watch_run",

@@ -1,7 +1,8 @@
-"""Writing an admitted run inside the admission transaction: the run and its owner record.
+"""Writing a workflow_start run inside its admission transaction: the run and its owner record.
 
-Admission writes the idempotency reservation, the admission-limit counts and the run in one
-transaction, so it uses runtime.execution.admit_run rather than start_workflow_run.
+workflow_start writes the idempotency reservation, the run (runtime.execution.admit_run), its
+owner record and its authority in one transaction. workflow_invoke writes all of that in its
+one statement instead (store.admit_invoke).
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -14,16 +13,11 @@ from generated.models import (
     WorkflowGetStatusOutput,
     WorkflowInvokeOutput,
 )
+from runtime.canonical import timestamp
 from runtime.errors import ErrorStatus, WorkflowError, error_code, error_registry
 from runtime.invocation.store import OwnedRun
 from runtime.scheduler.errors import TIMEOUT_MESSAGE
 from runtime.scheduler.models import RunSnapshot
-
-
-def timestamp(value: datetime) -> str:
-    """RFC 3339 UTC with a Z suffix (microseconds when present)."""
-    text = value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return text
 
 
 def not_visible() -> WorkflowError:

@@ -7,13 +7,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from generated.models import WorkflowStartOutput
-from runtime.canonical import CanonicalError, load_definition_yaml
+from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.errors import WorkflowError
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, seal_for, write_run
 from runtime.invocation.requests import StartRequest
-from runtime.invocation.results import timestamp
 from runtime.invocation.token_cover import check_token_covers_run
 from runtime.scheduler import capacity
 from runtime.scheduler.service import DEFAULT_BUDGET

@@ -113,27 +113,11 @@ async def cancel_process(
     return "effect"
 
 
-async def start_run(db: Database, **kwargs: Any) -> str:
-    """enqueue_process in its own transaction: the run is visible and notified on return."""
-    async with db.transaction() as conn:
-        return await enqueue_process(conn, **kwargs)
-
-
 async def get_process(db: Database, host_id: str, process_id: str) -> runs.ProcessRow | None:
     """One run (state, result, error, effect state, budget counters), scoped to its host."""
     async with db.transaction(read_only=True) as conn:
         return await runs.fetch_process(
             conn, _uuid(host_id, "host_id"), _uuid(process_id, "process_id")
-        )
-
-
-async def add_task(db: Database, host_id: str, process_id: str, task: NewTask) -> str | None:
-    """Enqueue one more task of a live run (parallel branches, tests); None if not live."""
-    if task.step_no is None:
-        raise input_invalid("a task added outside a completion needs an explicit step_no")
-    async with db.transaction() as conn:
-        return await runs.insert_task(
-            conn, host_id=host_id, process_id=process_id, task=task, step_no=task.step_no
         )
 
 

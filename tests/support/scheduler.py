@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from runtime.scheduler import Executor, service
+from runtime.scheduler import Executor, enqueue_process, service
 from runtime.scheduler.lease import TaskHandler, TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import runs
@@ -53,12 +53,16 @@ async def wait_terminal(database_url: str, db: Database, host_id: str, process_i
     return run
 
 
+async def enqueue(db: Database, **kwargs: Any) -> str:
+    """A run enqueued in its own transaction (enqueue_process, as admission writes one)."""
+    async with db.transaction() as conn:
+        return await enqueue_process(conn, **kwargs)
+
+
 async def start(db: Database, kind: str = "echo", **kwargs: Any) -> tuple[str, str]:
     host_id = str(uuid.uuid4())
     payload = kwargs.pop("payload", {})
-    process_id = await service.start_run(
-        db, host_id=host_id, first_task=NewTask(kind, payload), **kwargs
-    )
+    process_id = await enqueue(db, host_id=host_id, first_task=NewTask(kind, payload), **kwargs)
     return host_id, process_id
 
 

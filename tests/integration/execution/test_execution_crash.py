@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from runtime.execution import close_waiter, start_workflow_run, wait_for_result
+from runtime.execution import close_waiter, wait_for_result
 from runtime.scheduler import service
 from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import LeaseState, TaskOutcome
@@ -26,6 +26,7 @@ from tests.support.execution import (
     set_tasks,
     worker_process,
 )
+from tests.support.execution_runs import start_workflow_run
 
 pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
 

@@ -9,11 +9,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime.execution import ExecutionSettings, WorkflowRuntime, start_workflow_run
+from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
+from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import HOST
 from tests.support.published_workflow import APP_TOKEN
 from tests.support.waiting import wait_until

@@ -9,7 +9,6 @@ import msgspec
 from runtime.execution import (
     ExecutionSettings,
     WorkflowRuntime,
-    start_workflow_run,
     wait_for_result,
 )
 from runtime.scheduler import BudgetAmounts
@@ -17,6 +16,7 @@ from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
+from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import HOST, context, grants_args
 from tests.support.published_workflow import APP_TOKEN, USER_TOKEN
 from tests.support.service_calls import sync_definition_grants

@@ -13,7 +13,6 @@ from runtime.execution import (
     ExecutionSettings,
     WorkflowRuntime,
     close_waiter,
-    start_workflow_run,
     wait_for_result,
 )
 from runtime.publication.bindings import DestinationPolicy
@@ -31,6 +30,7 @@ from tests.support.binding_builders import (
     write_binding,
 )
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
+from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import context
 from tests.support.service_calls import publish_binding, publish_definition, revoke_binding
 from tests.support.waiting import wait_until

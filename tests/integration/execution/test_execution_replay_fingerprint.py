@@ -23,12 +23,12 @@ from runtime.execution.effects import (
 )
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
-from runtime.scheduler import service
 from runtime.scheduler.lease import TaskLease
 from runtime.scheduler.models import ClaimedTask, LeaseState, NewTask, SchedulerSettings
 from runtime.scheduler.store import queue
 from runtime.security import SecretToken
 from runtime.store import Database
+from tests.support.scheduler import enqueue
 
 pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
 
@@ -52,7 +52,7 @@ class CountingTransport(httpx.AsyncBaseTransport):
 @pytest.fixture
 async def claimed(db: Database) -> tuple[ClaimedTask, LeaseState]:
     host = str(uuid.uuid4())
-    await service.start_run(db, host_id=host, first_task=NewTask("run", {}))
+    await enqueue(db, host_id=host, first_task=NewTask("run", {}))
     async with db.transaction() as conn:
         [pair] = await queue.claim_tasks(
             conn, queue.ClaimRequest("worker", 1, 0, 0, 0), SchedulerSettings()

@@ -19,7 +19,6 @@ import pytest
 
 import runtime.invocation.invoke as invoke_module
 from runtime.canonical import load_definition_yaml
-from runtime.execution import start_workflow_run
 from runtime.scheduler import Executor, capacity
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.capacity_sampler import sample_once
@@ -27,6 +26,7 @@ from runtime.service.jobs import capacity_job
 from runtime.services import Services
 from runtime.store import Database
 from tests.support.binding_builders import HOST, definition_yaml
+from tests.support.execution_runs import start_workflow_run
 from tests.support.invocation import invoke_args, ok, publish_tool, refused, running_executor
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until

@@ -13,7 +13,7 @@ import pytest
 from litestar import Litestar
 
 from handlers import HANDLERS
-from runtime.execution import close_waiter, start_workflow_run, wait_for_result
+from runtime.execution import close_waiter, wait_for_result
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.mcp.app import create_app
 from runtime.security import SecretToken
@@ -22,6 +22,7 @@ from runtime.service.jobs import ExecutorJob, service_jobs, with_service_jobs
 from runtime.services import Services
 from runtime.store import Database
 from tests.support.execution import document, set_tasks
+from tests.support.execution_runs import start_workflow_run
 from tests.support.waiting import wait_until
 
 FAST = {"lease_ms": 600, "renew_interval_ms": 150, "reap_interval_ms": 150}

@@ -25,6 +25,7 @@ from runtime.scheduler.models import (
 )
 from runtime.scheduler.store import queue, runs
 from runtime.store import Database, StoreUnavailable
+from tests.support.scheduler import enqueue
 
 SETTINGS = SchedulerSettings()
 BUDGET = BudgetAmounts(
@@ -67,7 +68,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 async def started(db: Database, **kwargs: Any) -> tuple[str, str, ClaimedTask, LeaseState]:
     host_id = str(uuid.uuid4())
-    process_id = await service.start_run(
+    process_id = await enqueue(
         db, host_id=host_id, first_task=NewTask("echo", {"n": 1}), budget=BUDGET, **kwargs
     )
     async with db.transaction() as conn:

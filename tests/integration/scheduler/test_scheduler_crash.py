@@ -21,6 +21,7 @@ from runtime.scheduler.models import LeaseState, NewTask, TaskOutcome
 from runtime.scheduler.store.listener import process_state_channel
 from runtime.store import Database
 from tests.support.processes import worker_command
+from tests.support.scheduler import enqueue
 
 
 @asynccontextmanager
@@ -71,7 +72,7 @@ async def test_a_worker_killed_after_claim_is_recovered_and_its_late_completion_
 ) -> None:
     host_id = str(uuid.uuid4())
     async with worker(database_url, "doomed", faults="after_claim=kill") as doomed:
-        process_id = await service.start_run(
+        process_id = await enqueue(
             db, host_id=host_id, first_task=NewTask("echo", {"v": 1}), timeout_ms=20_000
         )
         async with asyncio.timeout(20):

@@ -16,6 +16,7 @@ from runtime.scheduler.store import queue
 from runtime.store import Database
 from tests.support.demo import HANDLERS
 from tests.support.scheduler import (
+    enqueue,
     gated,
     running,
     start,
@@ -135,7 +136,7 @@ async def reclaim_after_possible_effect(
 ) -> tuple[str, str]:
     """A run whose first attempt marked its write possible and then lost its lease."""
     host_id = str(uuid.uuid4())
-    process_id = await service.start_run(
+    process_id = await enqueue(
         db, host_id=host_id, first_task=NewTask("write", {}, idempotent=idempotent)
     )
     async with db.transaction() as conn:

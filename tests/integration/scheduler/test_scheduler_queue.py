@@ -22,8 +22,9 @@ from runtime.scheduler.models import (
     SchedulerSettings,
     TaskOutcome,
 )
-from runtime.scheduler.store import ledgers, queue
+from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Database
+from tests.support.scheduler import enqueue
 
 SETTINGS = SchedulerSettings()
 
@@ -63,9 +64,7 @@ async def expire_lease(admin: psycopg.AsyncConnection[Any], task_id: str) -> Non
 
 async def start(db: Database, kind: str = "echo", **kwargs: Any) -> tuple[str, str]:
     host_id = kwargs.pop("host_id", str(uuid.uuid4()))
-    process_id = await service.start_run(
-        db, host_id=host_id, first_task=NewTask(kind, {"n": 1}), **kwargs
-    )
+    process_id = await enqueue(db, host_id=host_id, first_task=NewTask(kind, {"n": 1}), **kwargs)
     return host_id, process_id
 
 
@@ -213,8 +212,12 @@ async def test_n_plus_one_racing_reservations_against_a_budget_of_n_commit_exact
     n = 6
     budget = BudgetAmounts(attempts=n, nested_calls=10, cost_units=10 * n)
     host_id, process_id = await start(db, budget=budget)
-    for step_no in range(1, n + 1):
-        await service.add_task(db, host_id, process_id, NewTask("echo", step_no=step_no))
+    async with db.transaction() as conn:
+        for step_no in range(1, n + 1):
+            task = NewTask("echo", step_no=step_no)
+            await runs.insert_task(
+                conn, host_id=host_id, process_id=process_id, task=task, step_no=step_no
+            )
     leases = [lease for _, lease in await claim(db, request(interactive=n + 1))]
     assert len(leases) == n + 1
 
