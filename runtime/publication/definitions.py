@@ -33,7 +33,6 @@ from runtime.publication.definition_checks import (
     load_definition,
     loaded_with_digest,
 )
-from runtime.publication.ids import normalize_uuid
 from runtime.publication.receipt_ledger import rejections_with_codes, run_operation
 from runtime.publication.source_revision import judge_revision
 from runtime.publication.store import definition_rows
@@ -361,23 +360,3 @@ async def retire_definition(
         output=WorkflowDefinitionRetireOutput,
         is_final=RETIRE_FINAL_REJECTIONS,
     )
-
-
-async def read_definition_head(
-    db: Database, ctx: InvocationContext, wf_def_id: str
-) -> definition_rows.DefinitionHead | None:
-    """The saved head of a definition in the caller's host, or None."""
-    if (key := normalize_uuid(wf_def_id)) is None:
-        return None
-    async with db.transaction(read_only=True) as conn:
-        return await definition_rows.select_head(conn, ctx.host_id, key)
-
-
-async def read_definition_version(
-    db: Database, ctx: InvocationContext, wf_def_id: str, version: str
-) -> definition_rows.DefinitionVersion | None:
-    """A published version with its document in the caller's host, or None."""
-    if (key := normalize_uuid(wf_def_id)) is None:
-        return None
-    async with db.transaction(read_only=True) as conn:
-        return await definition_rows.select_version(conn, ctx.host_id, key, version)
