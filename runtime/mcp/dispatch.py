@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 from fastjsonschema import JsonSchemaValueException
 
+from runtime.collaborators import Services
 from runtime.errors import AuthenticationError, WorkflowError, input_invalid
 from runtime.mcp.bearer_gate import unauthenticated
 from runtime.mcp.call import InputFailure, ToolCall
@@ -18,7 +19,6 @@ from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
 from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
-from runtime.services import Services
 from runtime.store import StoreUnavailable
 from runtime.telemetry import caller, tool_call
 

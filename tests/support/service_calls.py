@@ -21,6 +21,7 @@ from generated.routes import ROUTES
 from handlers import HANDLERS
 from runtime import publication
 from runtime.binding_reach import Reach
+from runtime.collaborators import Services
 from runtime.mcp.call import InputFailure
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.tools import ToolRegistry
@@ -31,7 +32,6 @@ from runtime.publication.bindings.field_rules import binding_field_problems
 from runtime.publication.bindings.reach_rules import reach_of, reach_problems
 from runtime.security import InvocationContext, Keyring, check_host_assertion
 from runtime.security.keyring import new_keyring_document
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database
 

@@ -17,10 +17,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor, SchedulerSettings
 from runtime.scheduler.models import BudgetAmounts, NewTask
-from runtime.services import Services
 from tests.support.invocation import invoke_args, ok, publish_tool
 from tests.support.mcp import McpTestClient
 from tests.support.scheduler import enqueue

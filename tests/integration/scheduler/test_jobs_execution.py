@@ -13,13 +13,13 @@ import pytest
 from litestar import Litestar
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
+from runtime.composition.jobs import ExecutorJob, service_jobs, with_service_jobs
 from runtime.execution import close_waiter, wait_for_result
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.mcp.app import create_app
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
-from runtime.service.jobs import ExecutorJob, service_jobs, with_service_jobs
-from runtime.services import Services
 from runtime.store import Database
 from tests.support.execution import document, set_tasks
 from tests.support.execution_runs import start_workflow_run

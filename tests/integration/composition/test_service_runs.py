@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from runtime.collaborators import Services
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import HOST
 from tests.support.execution import LocalServer, document, serving, set_tasks
 from tests.support.execution_runs import start_workflow_run
