@@ -32,12 +32,13 @@ from typing import Any
 
 import psycopg
 
-from runtime.execution import ExecutionSettings, WorkflowRuntime, start_workflow_run
+from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor, service
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings
 from runtime.security import Keyring
 from runtime.store import Database, EmbeddedPostgres, migrate
 from tests.support.demo import HANDLERS
+from tests.support.execution_runs import start_workflow_run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -147,9 +148,10 @@ class Completions:
 
 
 async def start_run(db: Database, kind: str, payload: dict[str, Any], pid: str) -> None:
-    await service.start_run(
-        db, host_id=str(uuid.uuid4()), process_id=pid, first_task=NewTask(kind, payload)
-    )
+    async with db.transaction() as conn:
+        await service.enqueue_process(
+            conn, host_id=str(uuid.uuid4()), process_id=pid, first_task=NewTask(kind, payload)
+        )
 
 
 async def insert_to_claim(db: Database, url: str, samples: int) -> list[float]:
@@ -196,7 +198,7 @@ def set_workflow(tasks: int) -> dict[str, Any]:
 
 
 async def workflow_end_to_end(db: Database, url: str, samples: int, tasks: int) -> list[float]:
-    """Through runtime.execution: start_workflow_run -> the run's COMPLETED notification."""
+    """Through runtime.execution (admit_run): the run's start -> its COMPLETED notification."""
     keyring = Keyring.empty()
     runtime = WorkflowRuntime(ExecutionSettings(), keyring)
     definition = set_workflow(tasks)

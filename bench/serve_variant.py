@@ -13,7 +13,7 @@ from typing import Any
 
 import uvicorn
 
-from runtime.service import cli
+from runtime.composition import cli
 
 _run = uvicorn.run
 

@@ -19,9 +19,9 @@ import httpx
 
 from bench.harness import Gateway, Service, gateway_for, new_id
 from runtime.canonical import definition_digest, load_definition_yaml
-from runtime.execution import start_workflow_run
 from runtime.store import Database
 from tests.support.binding_builders import POLICY_DIGEST, binding
+from tests.support.execution_runs import start_workflow_run
 
 OWNER = "bench-owner"
 CALLER_ROLES = ("admin", "workflow-admin")

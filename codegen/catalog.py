@@ -28,11 +28,6 @@ class ToolSpec:
         return str(self.entry["name"])
 
     @property
-    def model_stem(self) -> str:
-        """The PascalCase stem of the tool's model names (workflow_start -> WorkflowStart)."""
-        return pascal_case(self.name)
-
-    @property
     def served(self) -> dict[str, Any]:
         """The tool entry as served: every metadata key, schemas bundled."""
         served = dict(self.entry)

@@ -68,7 +68,7 @@ def run_gateway(settings: GatewayConfig, identity: DevIdentity | None) -> int:
     uvicorn.run(
         app, host=section.host, port=section.port, log_level="info", log_config=None,
         access_log=False, timeout_keep_alive=section.keep_alive_timeout_s,
-        # As `serve` (runtime/service/http_server.py): uvloop and httptools cut the relay's CPU.
+        # As `serve` (runtime/composition/http_server.py): uvloop and httptools cut the relay's CPU.
         loop="uvloop", http="httptools",
     )  # fmt: skip
     return 0

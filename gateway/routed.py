@@ -63,8 +63,7 @@ def check_before_invoke(prepared: PreparedTool, caller: Caller, arguments: dict[
     prepared.input_check.check(arguments)
     if tool.maximum_request_bytes is not None:
         # Measured as Workflow measures it: the canonical input's bytes.
-        bounds = {"maximumRequestBytes": tool.maximum_request_bytes}
-        check_request_bytes(arguments, bounds, canonical=canonical)
+        check_request_bytes(arguments, tool.maximum_request_bytes, canonical=canonical)
     return tool.binding_digest
 
 

@@ -1,7 +1,7 @@
 """The handler table: each tool name (a generated route) to the hand-written code serving it.
 
 `handlers/<tool_name>.py` holds one tool's `handle` (and `refuse` where a contract rule
-classifies a validator refusal). The composition (runtime/service) hands HANDLERS to the app;
+classifies a validator refusal). The composition (runtime/composition) hands HANDLERS to the app;
 tests/unit/test_handlers.py keeps it and generated.routes.ROUTES equal, both ways.
 """
 

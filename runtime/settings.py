@@ -2,7 +2,7 @@
 
 Each domain owns the struct of its section; the HTTP server's section lives here. Loading it
 (the YAML file and WORKFLOW_<SECTION>_<KEY> variables) is the composition's business
-(runtime/service/config.py); request-time code reads the loaded document through Services.
+(runtime/composition/config.py); request-time code reads the loaded document through Services.
 A client of the runtime extends the document with its own section by subclassing Settings
 (gateway.settings.GatewayConfig adds `gateway`); the command line loads that subclass.
 """

@@ -40,13 +40,13 @@ from psycopg.rows import dict_row
 
 from handlers import HANDLERS
 from runtime.addresses import LOOPBACK_NETWORKS
+from runtime.collaborators import Services
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.scheduler import Executor
 from runtime.security import Authenticator, Keyring, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database, EmbeddedPostgres, migrate
 from runtime.store.admin import create_database, drop_database, with_database

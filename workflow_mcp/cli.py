@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from gateway.command import add_gateway_parser, apply_arguments, run_gateway
 from gateway.settings import GatewayConfig
 from publisher.command import add_publish_parser, run_publish
+from runtime.composition import cli as service
+from runtime.composition.bootstrap import apply_dev_identity
+from runtime.composition.config import load_settings
 from runtime.publication import policy_from_settings
-from runtime.service import cli as service
-from runtime.service.bootstrap import apply_dev_identity
-from runtime.service.config import load_settings
 
 
 def publish(args: argparse.Namespace) -> int:

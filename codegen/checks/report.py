@@ -20,7 +20,3 @@ class Report:
     def ok(self) -> bool:
         """Whether no check failed."""
         return not self.failures
-
-    def checks_failed(self) -> set[str]:
-        """The names of the checks with at least one failure."""
-        return {check for check, _ in self.failures}

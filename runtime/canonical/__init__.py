@@ -1,4 +1,5 @@
-"""Canonical JSON (the v1 and v2 profiles), `sha256:` digests and the YAML 1.2 definition loader."""
+"""Canonical JSON (the v1 and v2 profiles), `sha256:` digests, the YAML 1.2 definition loader
+and the contract's Timestamp form."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from runtime.canonical.safe_json import (
     parse_json_strict,
     sha256_digest,
 )
+from runtime.canonical.timestamps import timestamp
 
 __all__ = [
     "DIGEST_PROFILE",
@@ -52,4 +54,5 @@ __all__ = [
     "re2_validator",
     "schema_digest",
     "sha256_digest",
+    "timestamp",
 ]

@@ -9,12 +9,11 @@ from runtime.execution.service import (
     first_task_payload,
     forget_expired_credentials,
     read_run,
-    start_workflow_run,
     wait_for_result,
     watch_run,
 )
 from runtime.execution.settings import ExecutionSettings, ServiceTokenSettings
-from runtime.execution.store import RunSpec
+from runtime.execution.store import RunSpec, SpecLimits
 from runtime.execution.task_runner import WORKFLOW_TASK_KIND, WorkflowRuntime
 from runtime.execution.waiter import (
     TERMINAL_STATES,
@@ -33,6 +32,7 @@ __all__ = [
     "RunSpec",
     "RunWatch",
     "ServiceTokenSettings",
+    "SpecLimits",
     "WorkflowRuntime",
     "admit_run",
     "close_waiter",
@@ -40,7 +40,6 @@ __all__ = [
     "first_task_payload",
     "forget_expired_credentials",
     "read_run",
-    "start_workflow_run",
     "stop_waiting",
     "wait_for_result",
     "watch_run",

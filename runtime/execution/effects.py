@@ -68,7 +68,7 @@ class CallContext:
     wf_def_id: str | None
     reach: Reach | None
     token: TokenSource
-    prior_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    prior_calls: dict[int, store.CallStep] = field(default_factory=dict)
     # Host secrets by name, opened at dispatch (None: a run that reads none).
     secret: SecretSource | None = None
     # Workflow's own application token for X-Scope-Token (None: nested calls carry none).
@@ -134,20 +134,18 @@ class DurableEffects:
                 # This call was recorded at another ordinal that a different call has taken.
                 raise uncertain_effect_error(step_no)
             return None
-        recorded_digest = prior.get("request_digest")
+        recorded_digest = prior.request_digest
         if fingerprint is not None and recorded_digest not in (None, fingerprint):
             raise uncertain_effect_error(step_no)
-        if prior["effect_state"] == "confirmed" and prior["output"] is not None:
+        if prior.effect_state == "confirmed" and prior.output is not None:
             if recorded_digest is not None:
                 self._resumed[recorded_digest] += 1
-            return prior["output"]
+            return prior.output
         raise uncertain_effect_error(step_no)
 
     def _unresumed(self, fingerprint: str) -> bool:
         recorded = sum(
-            1
-            for prior in self._ctx.prior_calls.values()
-            if prior.get("request_digest") == fingerprint
+            1 for prior in self._ctx.prior_calls.values() if prior.request_digest == fingerprint
         )
         return recorded > self._resumed[fingerprint]
 

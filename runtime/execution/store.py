@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from psycopg.types.json import Jsonb
 
 from runtime.binding_reach import Reach
 from runtime.publication import pinned
-from runtime.scheduler.models import LeaseState
+from runtime.scheduler.models import EffectState, LeaseState, RunSnapshot
 from runtime.security import SealedSecret
-from runtime.store import Connection, load_queries
+from runtime.store import Connection, fetch_all, fetch_one, load_queries
 
 QUERIES_PATH = Path(__file__).resolve().with_name("queries.sql")
 QUERIES = load_queries(QUERIES_PATH)
 
 
-@dataclass(frozen=True)
-class RunSpec:
+class SpecLimits(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """The interpreter limits a run spec stores (an invoked run's from its runtimeBounds).
+
+    A workflow_start run stores none and gets the defaults; its step budget is then the
+    setting alone. The loop bound and the read-only Tools are no spec limits: every run gets
+    the engine's loop bound, and the read-only Tools come from the revision's reach.
+    """
+
+    maximum_task_attempts: int = 8
+    maximum_parallelism: int = 8
+    # Caps the step budget of each task attempt (runtime.execution.task_runner).
+    maximum_cost_units: int | None = None
+
+
+class RunSpec(msgspec.Struct, frozen=True, kw_only=True):
     """What one run executes: its definition source, caller and interpreter limits."""
 
     host_id: str
@@ -30,11 +43,30 @@ class RunSpec:
     definition: dict[str, Any] | None
     binding_id: str | None
     user_id: str
-    limits: dict[str, Any]
+    limits: SpecLimits
 
 
-@dataclass(frozen=True)
-class StoredCredential:
+class _CarriedSpec(msgspec.Struct, frozen=True, rename="camel"):
+    """The run spec as the first task's payload carries it (the run's ids are the task's)."""
+
+    wf_def_id: str | None
+    workflow_version: str | None
+    definition: dict[str, Any] | None
+    binding_id: str | None
+    user_id: str
+    limits: SpecLimits
+
+
+class CallStep(msgspec.Struct, frozen=True):
+    """A step ledger row of one outbound call: its effect state, output and request digest."""
+
+    step_no: int
+    effect_state: EffectState
+    output: Any
+    request_digest: str | None
+
+
+class StoredCredential(msgspec.Struct, frozen=True):
     """A run's sealed credential, the token's own expiry, and whether it is an exchanged one."""
 
     sealed: SealedSecret
@@ -47,14 +79,16 @@ SPEC_KEY = "spec"
 
 def spec_payload(spec: RunSpec) -> dict[str, Any]:
     """The run spec as the first task carries it (so its claim needs no read of the spec)."""
-    return {
-        "wfDefId": spec.wf_def_id,
-        "workflowVersion": spec.workflow_version,
-        "definition": spec.definition,
-        "bindingId": spec.binding_id,
-        "userId": spec.user_id,
-        "limits": spec.limits,
-    }
+    carried = _CarriedSpec(
+        spec.wf_def_id,
+        spec.workflow_version,
+        spec.definition,
+        spec.binding_id,
+        spec.user_id,
+        spec.limits,
+    )
+    payload: dict[str, Any] = msgspec.to_builtins(carried)
+    return payload
 
 
 def spec_from_payload(host_id: str, process_id: str, payload: dict[str, Any]) -> RunSpec | None:
@@ -62,15 +96,16 @@ def spec_from_payload(host_id: str, process_id: str, payload: dict[str, Any]) ->
     carried = payload.get(SPEC_KEY)
     if not isinstance(carried, dict):
         return None
+    spec = msgspec.convert(carried, _CarriedSpec)
     return RunSpec(
         host_id=host_id,
         process_id=process_id,
-        wf_def_id=carried["wfDefId"],
-        workflow_version=carried["workflowVersion"],
-        definition=carried["definition"],
-        binding_id=carried["bindingId"],
-        user_id=carried["userId"],
-        limits=carried["limits"],
+        wf_def_id=spec.wf_def_id,
+        workflow_version=spec.workflow_version,
+        definition=spec.definition,
+        binding_id=spec.binding_id,
+        user_id=spec.user_id,
+        limits=spec.limits,
     )
 
 
@@ -97,7 +132,7 @@ async def insert_run_spec(
             "definition": _jsonb(spec.definition),
             "binding_id": spec.binding_id,
             "user_id": spec.user_id,
-            "limits": Jsonb(spec.limits),
+            "limits": Jsonb(msgspec.to_builtins(spec.limits)),
             "key_id": None if sealed is None else sealed.key_id,
             "nonce": None if sealed is None else sealed.nonce,
             "ciphertext": None if sealed is None else sealed.ciphertext,
@@ -109,22 +144,8 @@ async def insert_run_spec(
 
 async def select_run_spec(conn: Connection, host_id: str, process_id: str) -> RunSpec | None:
     """What a run executes, or None."""
-    cursor = await conn.execute(
-        QUERIES["select_run_spec"], {"host_id": host_id, "process_id": process_id}
-    )
-    row = await cursor.fetchone()
-    if row is None:
-        return None
-    return RunSpec(
-        host_id=row["host_id"],
-        process_id=row["process_id"],
-        wf_def_id=row["wf_def_id"],
-        workflow_version=row["workflow_version"],
-        definition=row["definition"],
-        binding_id=row["binding_id"],
-        user_id=row["user_id"],
-        limits=row["limits"],
-    )
+    params = {"host_id": host_id, "process_id": process_id}
+    return await fetch_one(conn, QUERIES["select_run_spec"], params, RunSpec)
 
 
 async def select_credential(
@@ -173,18 +194,16 @@ async def delete_expired_credentials(conn: Connection) -> int:
 
 async def select_call_steps(
     conn: Connection, host_id: str, process_id: str, first_step: int, last_step: int
-) -> dict[int, dict[str, Any]]:
+) -> dict[int, CallStep]:
     """Step ledger rows strictly between first_step and last_step, by step number."""
-    cursor = await conn.execute(
-        QUERIES["select_call_steps"],
-        {
-            "host_id": host_id,
-            "process_id": process_id,
-            "first_step": first_step,
-            "last_step": last_step,
-        },
-    )
-    return {row["step_no"]: dict(row) for row in await cursor.fetchall()}
+    params = {
+        "host_id": host_id,
+        "process_id": process_id,
+        "first_step": first_step,
+        "last_step": last_step,
+    }
+    steps = await fetch_all(conn, QUERIES["select_call_steps"], params, CallStep)
+    return {step.step_no: step for step in steps}
 
 
 async def insert_action_permit(
@@ -214,13 +233,10 @@ async def insert_action_permit(
 
 async def select_process_state(
     conn: Connection, host_id: str, process_id: str
-) -> dict[str, Any] | None:
+) -> RunSnapshot | None:
     """A run's state, result, error and effect state."""
-    cursor = await conn.execute(
-        QUERIES["select_process_state"], {"host_id": host_id, "process_id": process_id}
-    )
-    row = await cursor.fetchone()
-    return None if row is None else dict(row)
+    params = {"host_id": host_id, "process_id": process_id}
+    return await fetch_one(conn, QUERIES["select_process_state"], params, RunSnapshot)
 
 
 async def select_definition_document(

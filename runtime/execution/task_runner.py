@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -301,8 +300,8 @@ class WorkflowRuntime:
     def _step_budget(self, loaded: _Loaded) -> int:
         """Steps one task attempt may spend: the setting, capped by the run's cost units."""
         budget = self.settings.task_step_budget
-        cost_units = loaded.spec.limits.get("maximumCostUnits")
-        if isinstance(cost_units, int) and not isinstance(cost_units, bool):
+        cost_units = loaded.spec.limits.maximum_cost_units
+        if cost_units is not None:
             # A task's own unit is spent first; the rest buys CEL_STEPS_PER_COST_UNIT each.
             budget = min(budget, max(cost_units - 1, 0) * CEL_STEPS_PER_COST_UNIT)
         return budget
@@ -372,7 +371,7 @@ class WorkflowRuntime:
             return None
         return self._reaches.get((spec.host_id, spec.binding_id))
 
-    async def _prior_calls(self, db: Database, task: ClaimedTask) -> dict[int, dict[str, Any]]:
+    async def _prior_calls(self, db: Database, task: ClaimedTask) -> dict[int, store.CallStep]:
         async with db.transaction(read_only=True) as conn:
             return await store.select_call_steps(
                 conn, task.host_id, task.process_id, task.step_no, task.step_no + CALL_SLOTS
@@ -384,7 +383,7 @@ class WorkflowRuntime:
         task: ClaimedTask,
         lease: TaskLease,
         loaded: _Loaded,
-        prior: dict[int, dict[str, Any]],
+        prior: dict[int, store.CallStep],
     ) -> CallContext:
         targets = None if loaded.reach is None else loaded.reach.endpoint_targets
         policy = policy_for(targets, self.settings.http_allowlist, self.settings.environment)
@@ -502,20 +501,17 @@ def _stop_after_task(task_count: int) -> Any:
 
 
 def _limits(loaded: _Loaded, parallelism_ceiling: int | None = None) -> RunLimits:
-    limits: Mapping[str, Any] = loaded.spec.limits
-    read_only = set(limits.get("readOnlyTools", []))
+    limits = loaded.spec.limits
+    read_only: set[str] = set()
     if loaded.reach is not None:
         for dependency in loaded.reach.dependencies:
             if dependency.annotations is not None and dependency.annotations.read_only:
                 read_only |= {dependency.authorization_tool_name, dependency.dispatch_target}
     return RunLimits(
         total_deadline_ms=None,  # the durable deadline is enforced here, not by asyncio.timeout
-        maximum_task_attempts=int(limits.get("maximumTaskAttempts", 8)),
-        maximum_parallelism=min(
-            int(limits.get("maximumParallelism", 8)), parallelism_ceiling or sys.maxsize
-        ),
+        maximum_task_attempts=limits.maximum_task_attempts,
+        maximum_parallelism=min(limits.maximum_parallelism, parallelism_ceiling or sys.maxsize),
         maximum_nested_calls=_UNBOUNDED_NESTED_CALLS,
-        maximum_iterations=int(limits.get("maximumIterations", 100)),
         read_only_tools=frozenset(read_only),
     )
 
@@ -523,7 +519,7 @@ def _limits(loaded: _Loaded, parallelism_ceiling: int | None = None) -> RunLimit
 async def _effect_seen(db: Database, task: ClaimedTask) -> bool:
     async with db.transaction(read_only=True) as conn:
         row = await store.select_process_state(conn, task.host_id, task.process_id)
-    return row is not None and row["effect_state"] != "none"
+    return row is not None and row.effect_state != "none"
 
 
 def _run_error(error: WorkflowError | None) -> WorkflowError:

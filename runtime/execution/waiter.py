@@ -20,8 +20,8 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from runtime.scheduler.models import TERMINAL_STATES
-from runtime.scheduler.outcomes import HUB, RunSnapshot
+from runtime.scheduler.models import TERMINAL_STATES, RunSnapshot
+from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store.listener import (
     PROCESS_STATE_CHANNELS,
     NotificationListener,

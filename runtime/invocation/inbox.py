@@ -25,10 +25,10 @@ from generated.models import (
     WorkflowTaskListInput,
     WorkflowTaskListOutput,
 )
+from runtime.canonical import timestamp
 from runtime.errors import WorkflowError
 from runtime.execution.human_tasks import Assignee, answer_output
 from runtime.execution.human_tasks import store as tasks
-from runtime.invocation.results import timestamp
 from runtime.scheduler.parking import announce_woken, wake_parked
 from runtime.security import InvocationContext
 from runtime.store import Database

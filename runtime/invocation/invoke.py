@@ -47,8 +47,7 @@ class Admitted:
     outcome: str  # accepted | attach | replay
     definition_digest: str
     sync_wait_ms: int
-    # state, deadline_ts, effect_state (and result and error when it already ended).
-    run: dict[str, Any]
+    run: store.AdmittedRun
     # accepted with its first task claimed by this process's executor in the statement itself.
     started: bool = False
 
@@ -93,11 +92,9 @@ def _admission_params(
     # One canonicalization serves the digest and the size bound.
     canonical = rules.canonical_input(request.input)
     input_digest = rules.check_prepared_input(request.input, revision.input_checks, canonical)
-    rules.check_request_bytes(
-        request.input, {"maximumRequestBytes": revision.maximum_request_bytes}, canonical=canonical
-    )
+    rules.check_request_bytes(request.input, revision.maximum_request_bytes, canonical=canonical)
     kind = revision.idempotency_kind
-    key = rules.idempotency_key({"kind": kind}, request.idempotency_key, input_digest)
+    key = rules.idempotency_key(kind, request.idempotency_key, input_digest)
     deadline_ts = datetime.now(UTC) + timedelta(milliseconds=revision.total_deadline_ms)
     limits = revision.admission_limits
     spec = RunSpec(
@@ -134,10 +131,10 @@ def _admission_params(
         "deadline_ts": deadline_ts,
         "user_id": ctx.user_id,
         "end_user_subject": ctx.subject,
-        "maximum_concurrent_runs": int(limits["maximumConcurrentRuns"]),
-        "maximum_concurrent_runs_per_user": int(limits["maximumConcurrentRunsPerUser"]),
-        "starts_per_minute": int(limits["startsPerMinute"]),
-        "starts_per_minute_per_user": int(limits["startsPerMinutePerUser"]),
+        "maximum_concurrent_runs": limits.maximum_concurrent_runs,
+        "maximum_concurrent_runs_per_user": limits.maximum_concurrent_runs_per_user,
+        "starts_per_minute": limits.starts_per_minute,
+        "starts_per_minute_per_user": limits.starts_per_minute_per_user,
         "execution_class": revision.execution_class,
         "cancellation_policy": revision.cancellation_policy,
         **revision.budget.as_params(),
@@ -380,7 +377,5 @@ def _waited(admitted: Admitted) -> WaitedRun:
         process_id=admitted.process_id,
         definition_digest=admitted.definition_digest,
         sync_wait_ms=admitted.sync_wait_ms,
-        deadline_ts=admitted.run["deadline_ts"],
-        admitted_state=admitted.run["state"],
         admitted=admitted.run,
     )

@@ -1,17 +1,18 @@
-"""Writing an admitted run inside the admission transaction: the run and its owner record.
+"""Writing a workflow_start run inside its admission transaction: the run and its owner record.
 
-Admission writes the idempotency reservation, the admission-limit counts and the run in one
-transaction, so it uses runtime.execution.admit_run rather than start_workflow_run.
+workflow_start writes the idempotency reservation, the run (runtime.execution.admit_run), its
+owner record and its authority in one transaction. workflow_invoke writes all of that in its
+one statement instead (store.admit_invoke).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from runtime import telemetry
-from runtime.execution import RunSpec, admit_run
+from runtime.execution import RunSpec, SpecLimits, admit_run
 from runtime.execution.credential import seal_credential, token_expiry
 from runtime.invocation import store
 from runtime.scheduler import BudgetAmounts
@@ -33,7 +34,6 @@ class RunPlan:
     execution_class: ExecutionClass
     cancellation_policy: CancellationPolicy
     budget: BudgetAmounts
-    limits: dict[str, Any] = field(default_factory=dict)
     workflow_version: str | None = None
     definition: dict[str, Any] | None = None
     tool_id: str | None = None
@@ -61,7 +61,8 @@ async def write_run(
         definition=plan.definition,
         binding_id=plan.binding_id,
         user_id=ctx.user_id,
-        limits=plan.limits,
+        # A workflow_start run's limits are the defaults (no binding bounds it).
+        limits=SpecLimits(),
     )
     telemetry.run_admitted(plan.process_id)
     await admit_run(

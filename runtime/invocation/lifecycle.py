@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
 
 from generated.models import (
     WorkflowCancelOutput,
@@ -20,20 +19,20 @@ from runtime.security import InvocationContext
 from runtime.store import Database
 
 
-def _owned_by(run: dict[str, Any], ctx: InvocationContext) -> bool:
+def _owned_by(run: store.OwnedRun, ctx: InvocationContext) -> bool:
     """Seed 001 "Asynchronous Tools": host (the query's scope), client principal and subject.
 
     A shared service principal alone is not isolation, and neither is a user id alone: the same
     user through another client, or another subject carrying the same user id, sees nothing.
     """
-    return bool(
-        run["user_id"] == ctx.user_id
-        and run["end_user_subject"] == ctx.subject
-        and run["principal_subject"] == rules.principal_of(ctx)
+    return (
+        run.user_id == ctx.user_id
+        and run.end_user_subject == ctx.subject
+        and run.principal_subject == rules.principal_of(ctx)
     )
 
 
-async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> dict[str, Any]:
+async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> store.OwnedRun:
     """The run if it belongs to the caller (host, client principal, subject); else one refusal."""
     try:
         process_id = str(uuid.UUID(instance_id))
@@ -65,11 +64,11 @@ async def wait_result(
 ) -> WorkflowGetResultOutput:
     """workflow_wait_result: a bounded long poll (<= 20 s and the run's deadline)."""
     run = await _own_run(db, ctx, instance_id)
-    if run["state"] in LIVE_STATES:
-        remaining = int((run["deadline_ts"] - datetime.now(UTC)).total_seconds() * 1000)
-        if run["cancellation_policy"] != "disabled":
+    if run.state in LIVE_STATES:
+        remaining = int((run.deadline_ts - datetime.now(UTC)).total_seconds() * 1000)
+        if run.cancellation_policy != "disabled":
             wait_ms = min(wait_ms, max(remaining, 0))
-        await wait_run(db, ctx.host_id, run["process_id"], wait_ms)
+        await wait_run(db, ctx.host_id, run.process_id, wait_ms)
         run = await _own_run(db, ctx, instance_id)
     return result_document(run)
 
@@ -77,7 +76,7 @@ async def wait_result(
 async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> WorkflowCancelOutput:
     """workflow_cancel: cancel per the run's cancellation policy."""
     run = await _own_run(db, ctx, instance_id)
-    outcome = await cancel_run(db, ctx.host_id, run["process_id"], cancelled_by_caller())
+    outcome = await cancel_run(db, ctx.host_id, run.process_id, cancelled_by_caller())
     if outcome == "disabled":
         raise WorkflowError(
             "WORKFLOW_POLICY_DENIED",
@@ -88,9 +87,9 @@ async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> Work
             "WORKFLOW_STATE_CONFLICT",
             "the run has dispatched an effect; its before-effects-only policy lets it finish",
             after_effect=True,
-            workflow_instance_id=run["process_id"],
+            workflow_instance_id=run.process_id,
         )
     run = await _own_run(db, ctx, instance_id)
     return WorkflowCancelOutput(
-        workflow_instance_id=run["process_id"], result=outcome, state=run["state"]
+        workflow_instance_id=run.process_id, result=outcome, state=run.state
     )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -15,14 +13,11 @@ from generated.models import (
     WorkflowGetStatusOutput,
     WorkflowInvokeOutput,
 )
+from runtime.canonical import timestamp
 from runtime.errors import ErrorStatus, WorkflowError, error_code, error_registry
+from runtime.invocation.store import OwnedRun
 from runtime.scheduler.errors import TIMEOUT_MESSAGE
-
-
-def timestamp(value: datetime) -> str:
-    """RFC 3339 UTC with a Z suffix (microseconds when present)."""
-    text = value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return text
+from runtime.scheduler.models import RunSnapshot
 
 
 def not_visible() -> WorkflowError:
@@ -32,15 +27,14 @@ def not_visible() -> WorkflowError:
     )
 
 
-def stored_error(run: Mapping[str, Any], instance_id: str) -> WorkflowError:
+def stored_error(run: RunSnapshot, instance_id: str) -> WorkflowError:
     """The run's stored normalized error as a typed error (afterEffect from effect_state)."""
-    stored = run.get("error") if isinstance(run.get("error"), dict) else {}
-    assert isinstance(stored, dict)
+    stored = run.error or {}
     code = stored.get("code")
     if code not in error_registry():
-        code = "WORKFLOW_CANCELLED" if run["state"] == "CANCELLED" else "WORKFLOW_TASK_FAILED"
+        code = "WORKFLOW_CANCELLED" if run.state == "CANCELLED" else "WORKFLOW_TASK_FAILED"
     message = stored.get("message") or "the workflow run did not complete"
-    status: ErrorStatus = "cancelled" if run["state"] == "CANCELLED" else "failed"
+    status: ErrorStatus = "cancelled" if run.state == "CANCELLED" else "failed"
     if code == "WORKFLOW_TIMEOUT":
         status = "timeout"
     retryable = stored.get("retryable")
@@ -50,7 +44,7 @@ def stored_error(run: Mapping[str, Any], instance_id: str) -> WorkflowError:
         str(message),
         status=status,
         retryable=retryable if isinstance(retryable, bool) else None,
-        after_effect=run.get("effect_state", "none") != "none",
+        after_effect=run.effect_state != "none",
         retry_after_ms=stored.get("retryAfterMs"),
         details=details if isinstance(details, dict) else None,
         workflow_instance_id=instance_id,
@@ -80,16 +74,16 @@ def still_running(instance_id: str, *, retryable: bool, after_effect: bool) -> W
     )
 
 
-def _public_output(run: Mapping[str, Any]) -> dict[str, Any]:
-    output = run.get("result")
+def _public_output(run: RunSnapshot) -> dict[str, Any]:
+    output = run.result
     return output if isinstance(output, dict) else {"value": output}
 
 
 def invoke_output(
-    run: Mapping[str, Any], instance_id: str, definition_digest: str
+    run: RunSnapshot, instance_id: str, definition_digest: str
 ) -> WorkflowInvokeOutput:
     """workflow_invoke's success, or the stored error of a failed or cancelled run."""
-    if run["state"] != "COMPLETED":
+    if run.state != "COMPLETED":
         raise stored_error(run, instance_id)
     return WorkflowInvokeOutput(
         status="completed",
@@ -99,25 +93,25 @@ def invoke_output(
     )
 
 
-def result_document(run: Mapping[str, Any]) -> WorkflowGetResultOutput:
+def result_document(run: OwnedRun) -> WorkflowGetResultOutput:
     """workflow_get_result / workflow_wait_result: output when COMPLETED, state when live."""
-    instance_id = str(run["process_id"])
-    if run["state"] in ("FAILED", "CANCELLED"):
+    instance_id, state = run.process_id, run.state
+    if state == "FAILED" or state == "CANCELLED":
         raise stored_error(run, instance_id)
     return WorkflowGetResultOutput(
         workflow_instance_id=instance_id,
-        state=run["state"],
-        definition_digest=run["definition_digest"],
-        output=_public_output(run) if run["state"] == "COMPLETED" else UNSET,
+        state=state,
+        definition_digest=run.definition_digest,
+        output=_public_output(run) if state == "COMPLETED" else UNSET,
     )
 
 
-def status_document(run: Mapping[str, Any]) -> WorkflowGetStatusOutput:
+def status_document(run: OwnedRun) -> WorkflowGetStatusOutput:
     """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
-    instance_id = str(run["process_id"])
-    state = run["state"]
-    clean_failure = state in ("FAILED", "CANCELLED") and run["effect_state"] == "none"
-    finished = run.get("finished_ts")
+    instance_id = run.process_id
+    state = run.state
+    clean_failure = state in ("FAILED", "CANCELLED") and run.effect_state == "none"
+    finished = run.finished_ts
     error: ContractError | UnsetType = UNSET
     if state in ("FAILED", "CANCELLED"):
         document = stored_error(run, instance_id).to_structured()["error"]
@@ -125,13 +119,13 @@ def status_document(run: Mapping[str, Any]) -> WorkflowGetStatusOutput:
     return WorkflowGetStatusOutput(
         workflow_instance_id=instance_id,
         state=state,
-        wf_def_id=run["wf_def_id"],
-        definition_digest=run["definition_digest"],
-        submitted_at=timestamp(run["created_ts"]),
-        updated_at=timestamp(run["updated_ts"]),
-        deadline_at=timestamp(run["deadline_ts"]),
+        wf_def_id=run.wf_def_id,
+        definition_digest=run.definition_digest,
+        submitted_at=timestamp(run.created_ts),
+        updated_at=timestamp(run.updated_ts),
+        deadline_at=timestamp(run.deadline_ts),
         retryable=clean_failure,
-        effect_state=run["effect_state"],
+        effect_state=run.effect_state,
         finished_at=UNSET if finished is None else timestamp(finished),
         result=_public_output(run) if state == "COMPLETED" else UNSET,
         error=error,

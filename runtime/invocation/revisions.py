@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from generated.models import AdmissionLimits, CallerPolicy
 from runtime.canonical import input_schema_of
 from runtime.errors import WorkflowError, policy_denied
+from runtime.execution import SpecLimits
 from runtime.invocation import rules, store
 from runtime.scheduler import BudgetAmounts
 from runtime.scheduler.models import CancellationPolicy, ExecutionClass
@@ -43,12 +43,12 @@ class ActiveRevision:
     cancellation_policy: CancellationPolicy
     idempotency_kind: str
     result_replay_ms: int
-    admission_limits: Mapping[str, Any]
-    caller_policy: Mapping[str, Any] | None
+    admission_limits: AdmissionLimits
+    caller_policy: CallerPolicy
     has_write_tasks: bool
     maximum_request_bytes: int
     budget: BudgetAmounts
-    run_limits: dict[str, Any]
+    run_limits: SpecLimits
     action_limit: int
     # The Tool's input schema, then the pinned definition's.
     input_checks: tuple[rules.SchemaCheck, ...]
@@ -68,33 +68,31 @@ def definition_retired() -> WorkflowError:
     )
 
 
-def _revision(row: Mapping[str, Any]) -> ActiveRevision:
-    bounds = row["runtime_bounds"]
-    policy = row["idempotency_policy"]
-    document = row["document"]
+def _revision(row: store.RevisionRow) -> ActiveRevision:
+    bounds = row.runtime_bounds
     return ActiveRevision(
-        binding_id=row["binding_id"],
-        tool_id=row["tool_id"],
-        wf_def_id=row["wf_def_id"],
-        workflow_version=row["workflow_version"],
-        definition_digest=row["definition_digest"],
-        binding_digest=row["binding_digest"],
-        sync_wait_ms=int(row["sync_wait_ms"]),
-        total_deadline_ms=int(row["total_deadline_ms"]),
-        execution_class=row["execution_class"],
-        cancellation_policy=row["cancellation_policy"],
-        idempotency_kind=str(policy.get("kind", "derived")),
-        result_replay_ms=int(policy["resultReplayMs"]),
-        admission_limits=row["admission_limits"],
-        caller_policy=row["caller_policy"],
-        has_write_tasks=bool(row["has_write_tasks"]),
-        maximum_request_bytes=int(bounds["maximumRequestBytes"]),
+        binding_id=row.binding_id,
+        tool_id=row.tool_id,
+        wf_def_id=row.wf_def_id,
+        workflow_version=row.workflow_version,
+        definition_digest=row.definition_digest,
+        binding_digest=row.binding_digest,
+        sync_wait_ms=row.sync_wait_ms,
+        total_deadline_ms=row.total_deadline_ms,
+        execution_class=row.execution_class,
+        cancellation_policy=row.cancellation_policy,
+        idempotency_kind=row.idempotency_policy.kind,
+        result_replay_ms=row.idempotency_policy.result_replay_ms,
+        admission_limits=row.admission_limits,
+        caller_policy=row.caller_policy,
+        has_write_tasks=row.has_write_tasks,
+        maximum_request_bytes=bounds.maximum_request_bytes,
         budget=rules.budget_from(bounds),
         run_limits=rules.run_limits_from(bounds),
         action_limit=rules.action_limit_from(bounds),
         input_checks=(
-            rules.schema_check(row["input_schema"], "Tool"),
-            rules.schema_check(input_schema_of(dict(document)), "workflow"),
+            rules.schema_check(row.input_schema, "Tool"),
+            rules.schema_check(input_schema_of(row.document), "workflow"),
         ),
     )
 
@@ -141,16 +139,16 @@ def cache_of(db: Database) -> RevisionCache:
 async def read_active_revision(db: Database, host_id: str, tool_id: str) -> ActiveRevision:
     """The Tool's active revision as stored now (no lock); a typed refusal when none serves."""
     async with db.connection() as conn:
-        row = await store.select_active_revision(conn, host_id, tool_id)
-        if row is not None and row["binding_id"] is not None:
-            if row["version_status"] != "active":
+        has_head, row = await store.select_active_revision(conn, host_id, tool_id)
+        if row is not None:
+            if row.version_status != "active":
                 raise definition_retired()
             revision = _revision(row)
             cache_of(db).put(host_id, revision)
             return revision
         closed = await store.select_last_closed_status(conn, host_id, tool_id)
     cache_of(db).forget(host_id, tool_id)
-    if row is None and closed is None:
+    if not has_head and closed is None:
         raise _unknown_tool()
     if closed == "revoked":
         raise policy_denied("binding revoked by workflow owner")

@@ -10,7 +10,9 @@ from functools import lru_cache
 from typing import Any
 
 import jsonschema
+from msgspec import UNSET
 
+from generated.models import AdmissionLimits, CallerPolicy, RuntimeBounds
 from runtime.canonical import (
     INPUT_PROFILE,
     PROFILE,
@@ -23,6 +25,7 @@ from runtime.canonical import (
 )
 from runtime.canonical.patterns import PatternError, re2_validator
 from runtime.errors import WorkflowError, input_invalid, policy_denied
+from runtime.execution import SpecLimits
 from runtime.invocation.store import AdmissionCounts
 from runtime.scheduler import BudgetAmounts
 from runtime.security import InvocationContext
@@ -33,14 +36,14 @@ MAX_KEY_LENGTH = 256
 MINUTE_MS = 60_000
 
 
-def check_caller_policy(ctx: InvocationContext, policy: Mapping[str, Any] | None) -> None:
+def check_caller_policy(ctx: InvocationContext, policy: CallerPolicy) -> None:
     """Refuse unless the verified user satisfies one requireAnyOf clause ({} accepts all)."""
-    clauses = (policy or {}).get("requireAnyOf")
-    if not clauses:
+    clauses = policy.require_any_of
+    if clauses is UNSET or not clauses:
         return
     for clause in clauses:
-        held = ctx.roles if clause.get("claim") == "role" else ctx.positions
-        if clause.get("value") in held:
+        held = ctx.roles if clause.claim == "role" else ctx.positions
+        if clause.value in held:
             return
     raise policy_denied("the caller does not satisfy the Tool's caller policy")
 
@@ -150,16 +153,13 @@ def check_prepared_input(value: Any, checks: tuple[SchemaCheck, ...], canonical:
     return digest
 
 
-def check_request_bytes(
-    value: Any, bounds: Mapping[str, Any], *, canonical: bytes | None = None
-) -> None:
-    """Refuse an input whose canonical JSON exceeds runtimeBounds.maximumRequestBytes.
+def check_request_bytes(value: Any, limit: int, *, canonical: bytes | None = None) -> None:
+    """Refuse an input whose canonical JSON exceeds limit, runtimeBounds.maximumRequestBytes.
 
     The Gateway's pre-check is only an early rejection; Workflow enforces the full budget
     (seed 000), before any reservation, so an oversized call changes nothing. The input
     profile, as check_input: a decimal v2 admits must not fail here under v1.
     """
-    limit = int(bounds["maximumRequestBytes"])
     size = len(canonical_input(value) if canonical is None else canonical)
     if size > limit:
         raise input_invalid(
@@ -177,14 +177,13 @@ def check_evidence(missing_task: str | None) -> None:
         )
 
 
-def action_limit_from(bounds: Mapping[str, Any]) -> int:
+def action_limit_from(bounds: RuntimeBounds) -> int:
     """The action limit of a run's authority: the nested calls its runtimeBounds allow."""
-    return int(bounds["maximumNestedCalls"])
+    return bounds.maximum_nested_calls
 
 
-def idempotency_key(policy: Mapping[str, Any], supplied: str | None, input_digest: str) -> str:
-    """The key within the scope: the input digest (derived) or the caller's key."""
-    kind = policy.get("kind", "derived")
+def idempotency_key(kind: str, supplied: str | None, input_digest: str) -> str:
+    """The key within the scope: the input digest (kind derived) or the caller's key."""
     if kind == "derived":
         if supplied is not None:
             # Ignoring it would let the caller believe its key scopes the replay; it does not.
@@ -235,26 +234,25 @@ def principal_of(ctx: InvocationContext) -> str:
     return ctx.user_client_id or ctx.client_id
 
 
-def budget_from(bounds: Mapping[str, Any]) -> BudgetAmounts:
+def budget_from(bounds: RuntimeBounds) -> BudgetAmounts:
     """The run's budget ledger ceilings from the revision's runtimeBounds."""
     return BudgetAmounts(
-        attempts=int(bounds["maximumTaskAttempts"]),
-        nested_calls=int(bounds["maximumNestedCalls"]),
-        request_bytes=int(bounds["maximumRequestBytes"]),
-        intermediate_bytes=int(bounds["maximumIntermediateBytes"]),
-        result_bytes=int(bounds["maximumResultBytes"]),
-        cost_units=int(bounds["maximumCostUnits"]),
+        attempts=bounds.maximum_task_attempts,
+        nested_calls=bounds.maximum_nested_calls,
+        request_bytes=bounds.maximum_request_bytes,
+        intermediate_bytes=bounds.maximum_intermediate_bytes,
+        result_bytes=bounds.maximum_result_bytes,
+        cost_units=bounds.maximum_cost_units,
     )
 
 
-def run_limits_from(bounds: Mapping[str, Any]) -> dict[str, Any]:
+def run_limits_from(bounds: RuntimeBounds) -> SpecLimits:
     """The interpreter limits of the run spec from runtimeBounds."""
-    return {
-        "maximumTaskAttempts": int(bounds["maximumTaskAttempts"]),
-        "maximumParallelism": int(bounds["maximumParallelism"]),
-        # Caps the step budget of each task attempt (runtime.execution.task_runner).
-        "maximumCostUnits": int(bounds["maximumCostUnits"]),
-    }
+    return SpecLimits(
+        maximum_task_attempts=bounds.maximum_task_attempts,
+        maximum_parallelism=bounds.maximum_parallelism,
+        maximum_cost_units=bounds.maximum_cost_units,
+    )
 
 
 def _ms_until(later: datetime | None, now: datetime) -> int:
@@ -263,18 +261,18 @@ def _ms_until(later: datetime | None, now: datetime) -> int:
     return max(1, int((later - now).total_seconds() * 1000))
 
 
-def check_admission_limits(limits: Mapping[str, Any], counts: AdmissionCounts) -> None:
+def check_admission_limits(limits: AdmissionLimits, counts: AdmissionCounts) -> None:
     """WORKFLOW_CAPACITY_EXHAUSTED with retryAfterMs when any admission limit is reached."""
     now = counts.counted_at
     retry_after: int | None = None
     reason = ""
-    if counts.live >= int(limits["maximumConcurrentRuns"]):
+    if counts.live >= limits.maximum_concurrent_runs:
         reason, retry_after = "concurrent runs", _ms_until(counts.next_live_deadline, now)
-    elif counts.live_for_user >= int(limits["maximumConcurrentRunsPerUser"]):
+    elif counts.live_for_user >= limits.maximum_concurrent_runs_per_user:
         reason, retry_after = "concurrent runs per user", _ms_until(counts.next_live_deadline, now)
-    elif counts.recent >= int(limits["startsPerMinute"]):
+    elif counts.recent >= limits.starts_per_minute:
         reason, retry_after = "starts per minute", _window_left(counts.oldest_recent, now)
-    elif counts.recent_for_user >= int(limits["startsPerMinutePerUser"]):
+    elif counts.recent_for_user >= limits.starts_per_minute_per_user:
         reason = "starts per minute per user"
         retry_after = _window_left(counts.oldest_recent_for_user, now)
     if retry_after is not None:

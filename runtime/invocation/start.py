@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from generated.models import WorkflowStartOutput
-from runtime.canonical import CanonicalError, load_definition_yaml
+from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.errors import WorkflowError
 from runtime.invocation import rules, store
 from runtime.invocation.launch import RunPlan, seal_for, write_run
 from runtime.invocation.requests import StartRequest
-from runtime.invocation.results import timestamp
 from runtime.invocation.token_cover import check_token_covers_run
 from runtime.scheduler import capacity
 from runtime.scheduler.service import DEFAULT_BUDGET
@@ -34,22 +32,22 @@ _HEADS_SIZE = 256
 
 
 def _head_document(
-    head: Mapping[str, Any] | None, expected: str | None
+    head: store.SavedHead | None, expected: str | None
 ) -> tuple[dict[str, Any], WorkflowDefinition]:
     if head is None:
         raise WorkflowError("WORKFLOW_NOT_FOUND", "no saved definition with this wfDefId")
-    if expected is not None and expected != head["definition_digest"]:
+    if expected is not None and expected != head.definition_digest:
         raise WorkflowError(
             "WORKFLOW_DEFINITION_MISMATCH",
             "expectedDefinitionDigest is not the saved head's digest",
-            details={"definitionDigest": head["definition_digest"]},
+            details={"definitionDigest": head.definition_digest},
         )
-    if not head["active"]:
+    if not head.active:
         raise WorkflowError("WORKFLOW_START_REJECTED", "the saved definition is not active")
-    digest = str(head["definition_digest"])
+    digest = head.definition_digest
     parsed = _HEADS.get(digest)
     if parsed is None:
-        parsed = _parse_head(head["definition"])
+        parsed = _parse_head(head.definition)
         if len(_HEADS) >= _HEADS_SIZE:
             del _HEADS[next(iter(_HEADS))]
         _HEADS[digest] = parsed
@@ -88,10 +86,10 @@ async def _receipt(
     assert run is not None  # written or claimed in this transaction
     return WorkflowStartOutput(
         workflow_instance_id=process_id,
-        state=run["state"],
+        state=run.state,
         wf_def_id=wf_def_id,
-        definition_digest=run["definition_digest"],
-        submitted_at=timestamp(run["created_ts"]),
+        definition_digest=run.definition_digest,
+        submitted_at=timestamp(run.created_ts),
     )
 
 
@@ -146,7 +144,7 @@ async def start_workflow(
             input=request.input,
             wf_def_id=wf_def_id,
             definition=document,
-            definition_digest=head["definition_digest"],
+            definition_digest=head.definition_digest,
             deadline_ts=_deadline(definition, admitted),
             execution_class="standard",
             cancellation_policy="before-effects-only",
@@ -165,7 +163,7 @@ async def start_workflow(
                 "process_id": process_id,
                 "principal_subject": principal,
                 "input_digest": input_digest,
-                "definition_digest": head["definition_digest"],
+                "definition_digest": head.definition_digest,
                 "result_replay_ms": None,
                 "deadline_ts": plan.deadline_ts,
             },

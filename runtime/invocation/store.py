@@ -1,32 +1,97 @@
-"""Storage helpers of invocation admission: each takes a connection and never commits."""
+"""Storage helpers of invocation admission: each takes a connection and never commits.
+
+Rows come back as frozen structs; a revision's JSON columns decode into their contract types
+(``generated.models``), so a field renamed in the contract fails type-checking here too.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import psycopg
 from psycopg.types.json import Jsonb
 
+from generated.models import AdmissionLimits, CallerPolicy, IdempotencyPolicy, RuntimeBounds
+from runtime.scheduler.models import (
+    CancellationPolicy,
+    ExecutionClass,
+    RunSnapshot,
+)
 from runtime.security import SealedSecret
-from runtime.store import Connection, load_queries
+from runtime.store import Connection, fetch_one, json_param, load_queries
 
 QUERIES = load_queries(Path(__file__).resolve().with_name("queries.sql"))
 
 
-@dataclass(frozen=True)
-class Claim:
+class RevisionRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A Tool's active binding revision with its pinned version's status and document."""
+
+    binding_id: str
+    tool_id: str
+    wf_def_id: str
+    workflow_version: str
+    definition_digest: str
+    binding_digest: str
+    sync_wait_ms: int
+    total_deadline_ms: int
+    execution_class: ExecutionClass
+    cancellation_policy: CancellationPolicy
+    idempotency_policy: IdempotencyPolicy
+    runtime_bounds: RuntimeBounds
+    admission_limits: AdmissionLimits
+    caller_policy: CallerPolicy
+    input_schema: dict[str, Any] | None
+    has_write_tasks: bool
+    version_status: str
+    document: dict[str, Any]
+
+
+class AdmittedRun(RunSnapshot, frozen=True, kw_only=True):
+    """The run an admission names, as the statement read it."""
+
+    deadline_ts: datetime
+
+
+class OwnedRun(RunSnapshot, frozen=True, kw_only=True):
+    """A run with who admitted it and through what (the lifecycle tools check the owner)."""
+
+    process_id: str
+    operation: str
+    user_id: str
+    end_user_subject: str
+    principal_subject: str
+    tool_id: str | None
+    wf_def_id: str
+    definition_digest: str
+    cancellation_policy: CancellationPolicy
+    cancel_requested: bool
+    deadline_ts: datetime
+    created_ts: datetime
+    updated_ts: datetime
+    finished_ts: datetime | None
+
+
+class SavedHead(msgspec.Struct, frozen=True):
+    """A saved definition head (what workflow_start runs): its YAML text and digest."""
+
+    wf_def_id: str
+    definition: str
+    definition_digest: str
+    active: bool
+
+
+class Claim(msgspec.Struct, frozen=True):
     """What the idempotency claim decided and which run it names."""
 
     outcome: str  # accepted | attach | replay | conflict
     process_id: str
 
 
-@dataclass(frozen=True)
-class AdmissionCounts:
+class AdmissionCounts(msgspec.Struct, frozen=True):
     """A Tool's live runs and starts in the last minute, overall and for one end user."""
 
     live: int
@@ -39,8 +104,7 @@ class AdmissionCounts:
     counted_at: datetime
 
 
-@dataclass(frozen=True)
-class AdmitOutcome:
+class AdmitOutcome(msgspec.Struct, frozen=True):
     """What the one-statement admission decided, and the run it names (when there is one).
 
     outcome: accepted | attach | replay | conflict (the idempotency claim), or stale (the head
@@ -51,15 +115,14 @@ class AdmitOutcome:
 
     outcome: str
     process_id: str | None
-    run: dict[str, Any] | None
+    run: AdmittedRun | None
     token_expires_ts: datetime | None
     detail: str | None
     # accepted with the first task inserted claimed by the worker passed: its lease.
     lease: FirstTaskLease | None = None
 
 
-@dataclass(frozen=True)
-class FirstTaskLease:
+class FirstTaskLease(msgspec.Struct, frozen=True):
     """The lease of a run's first task the admission inserted claimed by this process."""
 
     lease_id: str
@@ -78,7 +141,6 @@ class AdmissionLimitReached(Exception):
 _LIMIT_REACHED = "workflow_admission_limit_reached"
 _SHED = "workflow_capacity_shed"
 _NEAR_LIMIT = "workflow_admission_near_limit"
-_RUN_COLUMNS = ("state", "effect_state", "deadline_ts", "result", "error")
 
 
 async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -89,20 +151,23 @@ async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str
 
 async def select_active_revision(
     conn: Connection, host_id: str, tool_id: str
-) -> dict[str, Any] | None:
-    """The Tool head with its active revision and pinned version (no lock), or None."""
-    return await _one(
+) -> tuple[bool, RevisionRow | None]:
+    """Whether the Tool has a head, and its active revision with the pinned version (no lock)."""
+    row = await _one(
         conn, QUERIES["select_active_revision"], {"host_id": host_id, "tool_id": tool_id}
     )
+    if row is None or row["binding_id"] is None:
+        return row is not None, None
+    return True, msgspec.convert(row, RevisionRow)
 
 
 async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome:
     """Run workflow_invoke's admission as one autocommit statement (its own transaction).
 
-    params: admit_invoke's named parameters; payload and limits as plain JSON values.
+    params: admit_invoke's named parameters; payload as plain JSON values, limits the spec's.
     Raises AdmissionLimitReached when a limit is reached (the statement rolled back whole).
     """
-    params = params | {"payload": Jsonb(params["payload"]), "limits": Jsonb(params["limits"])}
+    params = params | {"payload": Jsonb(params["payload"]), "limits": json_param(params["limits"])}
     try:
         cursor = await conn.execute(QUERIES["admit_invoke"], params)
         row = await cursor.fetchone()
@@ -115,12 +180,22 @@ async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome
             raise
         raise AdmissionLimitReached(_counts(json.loads(exc.diag.message_detail))) from None
     assert row is not None  # the function returns exactly one row
-    run = None if row["state"] is None else {name: row[name] for name in _RUN_COLUMNS}
+    run = None if row["state"] is None else _admitted_run(row)
     lease = None
     if row["lease_id"] is not None:
         lease = FirstTaskLease(row["lease_id"], row["fencing_token"], row["lease_expires_ts"])
     return AdmitOutcome(
         str(row["outcome"]), row["process_id"], run, row["token_expires_ts"], row["detail"], lease
+    )
+
+
+def _admitted_run(row: dict[str, Any]) -> AdmittedRun:
+    return AdmittedRun(
+        state=row["state"],
+        result=row["result"],
+        error=row["error"],
+        effect_state=row["effect_state"],
+        deadline_ts=row["deadline_ts"],
     )
 
 
@@ -152,9 +227,10 @@ async def select_last_closed_status(conn: Connection, host_id: str, tool_id: str
     return None if row is None else str(row["revision_status"])
 
 
-async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> dict[str, Any] | None:
+async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> SavedHead | None:
     """A saved definition head, or None."""
-    return await _one(conn, QUERIES["select_head"], {"host_id": host_id, "wf_def_id": wf_def_id})
+    params = {"host_id": host_id, "wf_def_id": wf_def_id}
+    return await fetch_one(conn, QUERIES["select_head"], params, SavedHead)
 
 
 async def claim_idempotency(conn: Connection, params: dict[str, Any]) -> Claim:
@@ -191,13 +267,10 @@ async def replace_credential(
     return cursor.rowcount > 0
 
 
-async def select_owned_run(
-    conn: Connection, host_id: str, process_id: str
-) -> dict[str, Any] | None:
+async def select_owned_run(conn: Connection, host_id: str, process_id: str) -> OwnedRun | None:
     """A run admitted here with its owner and state, or None."""
-    return await _one(
-        conn, QUERIES["select_owned_run"], {"host_id": host_id, "process_id": process_id}
-    )
+    params = {"host_id": host_id, "process_id": process_id}
+    return await fetch_one(conn, QUERIES["select_owned_run"], params, OwnedRun)
 
 
 async def insert_action_authority(conn: Connection, row: dict[str, Any]) -> None:

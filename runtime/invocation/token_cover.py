@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from runtime.canonical import timestamp
 from runtime.engine import WorkflowDefinition
 from runtime.engine.check import worst_case_dispatches
 from runtime.errors import WorkflowError
-from runtime.invocation.results import timestamp
 from runtime.security import InvocationContext
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from generated.models import WorkflowInvokeOutput
 from runtime.errors import WorkflowError
@@ -12,7 +11,7 @@ from runtime.execution import RunWatch, read_run, wait_for_result
 from runtime.invocation import store
 from runtime.invocation.results import invoke_output, still_running
 from runtime.scheduler import timeout_error
-from runtime.scheduler.models import LIVE_STATES, CancelOutcome
+from runtime.scheduler.models import LIVE_STATES, CancelOutcome, RunSnapshot
 from runtime.scheduler.service import cancel_process
 from runtime.store import Database
 
@@ -26,9 +25,7 @@ def cancelled_by_caller() -> WorkflowError:
     )
 
 
-async def wait_run(
-    db: Database, host_id: str, process_id: str, wait_ms: int
-) -> dict[str, Any] | None:
+async def wait_run(db: Database, host_id: str, process_id: str, wait_ms: int) -> RunSnapshot | None:
     """The run once terminal or after wait_ms (bounded by MAX_WAIT_MS); None if unknown."""
     bounded = max(0, min(wait_ms, MAX_WAIT_MS))
     if bounded == 0:
@@ -51,9 +48,7 @@ class WaitedRun:
     process_id: str
     definition_digest: str
     sync_wait_ms: int
-    deadline_ts: datetime
-    admitted_state: str
-    admitted: dict[str, Any]
+    admitted: store.AdmittedRun
 
 
 async def finish_invoke(
@@ -61,22 +56,22 @@ async def finish_invoke(
     watch: RunWatch,
     host_id: str,
     waited: WaitedRun,
-    current: dict[str, Any] | None,
+    current: RunSnapshot | None,
 ) -> WorkflowInvokeOutput:
     """Wait min(syncWaitMs, deadline - now); output, stored error or WORKFLOW_TIMEOUT.
 
     current is the run as known now (None: read it under the watch before waiting).
     """
     process_id, definition_digest = waited.process_id, waited.definition_digest
-    deadline = waited.deadline_ts
-    run = waited.admitted
-    if waited.admitted_state in LIVE_STATES:
+    deadline = waited.admitted.deadline_ts
+    run: RunSnapshot = waited.admitted
+    if run.state in LIVE_STATES:
         remaining_ms = int((deadline - datetime.now(UTC)).total_seconds() * 1000)
         wait_ms = max(0, min(waited.sync_wait_ms, remaining_ms, MAX_WAIT_MS))
         run = await watch.settled(host_id, wait_ms / 1000, current) or run
-    if run["state"] not in LIVE_STATES:
+    if run.state not in LIVE_STATES:
         return invoke_output(run, process_id, definition_digest)
-    after_effect = run.get("effect_state", "none") != "none"
+    after_effect = run.effect_state != "none"
     if datetime.now(UTC) < deadline:
         raise still_running(process_id, retryable=True, after_effect=after_effect)
     outcome = await cancel_run(db, host_id, process_id, timeout_error(after_effect=after_effect))
@@ -91,7 +86,7 @@ async def finish_invoke(
     raise still_running(process_id, retryable=False, after_effect=after_effect)
 
 
-async def _owned(db: Database, host_id: str, process_id: str) -> dict[str, Any]:
+async def _owned(db: Database, host_id: str, process_id: str) -> store.OwnedRun:
     async with db.transaction(read_only=True) as conn:
         row = await store.select_owned_run(conn, host_id, process_id)
     assert row is not None  # admitted or claimed in a committed transaction

@@ -14,6 +14,7 @@ from litestar.datastructures import State
 
 from generated.routes import ROUTES
 from generated.tools import ToolName
+from runtime.collaborators import Services
 from runtime.mcp.bearer_gate import BearerGate
 from runtime.mcp.call import ToolHandler
 from runtime.mcp.dispatch import ToolDispatcher
@@ -26,7 +27,6 @@ from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
 from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
 from runtime.mcp.server import HttpReply, McpServer, decode_json
 from runtime.mcp.tools import ToolRegistry, ToolRoute
-from runtime.services import Services
 from runtime.telemetry import metrics
 
 log = logging.getLogger("workflow.http")

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from runtime.errors import WorkflowError, input_invalid
 
 if TYPE_CHECKING:
+    from runtime.collaborators import Services
     from runtime.security import InvocationContext
-    from runtime.services import Services
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 from fastjsonschema import JsonSchemaValueException
 
+from runtime.collaborators import Services
 from runtime.errors import AuthenticationError, WorkflowError, input_invalid
 from runtime.mcp.bearer_gate import unauthenticated
 from runtime.mcp.call import InputFailure, ToolCall
@@ -18,7 +19,6 @@ from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
 from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
-from runtime.services import Services
 from runtime.store import StoreUnavailable
 from runtime.telemetry import caller, tool_call
 
@@ -212,14 +212,15 @@ def _schema_failure(route: ToolRoute, arguments: dict[str, Any]) -> InputFailure
     try:
         route.validate_input(arguments)
     except JsonSchemaValueException as exc:
-        message = _validation_message(exc)
+        # The generated validators name the message, the path and the rule of every refusal.
+        message = f"{_PREFIX}{str(exc.message)[:300]}"
         path = tuple(exc.path)
-        rule = exc.rule if isinstance(exc.rule, str) else None
-        first = SchemaProblem(pointer_of(path[1:]), rule or "schema", message.removeprefix(_PREFIX))
+        rule: str = exc.rule
+        first = SchemaProblem(pointer_of(path[1:]), rule, message.removeprefix(_PREFIX))
         found = collect(route, arguments, first)
         return InputFailure(
             message=message + found.suffix(),
-            name=exc.name if isinstance(exc.name, str) else None,
+            name=str(exc.name),
             path=path,
             rule=rule,
             problems=tuple(problem.as_json() for problem in found.listed),
@@ -227,11 +228,6 @@ def _schema_failure(route: ToolRoute, arguments: dict[str, Any]) -> InputFailure
     except Exception:  # what the validator cannot even inspect is still a refusal
         return InputFailure(f"{_PREFIX}{_SCHEMA_MISMATCH}", None, (), None)
     return None
-
-
-def _validation_message(exc: JsonSchemaValueException) -> str:
-    message = exc.message or _SCHEMA_MISMATCH
-    return f"{_PREFIX}{str(message)[:300]}"
 
 
 def _outcome_code(outcome: ToolOutcome) -> str:

@@ -1,4 +1,4 @@
-"""Definition publication: saved heads, immutable versions, grant sets, the operation ledger.
+"""Definition publication: saved heads, immutable versions, grant sets, the receipt ledger.
 
 Tool binding revisions (status rules, carry-over, evidence, decisions) are the ``bindings``
 subpackage; the rows of both are in ``store``; ``pinned`` is all that execution reads.
@@ -15,25 +15,14 @@ from runtime.publication.bindings.rejections import BindingRuleViolation
 from runtime.publication.definition_checks import validate_definition
 from runtime.publication.definitions import (
     publish_definition,
-    read_definition_head,
-    read_definition_version,
     retire_definition,
     save_definition,
 )
-from runtime.publication.grants import (
-    grants_digest,
-    read_definition_grants,
-    sync_definition_grants,
-)
-from runtime.publication.receipt_ledger import (
-    RECEIPT_RETENTION,
-    run_operation,
-    sweep_operation_receipts,
-)
+from runtime.publication.grants import grants_digest, sync_definition_grants
+from runtime.publication.receipt_ledger import run_operation, sweep_operation_receipts
 from runtime.publication.secrets import delete_secret, list_secrets, put_secret
 
 __all__ = [
-    "RECEIPT_RETENTION",
     "BindingRuleViolation",
     "DestinationPolicy",
     "check_destination",
@@ -43,9 +32,6 @@ __all__ = [
     "policy_from_settings",
     "publish_definition",
     "put_secret",
-    "read_definition_grants",
-    "read_definition_head",
-    "read_definition_version",
     "retire_definition",
     "run_operation",
     "save_definition",

@@ -34,7 +34,6 @@ from runtime.publication.definition_checks import (
     loaded_with_digest,
     refuse_written_credentials,
 )
-from runtime.publication.ids import normalize_uuid
 from runtime.publication.receipt_ledger import rejections_with_codes, run_operation
 from runtime.publication.secrets import missing_secrets
 from runtime.publication.source_revision import judge_revision
@@ -391,23 +390,3 @@ async def retire_definition(
         output=WorkflowDefinitionRetireOutput,
         is_final=RETIRE_FINAL_REJECTIONS,
     )
-
-
-async def read_definition_head(
-    db: Database, ctx: InvocationContext, wf_def_id: str
-) -> definition_rows.DefinitionHead | None:
-    """The saved head of a definition in the caller's host, or None."""
-    if (key := normalize_uuid(wf_def_id)) is None:
-        return None
-    async with db.transaction(read_only=True) as conn:
-        return await definition_rows.select_head(conn, ctx.host_id, key)
-
-
-async def read_definition_version(
-    db: Database, ctx: InvocationContext, wf_def_id: str, version: str
-) -> definition_rows.DefinitionVersion | None:
-    """A published version with its document in the caller's host, or None."""
-    if (key := normalize_uuid(wf_def_id)) is None:
-        return None
-    async with db.transaction(read_only=True) as conn:
-        return await definition_rows.select_version(conn, ctx.host_id, key, version)

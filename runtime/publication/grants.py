@@ -12,7 +12,6 @@ from generated.models import (
 )
 from runtime.canonical import canonical_digest
 from runtime.errors import input_invalid
-from runtime.publication.ids import normalize_uuid
 from runtime.publication.source_revision import judge_revision
 from runtime.publication.store import grant_rows
 from runtime.security import InvocationContext, check_host_assertion
@@ -100,13 +99,3 @@ async def sync_definition_grants(
         applied_revision=state.source_revision,
         grants_digest=state.grants_digest,
     )
-
-
-async def read_definition_grants(
-    db: Database, ctx: InvocationContext, wf_def_id: str
-) -> list[grant_rows.LiveGrant]:
-    """The live grant set of a definition in the caller's host (grants are read live)."""
-    if (key := normalize_uuid(wf_def_id)) is None:
-        return []
-    async with db.transaction(read_only=True) as conn:
-        return await grant_rows.select_grants(conn, ctx.host_id, key)

@@ -31,8 +31,8 @@ from generated.models import (
     WorkflowSecretPutInput,
     WorkflowSecretPutOutput,
 )
+from runtime.canonical import timestamp
 from runtime.errors import WorkflowError, input_invalid
-from runtime.publication.bindings.get_and_list import timestamp
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import secret_rows
 from runtime.security import (

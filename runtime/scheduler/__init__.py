@@ -16,7 +16,7 @@ from runtime.scheduler.models import (
     SchedulerSettings,
     TaskOutcome,
 )
-from runtime.scheduler.service import enqueue_process, get_process, start_run
+from runtime.scheduler.service import enqueue_process, get_process
 from runtime.scheduler.store.queue import claimed_first_task
 from runtime.scheduler.wakeup import (
     Reservation,
@@ -43,6 +43,5 @@ __all__ = [
     "executors_here",
     "get_process",
     "reserve_local_slot",
-    "start_run",
     "timeout_error",
 ]

@@ -8,23 +8,27 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
+from generated.models import RuntimeBounds
 from runtime.errors import input_invalid
 from runtime.scheduler.service import DEFAULT_BUDGET, get_process
 from runtime.scheduler.store import inspection as store
+from runtime.scheduler.store.inspection import RunOrigin
 from runtime.store import Database
 
 RUN_STATES = ("ACCEPTED", "RUNNING", "WAITING", "COMPLETED", "FAILED", "CANCELLED")
 MAX_LISTED = 1000
 MAX_TOOL_LENGTH = 256
-# Budget counters and the runtimeBounds member that sets each ceiling of an invoked run.
-BUDGET_BOUNDS = {
-    "attempts": "maximumTaskAttempts",
-    "nested_calls": "maximumNestedCalls",
-    "request_bytes": "maximumRequestBytes",
-    "intermediate_bytes": "maximumIntermediateBytes",
-    "result_bytes": "maximumResultBytes",
-    "cost_units": "maximumCostUnits",
-}
+# The budget counters, each with a remaining_<name> column.
+BUDGET_COUNTERS = (
+    "attempts",
+    "nested_calls",
+    "request_bytes",
+    "intermediate_bytes",
+    "result_bytes",
+    "cost_units",
+)
 
 
 def _uuid(value: str, name: str) -> str:
@@ -56,18 +60,20 @@ async def list_runs(
 async def show_run(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
     """One run (state, effect state, budget, result, error), its tasks, effects and timeline."""
     host, process = _uuid(host_id, "host"), _uuid(process_id, "run id")
-    run = await get_process(db, host, process)
-    if run is None:
+    row = await get_process(db, host, process)
+    if row is None:
         return None
+    # The operator's document: every column of the run, then what the views below add.
+    run = msgspec.structs.asdict(row)
     async with db.transaction(read_only=True, isolation="repeatable read") as conn:
         tasks = await store.select_tasks(conn, host, process)
         steps = await store.select_steps(conn, host, process)
         origin = await store.select_origin(conn, host, process)
     return {
         **run,
-        "operation": None if origin is None else origin["operation"],
-        "tool_id": None if origin is None else origin["tool_id"],
-        "tool_name": None if origin is None else origin["tool_name"],
+        "operation": None if origin is None else origin.operation,
+        "tool_id": None if origin is None else origin.tool_id,
+        "tool_name": None if origin is None else origin.tool_name,
         "budget": budget_of(run, origin),
         "tasks": tasks,
         "effects": steps,
@@ -75,16 +81,27 @@ async def show_run(db: Database, host_id: str, process_id: str) -> dict[str, Any
     }
 
 
-def budget_of(run: Mapping[str, Any], origin: Mapping[str, Any] | None) -> dict[str, Any]:
+def _ceilings(bounds: RuntimeBounds) -> dict[str, int]:
+    """The budget ceilings an invoked run got from its revision's runtimeBounds."""
+    return {
+        "attempts": bounds.maximum_task_attempts,
+        "nested_calls": bounds.maximum_nested_calls,
+        "request_bytes": bounds.maximum_request_bytes,
+        "intermediate_bytes": bounds.maximum_intermediate_bytes,
+        "result_bytes": bounds.maximum_result_bytes,
+        "cost_units": bounds.maximum_cost_units,
+    }
+
+
+def budget_of(run: Mapping[str, Any], origin: RunOrigin | None) -> dict[str, Any]:
     """Per counter: the ceiling (when known), what remains and what was used."""
     ceilings: dict[str, int] | None = None
-    if origin is not None and origin.get("runtime_bounds"):
-        bounds = origin["runtime_bounds"]
-        ceilings = {name: int(bounds[member]) for name, member in BUDGET_BOUNDS.items()}
-    elif origin is not None and origin["operation"] == "start":
+    if origin is not None and origin.runtime_bounds is not None:
+        ceilings = _ceilings(origin.runtime_bounds)
+    elif origin is not None and origin.operation == "start":
         ceilings = asdict(DEFAULT_BUDGET)  # workflow_start runs get the default ceilings
     budget: dict[str, Any] = {}
-    for name in BUDGET_BOUNDS:
+    for name in BUDGET_COUNTERS:
         remaining = run.get(f"remaining_{name}")
         limit = None if ceilings is None else ceilings[name]
         used = None if limit is None or remaining is None else limit - int(remaining)

@@ -63,11 +63,6 @@ class TaskLease:
         """Whether renewal found the lease gone (the next write will raise LeaseLost)."""
         return self.state.lost.is_set()
 
-    @property
-    def cancellation_requested(self) -> bool:
-        """Whether the run asks for cooperative cancellation."""
-        return self.state.cancel_requested.is_set()
-
     async def check_cancelled(self) -> None:
         """Raise WORKFLOW_CANCELLED when the run asks for cooperative cancellation."""
         error = await service.cancel_signal(self._db, self.state)

@@ -29,13 +29,13 @@ async def reap_expired_once(db: Database, settings: SchedulerSettings) -> SweepR
     reclaimed = timed_out = waiting = 0
     async with db.transaction() as conn:
         for row in await queue.reap_expired(conn, settings):
-            if row["decision"] == "reclaim":
+            if row.decision == "reclaim":
                 reclaimed += 1
-            elif row["decision"] == "wait":
+            elif row.decision == "wait":
                 waiting += 1
             else:
-                error = timeout_error(after_effect=row["effect_state"] != "none")
-                host_id, process_id = str(row["host_id"]), str(row["process_id"])
+                error = timeout_error(after_effect=row.effect_state != "none")
+                host_id, process_id = str(row.host_id), str(row.process_id)
                 timed_out += await runs.fail_process(conn, host_id, process_id, error)
     metrics.record_reclaims(reclaimed)
     return SweepReport(reclaimed=reclaimed, timed_out=timed_out, left_running=waiting)
@@ -57,13 +57,13 @@ async def sweep_deadlines_once(db: Database, settings: SchedulerSettings) -> Swe
         # Lets a test hold the locked late runs while a caller re-attaches to one of them.
         await faults.point(SWEEP_LOCKED_POINT)
         for row in late:
-            host_id, process_id = str(row["host_id"]), str(row["process_id"])
-            live = row["has_live_task"] and row["cancellation_policy"] != "disabled"
-            if live and row["cancellation_policy"] == "cooperative":
+            host_id, process_id = str(row.host_id), str(row.process_id)
+            live = row.has_live_task and row.cancellation_policy != "disabled"
+            if live and row.cancellation_policy == "cooperative":
                 signalled += await runs.request_cancel(conn, host_id, process_id)
-            elif live and row["effect_state"] != "none":
+            elif live and row.effect_state != "none":
                 left += 1
             else:
-                error = timeout_error(after_effect=row["effect_state"] != "none")
+                error = timeout_error(after_effect=row.effect_state != "none")
                 timed_out += await runs.fail_process(conn, host_id, process_id, error)
     return SweepReport(timed_out=timed_out, signalled=signalled, left_running=left)

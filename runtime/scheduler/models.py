@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
+import msgspec
+
 ExecutionClass = Literal["interactive", "standard", "batch"]
 CancellationPolicy = Literal["before-effects-only", "cooperative", "disabled"]
 EffectState = Literal["none", "possible", "confirmed"]
@@ -18,6 +20,17 @@ TERMINAL_STATES: frozenset[RunState] = frozenset({"COMPLETED", "FAILED", "CANCEL
 CancelOutcome = Literal[
     "cancelled", "cancellationRequested", "alreadyTerminal", "disabled", "effect"
 ]
+
+
+class RunSnapshot(msgspec.Struct, frozen=True):
+    """What a waiter reads of a run: its state, result, stored error document, effect state."""
+
+    state: RunState
+    result: Any
+    error: dict[str, Any] | None
+    effect_state: EffectState
+
+
 EXECUTION_CLASSES: tuple[ExecutionClass, ...] = ("interactive", "standard", "batch")
 CANCELLATION_POLICIES: tuple[CancellationPolicy, ...] = (
     "before-effects-only",

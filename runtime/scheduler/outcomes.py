@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-# What a waiter reads of a run: state, result, error (stored document) and effect_state.
-RunSnapshot = dict[str, Any]
+from runtime.scheduler.models import RunSnapshot
+
 # Called with the committed terminal snapshot, or None for "read the run yourself".
 Receiver = Callable[[RunSnapshot | None], None]
 
@@ -95,7 +94,7 @@ class OutcomeHub:
     def _deliver(self, process_id: str, snapshot: RunSnapshot | None) -> int:
         receivers = tuple(self._receivers.get(process_id, ()))
         for receiver in receivers:
-            receiver(None if snapshot is None else dict(snapshot))
+            receiver(snapshot)
         return len(receivers)
 
 

@@ -68,9 +68,9 @@ FROM inserted i CROSS JOIN run r;
 
 -- get_process --
 -- Read one run with its budget counters.
-SELECT p.host_id, p.process_id, p.execution_class, p.state, p.deadline_ts,
-       p.cancellation_policy, p.effect_state, p.cancel_requested, p.result, p.error,
-       p.binding_id, p.created_ts, p.updated_ts, p.finished_ts,
+SELECT p.host_id::text AS host_id, p.process_id::text AS process_id, p.execution_class,
+       p.state, p.deadline_ts, p.cancellation_policy, p.effect_state, p.cancel_requested,
+       p.result, p.error, p.binding_id::text AS binding_id, p.created_ts, p.updated_ts, p.finished_ts,
        b.remaining_attempts, b.remaining_nested_calls, b.remaining_request_bytes,
        b.remaining_intermediate_bytes, b.remaining_result_bytes, b.remaining_cost_units
 FROM workflow_process p

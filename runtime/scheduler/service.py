@@ -28,11 +28,12 @@ from runtime.scheduler.models import (
     LeaseState,
     NewTask,
     ReconcileOutcome,
+    RunSnapshot,
     RunState,
     Successor,
     TaskOutcome,
 )
-from runtime.scheduler.outcomes import HUB, RunSnapshot
+from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Connection, Database, retry_on_connection_error
 
@@ -94,15 +95,15 @@ async def cancel_process(
     so its stored end never depends on whether the deadline sweep came first.
     """
     row = await runs.lock_process(conn, host_id, process_id)
-    if row is None or row["state"] not in LIVE_STATES:
+    if row is None or row.state not in LIVE_STATES:
         return "alreadyTerminal"
     # Lets a test run the deadline sweep while a cancel holds the live run's row.
     await faults.point(CANCEL_LOCKED_POINT)
-    policy = row["cancellation_policy"]
+    policy = row.cancellation_policy
     if policy == "disabled":
         return "disabled"
-    if row["effect_state"] == "none":
-        if row["past_deadline"]:
+    if row.effect_state == "none":
+        if row.past_deadline:
             error = timeout_error(after_effect=False)
         await runs.fail_process(conn, host_id, process_id, error)
         return "cancelled"
@@ -112,27 +113,11 @@ async def cancel_process(
     return "effect"
 
 
-async def start_run(db: Database, **kwargs: Any) -> str:
-    """enqueue_process in its own transaction: the run is visible and notified on return."""
-    async with db.transaction() as conn:
-        return await enqueue_process(conn, **kwargs)
-
-
-async def get_process(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
+async def get_process(db: Database, host_id: str, process_id: str) -> runs.ProcessRow | None:
     """One run (state, result, error, effect state, budget counters), scoped to its host."""
     async with db.transaction(read_only=True) as conn:
         return await runs.fetch_process(
             conn, _uuid(host_id, "host_id"), _uuid(process_id, "process_id")
-        )
-
-
-async def add_task(db: Database, host_id: str, process_id: str, task: NewTask) -> str | None:
-    """Enqueue one more task of a live run (parallel branches, tests); None if not live."""
-    if task.step_no is None:
-        raise input_invalid("a task added outside a completion needs an explicit step_no")
-    async with db.transaction() as conn:
-        return await runs.insert_task(
-            conn, host_id=host_id, process_id=process_id, task=task, step_no=task.step_no
         )
 
 
@@ -201,19 +186,19 @@ async def _complete_in_transaction(
             if outcome.consume is not None:
                 await ledgers.consume_budget(conn, lease, outcome.consume)
             run = await runs.complete_task(conn, lease, outcome.output)
-            if run["backlog"] or len(outcome.next_tasks) != 1:
+            if run.backlog or len(outcome.next_tasks) != 1:
                 successor = None
             ended, claimed = await _after_completion(conn, lease, outcome, run, successor)
         if ended is not None:
             settlement.hand(ended)
-    return Completion(bool(run["backlog"]), claimed)
+    return Completion(run.backlog, claimed)
 
 
 async def _after_completion(
     conn: Connection,
     lease: LeaseState,
     outcome: TaskOutcome,
-    run: dict[str, Any],
+    run: runs.CompletedTask,
     successor: Successor | None,
 ) -> tuple[RunSnapshot | None, tuple[ClaimedTask, LeaseState] | None]:
     """Finish the run, end it, or enqueue its next tasks: the run's end and any claimed task."""
@@ -223,12 +208,12 @@ async def _after_completion(
         ended = None if effect is None else _ended("COMPLETED", effect, result=outcome.run_result)
         return ended, None
     error: WorkflowError | None = None
-    after_effect = run["effect_state"] != "none"
-    if run["past_deadline"] and run["cancellation_policy"] != "disabled":
+    after_effect = run.effect_state != "none"
+    if run.past_deadline and run.cancellation_policy != "disabled":
         # The dispatched step was allowed to finish; nothing new starts after the deadline.
         # A cooperative signal honoured now is the deadline's end too, whoever raised it.
         error = timeout_error(after_effect=after_effect)
-    elif run["cancel_requested"] and run["cancellation_policy"] == "cooperative":
+    elif run.cancel_requested and run.cancellation_policy == "cooperative":
         # The signal is honoured between steps: nothing new is scheduled.
         error = cancelled_error(after_effect=after_effect)
     if error is not None:
@@ -273,13 +258,8 @@ async def fail(db: Database, lease: LeaseState, error: WorkflowError) -> None:
 def _ended(
     state: RunState, effect: EffectState, *, result: Any = None, error: WorkflowError | None = None
 ) -> RunSnapshot:
-    """A terminal run as its waiters read it (select_process_state's shape)."""
-    return {
-        "state": state,
-        "result": result,
-        "error": None if error is None else error_document(error),
-        "effect_state": effect,
-    }
+    """A terminal run as its waiters read it (what select_process_state reads)."""
+    return RunSnapshot(state, result, None if error is None else error_document(error), effect)
 
 
 async def cancel_signal(db: Database, lease: LeaseState) -> WorkflowError | None:
@@ -291,11 +271,11 @@ async def cancel_signal(db: Database, lease: LeaseState) -> WorkflowError | None
     """
     async with db.transaction(read_only=True) as conn:
         row = await runs.select_cancel_signal(conn, lease.host_id, lease.process_id)
-    if row is None or not row["cancel_requested"]:
+    if row is None or not row.cancel_requested:
         return None
     lease.cancel_requested.set()
-    after_effect = row["effect_state"] != "none"
-    if row["past_deadline"]:
+    after_effect = row.effect_state != "none"
+    if row.past_deadline:
         return timeout_error(after_effect=after_effect)
     return cancelled_error(after_effect=after_effect)
 

@@ -1,4 +1,4 @@
-"""PostgreSQL store: pool and transactions, migrations, named queries, embedded cluster.
+"""PostgreSQL store: pool and transactions, migrations, named queries, rows, embedded cluster.
 
 The launcher and the migration runner are imported lazily so that
 ``python -m runtime.store.embedded`` and ``python -m runtime.store.migrations`` do not import
@@ -20,6 +20,7 @@ from runtime.store.errors import (
     wrap_errors,
 )
 from runtime.store.queries import Queries, QueryFileError, load_queries
+from runtime.store.rows import fetch_all, fetch_one, json_param
 
 if TYPE_CHECKING:
     from runtime.store.embedded import EmbeddedPostgres, EmbeddedPostgresError
@@ -41,7 +42,10 @@ __all__ = [
     "Queries",
     "QueryFileError",
     "StoreUnavailable",
+    "fetch_all",
+    "fetch_one",
     "is_connection_error",
+    "json_param",
     "load_queries",
     "migrate",
     "register_constraint_error",

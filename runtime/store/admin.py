@@ -17,12 +17,6 @@ def database_of(conninfo: str) -> str | None:
     return None if value is None else str(value)
 
 
-async def server_version_num(admin_conninfo: str) -> int:
-    """The server's version number, e.g. 150018."""
-    async with await AsyncConnection.connect(admin_conninfo, autocommit=True) as conn:
-        return conn.info.server_version
-
-
 async def create_database(
     admin_conninfo: str, name: str, *, template: str | None = None, file_copy: bool = False
 ) -> str:

@@ -16,8 +16,8 @@ import pytest
 from litestar import Litestar
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
 from runtime.mcp.app import attach_services, create_app
-from runtime.services import Services
 from tests.support.execution import serving
 from tests.support.outbound import OutboundBackend, gzip_bomb
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
-from runtime.services import Services
+from runtime.collaborators import Services
 from tests.support.invocation import invoke_args, ok, running_executor, until_settled
 from tests.support.mcp import McpTestClient
 from tests.support.outbound import (

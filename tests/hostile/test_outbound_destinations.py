@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
-from runtime.services import Services
+from runtime.collaborators import Services
 from tests.support.binding_builders import definition_yaml
 from tests.support.invocation import invoke_args, ok, refused, running_executor, until_settled
 from tests.support.mcp import McpTestClient

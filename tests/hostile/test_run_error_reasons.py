@@ -34,7 +34,7 @@ async def test_a_response_over_the_size_bound_is_stored_as_that_reason(
         async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, document([{"get": get}]), {}, host_id=host)
             run = await finished(db, host, pid)
-    error = run["error"]
+    error = run.error
     assert error["code"] == "WORKFLOW_TASK_FAILED"
     assert error["message"].endswith(": response larger than 8 bytes")
     # The body the server sent ({"ok": true, "path": "/claims"}) is nowhere in the error.
@@ -73,7 +73,7 @@ async def test_a_refused_redirect_is_stored_with_why_and_without_its_location(
         async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, document([{"get": get}]), {}, host_id=host)
             run = await finished(db, host, pid)
-    error = run["error"]
+    error = run.error
     assert error["code"] == code
     assert reason in error["message"]
     assert "private-path" not in str(error) and "server-data" not in str(error)

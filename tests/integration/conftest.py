@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.scheduler import capacity, door
-from runtime.services import Services
 from runtime.store import Database
 from tests.conftest import RUNTIME_ROLE
 from tests.support.mcp import asgi_client

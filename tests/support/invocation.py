@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 
 from runtime.canonical import definition_digest
+from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import (
     HOST,
     OWNER,
@@ -61,7 +61,8 @@ def refused(result: dict[str, Any], code: str) -> dict[str, Any]:
     """The structuredContent of an isError result whose error has that code.
 
     Without details.correlationId: each call has its own (its trace id), so a replay or a
-    stored error compares equal without it (tests/integration/service/test_telemetry.py checks it).
+    stored error compares equal without it (tests/integration/composition/test_telemetry.py
+    checks it).
     """
     assert result["isError"] is True, result
     body = dict(result["structuredContent"])

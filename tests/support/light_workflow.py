@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from runtime.canonical import definition_digest, load_definition_yaml
+from runtime.composition.convert_command import dump_definition
 from runtime.engine.convert import Conversion, convert_definition
-from runtime.service.convert_command import dump_definition
 from tests.support.binding_builders import (
     EVIDENCE,
     HOST,

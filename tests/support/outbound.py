@@ -17,7 +17,7 @@ from typing import Any
 
 from runtime.addresses import IPAddress
 from runtime.canonical import definition_digest
-from runtime.services import Services
+from runtime.collaborators import Services
 from tests.support.binding_builders import endpoint_target, new_id, publish_args
 from tests.support.execution import Receive, Send, read_body
 from tests.support.invocation import Tool, binding, ok, publish_version, save_head

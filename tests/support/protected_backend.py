@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.canonical import definition_digest
+from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor
-from runtime.services import Services
 from tests.support.binding_builders import (
     EVIDENCE,
     binding,

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from runtime.scheduler import Executor, service
+from runtime.scheduler import Executor, enqueue_process, service
 from runtime.scheduler.lease import TaskHandler, TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import runs
@@ -45,7 +45,7 @@ async def wait_terminal(database_url: str, db: Database, host_id: str, process_i
         await conn.execute(f"LISTEN {process_state_channel(process_id)}")
         async with asyncio.timeout(10):
             run = await service.get_process(db, host_id, process_id)
-            while run is None or run["state"] not in TERMINAL:
+            while run is None or run.state not in TERMINAL:
                 async for notify in conn.notifies():
                     if json.loads(notify.payload)["id"] == process_id:
                         break
@@ -53,12 +53,16 @@ async def wait_terminal(database_url: str, db: Database, host_id: str, process_i
     return run
 
 
+async def enqueue(db: Database, **kwargs: Any) -> str:
+    """A run enqueued in its own transaction (enqueue_process, as admission writes one)."""
+    async with db.transaction() as conn:
+        return await enqueue_process(conn, **kwargs)
+
+
 async def start(db: Database, kind: str = "echo", **kwargs: Any) -> tuple[str, str]:
     host_id = str(uuid.uuid4())
     payload = kwargs.pop("payload", {})
-    process_id = await service.start_run(
-        db, host_id=host_id, first_task=NewTask(kind, payload), **kwargs
-    )
+    process_id = await enqueue(db, host_id=host_id, first_task=NewTask(kind, payload), **kwargs)
     return host_id, process_id
 
 
@@ -81,4 +85,4 @@ async def cancel_signalled(db: Database, host_id: str, process_id: str) -> bool:
     """Whether the run's cooperative cancel signal is raised."""
     async with db.connection() as conn:
         row = await runs.select_cancel_signal(conn, host_id, process_id)
-    return bool(row and row["cancel_requested"])
+    return bool(row and row.cancel_requested)

@@ -21,16 +21,17 @@ from generated.routes import ROUTES
 from handlers import HANDLERS
 from runtime import publication
 from runtime.binding_reach import Reach
+from runtime.collaborators import Services
 from runtime.mcp.call import InputFailure
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.tools import ToolRegistry
 from runtime.publication import bindings
 from runtime.publication.bindings import DestinationPolicy
-from runtime.publication.bindings.field_rules import validate_binding
-from runtime.publication.bindings.reach_rules import normalize_reach
+from runtime.publication.bindings.binding_problems import ordered
+from runtime.publication.bindings.field_rules import binding_field_problems
+from runtime.publication.bindings.reach_rules import reach_of, reach_problems
 from runtime.security import InvocationContext, Keyring, check_host_assertion
 from runtime.security.keyring import new_keyring_document
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database
 
@@ -188,6 +189,25 @@ async def list_bindings(
 ) -> dict[str, Any]:
     """workflow_binding_list."""
     return await _run("workflow_binding_list", ctx, args, db)
+
+
+def validate_binding(binding: models.ToolBinding) -> models.ToolBinding:
+    """Workflow's rules on a schema-valid binding: InvalidBindingRequest(section binding) naming
+    the first problem in the order a publish refusal lists them."""
+    found = binding_field_problems(binding)
+    if found:
+        raise bindings.InvalidBindingRequest("binding", ordered(found)[0].message)
+    return binding
+
+
+def normalize_reach(
+    dependencies: list[models.BindingDependency], endpoint_targets: list[models.EndpointTarget]
+) -> Reach:
+    """The ordered reach; InvalidBindingRequest(section reach) naming its first problem."""
+    found = reach_problems(dependencies, endpoint_targets)
+    if found:
+        raise bindings.InvalidBindingRequest("reach", ordered(found)[0].message)
+    return reach_of(dependencies, endpoint_targets)
 
 
 def checked_binding(value: dict[str, Any]) -> models.ToolBinding:

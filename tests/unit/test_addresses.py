@@ -15,8 +15,8 @@ from runtime.addresses import (
     IPAddress,
     parse_ip_literal,
 )
+from runtime.composition.config import load_settings
 from runtime.publication.publication_settings import DestinationSettings
-from runtime.service.config import load_settings
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gateway.settings import GatewayConfig
-from runtime.service.config import load_settings
+from runtime.composition.config import load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from runtime.composition.check import FileReport, check_loaded
 from runtime.engine.convert import ASK_REASON, convert_definition
 from runtime.engine.convert.expressions import convert_expression, convert_string
 from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.uris import UriNotConvertible, convert_uri
-from runtime.service.check import FileReport, check_loaded
 
 SCOPE = Scope(
     exported=frozenset({"risk"}),

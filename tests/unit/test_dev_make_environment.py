@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.service.config import load_settings
+from runtime.composition.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMP = ".venv/.installed-stamp"

@@ -16,8 +16,8 @@ from gateway.credentials import (
     app_token_source,
 )
 from gateway.settings import GatewayConfig, GatewaySettings
+from runtime.composition.config import load_settings
 from runtime.security.devtools import DEV_HOST_ID, DevIdentity
-from runtime.service.config import load_settings
 
 OTHER_HOST = "01964b05-552a-7c4b-9184-6857e7f3dc5f"
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pytest
 
+from generated.models import AdmissionLimits, CallerPolicy, RuntimeBounds
 from runtime.errors import WorkflowError
 from runtime.invocation.rules import (
     budget_from,
@@ -20,39 +22,43 @@ from runtime.invocation.store import AdmissionCounts
 from tests.support.publication_builders import context
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-LIMITS = {
-    "maximumConcurrentRuns": 2,
-    "maximumConcurrentRunsPerUser": 1,
-    "startsPerMinute": 3,
-    "startsPerMinutePerUser": 2,
-}
+LIMITS = AdmissionLimits(
+    maximum_concurrent_runs=2,
+    maximum_concurrent_runs_per_user=1,
+    starts_per_minute=3,
+    starts_per_minute_per_user=2,
+)
 
 
 def counts(**values: object) -> AdmissionCounts:
     base = AdmissionCounts(0, 0, 0, 0, None, None, None, NOW)
-    return replace(base, **values)  # type: ignore[arg-type]
+    return msgspec.structs.replace(base, **values)
 
 
 def test_an_empty_caller_policy_accepts_the_tool_acl() -> None:
-    check_caller_policy(context(), {})
+    check_caller_policy(context(), CallerPolicy())
 
 
 def test_a_caller_policy_admits_a_matching_role_or_position_and_refuses_others() -> None:
-    policy = {"requireAnyOf": [{"claim": "position", "value": "desk"}]}
+    policy = msgspec.convert(
+        {"requireAnyOf": [{"claim": "position", "value": "desk"}]}, CallerPolicy
+    )
     with pytest.raises(WorkflowError) as refused:
         check_caller_policy(context(), policy)
     assert refused.value.code == "WORKFLOW_POLICY_DENIED"
     check_caller_policy(replace(context(), positions=frozenset({"desk"})), policy)
-    roles = {"requireAnyOf": [{"claim": "role", "value": "workflow-admin"}]}
+    roles = msgspec.convert(
+        {"requireAnyOf": [{"claim": "role", "value": "workflow-admin"}]}, CallerPolicy
+    )
     check_caller_policy(context(), roles)
 
 
 def test_the_derived_key_is_the_input_digest_and_explicit_keys_are_required() -> None:
-    assert idempotency_key({"kind": "derived"}, None, "sha256:x") == "sha256:x"
-    assert idempotency_key({"kind": "business"}, "order-1", "sha256:x") == "order-1"
+    assert idempotency_key("derived", None, "sha256:x") == "sha256:x"
+    assert idempotency_key("business", "order-1", "sha256:x") == "order-1"
     for supplied in (None, "", "k" * 257):
         with pytest.raises(WorkflowError):
-            idempotency_key({"kind": "explicit"}, supplied, "sha256:x")
+            idempotency_key("explicit", supplied, "sha256:x")
 
 
 def test_the_scope_digest_changes_with_every_member_and_never_with_order() -> None:
@@ -112,15 +118,15 @@ def test_the_minute_window_retry_delay_is_what_remains_of_the_oldest_start() -> 
 
 def test_runtime_bounds_become_the_budget_ceilings() -> None:
     budget = budget_from(
-        {
-            "maximumTaskAttempts": 8,
-            "maximumNestedCalls": 4,
-            "maximumParallelism": 4,
-            "maximumRequestBytes": 100,
-            "maximumIntermediateBytes": 200,
-            "maximumResultBytes": 300,
-            "maximumCostUnits": 50,
-        }
+        RuntimeBounds(
+            maximum_task_attempts=8,
+            maximum_nested_calls=4,
+            maximum_parallelism=4,
+            maximum_request_bytes=100,
+            maximum_intermediate_bytes=200,
+            maximum_result_bytes=300,
+            maximum_cost_units=50,
+        )
     )
     assert (budget.attempts, budget.nested_calls, budget.cost_units) == (8, 4, 50)
     assert (budget.request_bytes, budget.intermediate_bytes, budget.result_bytes) == (100, 200, 300)
@@ -128,6 +134,6 @@ def test_runtime_bounds_become_the_budget_ceilings() -> None:
 
 def test_an_idempotency_key_sent_to_a_derived_key_tool_is_refused_with_the_reason() -> None:
     with pytest.raises(WorkflowError) as caught:
-        idempotency_key({"kind": "derived"}, "order-1", "sha256:x")
+        idempotency_key("derived", "order-1", "sha256:x")
     assert caught.value.code == "WORKFLOW_INPUT_INVALID"
     assert "derived" in caught.value.message and "idempotencyKey" in caught.value.message

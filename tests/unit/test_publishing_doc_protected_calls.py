@@ -8,13 +8,13 @@ from pathlib import Path
 import msgspec
 
 from runtime.canonical import load_definition_yaml
+from runtime.composition.bootstrap import DEV_TOKEN_EXCHANGE_PATH
+from runtime.composition.check import check_definition
 from runtime.engine import parse_definition
 from runtime.engine.model import HttpCallSpec, walk_tasks
 from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID, GRANT_TYPE
 from runtime.security.devtools import EXCHANGE_SECRET_FILE
 from runtime.security.settings import RunCredentialSettings, TokenExchangeSettings
-from runtime.service.bootstrap import DEV_TOKEN_EXCHANGE_PATH
-from runtime.service.check import check_definition
 
 DOC = Path(__file__).parents[2] / "docs" / "PUBLISHING.md"
 CONFIG = Path(__file__).parents[2] / "config.example.yaml"

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.scheduler.outcomes import OutcomeHub, RunSnapshot
+from runtime.scheduler.models import RunSnapshot
+from runtime.scheduler.outcomes import OutcomeHub
 
-ENDED: RunSnapshot = {
-    "state": "COMPLETED",
-    "result": {"a": 1},
-    "error": None,
-    "effect_state": "none",
-}
+ENDED = RunSnapshot(state="COMPLETED", result={"a": 1}, error=None, effect_state="none")
 
 
 def test_a_committed_end_is_handed_to_every_waiter_of_the_run_only() -> None:

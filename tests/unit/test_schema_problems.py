@@ -10,6 +10,7 @@ import yaml
 from fastjsonschema import JsonSchemaValueException
 
 from generated.routes import ROUTES
+from runtime.composition.check import check_files
 from runtime.mcp.schema_problems import (
     MAX_LISTED,
     SchemaProblem,
@@ -17,7 +18,6 @@ from runtime.mcp.schema_problems import (
     collect,
     pointer_of,
 )
-from runtime.service.check import check_files
 from tests.support.binding_builders import binding, definition_yaml, new_id, publish_args
 
 UUID = "00000000-0000-4000-8000-000000000000"

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runtime.service.cli import _worker_settings
+from runtime.composition.cli import _worker_settings
 from workflow_mcp.cli import build_parser, main
 
 COMMANDS = ["serve", "worker", "migrate", "token", "check", "runs", "publish", "gateway"]

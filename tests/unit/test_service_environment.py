@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runtime.service.config import load_settings
-from runtime.service.environment import EnvironmentSettingError, setting_paths, variable_name
+from runtime.composition.config import load_settings
+from runtime.composition.environment import EnvironmentSettingError, setting_paths, variable_name
 from runtime.settings import Settings
 
 

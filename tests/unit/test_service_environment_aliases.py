@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.service.config import load_settings
+from runtime.composition.config import load_settings
 
 
 @pytest.mark.requirement("000:Operator setup")

@@ -15,8 +15,8 @@ from msgspec import UNSET
 from generated.models import AdmissionLimits, ToolAnnotations, ToolBinding
 from runtime.binding_reach import Annotations, annotations_of
 from runtime.canonical.patterns import PatternError, check_schema_patterns
-from runtime.publication.bindings.binding_problems import BindingProblem, ordered
-from runtime.publication.bindings.rejections import InvalidBindingRequest, RequestSection
+from runtime.publication.bindings.binding_problems import BindingProblem
+from runtime.publication.bindings.rejections import RequestSection
 
 DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -114,12 +114,3 @@ def binding_field_problems(binding: ToolBinding) -> list[BindingProblem]:
         *_admission_limit_problems(binding.admission_limits),
         *_schema_problems(binding),
     ]
-
-
-def validate_binding(binding: ToolBinding) -> ToolBinding:
-    """Workflow's rules on a schema-valid binding; raises InvalidBindingRequest(section binding)
-    naming the first problem in the order a publish refusal lists them."""
-    found = binding_field_problems(binding)
-    if found:
-        raise InvalidBindingRequest("binding", ordered(found)[0].message)
-    return binding

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from msgspec import UNSET, UnsetType
@@ -21,6 +21,7 @@ from generated.models import (
     WorkflowBindingListInput,
     WorkflowBindingListOutput,
 )
+from runtime.canonical import timestamp
 from runtime.errors import input_invalid
 from runtime.publication.bindings.rejections import not_found
 from runtime.publication.ids import normalize_uuid
@@ -42,11 +43,6 @@ STORED_STATUS = {contract: stored for stored, contract in CONTRACT_STATUS.items(
 
 DECISIONS_LIMIT = 200
 LIST_DEFAULT_LIMIT = 25  # contracts: workflow_binding_list limit default 25
-
-
-def timestamp(value: datetime) -> str:
-    """RFC 3339 UTC with a Z suffix and microseconds (the contract's Timestamp)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _or_unset(value: str | None) -> str | UnsetType:

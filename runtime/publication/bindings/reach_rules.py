@@ -14,9 +14,8 @@ from msgspec import UNSET
 
 from generated import models
 from runtime.binding_reach import Dependency, EndpointTarget, Reach
-from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.field_rules import annotation_problems
-from runtime.publication.bindings.rejections import InvalidBindingRequest
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -126,13 +125,3 @@ def reach_problems(
         message = "endpointTargets repeat an endpointRef"
         found.append(_problem("/endpointTargets", "duplicate-endpoint-ref", message))
     return found
-
-
-def normalize_reach(
-    dependencies: list[models.BindingDependency], endpoint_targets: list[models.EndpointTarget]
-) -> Reach:
-    """Check and order the reach; raises InvalidBindingRequest(section reach) on a problem."""
-    found = reach_problems(dependencies, endpoint_targets)
-    if found:
-        raise InvalidBindingRequest("reach", ordered(found)[0].message)
-    return reach_of(dependencies, endpoint_targets)

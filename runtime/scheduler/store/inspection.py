@@ -5,10 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runtime.store import Connection, load_queries
+import msgspec
+
+from generated.models import RuntimeBounds
+from runtime.store import Connection, fetch_one, load_queries
 
 INSPECTION_QUERIES_PATH = Path(__file__).resolve().parent / "inspection.sql"
 INSPECTION_QUERIES = load_queries(INSPECTION_QUERIES_PATH)
+
+
+class RunOrigin(msgspec.Struct, frozen=True):
+    """How a run was started (invoke or start), through which Tool, with its runtime bounds."""
+
+    operation: str
+    tool_id: str | None
+    tool_name: str | None
+    runtime_bounds: RuntimeBounds | None
 
 
 async def select_runs(
@@ -34,9 +46,7 @@ async def select_steps(conn: Connection, host_id: str, process_id: str) -> list[
     return [dict(row) for row in await cursor.fetchall()]
 
 
-async def select_origin(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
+async def select_origin(conn: Connection, host_id: str, process_id: str) -> RunOrigin | None:
     """The invocation record of one run (operation, Tool, runtime bounds), if it has one."""
     params = {"host_id": host_id, "process_id": process_id}
-    cursor = await conn.execute(INSPECTION_QUERIES["run_origin"], params)
-    row = await cursor.fetchone()
-    return None if row is None else dict(row)
+    return await fetch_one(conn, INSPECTION_QUERIES["run_origin"], params, RunOrigin)

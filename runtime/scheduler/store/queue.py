@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from runtime.scheduler.models import ClaimedTask, LeaseState, NewTask, SchedulerSettings
+import msgspec
+
+from runtime.scheduler.models import (
+    CancellationPolicy,
+    ClaimedTask,
+    EffectState,
+    LeaseState,
+    NewTask,
+    SchedulerSettings,
+)
 from runtime.scheduler.store.sql import QUERIES, jsonb
 from runtime.store import Connection
 
@@ -25,6 +35,29 @@ class ClaimRequest:
     def limit(self) -> int:
         """At most this many tasks can be claimed."""
         return self.interactive_slots + self.standard_slots + self.batch_slots + self.borrow_slots
+
+
+class ExpiredLease(msgspec.Struct, frozen=True, kw_only=True):
+    """A task whose lease expired, and what the reaper decided for it."""
+
+    host_id: uuid.UUID
+    task_id: uuid.UUID
+    process_id: uuid.UUID
+    effect_state: EffectState
+    # reclaim: ready again; wait: an effect may be in flight; else its run times out.
+    decision: Literal["reclaim", "wait", "timeout"]
+    notified: int
+
+
+class LateRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A live run past its deadline (a disabled policy's: past its hard ceiling)."""
+
+    host_id: uuid.UUID
+    process_id: uuid.UUID
+    cancellation_policy: CancellationPolicy
+    effect_state: EffectState
+    cancel_requested: bool
+    has_live_task: bool
 
 
 @dataclass(frozen=True)
@@ -140,7 +173,7 @@ async def renew_leases(
     }
 
 
-async def reap_expired(conn: Connection, settings: SchedulerSettings) -> list[dict[str, Any]]:
+async def reap_expired(conn: Connection, settings: SchedulerSettings) -> list[ExpiredLease]:
     """Lock expired leases, reclaim the useful ones; rows say reclaim, wait or timeout."""
     cursor = await conn.execute(
         QUERIES["reap_expired"],
@@ -151,10 +184,10 @@ async def reap_expired(conn: Connection, settings: SchedulerSettings) -> list[di
             "limit": settings.reap_batch,
         },
     )
-    return [dict(row) for row in await cursor.fetchall()]
+    return [msgspec.convert(row, ExpiredLease) for row in await cursor.fetchall()]
 
 
-async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[dict[str, Any]]:
+async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[LateRun]:
     """Lock live runs past their deadline (a disabled policy's: past its hard ceiling)."""
     cursor = await conn.execute(
         QUERIES["sweep_deadlines"],
@@ -164,7 +197,7 @@ async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[dict[
             "overrun_ms": settings.overrun_ms,
         },
     )
-    return [dict(row) for row in await cursor.fetchall()]
+    return [msgspec.convert(row, LateRun) for row in await cursor.fetchall()]
 
 
 async def notify_task_ready(conn: Connection, task_id: str) -> None:

@@ -2,24 +2,83 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from runtime.errors import WorkflowError
 from runtime.scheduler.errors import LeaseLost, budget_exhausted, ending_state, error_document
 from runtime.scheduler.models import (
     BudgetAmounts,
+    CancellationPolicy,
     ClaimedTask,
     EffectState,
+    ExecutionClass,
     LeaseState,
     NewTask,
+    RunState,
     Successor,
     TaskOutcome,
 )
 from runtime.scheduler.store.queue import claimed_from_row
 from runtime.scheduler.store.sql import QUERIES, jsonb
-from runtime.store import Connection
+from runtime.store import Connection, fetch_one
+
+
+class ProcessRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One run with its budget counters (None: the run has no budget row)."""
+
+    host_id: str
+    process_id: str
+    execution_class: ExecutionClass
+    state: RunState
+    deadline_ts: datetime
+    cancellation_policy: CancellationPolicy
+    effect_state: EffectState
+    cancel_requested: bool
+    result: Any
+    error: dict[str, Any] | None
+    binding_id: str | None
+    created_ts: datetime
+    updated_ts: datetime
+    finished_ts: datetime | None
+    remaining_attempts: int | None
+    remaining_nested_calls: int | None
+    remaining_request_bytes: int | None
+    remaining_intermediate_bytes: int | None
+    remaining_result_bytes: int | None
+    remaining_cost_units: int | None
+
+
+class CompletedTask(msgspec.Struct, frozen=True):
+    """What the run of a task just marked done says about the next step."""
+
+    past_deadline: bool
+    cancellation_policy: CancellationPolicy
+    effect_state: EffectState
+    cancel_requested: bool
+    # Ready work waits: the executor claims again at once only then.
+    backlog: bool
+
+
+class LockedRun(msgspec.Struct, frozen=True):
+    """A run's row locked before deciding how to cancel it."""
+
+    state: RunState
+    effect_state: EffectState
+    cancellation_policy: CancellationPolicy
+    cancel_requested: bool
+    deadline_ts: datetime
+    past_deadline: bool
+
+
+class CancelSignal(msgspec.Struct, frozen=True):
+    """Whether a run asks to be cancelled, dispatched an effect, and is past its deadline."""
+
+    cancel_requested: bool
+    effect_state: EffectState
+    past_deadline: bool
 
 
 async def insert_run(
@@ -77,26 +136,22 @@ async def insert_task(
     return None if row is None else str(row["task_id"])
 
 
-async def fetch_process(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
+async def fetch_process(conn: Connection, host_id: str, process_id: str) -> ProcessRow | None:
     """One run with its budget counters, or None."""
-    cursor = await conn.execute(
-        QUERIES["get_process"], {"host_id": host_id, "process_id": process_id}
-    )
-    row = await cursor.fetchone()
-    return None if row is None else dict(row)
+    params = {"host_id": host_id, "process_id": process_id}
+    return await fetch_one(conn, QUERIES["get_process"], params, ProcessRow)
 
 
-async def complete_task(conn: Connection, lease: LeaseState, output: Any) -> dict[str, Any]:
+async def complete_task(conn: Connection, lease: LeaseState, output: Any) -> CompletedTask:
     """Mark the leased task done; returns the run's deadline position. Raises LeaseLost."""
-    cursor = await conn.execute(QUERIES["complete_task"], lease.fence() | {"result": jsonb(output)})
-    row = await cursor.fetchone()
+    params = lease.fence() | {"result": jsonb(output)}
+    row = await fetch_one(conn, QUERIES["complete_task"], params, CompletedTask)
     if row is None:
         raise LeaseLost(lease.task_id, "complete")
-    return dict(row)
+    return row
 
 
-@dataclass(frozen=True)
-class CompletedAtOnce:
+class CompletedAtOnce(msgspec.Struct, frozen=True):
     """What workflow_complete_task did: ending (nothing written), finished, claimed, continued."""
 
     outcome: str
@@ -228,24 +283,18 @@ async def fail_process(
     return await end_process(conn, host_id, process_id, error) is not None
 
 
-async def lock_process(conn: Connection, host_id: str, process_id: str) -> dict[str, Any] | None:
+async def lock_process(conn: Connection, host_id: str, process_id: str) -> LockedRun | None:
     """Lock a run's row FOR UPDATE and read its cancellation facts, or None."""
-    cursor = await conn.execute(
-        QUERIES["lock_process"], {"host_id": host_id, "process_id": process_id}
-    )
-    row = await cursor.fetchone()
-    return None if row is None else dict(row)
+    params = {"host_id": host_id, "process_id": process_id}
+    return await fetch_one(conn, QUERIES["lock_process"], params, LockedRun)
 
 
 async def select_cancel_signal(
     conn: Connection, host_id: str, process_id: str
-) -> dict[str, Any] | None:
+) -> CancelSignal | None:
     """The run's cooperative cancellation flag, effect state and deadline position, or None."""
-    cursor = await conn.execute(
-        QUERIES["select_cancel_signal"], {"host_id": host_id, "process_id": process_id}
-    )
-    row = await cursor.fetchone()
-    return None if row is None else dict(row)
+    params = {"host_id": host_id, "process_id": process_id}
+    return await fetch_one(conn, QUERIES["select_cancel_signal"], params, CancelSignal)
 
 
 async def request_cancel(conn: Connection, host_id: str, process_id: str) -> bool:

@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from runtime.execution import ExecutionSettings, WorkflowRuntime
+from runtime.execution import ExecutionSettings, SpecLimits, WorkflowRuntime
 from runtime.scheduler import BudgetAmounts, get_process
 from runtime.security import Keyring
 from runtime.store import Database
@@ -50,8 +50,8 @@ async def test_an_eight_task_run_without_calls_spends_no_attempt(
     db: Database, keyring: Keyring
 ) -> None:
     run, counters = await run_with(db, keyring, document(set_tasks(8)), {"seen": 0}, ROOMY)
-    assert run["state"] == "COMPLETED"
-    assert counters["remaining_attempts"] == ROOMY.attempts
+    assert run.state == "COMPLETED"
+    assert counters.remaining_attempts == ROOMY.attempts
 
 
 async def test_each_http_dispatch_spends_one_attempt_and_one_cost_unit(
@@ -66,20 +66,20 @@ async def test_each_http_dispatch_spends_one_attempt_and_one_cost_unit(
             pid = await start(db, keyring, doc, {}, host_id=host, budget=ROOMY)
             run = await finished(db, host, pid)
     counters = await get_process(db, host, pid)
-    assert run["state"] == "COMPLETED" and counters is not None
-    assert counters["remaining_attempts"] == ROOMY.attempts - 2
+    assert run.state == "COMPLETED" and counters is not None
+    assert counters.remaining_attempts == ROOMY.attempts - 2
     # Two dispatches, and per top-level task one unit plus one started block of steps (the
     # task's own step; no CEL evaluated).
-    assert counters["remaining_cost_units"] == ROOMY.cost_units - 2 - 2 * 2
+    assert counters.remaining_cost_units == ROOMY.cost_units - 2 - 2 * 2
 
 
 async def test_checkpoints_consume_intermediate_bytes_and_the_result_consumes_result_bytes(
     db: Database, keyring: Keyring
 ) -> None:
     run, counters = await run_with(db, keyring, document(set_tasks(2)), {"seen": 0}, ROOMY)
-    assert run["state"] == "COMPLETED"
-    assert counters["remaining_result_bytes"] == ROOMY.result_bytes - size(run["result"])
-    spent = ROOMY.intermediate_bytes - counters["remaining_intermediate_bytes"]
+    assert run.state == "COMPLETED"
+    assert counters.remaining_result_bytes == ROOMY.result_bytes - size(run.result)
+    spent = ROOMY.intermediate_bytes - counters.remaining_intermediate_bytes
     assert spent > size({"step": 0, "seen": 0})  # one checkpoint: data, context, input
 
 
@@ -88,7 +88,7 @@ async def test_a_checkpoint_beyond_the_intermediate_bytes_fails_with_budget_exha
 ) -> None:
     budget = BudgetAmounts(**{**ROOMY.as_params(), "intermediate_bytes": 40})
     run, _ = await run_with(db, keyring, document(set_tasks(3)), {"seen": 0}, budget)
-    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    assert run.state == "FAILED" and run.error["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
 
 
 async def test_a_result_beyond_the_result_bytes_fails_with_budget_exhausted(
@@ -96,8 +96,8 @@ async def test_a_result_beyond_the_result_bytes_fails_with_budget_exhausted(
 ) -> None:
     budget = BudgetAmounts(**{**ROOMY.as_params(), "result_bytes": 5})
     run, _ = await run_with(db, keyring, document(set_tasks(1)), {"seen": 0}, budget)
-    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
-    assert run["result"] is None
+    assert run.state == "FAILED" and run.error["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    assert run.result is None
 
 
 async def test_cel_evaluation_steps_are_charged_as_cost_units(
@@ -107,8 +107,8 @@ async def test_cel_evaluation_steps_are_charged_as_cost_units(
     light = {"l": {"set": {"n": 1}}}
     _, with_cel = await run_with(db, keyring, document([heavy]), {}, ROOMY)
     _, without = await run_with(db, keyring, document([light]), {}, ROOMY)
-    assert without["remaining_cost_units"] == ROOMY.cost_units - 2
-    assert with_cel["remaining_cost_units"] < without["remaining_cost_units"]
+    assert without.remaining_cost_units == ROOMY.cost_units - 2
+    assert with_cel.remaining_cost_units < without.remaining_cost_units
 
 
 async def test_a_run_without_cost_units_left_fails_with_budget_exhausted(
@@ -116,7 +116,7 @@ async def test_a_run_without_cost_units_left_fails_with_budget_exhausted(
 ) -> None:
     budget = BudgetAmounts(**{**ROOMY.as_params(), "cost_units": 1})
     run, _ = await run_with(db, keyring, document(set_tasks(3)), {"seen": 0}, budget)
-    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    assert run.state == "FAILED" and run.error["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
 
 
 def nested_loops(items: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -146,8 +146,8 @@ async def test_a_task_over_its_step_budget_fails_budget_exhausted_on_its_first_a
     async with executor(db, runtime):
         pid = await start(db, keyring, doc, data, host_id=host, budget=ROOMY)
         run = await finished(db, host, pid)
-    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
-    assert "300 evaluation steps" in run["error"]["message"]
+    assert run.state == "FAILED" and run.error["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    assert "300 evaluation steps" in run.error["message"]
     assert await attempts_of(db, host, pid) == [1]
 
 
@@ -158,9 +158,15 @@ async def test_the_runs_cost_units_cap_the_step_budget_of_each_task(
     doc, data = nested_loops(30)
     async with executor(db, WorkflowRuntime(ExecutionSettings(), keyring)):
         pid = await start(
-            db, keyring, doc, data, host_id=host, budget=ROOMY, limits={"maximumCostUnits": 3}
+            db,
+            keyring,
+            doc,
+            data,
+            host_id=host,
+            budget=ROOMY,
+            limits=SpecLimits(maximum_cost_units=3),
         )
         run = await finished(db, host, pid)
-    assert run["state"] == "FAILED" and run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    assert run.state == "FAILED" and run.error["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
     # The task's own unit first, then 100 steps per unit: (3 - 1) * 100.
-    assert "200 evaluation steps" in run["error"]["message"]
+    assert "200 evaluation steps" in run.error["message"]

@@ -61,7 +61,7 @@ def _two_writes(base: str) -> dict[str, Any]:
 
 async def _terminal(db: Database, host: str, pid: str) -> dict[str, Any]:
     run = await wait_for_result(db, host, pid, timeout=20)
-    assert run is not None and run["state"] in ("COMPLETED", "FAILED", "CANCELLED"), run
+    assert run is not None and run.state in ("COMPLETED", "FAILED", "CANCELLED"), run
     return run
 
 
@@ -88,8 +88,8 @@ async def test_a_cooperative_run_cancelled_mid_call_sends_nothing_more_and_ends_
             known.set()
             run = await _terminal(db, host, pid)
     assert outcomes == ["cancellationRequested"]
-    assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_CANCELLED"
-    assert run["error"]["afterEffect"] is True
+    assert run.state == "CANCELLED" and run.error["code"] == "WORKFLOW_CANCELLED"
+    assert run.error["afterEffect"] is True
     assert server.requests == ["/first"]
 
 
@@ -119,5 +119,5 @@ async def test_the_deadline_sweep_stops_a_cooperative_run_before_its_next_dispat
             known.set()
             run = await _terminal(db, host, pid)
     # Honoured past the deadline, the signal ends the run as the deadline's end.
-    assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_TIMEOUT"
+    assert run.state == "CANCELLED" and run.error["code"] == "WORKFLOW_TIMEOUT"
     assert server.requests == ["/first"]

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from runtime.execution import close_waiter, start_workflow_run, wait_for_result
+from runtime.execution import close_waiter, wait_for_result
 from runtime.scheduler import service
 from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import LeaseState, TaskOutcome
@@ -26,6 +26,7 @@ from tests.support.execution import (
     set_tasks,
     worker_process,
 )
+from tests.support.execution_runs import start_workflow_run
 
 pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
 
@@ -74,15 +75,15 @@ async def test_a_killed_worker_is_recovered_from_the_checkpoint_and_its_late_wri
 
     async with worker_process(database_url, "rescuer"):
         run = await wait_for_result(db, host, pid, timeout=20)
-    assert run is not None and run["state"] == "COMPLETED"
-    assert run["result"] == {"step": 7, "seen": 28}
+    assert run is not None and run.state == "COMPLETED"
+    assert run.result == {"step": 7, "seen": 28}
     rows = await tasks_of(database_url, pid)
     # Only the interrupted step ran twice; the checkpointed ones were not repeated.
     assert [row["attempts"] for row in rows] == [1, 1, 1, 2, 1, 1, 1, 1]
     with pytest.raises(LeaseLost):
         await service.complete(db, stale, TaskOutcome.finish_run({"by": "stale"}))
     after = await wait_for_result(db, host, pid, timeout=1)
-    assert after is not None and after["result"] == run["result"]
+    assert after is not None and after.result == run.result
 
 
 async def test_a_reclaimed_write_that_may_have_happened_is_not_sent_again(
@@ -101,7 +102,7 @@ async def test_a_reclaimed_write_that_may_have_happened_is_not_sent_again(
                 assert await doomed.wait() == -signal.SIGKILL
         async with worker_process(database_url, "rescuer", settings=settings):
             run = await wait_for_result(db, host, pid, timeout=20)
-    assert run is not None and run["state"] == "FAILED"
-    assert run["error"]["code"] == "WORKFLOW_TASK_FAILED" and run["error"]["afterEffect"] is True
-    assert "not re-dispatched" in run["error"]["message"]
+    assert run is not None and run.state == "FAILED"
+    assert run.error["code"] == "WORKFLOW_TASK_FAILED" and run.error["afterEffect"] is True
+    assert "not re-dispatched" in run.error["message"]
     assert len(server.requests) == 1

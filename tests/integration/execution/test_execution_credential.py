@@ -9,11 +9,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime.execution import ExecutionSettings, WorkflowRuntime, start_workflow_run
+from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
+from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import HOST
 from tests.support.waiting import wait_until
 
@@ -52,7 +53,7 @@ async def test_a_verified_token_is_used_for_every_call(
     token = identity.user_token(host_id=HOST, ttl=60)  # inside the margin: still the original
     async with serving(LocalServer()) as server:
         run = await run_with_token(db, server, published, identity, token)
-    assert run["state"] == "COMPLETED", run
+    assert run.state == "COMPLETED", run
     assert [c["headers"]["authorization"] for c in server.tool_calls] == [f"Bearer {token}"] * 2
 
 
@@ -63,11 +64,11 @@ async def test_a_token_that_does_not_verify_is_never_sent(
     token = stranger.user_token(host_id=HOST)
     async with serving(LocalServer()) as server:
         run = await run_with_token(db, server, published, identity, token)
-    assert run["state"] == "FAILED" and server.tool_calls == []
-    assert run["error"]["code"] == "WORKFLOW_TASK_FAILED"
-    assert run["error"]["details"]["status"] == 401
-    assert run["error"]["details"]["type"].endswith("/authentication")
-    assert token not in str(run["error"])
+    assert run.state == "FAILED" and server.tool_calls == []
+    assert run.error["code"] == "WORKFLOW_TASK_FAILED"
+    assert run.error["details"]["status"] == 401
+    assert run.error["details"]["type"].endswith("/authentication")
+    assert token not in str(run.error)
 
 
 async def test_a_token_that_expires_mid_run_fails_the_next_call_with_authentication(
@@ -87,5 +88,5 @@ async def test_a_token_that_expires_mid_run_fails_the_next_call_with_authenticat
     async with serving(server):
         run = await run_with_token(db, server, published, identity, token)
     assert len(server.tool_calls) == 1
-    assert run["state"] == "FAILED" and run["error"]["details"]["status"] == 401
-    assert run["error"]["details"]["type"].endswith("/authentication")
+    assert run.state == "FAILED" and run.error["details"]["status"] == 401
+    assert run.error["details"]["type"].endswith("/authentication")

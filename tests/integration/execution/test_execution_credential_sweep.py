@@ -10,11 +10,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime.execution import close_waiter, forget_expired_credentials, start_workflow_run
+from runtime.execution import close_waiter, forget_expired_credentials
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
 from tests.support.execution import document, set_tasks
+from tests.support.execution_runs import start_workflow_run
 
 
 @pytest.fixture

@@ -30,6 +30,6 @@ async def test_a_start_run_parses_its_definition_once_for_all_its_tasks(
     async with executor(db, runtime):
         pid = await start(db, keyring, document(set_tasks(4)), {"seen": 0}, host_id=host)
         run = await finished(db, host, pid)
-    assert run["state"] == "COMPLETED"
+    assert run.state == "COMPLETED"
     # Four top-level tasks, four scheduler steps, one parse.
     assert len(parsed) == 1

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from runtime.execution import (
     ExecutionSettings,
     WorkflowRuntime,
-    start_workflow_run,
     wait_for_result,
 )
 from runtime.scheduler import BudgetAmounts
@@ -18,6 +19,7 @@ from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
+from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import HOST, context, grants_args
 from tests.support.published_workflow import USER_TOKEN
 from tests.support.service_calls import sync_definition_grants
@@ -40,7 +42,7 @@ async def run_published(
         )  # fmt: skip
         run = await wait_for_result(db, HOST, pid, timeout=20)
     assert run is not None
-    return run | {"process_id": pid}
+    return msgspec.structs.asdict(run) | {"process_id": pid}
 
 
 async def test_mcp_calls_carry_the_user_token_app_token_and_a_recorded_action_permit(

@@ -13,7 +13,6 @@ from runtime.execution import (
     ExecutionSettings,
     WorkflowRuntime,
     close_waiter,
-    start_workflow_run,
     wait_for_result,
 )
 from runtime.publication.bindings import DestinationPolicy
@@ -31,6 +30,7 @@ from tests.support.binding_builders import (
     write_binding,
 )
 from tests.support.execution import LOCAL_BACKENDS, LocalServer, executor, serving
+from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import context
 from tests.support.service_calls import publish_binding, publish_definition, revoke_binding
 from tests.support.waiting import wait_until
@@ -156,7 +156,7 @@ async def test_a_republish_and_a_revocation_during_a_run_do_not_change_what_it_r
                 },
             )
             run = await wait_for_result(db, HOST, process_id, timeout=20)
-    assert run is not None and run["state"] == "COMPLETED", run
+    assert run is not None and run.state == "COMPLETED", run
     assert [request["path"] for request in server.requests] == ["/claims", "/claims"]
 
 
@@ -190,6 +190,6 @@ async def test_a_uri_outside_the_pinned_targets_is_refused_before_any_request_le
         async with executor(db, runtime):
             process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
             run = await wait_for_result(db, HOST, process_id, timeout=20)
-    assert run is not None and run["state"] == "FAILED", run
+    assert run is not None and run.state == "FAILED", run
     assert [request["path"] for request in server.requests] == ["/claims"]
-    assert "endpoint target" in str(run["error"])
+    assert "endpoint target" in str(run.error)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from runtime.engine.run import HttpRequest, McpRequest
@@ -22,12 +23,12 @@ from runtime.execution.effects import (
 )
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
-from runtime.scheduler import service
 from runtime.scheduler.lease import TaskLease
 from runtime.scheduler.models import ClaimedTask, LeaseState, NewTask, SchedulerSettings
 from runtime.scheduler.store import queue
 from runtime.security import SecretToken
 from runtime.store import Database
+from tests.support.scheduler import enqueue
 
 pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
 
@@ -51,7 +52,7 @@ class CountingTransport(httpx.AsyncBaseTransport):
 @pytest.fixture
 async def claimed(db: Database) -> tuple[ClaimedTask, LeaseState]:
     host = str(uuid.uuid4())
-    await service.start_run(db, host_id=host, first_task=NewTask("run", {}))
+    await enqueue(db, host_id=host, first_task=NewTask("run", {}))
     async with db.transaction() as conn:
         [pair] = await queue.claim_tasks(
             conn, queue.ClaimRequest("worker", 1, 0, 0, 0), SchedulerSettings()
@@ -86,7 +87,7 @@ def effects(
     db: Database,
     pair: tuple[ClaimedTask, LeaseState],
     transport: CountingTransport,
-    prior: dict[int, dict[str, Any]],
+    prior: dict[int, store.CallStep],
 ) -> DurableEffects:
     task, state = pair
     settings = ExecutionSettings(http_allowlist=[BASE + "/"])
@@ -112,7 +113,7 @@ async def first_run(
     pair: tuple[ClaimedTask, LeaseState],
     transport: CountingTransport,
     bodies: list[Any],
-) -> dict[int, dict[str, Any]]:
+) -> dict[int, store.CallStep]:
     """Send the writes once, then read back what the step ledger holds for the task."""
     port = effects(db, pair, transport, {})
     for body in bodies:
@@ -129,8 +130,8 @@ async def test_each_write_step_records_the_fingerprint_of_its_request(
 ) -> None:
     prior = await first_run(db, claimed, transport, [{"order": "a"}, {"order": "b"}])
     step = claimed[0].step_no
-    assert prior[step + 1]["request_digest"] == http_fingerprint(write({"order": "a"}))
-    assert prior[step + 2]["request_digest"] == http_fingerprint(write({"order": "b"}))
+    assert prior[step + 1].request_digest == http_fingerprint(write({"order": "a"}))
+    assert prior[step + 2].request_digest == http_fingerprint(write({"order": "b"}))
     assert http_fingerprint(write({"order": "a"})) != http_fingerprint(write({"order": "b"}))
 
 
@@ -186,8 +187,7 @@ async def test_a_step_recorded_without_a_fingerprint_resumes_by_ordinal_as_befor
     db: Database, claimed: tuple[ClaimedTask, LeaseState], transport: CountingTransport
 ) -> None:
     prior = await first_run(db, claimed, transport, [{"order": "a"}])
-    for row in prior.values():
-        row["request_digest"] = None
+    prior = {no: msgspec.structs.replace(row, request_digest=None) for no, row in prior.items()}
     replay = effects(db, claimed, transport, prior)
     response = await replay.call_http(write({"order": "b"}))
     assert json.loads(response.body) == {"echo": {"order": "a"}}

@@ -10,6 +10,7 @@ import yaml
 
 from runtime.execution import (
     ExecutionSettings,
+    SpecLimits,
     WorkflowRuntime,
 )
 from runtime.scheduler import BudgetAmounts
@@ -37,8 +38,8 @@ async def test_the_simple_set_assert_reference_runs_durably_to_its_public_result
     async with executor(db, runtime):
         pid = await start(db, keyring, reference, {"applicantId": "A-7"}, host_id=host)
         run = await finished(db, host, pid)
-    assert run["state"] == "COMPLETED"
-    assert run["result"] == {
+    assert run.state == "COMPLETED"
+    assert run.result == {
         "applicantId": "A-7",
         "status": "APPROVED",
         "verified": True,
@@ -54,7 +55,7 @@ async def test_each_top_level_task_runs_as_its_own_checkpointed_scheduler_step(
     async with executor(db, runtime):
         pid = await start(db, keyring, document(set_tasks(3)), {"seen": 0}, host_id=host)
         run = await finished(db, host, pid)
-    assert run["result"] == {"step": 2, "seen": 3}
+    assert run.result == {"step": 2, "seen": 3}
     async with db.transaction() as conn:
         cursor = await conn.execute(
             "SELECT step_no, payload FROM workflow_task WHERE process_id = %s ORDER BY step_no",
@@ -76,8 +77,8 @@ async def test_a_run_past_its_deadline_is_cancelled_and_a_dispatched_write_is_le
         async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=700)
             run = await finished(db, host, pid)
-    assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_TIMEOUT"
-    assert run["error"]["afterEffect"] is True
+    assert run.state == "CANCELLED" and run.error["code"] == "WORKFLOW_TIMEOUT"
+    assert run.error["afterEffect"] is True
     assert server.completed == 1 and len(server.requests) == 1
 
 
@@ -94,10 +95,10 @@ async def test_retries_spend_the_shared_attempt_budget_until_it_is_exhausted(
         async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(
                 db, keyring, document([{"flaky": flaky}]), {}, host_id=host, budget=budget,
-                limits={"maximumTaskAttempts": 20},
+                limits=SpecLimits(maximum_task_attempts=20),
             )  # fmt: skip
             run = await finished(db, host, pid)
-    assert run["error"]["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
+    assert run.error["code"] == "WORKFLOW_BUDGET_EXHAUSTED"
     # Attempts are dispatch attempts: four calls went out, the fifth never left.
     assert len(server.requests) == 4
 
@@ -112,7 +113,7 @@ async def test_http_outside_the_allowed_destinations_is_refused_before_any_reque
         async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             pid = await start(db, keyring, document([{"get": get}]), {}, host_id=host)
             run = await finished(db, host, pid)
-    assert run["error"]["code"] == "WORKFLOW_POLICY_DENIED"
+    assert run.error["code"] == "WORKFLOW_POLICY_DENIED"
     assert server.requests == []
 
 

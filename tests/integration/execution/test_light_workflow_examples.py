@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
+from runtime.collaborators import Services
 from runtime.engine.convert import ASK_REASON, convert_definition
-from runtime.services import Services
 from tests.support.execution import serving
 from tests.support.invocation import invoke_args, ok, running_executor, until_settled
 from tests.support.light_workflow import (

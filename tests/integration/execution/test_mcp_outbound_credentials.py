@@ -11,8 +11,8 @@ import httpx
 import pytest
 import yaml
 
+from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from runtime.settings import Settings
 from tests.support.binding_builders import EVIDENCE, HOST, new_id
 from tests.support.checker import publish_arguments

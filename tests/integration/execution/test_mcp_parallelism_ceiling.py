@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from runtime.settings import Settings
 from tests.support.binding_builders import binding, definition_yaml, new_id, publish_args
 from tests.support.binding_mcp import Actors, actors_of, publish, publish_definition_text, refused

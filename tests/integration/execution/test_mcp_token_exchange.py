@@ -12,6 +12,12 @@ import httpx
 import msgspec
 import pytest
 
+from runtime.collaborators import Services
+from runtime.composition.bootstrap import (
+    DEV_TOKEN_EXCHANGE_PATH,
+    apply_dev_identity,
+    dev_token_routes,
+)
 from runtime.errors import AuthenticationError
 from runtime.execution import ExecutionSettings
 from runtime.execution.token_exchange import TokenExchanger
@@ -19,12 +25,6 @@ from runtime.mcp.app import create_app
 from runtime.security import KeySet, SecretToken, TokenExchangeSettings, TokenKind, TokenVerifier
 from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID, DevTokenExchange
 from runtime.security.devtools import DevIdentity
-from runtime.service.bootstrap import (
-    DEV_TOKEN_EXCHANGE_PATH,
-    apply_dev_identity,
-    dev_token_routes,
-)
-from runtime.services import Services
 from runtime.settings import Settings
 from tests.support.binding_builders import HOST, new_id
 from tests.support.execution import LocalServer, serving

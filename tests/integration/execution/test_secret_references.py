@@ -19,9 +19,9 @@ import httpx
 import psycopg
 import pytest
 
+from runtime.collaborators import Services
+from runtime.composition.runs import _show
 from runtime.security.devtools import DevIdentity
-from runtime.service.runs import _show
-from runtime.services import Services
 from runtime.settings import Settings
 from tests.support.binding_builders import HOST, new_id
 from tests.support.checker import publish_arguments

@@ -16,6 +16,12 @@ import httpx
 import msgspec
 import pytest
 
+from runtime.collaborators import Services
+from runtime.composition.bootstrap import (
+    DEV_CLIENT_CREDENTIALS_PATH,
+    apply_dev_identity,
+    dev_token_routes,
+)
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.execution.service_token import ServiceTokenError, ServiceTokens
 from runtime.execution.settings import ServiceTokenSettings
@@ -23,12 +29,6 @@ from runtime.mcp.app import create_app
 from runtime.security import KeySet, TokenKind, TokenVerifier
 from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID
 from runtime.security.devtools import DevIdentity
-from runtime.service.bootstrap import (
-    DEV_CLIENT_CREDENTIALS_PATH,
-    apply_dev_identity,
-    dev_token_routes,
-)
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database
 from tests.support.binding_builders import HOST, publish_version, save_owner

@@ -16,12 +16,12 @@ import psycopg
 import pytest
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter, configure_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.scheduler import Executor, SchedulerSettings
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.admin import database_of

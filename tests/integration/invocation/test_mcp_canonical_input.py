@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from runtime.canonical import PROFILE_V2, canonical_digest
-from runtime.services import Services
+from runtime.collaborators import Services
 from tests.support.binding_builders import HOST
 from tests.support.invocation import CALLER, Tool, invoke_args, ok, publish_tool, refused
 from tests.support.mcp import McpReply, McpTestClient

@@ -10,10 +10,10 @@ import msgspec
 import pytest
 
 from generated.routes import ROUTES
+from runtime.collaborators import Services
 from runtime.mcp.app import attach_services, create_app
 from runtime.mcp.call import ToolHandler
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support import echo_handler, failing_handler
 from tests.support.mcp import LEGACY, MODERN, McpTestClient, asgi_client, assert_valid_mcp
 

@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Keyring
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import HOST, definition_yaml, new_id
 from tests.support.invocation import (
     FAILING_TASK,

@@ -19,14 +19,14 @@ import pytest
 
 import runtime.invocation.invoke as invoke_module
 from runtime.canonical import load_definition_yaml
-from runtime.execution import start_workflow_run
+from runtime.collaborators import Services
+from runtime.composition.jobs import capacity_job
 from runtime.scheduler import Executor, capacity
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.capacity_sampler import sample_once
-from runtime.service.jobs import capacity_job
-from runtime.services import Services
 from runtime.store import Database
 from tests.support.binding_builders import HOST, definition_yaml
+from tests.support.execution_runs import start_workflow_run
 from tests.support.invocation import invoke_args, ok, publish_tool, refused, running_executor
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from runtime.canonical import definition_digest
+from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.publication.bindings import DestinationPolicy
 from runtime.scheduler import Executor, capacity
-from runtime.services import Services
 from tests.support.binding_builders import (
     endpoint_target,
     owner_ctx,

@@ -9,12 +9,12 @@ from typing import Any
 import psycopg
 import pytest
 
+from runtime.collaborators import Services
 from runtime.scheduler import faults, maintenance, service
 from runtime.scheduler.maintenance import SWEEP_LOCKED_POINT, SweepReport
 from runtime.scheduler.models import SchedulerSettings
 from runtime.scheduler.service import CANCEL_LOCKED_POINT
 from runtime.scheduler.store import queue
-from runtime.services import Services
 from tests.support.deadline_end import (
     assert_one_end,
     blocked_on_the_run_row,

@@ -17,12 +17,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
-from runtime.scheduler import Executor, SchedulerSettings, service
+from runtime.scheduler import Executor, SchedulerSettings
 from runtime.scheduler.models import BudgetAmounts, NewTask
-from runtime.services import Services
 from tests.support.invocation import invoke_args, ok, publish_tool
 from tests.support.mcp import McpTestClient
+from tests.support.scheduler import enqueue
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
@@ -86,7 +87,7 @@ async def test_when_ready_work_waits_the_first_task_is_left_for_the_fair_claim(
     tool = await publish_tool(owner)
     async with parked_executor(services) as executor:
         # A batch task this executor has no slot for stays ready in the queue all along.
-        await service.start_run(
+        await enqueue(
             services.database,
             host_id=str(uuid.uuid4()),
             first_task=NewTask("echo", {}),

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from litestar import Litestar
 
+from runtime.collaborators import Services
 from runtime.mcp.front_door import FrontDoor
 from runtime.scheduler import capacity, door
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.invocation import (
     HOST,
     client,

@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import HOST, definition_yaml, new_id
 from tests.support.invocation import (
     CALLER,

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.invocation import Tool, client, invoke_args, publish_tool, refused
 from tests.support.mcp import McpTestClient
 

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
+from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.invocation import client, invoke_args, ok, publish_tool, refused
 from tests.support.mcp import McpTestClient
 

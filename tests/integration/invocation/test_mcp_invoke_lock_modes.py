@@ -15,8 +15,8 @@ import httpx
 import psycopg
 import pytest
 
+from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.invocation import HOST, Tool, client, invoke_args, publish_tool, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until

@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from runtime.service.jobs import service_jobs
-from runtime.services import Services
+from runtime.collaborators import Services
+from runtime.composition.jobs import service_jobs
 from tests.support.binding_builders import HOST, definition_yaml
 from tests.support.invocation import (
     SLOW_TASK,

@@ -14,10 +14,10 @@ import psycopg
 import pytest
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
 from runtime.mcp.app import attach_services, create_app
 from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store import Database, EmbeddedPostgres, migrate
 from tests.support.mcp import MODERN, McpTestClient

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
 from runtime.mcp.app import attach_services, create_app
-from runtime.services import Services
 from tests.support.mcp import LEGACY, MODERN, McpTestClient, asgi_client, assert_valid_mcp
 
 pytestmark = pytest.mark.requirement("issue-2:mcp-endpoint")

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import (
     HOST,
     binding,

@@ -9,8 +9,8 @@ import httpx
 import pytest
 import yaml
 
+from runtime.composition.check import check_files
 from runtime.security.devtools import DevIdentity
-from runtime.service.check import check_files
 from tests.support.binding_builders import (
     binding,
     definition_yaml,

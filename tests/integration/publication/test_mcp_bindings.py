@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from runtime.canonical import definition_digest
+from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from runtime.store import Database
 from tests.support.binding_builders import (
     AUTHOR,

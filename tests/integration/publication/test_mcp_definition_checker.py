@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.service.check import check_definition
+from runtime.composition.check import check_definition
 from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.checker import decision_yaml, optional_read_yaml, publish_arguments
 from tests.support.invocation import (

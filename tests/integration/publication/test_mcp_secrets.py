@@ -12,10 +12,10 @@ import psycopg
 import pytest
 
 from runtime.canonical import canonical_digest
+from runtime.collaborators import Services
 from runtime.publication.secrets import associated_data
 from runtime.security import KeyringError, SealedSecret
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import HOST
 from tests.support.invocation import client, ok, refused
 from tests.support.mcp import McpTestClient

@@ -7,7 +7,7 @@ import pytest
 
 from generated.models import WorkflowDefinitionGrantsSyncInput
 from runtime.errors import WorkflowError
-from runtime.publication import grants_digest, read_definition_grants
+from runtime.publication import grants_digest
 from runtime.store import Database
 from tests.support.publication_builders import (
     OTHER_HOST,
@@ -17,6 +17,7 @@ from tests.support.publication_builders import (
     named_uuid,
     new_id,
 )
+from tests.support.publication_reads import read_definition_grants
 from tests.support.service_calls import sync_definition_grants as sync
 
 

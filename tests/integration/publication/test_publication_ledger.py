@@ -10,7 +10,7 @@ import pytest
 
 from runtime.canonical import canonical_bytes, canonical_digest, definition_digest
 from runtime.errors import WorkflowError
-from runtime.publication import read_definition_version, sweep_operation_receipts
+from runtime.publication import sweep_operation_receipts
 from runtime.store import Database
 from tests.support.publication_builders import (
     OTHER_HOST,
@@ -20,6 +20,7 @@ from tests.support.publication_builders import (
     publish_args,
     retire_args,
 )
+from tests.support.publication_reads import read_definition_version
 from tests.support.service_calls import publish_definition, retire_definition
 
 pytestmark = pytest.mark.requirement("000:Lost receipts")

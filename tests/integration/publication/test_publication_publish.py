@@ -6,7 +6,6 @@ import pytest
 
 from runtime.canonical import definition_digest, load_definition_yaml, schema_digest
 from runtime.errors import WorkflowError
-from runtime.publication import read_definition_version
 from runtime.store import Database
 from tests.support.publication_builders import (
     context,
@@ -15,6 +14,7 @@ from tests.support.publication_builders import (
     publish_args,
     retire_args,
 )
+from tests.support.publication_reads import read_definition_version
 from tests.support.service_calls import publish_definition, retire_definition
 
 

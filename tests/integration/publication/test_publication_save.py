@@ -6,7 +6,6 @@ import pytest
 
 from runtime.canonical import definition_digest
 from runtime.errors import WorkflowError
-from runtime.publication import read_definition_head
 from runtime.store import Database
 from tests.support.publication_builders import (
     HOST,
@@ -16,6 +15,7 @@ from tests.support.publication_builders import (
     new_id,
     save_args,
 )
+from tests.support.publication_reads import read_definition_head
 from tests.support.service_calls import save_definition
 
 

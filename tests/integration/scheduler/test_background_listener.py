@@ -6,9 +6,9 @@ from typing import Any
 
 import psycopg
 
+from runtime.composition.bootstrap import build_services
 from runtime.execution.waiter import waiter_for
 from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
-from runtime.service.bootstrap import build_services
 from runtime.settings import Settings
 from runtime.store import Database
 from runtime.telemetry.context import bound, current_fields

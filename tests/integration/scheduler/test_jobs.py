@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from runtime.service.jobs import PeriodicJob, service_jobs
-from runtime.services import Services
+from runtime.collaborators import Services
+from runtime.composition.jobs import PeriodicJob, service_jobs
 from runtime.store import Database
 from tests.support.waiting import wait_until
 

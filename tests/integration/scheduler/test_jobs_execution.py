@@ -13,15 +13,16 @@ import pytest
 from litestar import Litestar
 
 from handlers import HANDLERS
-from runtime.execution import close_waiter, start_workflow_run, wait_for_result
+from runtime.collaborators import Services
+from runtime.composition.jobs import ExecutorJob, service_jobs, with_service_jobs
+from runtime.execution import close_waiter, wait_for_result
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.mcp.app import create_app
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
-from runtime.service.jobs import ExecutorJob, service_jobs, with_service_jobs
-from runtime.services import Services
 from runtime.store import Database
 from tests.support.execution import document, set_tasks
+from tests.support.execution_runs import start_workflow_run
 from tests.support.waiting import wait_until
 
 FAST = {"lease_ms": 600, "renew_interval_ms": 150, "reap_interval_ms": 150}
@@ -110,8 +111,8 @@ async def test_an_app_started_with_a_services_factory_runs_a_workflow_it_admits(
         process_id = await _admit(services, dev_identity.user_token(), deadline)
         host = await _host_of(db, process_id)
         run = await wait_for_result(db, host, process_id, timeout=20)
-    assert run is not None and run["state"] == "COMPLETED", run
-    assert run["result"] == {"step": 1, "seen": 1}
+    assert run is not None and run.state == "COMPLETED", run
+    assert run.result == {"step": 1, "seen": 1}
 
 
 @asynccontextmanager

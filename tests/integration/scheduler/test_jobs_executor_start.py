@@ -6,10 +6,10 @@ import logging
 
 import pytest
 
+from runtime.collaborators import Services
+from runtime.composition.jobs import ExecutorJob
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor, faults
-from runtime.service.jobs import ExecutorJob
-from runtime.services import Services
 from runtime.store import Database
 from tests.support.waiting import wait_until
 

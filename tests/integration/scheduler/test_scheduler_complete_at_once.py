@@ -25,6 +25,7 @@ from runtime.scheduler.models import (
 )
 from runtime.scheduler.store import queue, runs
 from runtime.store import Database, StoreUnavailable
+from tests.support.scheduler import enqueue
 
 SETTINGS = SchedulerSettings()
 BUDGET = BudgetAmounts(
@@ -67,7 +68,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 async def started(db: Database, **kwargs: Any) -> tuple[str, str, ClaimedTask, LeaseState]:
     host_id = str(uuid.uuid4())
-    process_id = await service.start_run(
+    process_id = await enqueue(
         db, host_id=host_id, first_task=NewTask("echo", {"n": 1}), budget=BUDGET, **kwargs
     )
     async with db.transaction() as conn:
@@ -113,12 +114,12 @@ async def test_a_one_task_runs_completion_is_one_statement_and_no_transaction(
     assert completion.successor is None
     run = await service.get_process(db, host_id, process_id)
     assert run is not None
-    assert (run["state"], run["result"], run["remaining_cost_units"]) == (
+    assert (run.state, run.result, run.remaining_cost_units) == (
         "COMPLETED",
         {"ok": True},
         7,
     )
-    assert run["finished_ts"] is not None
+    assert run.finished_ts is not None
 
 
 async def test_a_single_successor_is_claimed_by_the_completing_worker_in_the_same_statement(
@@ -207,6 +208,6 @@ async def test_a_cooperative_cancel_between_steps_ends_the_run_on_the_transactio
     )
     await service.complete(db, lease, TaskOutcome.then(NewTask("echo")), Successor("w1", 5_000))
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["state"] == "CANCELLED"
-    assert run["error"]["code"] == "WORKFLOW_CANCELLED"
+    assert run is not None and run.state == "CANCELLED"
+    assert run.error["code"] == "WORKFLOW_CANCELLED"
     assert [t["state"] for t in (await rows(admin, process_id))["tasks"]] == ["done"]

@@ -44,9 +44,9 @@ async def test_a_cooperative_run_signalled_during_a_step_ends_cancelled_without_
             assert await runs.request_cancel(conn, host_id, process_id)
         gate.set()
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert run["state"] == "CANCELLED"
-    assert run["error"]["code"] == "WORKFLOW_CANCELLED"
-    assert run["error"]["afterEffect"] is True
+    assert run.state == "CANCELLED"
+    assert run.error["code"] == "WORKFLOW_CANCELLED"
+    assert run.error["afterEffect"] is True
     assert await _task_kinds(db, process_id) == ["gated"]
 
 
@@ -68,8 +68,8 @@ async def test_the_deadline_sweep_stops_a_cooperative_run_before_its_next_task(
         gate.set()
         run = await wait_terminal(database_url, db, host_id, process_id)
     # Honoured past the deadline, the signal ends the run as the deadline's end.
-    assert run["state"] == "CANCELLED" and run["error"]["code"] == "WORKFLOW_TIMEOUT"
-    assert run["error"]["retryable"] is False
+    assert run.state == "CANCELLED" and run.error["code"] == "WORKFLOW_TIMEOUT"
+    assert run.error["retryable"] is False
     assert await _task_kinds(db, process_id) == ["gated"]
 
 
@@ -83,7 +83,7 @@ async def test_a_failing_task_is_logged_by_type_and_incident_without_its_message
     async with running(db, database_url, {"leaky": leaky}):
         host_id, process_id = await start(db, "leaky")
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert run["state"] == "FAILED"
+    assert run.state == "FAILED"
     records = [r for r in caplog.records if r.name == "runtime.scheduler.executor"]
     assert any("RuntimeError" in r.getMessage() and "incident" in r.getMessage() for r in records)
     assert not any("stored-secret-value" in r.getMessage() for r in records)

@@ -21,6 +21,7 @@ from runtime.scheduler.models import LeaseState, NewTask, TaskOutcome
 from runtime.scheduler.store.listener import process_state_channel
 from runtime.store import Database
 from tests.support.processes import worker_command
+from tests.support.scheduler import enqueue
 
 
 @asynccontextmanager
@@ -58,7 +59,7 @@ async def wait_completed(database_url: str, db: Database, host_id: str, pid: str
         await conn.execute(f"LISTEN {process_state_channel(pid)}")
         async with asyncio.timeout(20):
             run = await service.get_process(db, host_id, pid)
-            while run is None or run["state"] not in ("COMPLETED", "FAILED", "CANCELLED"):
+            while run is None or run.state not in ("COMPLETED", "FAILED", "CANCELLED"):
                 async for notify in conn.notifies():
                     if json.loads(notify.payload)["id"] == pid:
                         break
@@ -71,7 +72,7 @@ async def test_a_worker_killed_after_claim_is_recovered_and_its_late_completion_
 ) -> None:
     host_id = str(uuid.uuid4())
     async with worker(database_url, "doomed", faults="after_claim=kill") as doomed:
-        process_id = await service.start_run(
+        process_id = await enqueue(
             db, host_id=host_id, first_task=NewTask("echo", {"v": 1}), timeout_ms=20_000
         )
         async with asyncio.timeout(20):
@@ -87,8 +88,8 @@ async def test_a_worker_killed_after_claim_is_recovered_and_its_late_completion_
     async with worker(database_url, "rescuer"):
         run = await wait_completed(database_url, db, host_id, process_id)
 
-    assert run["state"] == "COMPLETED" and run["result"]["echo"] == {"v": 1}
+    assert run.state == "COMPLETED" and run.result["echo"] == {"v": 1}
     with pytest.raises(LeaseLost):
         await service.complete(db, stale, TaskOutcome.finish_run({"by": "stale"}))
     after = await service.get_process(db, host_id, process_id)
-    assert after is not None and after["result"] == run["result"]
+    assert after is not None and after.result == run.result

@@ -16,6 +16,7 @@ from runtime.scheduler.store import queue
 from runtime.store import Database
 from tests.support.demo import HANDLERS
 from tests.support.scheduler import (
+    enqueue,
     gated,
     running,
     start,
@@ -32,7 +33,7 @@ async def test_an_idle_executor_is_woken_by_notify_without_the_fallback_poll(
                 await asyncio.sleep(0)
         host_id, process_id = await start(db)
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert run["state"] == "COMPLETED" and run["result"]["echo"] == {}
+    assert run.state == "COMPLETED" and run.result["echo"] == {}
 
 
 async def test_a_task_inserted_between_listen_and_the_first_claim_is_not_missed(
@@ -49,7 +50,7 @@ async def test_a_task_inserted_between_listen_and_the_first_claim_is_not_missed(
             run = await wait_terminal(database_url, db, *inserted[0])
     finally:
         faults.set_hook("after_listen", None)
-    assert run["state"] == "COMPLETED"
+    assert run.state == "COMPLETED"
 
 
 async def test_the_executor_reconnects_its_listener_and_catches_up(
@@ -62,14 +63,14 @@ async def test_the_executor_reconnects_its_listener_and_catches_up(
         host_id, process_id = await start(db, "chain", payload={"remaining": 2})
         run = await wait_terminal(database_url, db, host_id, process_id)
         assert executor.listener.reconnects >= 1
-    assert run["result"] == {"steps": 3}
+    assert run.result == {"steps": 3}
 
 
 async def test_an_eight_task_run_completes_step_by_step(db: Database, database_url: str) -> None:
     async with running(db, database_url):
         host_id, process_id = await start(db, "chain", payload={"remaining": 7})
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert (run["state"], run["result"], run["remaining_attempts"]) == (
+    assert (run.state, run.result, run.remaining_attempts) == (
         "COMPLETED",
         {"steps": 8},
         32 - 8,
@@ -94,8 +95,8 @@ async def test_a_run_past_its_deadline_without_effects_is_cancelled_with_a_stabl
         run = await wait_terminal(database_url, db, host_id, process_id)
         gate.set()
     assert report.timed_out == 1
-    assert run["state"] == "CANCELLED"
-    assert run["error"] == {
+    assert run.state == "CANCELLED"
+    assert run.error == {
         "code": "WORKFLOW_TIMEOUT",
         "message": "the workflow deadline passed before the run finished",
         "retryable": False,
@@ -119,15 +120,15 @@ async def test_before_effects_only_lets_a_dispatched_write_finish_past_the_deadl
         )
         report = await maintenance.sweep_deadlines_once(db, SchedulerSettings())
         assert (report.timed_out, report.left_running) == (0, 1)
-        assert (await service.get_process(db, host_id, process_id) or {})["state"] == "RUNNING"
+        assert (await service.get_process(db, host_id, process_id)).state == "RUNNING"  # type: ignore[union-attr]
         gate.set()
         run = await wait_terminal(database_url, db, host_id, process_id)
     step = await admin.execute(
         "SELECT effect_state FROM workflow_step WHERE process_id = %s", (process_id,)
     )
     assert (await step.fetchone() or {})["effect_state"] == "confirmed"
-    assert run["state"] == "CANCELLED" and run["effect_state"] == "confirmed"
-    assert (run["error"]["code"], run["error"]["afterEffect"]) == ("WORKFLOW_TIMEOUT", True)
+    assert run.state == "CANCELLED" and run.effect_state == "confirmed"
+    assert (run.error["code"], run.error["afterEffect"]) == ("WORKFLOW_TIMEOUT", True)
 
 
 async def reclaim_after_possible_effect(
@@ -135,7 +136,7 @@ async def reclaim_after_possible_effect(
 ) -> tuple[str, str]:
     """A run whose first attempt marked its write possible and then lost its lease."""
     host_id = str(uuid.uuid4())
-    process_id = await service.start_run(
+    process_id = await enqueue(
         db, host_id=host_id, first_task=NewTask("write", {}, idempotent=idempotent)
     )
     async with db.transaction() as conn:
@@ -158,8 +159,8 @@ async def test_a_reclaimed_non_idempotent_step_with_a_possible_effect_is_not_red
     host_id, process_id = await reclaim_after_possible_effect(db, admin, idempotent=False)
     async with running(db, database_url):
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert run["state"] == "FAILED"
-    assert (run["error"]["code"], run["error"]["afterEffect"]) == ("WORKFLOW_TASK_FAILED", True)
+    assert run.state == "FAILED"
+    assert (run.error["code"], run.error["afterEffect"]) == ("WORKFLOW_TASK_FAILED", True)
 
 
 async def test_a_reclaimed_idempotent_step_with_a_possible_effect_is_redispatched(
@@ -168,7 +169,7 @@ async def test_a_reclaimed_idempotent_step_with_a_possible_effect_is_redispatche
     host_id, process_id = await reclaim_after_possible_effect(db, admin, idempotent=True)
     async with running(db, database_url):
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert (run["state"], run["result"], run["effect_state"]) == (
+    assert (run.state, run.result, run.effect_state) == (
         "COMPLETED",
         {"written": True},
         "confirmed",
@@ -184,5 +185,5 @@ async def test_a_handler_error_fails_the_run_with_a_sanitized_task_failure(
     async with running(db, database_url, dict(HANDLERS, broken=broken)):
         host_id, process_id = await start(db, "broken")
         run = await wait_terminal(database_url, db, host_id, process_id)
-    assert run["error"]["code"] == "WORKFLOW_TASK_FAILED"
-    assert "secret" not in json.dumps(run["error"])
+    assert run.error["code"] == "WORKFLOW_TASK_FAILED"
+    assert "secret" not in json.dumps(run.error)

@@ -16,6 +16,7 @@ from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import NewTask, SchedulerSettings
 from runtime.scheduler.store import queue
 from runtime.store import Database
+from tests.support.scheduler import enqueue
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
@@ -72,7 +73,7 @@ async def test_a_stale_worker_waiting_on_the_run_row_and_the_new_owner_never_bot
     db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
 ) -> None:
     host = str(uuid.uuid4())
-    process_id = await service.start_run(db, host_id=host, first_task=NewTask("write", {}))
+    process_id = await enqueue(db, host_id=host, first_task=NewTask("write", {}))
     old = await _claim(db, "old")
     await _expire(admin, old)
     blocker = await psycopg.AsyncConnection.connect(database_url)
@@ -105,7 +106,7 @@ async def test_a_mark_of_a_reclaimed_lease_marks_nothing(
     db: Database, admin: psycopg.AsyncConnection[Any]
 ) -> None:
     host = str(uuid.uuid4())
-    await service.start_run(db, host_id=host, first_task=NewTask("write", {}))
+    await enqueue(db, host_id=host, first_task=NewTask("write", {}))
     old = await _claim(db, "old")
     await _expire(admin, old)
     assert (await maintenance.reap_expired_once(db, SETTINGS)).reclaimed == 1
@@ -118,7 +119,7 @@ async def test_a_possible_step_of_another_claim_is_not_taken_over_by_a_plain_tas
     db: Database, admin: psycopg.AsyncConnection[Any]
 ) -> None:
     host = str(uuid.uuid4())
-    await service.start_run(db, host_id=host, first_task=NewTask("write", {}))
+    await enqueue(db, host_id=host, first_task=NewTask("write", {}))
     old = await _claim(db, "old")
     assert await _mark(db, old) == "dispatched"
     await _expire(admin, old)

@@ -22,8 +22,9 @@ from runtime.scheduler.models import (
     SchedulerSettings,
     TaskOutcome,
 )
-from runtime.scheduler.store import ledgers, queue
+from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Database
+from tests.support.scheduler import enqueue
 
 SETTINGS = SchedulerSettings()
 
@@ -63,9 +64,7 @@ async def expire_lease(admin: psycopg.AsyncConnection[Any], task_id: str) -> Non
 
 async def start(db: Database, kind: str = "echo", **kwargs: Any) -> tuple[str, str]:
     host_id = kwargs.pop("host_id", str(uuid.uuid4()))
-    process_id = await service.start_run(
-        db, host_id=host_id, first_task=NewTask(kind, {"n": 1}), **kwargs
-    )
+    process_id = await enqueue(db, host_id=host_id, first_task=NewTask(kind, {"n": 1}), **kwargs)
     return host_id, process_id
 
 
@@ -75,7 +74,7 @@ async def test_a_claim_leases_the_task_and_marks_the_run_running(db: Database) -
     assert (task.process_id, task.step_no, task.attempts) == (process_id, 0, 1)
     assert lease.fencing_token > 0 and lease.expires_ts <= task.deadline_ts
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["state"] == "RUNNING"
+    assert run is not None and run.state == "RUNNING"
     assert await claim(db, request()) == []
 
 
@@ -95,7 +94,7 @@ async def test_a_stale_fencing_token_cannot_complete_a_reclaimed_task(
     await service.complete(db, fresh, TaskOutcome.finish_run({"by": "fresh"}))
 
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and (run["state"], run["result"]) == ("COMPLETED", {"by": "fresh"})
+    assert run is not None and (run.state, run.result) == ("COMPLETED", {"by": "fresh"})
 
 
 async def test_lease_lost_is_not_an_exception_that_task_code_can_swallow() -> None:
@@ -117,8 +116,8 @@ async def test_the_reaper_times_out_instead_of_reclaiming_when_the_run_cannot_fi
     report = await maintenance.reap_expired_once(db, SETTINGS)
     assert (report.reclaimed, report.timed_out) == (0, 1)
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["state"] == "CANCELLED"
-    assert run["error"]["code"] == "WORKFLOW_TIMEOUT" and run["error"]["retryable"] is False
+    assert run is not None and run.state == "CANCELLED"
+    assert run.error["code"] == "WORKFLOW_TIMEOUT" and run.error["retryable"] is False
     assert await claim(db, request()) == []
 
 
@@ -175,13 +174,13 @@ async def test_an_effect_moves_from_possible_to_confirmed_under_the_lease(db: Da
     host_id, process_id = await start(db, kind="write")
     [(task, lease)] = await claim(db, request())
     await service.mark_effect_possible(db, lease, task.step_no)
-    assert (await service.get_process(db, host_id, process_id) or {})["effect_state"] == "possible"
+    assert (await service.get_process(db, host_id, process_id)).effect_state == "possible"  # type: ignore[union-attr]
     assert await service.confirm_effect(db, lease, task.step_no, {"id": 7})
     async with db.transaction() as conn:
         step = await ledgers.get_step(conn, host_id, process_id, task.step_no)
     assert step is not None and (step.effect_state, step.output) == ("confirmed", {"id": 7})
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["effect_state"] == "confirmed"
+    assert run is not None and run.effect_state == "confirmed"
     with pytest.raises(WorkflowError, match="may already have taken effect"):
         await service.mark_effect_possible(db, lease, task.step_no)
 
@@ -213,8 +212,12 @@ async def test_n_plus_one_racing_reservations_against_a_budget_of_n_commit_exact
     n = 6
     budget = BudgetAmounts(attempts=n, nested_calls=10, cost_units=10 * n)
     host_id, process_id = await start(db, budget=budget)
-    for step_no in range(1, n + 1):
-        await service.add_task(db, host_id, process_id, NewTask("echo", step_no=step_no))
+    async with db.transaction() as conn:
+        for step_no in range(1, n + 1):
+            task = NewTask("echo", step_no=step_no)
+            await runs.insert_task(
+                conn, host_id=host_id, process_id=process_id, task=task, step_no=step_no
+            )
     leases = [lease for _, lease in await claim(db, request(interactive=n + 1))]
     assert len(leases) == n + 1
 
@@ -223,7 +226,7 @@ async def test_n_plus_one_racing_reservations_against_a_budget_of_n_commit_exact
     refused = [r for r in results if isinstance(r, WorkflowError)]
     assert len(refused) == 1 and refused[0].code == "WORKFLOW_BUDGET_EXHAUSTED"
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and (run["remaining_attempts"], run["remaining_cost_units"]) == (0, 0)
+    assert run is not None and (run.remaining_attempts, run.remaining_cost_units) == (0, 0)
 
 
 async def test_reconciliation_credits_unused_budget_once_and_never_for_a_stale_lease(
@@ -238,7 +241,7 @@ async def test_reconciliation_credits_unused_budget_once_and_never_for_a_stale_l
     duplicate = await service.reconcile(db, lease, reservation, actual)
     assert (first.settled, duplicate.settled) == (True, False)
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["remaining_cost_units"] == 88
+    assert run is not None and run.remaining_cost_units == 88
 
     second = await service.reserve(db, lease, BudgetAmounts(cost_units=20))
     await expire_lease(admin, lease.task_id)
@@ -249,4 +252,4 @@ async def test_reconciliation_credits_unused_budget_once_and_never_for_a_stale_l
     # Only the reserving lease may settle: the new owner cannot release the old reservation.
     assert not (await service.reconcile(db, fresh, second, BudgetAmounts())).settled
     run = await service.get_process(db, host_id, process_id)
-    assert run is not None and run["remaining_cost_units"] == 68
+    assert run is not None and run.remaining_cost_units == 68

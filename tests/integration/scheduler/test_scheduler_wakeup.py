@@ -32,6 +32,7 @@ from runtime.scheduler.store.listener import (
     process_state_channels,
 )
 from runtime.store import Database
+from tests.support.scheduler import enqueue
 from tests.support.waiting import wait_until
 
 QUIET = SchedulerSettings(poll_interval_ms=60_000)
@@ -123,9 +124,7 @@ async def ends_heard(database_url: str) -> AsyncIterator[list[dict[str, Any] | N
 
 
 async def _claimed_run(db: Database) -> LeaseState:
-    await service.start_run(
-        db, host_id=str(uuid.uuid4()), first_task=NewTask("echo", {}), budget=BUDGET
-    )
+    await enqueue(db, host_id=str(uuid.uuid4()), first_task=NewTask("echo", {}), budget=BUDGET)
     async with db.connection() as conn:
         [(_, lease)] = await queue.claim_tasks(conn, queue.ClaimRequest("w1", 8, 2, 2, 0), QUIET)
     return lease
@@ -139,7 +138,7 @@ async def test_a_run_ended_by_a_completion_is_notified_to_other_processes_once_c
     expected = {"type": "process", "id": lease.process_id}
     await wait_until(lambda: expected in ends_heard, what="the run's end notification")
     run = await service.get_process(db, lease.host_id, lease.process_id)
-    assert run is not None and run["state"] == "COMPLETED"
+    assert run is not None and run.state == "COMPLETED"
     assert ends_heard.count(expected) == 1
 
 
@@ -162,9 +161,7 @@ async def test_a_next_task_a_completion_left_ready_is_announced_to_other_process
 ) -> None:
     lease = await _claimed_run(db)
     # Ready work waits elsewhere, so the completion leaves its next task ready (not claimed).
-    await service.start_run(
-        db, host_id=str(uuid.uuid4()), first_task=NewTask("echo", {}), budget=BUDGET
-    )
+    await enqueue(db, host_id=str(uuid.uuid4()), first_task=NewTask("echo", {}), budget=BUDGET)
     # Both runs' first tasks were notified by their own commits: hear those out first.
     await wait_until(lambda: len(heard) == 2, what="the first tasks' notifications")
     heard.clear()

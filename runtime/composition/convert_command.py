@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from runtime.canonical import CanonicalError, load_definition_yaml
+from runtime.composition.check import EXIT_CLEAN, EXIT_ERRORS, FileReport, check_loaded
 from runtime.engine.convert import Blocker, Change, convert_definition
-from runtime.service.check import EXIT_CLEAN, EXIT_ERRORS, FileReport, check_loaded
 
 
 @dataclass

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from runtime.execution import start_workflow_run
+from runtime.collaborators import Services
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import HOST
 from tests.support.execution import LocalServer, document, serving, set_tasks
+from tests.support.execution_runs import start_workflow_run
 from tests.support.invocation import invoke_args, ok, publish_tool, until_settled
 from tests.support.mcp import McpTestClient
 from tests.support.telemetry import publish_fetching_tool

@@ -8,8 +8,8 @@ import uuid
 import httpx
 import pytest
 
+from runtime.collaborators import Services
 from runtime.scheduler.capacity_sampler import sample_once
-from runtime.services import Services
 from tests.support.execution import LocalServer, serving
 from tests.support.invocation import invoke_args, ok, publish_tool, refused, until_settled
 from tests.support.log_scan import SCAN

@@ -8,9 +8,9 @@ import os
 import sys
 from pathlib import Path
 
+from runtime.collaborators import Services
 from runtime.publication.pinned import host_secret
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from tests.support.binding_builders import HOST
 
 REPO = Path(__file__).resolve().parents[3]

@@ -6,8 +6,8 @@ import gc
 from collections.abc import Awaitable, Callable
 
 from handlers import HANDLERS
+from runtime.collaborators import Services
 from runtime.mcp.app import attach_services, create_app
-from runtime.services import Services
 
 
 async def test_attaching_services_freezes_nothing(services: Services) -> None:

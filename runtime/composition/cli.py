@@ -19,6 +19,21 @@ import msgspec
 
 from handlers import HANDLERS
 from runtime import telemetry
+from runtime.collaborators import Services
+from runtime.composition.bootstrap import (
+    apply_dev_identity,
+    build_services,
+    dev_token_routes,
+)
+from runtime.composition.check import run_check
+from runtime.composition.config import load_settings
+from runtime.composition.convert_command import add_convert_parser
+from runtime.composition.environment import EnvironmentSettingError
+from runtime.composition.http_server import run_http_server
+from runtime.composition.jobs import with_service_jobs
+from runtime.composition.runs import add_runs_parser, runs_command
+from runtime.composition.secrets import add_secrets_parser, secrets_command
+from runtime.composition.worker import run_worker
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
 from runtime.mcp.front_door import FrontDoor
@@ -26,21 +41,6 @@ from runtime.publication import policy_from_settings
 from runtime.scheduler import door
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
-from runtime.service.bootstrap import (
-    apply_dev_identity,
-    build_services,
-    dev_token_routes,
-)
-from runtime.service.check import run_check
-from runtime.service.config import load_settings
-from runtime.service.convert_command import add_convert_parser
-from runtime.service.environment import EnvironmentSettingError
-from runtime.service.http_server import run_http_server
-from runtime.service.jobs import with_service_jobs
-from runtime.service.runs import add_runs_parser, runs_command
-from runtime.service.secrets import add_secrets_parser, secrets_command
-from runtime.service.worker import run_worker
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store.bootstrap import resolve_conninfo
 from runtime.store.migrations import migrate

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, overload
 import msgspec
 import yaml
 
-from runtime.service.environment import apply_environment
+from runtime.composition.environment import apply_environment
 from runtime.settings import Settings
 
 __all__ = ["Settings", "load_settings"]

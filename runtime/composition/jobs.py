@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from runtime.cancellation import reraise_if_cancelled
+from runtime.collaborators import Services
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts
 from runtime.scheduler import Executor, capacity, door
 from runtime.scheduler.capacity_sampler import CapacitySampler
-from runtime.services import Services
 from runtime.store import Database
 
 log = logging.getLogger("workflow.jobs")

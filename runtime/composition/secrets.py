@@ -27,6 +27,7 @@ from generated.models import (
     WorkflowSecretPutInput,
 )
 from generated.routes import ROUTES
+from runtime.composition.runs import table
 from runtime.errors import WorkflowError
 from runtime.publication import delete_secret, list_secrets, put_secret
 from runtime.security import (
@@ -36,7 +37,6 @@ from runtime.security import (
     load_configured_keyring,
     normalize_host_id,
 )
-from runtime.service.runs import table
 from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.bootstrap import open_store

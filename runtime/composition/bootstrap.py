@@ -9,6 +9,7 @@ from litestar import asgi
 from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
+from runtime.collaborators import Services
 from runtime.execution import ServiceTokenSettings, close_waiter, configure_waiter
 from runtime.security import (
     Authenticator,
@@ -19,7 +20,6 @@ from runtime.security import (
 from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID
 from runtime.security.dev_token_exchange import DEV_EXCHANGE_CLIENT_ID
 from runtime.security.devtools import DevIdentity
-from runtime.services import Services
 from runtime.settings import Settings
 from runtime.store.bootstrap import open_store
 
