@@ -23,7 +23,6 @@ from runtime.execution import (
     ExecutionSettings,
     ServiceTokenSettings,
     WorkflowRuntime,
-    start_workflow_run,
     wait_for_result,
 )
 from runtime.execution.service_token import ServiceTokens
@@ -32,9 +31,12 @@ from runtime.security.dev_client_credentials import DEV_SERVICE_CLIENT_ID, DevCl
 from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
+from tests.support.binding_builders import dependency, new_id
 from tests.support.execution import LOCAL_BACKENDS, Receive, Send, executor, read_body
+from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import HOST
 from tests.support.published_workflow import USER_TOKEN
+from tests.support.service_calls import checked_reach
 
 SERVICE_SECRET = "service-client-secret-for-tests"
 
@@ -180,14 +182,25 @@ async def run_nested(
     wf_def_id: str,
     *,
     service_tokens: ServiceTokens | None = None,
+    read_only: tuple[str, ...] = (),
     **kw: Any,
 ) -> dict[str, Any]:
     """Run a published definition to its end on an in-process executor with these settings
-    (and this process's service token source, when the test holds it)."""
+    (and this process's service token source, when the test holds it).
+
+    read_only: Tools the run may call as reads. Only a Tool's binding pins a dependency as
+    read-only, so the run is given a binding whose reach says so (held in the runtime's reach
+    cache, as a Tool run's is after its first task: no revision row is needed).
+    """
     keyring = Keyring.from_document(new_keyring_document("k1"))
     runtime = WorkflowRuntime(
         settings, keyring, destinations=LOCAL_BACKENDS, service_tokens=service_tokens
     )
+    if read_only:
+        binding_id = new_id()
+        reach = checked_reach([dependency(name, read_only=True) for name in read_only], [])
+        runtime._reaches[(HOST, binding_id)] = reach
+        kw["binding_id"] = binding_id
     async with executor(db, runtime):
         pid = await start_workflow_run(
             db, host_id=HOST, user_id="u-1", input={}, keyring=keyring,
@@ -195,4 +208,5 @@ async def run_nested(
         )  # fmt: skip
         run = await wait_for_result(db, HOST, pid, timeout=30)
     assert run is not None
-    return run
+    # A plain document (with the run's id), as the tests read it.
+    return msgspec.structs.asdict(run) | {"process_id": pid}

@@ -52,7 +52,7 @@ pytestmark = pytest.mark.requirement("000:Parent action")
 
 # Long enough for a run's first call, short enough that a test outlives it.
 SHORT_TTL_S = 4
-READS = {"readOnlyTools": ["accounts.lookup"]}
+READS = ("accounts.lookup",)
 
 
 def _settings(
@@ -123,7 +123,9 @@ async def test_concurrent_nested_calls_of_a_fork_carry_one_token_from_one_grant(
     endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
     gateway = ScopeCheckingGateway(dev_identity)
     async with serving(endpoint), serving(gateway):
-        run = await run_nested(db, _settings(gateway, endpoint, tmp_path), wf_def_id, limits=READS)
+        run = await run_nested(
+            db, _settings(gateway, endpoint, tmp_path), wf_def_id, read_only=READS
+        )
     assert run["state"] == "COMPLETED", run
     assert len(gateway.tool_calls) == 8 and len(set(gateway.scope_tokens())) == 1
     assert endpoint.grants == 1
@@ -141,7 +143,7 @@ async def test_a_refused_token_is_renewed_once_and_a_read_sent_again(
         assert tokens is not None
         # The token the process holds is revoked at the Gateway before its expiry.
         gateway.revoked.add((await tokens.token()).reveal())
-        run = await run_nested(db, settings, published, limits=READS, service_tokens=tokens)
+        run = await run_nested(db, settings, published, read_only=READS, service_tokens=tokens)
     assert run["state"] == "COMPLETED", run
     assert gateway.refusals == [refuse_at] and endpoint.grants == 2
     assert len(gateway.tool_calls) == 2 and len(set(gateway.scope_tokens())) == 1
@@ -164,7 +166,7 @@ async def test_concurrent_calls_refused_with_one_token_share_one_renewal(
         # The renewal is held until all eight calls were refused: they all wait on one grant.
         endpoint.held = asyncio.Event()
         release = asyncio.create_task(_release_after(endpoint.held, gateway, refusals=8))
-        run = await run_nested(db, settings, wf_def_id, limits=READS, service_tokens=tokens)
+        run = await run_nested(db, settings, wf_def_id, read_only=READS, service_tokens=tokens)
         await release
     assert run["state"] == "COMPLETED", run
     assert len(gateway.tool_calls) == 8 and len(set(gateway.scope_tokens())) == 1
