@@ -6,7 +6,9 @@ definition publish/retire also genai-admin; binding publish/retire admin, host-a
 genai-admin; binding get/list/decide/revoke all four; the lifecycle tools admin, host-admin,
 workflow-admin). workflow_invoke is internal to the Gateway: never listed, never relayed; a
 tool the contract marks `gatewayPublication: false` (the host secret tools: a secret value has
-no business passing through a router) is not relayed either.
+no business passing through a router) is not relayed either. A tool Workflow checks by no role
+(the task inbox: the caller's assignments decide what it sees) is relayed to every caller, as
+Workflow itself serves it.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ class RelayAcl:
     """The relayed Workflow tools (catalog order) and the roles each needs."""
 
     def __init__(self, security: SecuritySettings, routes: Mapping[ToolName, ToolRoute] = ROUTES):
-        self._roles: dict[str, frozenset[str]] = {}
+        # None: no role check (every authenticated caller), as Workflow applies it.
+        self._roles: dict[str, frozenset[str] | None] = {}
         self._described: dict[str, dict[str, Any]] = {}
         for name, route in routes.items():
             roles = security.roles_for(name)
-            if is_internal(name) or roles is None:
-                continue  # a tool with no role list is never relayed (fails closed)
+            if is_internal(name):
+                continue
             if not route.gateway_publication:
                 continue  # the contract keeps it off the Gateway (the host secret tools)
             self._roles[name] = roles
@@ -46,7 +49,7 @@ class RelayAcl:
     def check(self, caller: Caller, name: str) -> None:
         """Refuse with WORKFLOW_POLICY_DENIED unless the caller holds a role for name."""
         allowed = self._roles[name]
-        if not caller.holds_any(allowed):
+        if allowed is not None and not caller.holds_any(allowed):
             raise policy_denied(
                 f"the caller holds no role allowed to call {name}; allowed roles: "
                 f"{', '.join(sorted(allowed))}"
@@ -55,7 +58,9 @@ class RelayAcl:
     def listed_for(self, caller: Caller) -> list[dict[str, Any]]:
         """The relayed Tool objects the caller's roles allow."""
         return [
-            self._described[name] for name, roles in self._roles.items() if caller.holds_any(roles)
+            self._described[name]
+            for name, roles in self._roles.items()
+            if roles is None or caller.holds_any(roles)
         ]
 
 

@@ -72,14 +72,16 @@ async def test_tools_list_shows_each_role_its_tools_and_never_workflow_invoke(
     def caller(*roles: str) -> McpTestClient:
         return gateway_client(gateway_http, dev_identity, roles=roles, era=era)
 
-    assert set(await listed(caller("genai-admin"))) == {TOOL_NAME, *GENAI_ADMIN_TOOLS}
-    assert set(await listed(caller("workflow-admin"))) == WORKFLOW_ADMIN_TOOLS
-    assert set(await listed(caller("claims-agent"))) == {"claims.agents"}
-    assert set(await listed(caller("nobody"))) == set()
+    # The task inbox has no role check: every caller's assignments decide what it shows.
+    inbox = {"workflow_task_list", "workflow_task_get", "workflow_task_complete"}
+    assert set(await listed(caller("genai-admin"))) == {TOOL_NAME, *GENAI_ADMIN_TOOLS} | inbox
+    assert set(await listed(caller("workflow-admin"))) == WORKFLOW_ADMIN_TOOLS | inbox
+    assert set(await listed(caller("claims-agent"))) == {"claims.agents"} | inbox
+    assert set(await listed(caller("nobody"))) == inbox
     everything = await listed(caller("admin", "claims-agent"))
     assert "workflow_invoke" not in everything
     assert set(everything) == {TOOL_NAME, "claims.agents"} | WORKFLOW_ADMIN_TOOLS | (
-        GENAI_ADMIN_TOOLS
+        GENAI_ADMIN_TOOLS | inbox
     )
 
 
