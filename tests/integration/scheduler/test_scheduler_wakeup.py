@@ -20,6 +20,7 @@ from runtime.scheduler.models import (
     BudgetAmounts,
     LeaseState,
     NewTask,
+    RunSnapshot,
     SchedulerSettings,
     Successor,
     TaskOutcome,
@@ -184,13 +185,13 @@ async def test_a_run_end_handed_to_a_waiter_of_this_process_is_not_notified(
     db: Database, ends_heard: list[dict[str, Any] | None]
 ) -> None:
     lease = await _claimed_run(db)
-    handed: list[dict[str, Any] | None] = []
+    handed: list[RunSnapshot | None] = []
     unsubscribe = HUB.subscribe(lease.process_id, handed.append)
     try:
         await service.complete(db, lease, TaskOutcome.finish_run({"ok": True}))
     finally:
         unsubscribe()
-    assert handed and handed[0] is not None and handed[0]["state"] == "COMPLETED"
+    assert handed and handed[0] is not None and handed[0].state == "COMPLETED"
     # Ordered after anything the completion could have sent: the marker is heard alone.
     await _settle_ends(db, ends_heard)
     assert ends_heard == []
