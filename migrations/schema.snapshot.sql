@@ -385,6 +385,17 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_close_human_tasks_of_ended_run() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE workflow_human_task h
+    SET state = 'cancelled', answered_ts = now()
+    WHERE h.host_id = NEW.host_id AND h.process_id = NEW.process_id AND h.state = 'open';
+    RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION public.workflow_complete_task(p_host_id uuid, p_task_id uuid, p_lease_id uuid, p_fencing_token bigint, p_result jsonb, p_consume boolean, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_finish boolean, p_run_result jsonb, p_next boolean, p_step_no integer, p_kind text, p_payload jsonb, p_priority smallint, p_available_at timestamp with time zone, p_idempotent boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer, OUT outcome text, OUT backlog boolean, OUT effect_state text, OUT host_id uuid, OUT task_id uuid, OUT process_id uuid, OUT step_no integer, OUT kind text, OUT payload jsonb, OUT execution_class text, OUT idempotent boolean, OUT attempts integer, OUT lease_id uuid, OUT fencing_token bigint, OUT lease_expires_ts timestamp with time zone, OUT deadline_ts timestamp with time zone, OUT cancellation_policy text) RETURNS record
     LANGUAGE plpgsql
     AS $$
@@ -815,6 +826,18 @@ BEGIN
           AND b.end_user_subject = p_subject AND b.second >= p_from_second
           AND b.second <= coalesce(p_to_second, 9223372036854775807)
     );
+END
+$$;
+
+CREATE FUNCTION public.workflow_wake_parked_on_cancel() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE workflow_task t
+    SET available_at = now(), updated_ts = now()
+    WHERE t.host_id = NEW.host_id AND t.process_id = NEW.process_id AND t.state = 'ready'
+      AND t.payload ? 'humanTaskId';
+    RETURN NULL;
 END
 $$;
 
@@ -1453,11 +1476,15 @@ CREATE INDEX workflow_tool_start_count_second_idx ON public.workflow_tool_start_
 
 CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public.wf_definition_version_t FOR EACH ROW EXECUTE FUNCTION public.wf_definition_version_guard();
 
+CREATE TRIGGER workflow_process_close_human_tasks AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_close_human_tasks_of_ended_run();
+
 CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_idempotency_window_end();
 
 CREATE TRIGGER workflow_process_end_tool_live AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])))) EXECUTE FUNCTION public.workflow_tool_live_end();
 
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
+
+CREATE TRIGGER workflow_process_wake_parked_on_cancel AFTER UPDATE OF cancel_requested ON public.workflow_process FOR EACH ROW WHEN ((new.cancel_requested AND (NOT old.cancel_requested) AND (new.state = 'WAITING'::text))) EXECUTE FUNCTION public.workflow_wake_parked_on_cancel();
 
 CREATE TRIGGER workflow_task_park_on_human_task BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN ((new.payload ? 'humanTaskId'::text)) EXECUTE FUNCTION public.workflow_park_on_human_task();
 

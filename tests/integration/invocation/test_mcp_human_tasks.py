@@ -100,3 +100,36 @@ async def test_a_timeout_applies_its_default_and_says_so(
     result = ok(await caller.call_tool("workflow_get_result", {"workflowInstanceId": instance}))
     assert result["output"] == {"decision": "REJECTED", "by": "timeout"}
     assert await _open_tasks(approver, instance) == []
+
+
+async def test_a_waiting_run_names_its_open_tasks_and_cancelling_it_closes_them(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    instance = await _start(owner, caller, approval_yaml())
+
+    async def opened() -> bool:
+        return len(await _open_tasks(approver, instance)) == 1
+
+    await wait_until(opened, what="the task open")
+    [task] = await _open_tasks(approver, instance)
+    status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+    assert status["state"] == "WAITING" and status["openTaskIds"] == [task["taskId"]]
+    cancelled = ok(await caller.call_tool("workflow_cancel", {"workflowInstanceId": instance}))
+    assert cancelled["result"] == "cancelled" and cancelled["state"] == "CANCELLED"
+    status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+    assert status["state"] == "CANCELLED" and "openTaskIds" not in status
+    # The task left the inbox, is listed as cancelled, and a late answer is a conflict.
+    assert await _open_tasks(approver, instance) == []
+    listed = ok(
+        await approver.call_tool(
+            "workflow_task_list", {"workflowInstanceId": instance, "state": "cancelled"}
+        )
+    )
+    assert [t["taskId"] for t in listed["tasks"]] == [task["taskId"]]
+    answer = {"taskId": task["taskId"], "value": "APPROVED", "operationId": str(uuid.uuid4())}
+    refused(await approver.call_tool("workflow_task_complete", answer), "WORKFLOW_STATE_CONFLICT")
