@@ -20,8 +20,11 @@ from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
 
 # workflow_start runs are root starts of editors and schedulers: the standard class, the
-# default budget, and a day unless the definition's own `timeout` is shorter.
+# default budget, and a day unless the definition's own `timeout` says otherwise. A run that
+# waits for people (an `ask`) may need longer: its `timeout` is honoured up to the historic
+# maximum of 30 days (issue 22 item 4).
 START_DEADLINE = timedelta(hours=24)
+START_MAX_DEADLINE = timedelta(days=30)
 START_KEY_KIND = "start"
 
 
@@ -73,10 +76,9 @@ def _parse_head(text: str) -> tuple[dict[str, Any], WorkflowDefinition]:
 
 
 def _deadline(definition: WorkflowDefinition, admitted: datetime) -> datetime:
-    deadline = admitted + START_DEADLINE
-    if definition.timeout_ms is not None:
-        deadline = min(deadline, admitted + timedelta(milliseconds=definition.timeout_ms))
-    return deadline
+    if definition.timeout_ms is None:
+        return admitted + START_DEADLINE
+    return admitted + min(timedelta(milliseconds=definition.timeout_ms), START_MAX_DEADLINE)
 
 
 async def _receipt(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -133,3 +134,16 @@ async def test_a_waiting_run_names_its_open_tasks_and_cancelling_it_closes_them(
     assert [t["taskId"] for t in listed["tasks"]] == [task["taskId"]]
     answer = {"taskId": task["taskId"], "value": "APPROVED", "operationId": str(uuid.uuid4())}
     refused(await approver.call_tool("workflow_task_complete", answer), "WORKFLOW_STATE_CONFLICT")
+
+
+async def test_a_start_run_takes_its_deadline_from_the_definition_up_to_thirty_days(
+    owner: McpTestClient, caller: McpTestClient
+) -> None:
+    for timeout, expected in (("P10D", timedelta(days=10)), ("P40D", timedelta(days=30))):
+        text = approval_yaml().replace("do:\n", f"timeout:\n  after: {timeout}\ndo:\n", 1)
+        instance = await _start(owner, caller, text)
+        status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+        deadline = datetime.fromisoformat(status["deadlineAt"])
+        # Admission's clock and the row's created_ts differ by the transaction's milliseconds.
+        span = deadline - datetime.fromisoformat(status["submittedAt"])
+        assert abs(span - expected) < timedelta(seconds=5)
