@@ -151,8 +151,12 @@ def test_agent_and_run_are_named_as_not_convertible_with_the_reason() -> None:
 
 
 def test_a_top_level_ask_is_kept_with_its_prompt_read_from_the_context() -> None:
-    ask = {"prompt": "Approve ${ .applicantId }?", "mode": "confirm",
-           "assignment": {"roleId": "admin"}, "options": [{"label": "Ok", "value": "OK"}]}  # fmt: skip
+    ask = {
+        "prompt": "Approve ${ .applicantId }?",
+        "mode": "confirm",
+        "assignment": {"roleId": "admin"},
+        "options": [{"label": "Ok", "value": "OK"}],
+    }
     conversion = convert_definition(definition({"approve": {"ask": ask}}))
     assert conversion.blockers == ()
     [item] = conversion.document["do"]
