@@ -76,3 +76,7 @@ SELECT task_id::text AS task_id, position, task_name, state,
 FROM workflow_human_task
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 ORDER BY position;
+
+-- count_open_tasks --
+-- The open human tasks of every host (the operators' gauge; no host is named in it).
+SELECT count(*) AS open FROM workflow_human_task WHERE state = 'open';

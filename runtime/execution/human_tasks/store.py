@@ -102,5 +102,12 @@ async def run_tasks(conn: Connection, host_id: str, process_id: str) -> list[dic
     return [dict(row) for row in await cursor.fetchall()]
 
 
+async def count_open(conn: Connection) -> int:
+    """How many human tasks are open on every host (a metric sample)."""
+    cursor = await conn.execute(QUERIES["count_open_tasks"])
+    row = await cursor.fetchone()
+    return 0 if row is None else int(row["open"])
+
+
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)

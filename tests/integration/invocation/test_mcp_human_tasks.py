@@ -9,6 +9,9 @@ from typing import Any
 
 import httpx
 
+from runtime.execution.human_tasks import sample_open_tasks
+from runtime.store import Database
+from runtime.telemetry import metrics
 from tests.support.binding_builders import new_id
 from tests.support.human_tasks import approval_yaml
 from tests.support.invocation import client, ok, refused, save_head
@@ -147,3 +150,42 @@ async def test_a_start_run_takes_its_deadline_from_the_definition_up_to_thirty_d
         # Admission's clock and the row's created_ts differ by the transaction's milliseconds.
         span = deadline - datetime.fromisoformat(status["submittedAt"])
         assert abs(span - expected) < timedelta(seconds=5)
+
+
+def _sample(name: str, **labels: str) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_metrics_count_open_tasks_answers_and_timeouts(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+    db: Database,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    answers = _sample("workflow_human_task_answer_seconds_count")
+    defaults = _sample("workflow_human_task_timeouts_total", action="default")
+    answered = await _start(owner, caller, approval_yaml())
+    timed = await _start(owner, caller, approval_yaml(timeout="PT1S"))
+
+    async def opened() -> bool:
+        return len(await _open_tasks(approver, answered)) == 1
+
+    await wait_until(opened, what="the task open")
+    await sample_open_tasks(db)
+    assert _sample("workflow_human_tasks_open") >= 1
+    [task] = await _open_tasks(approver, answered)
+    answer = {"taskId": task["taskId"], "value": "APPROVED", "operationId": str(uuid.uuid4())}
+    ok(await approver.call_tool("workflow_task_complete", answer))
+    assert _sample("workflow_human_task_answer_seconds_count") == answers + 1
+
+    async def finished() -> bool:
+        states = {await _state(caller, timed), await _state(caller, answered)}
+        return states == {"COMPLETED"}
+
+    await wait_until(finished, what="both runs completed", within_s=15)
+    assert _sample("workflow_human_task_timeouts_total", action="default") == defaults + 1
+    await sample_open_tasks(db)
+    assert _sample("workflow_human_tasks_open") == 0
