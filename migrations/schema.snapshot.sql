@@ -1476,7 +1476,7 @@ CREATE INDEX workflow_tool_start_count_second_idx ON public.workflow_tool_start_
 
 CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public.wf_definition_version_t FOR EACH ROW EXECUTE FUNCTION public.wf_definition_version_guard();
 
-CREATE TRIGGER workflow_process_close_human_tasks AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_close_human_tasks_of_ended_run();
+CREATE TRIGGER workflow_process_close_human_tasks AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state) AND ((old.state = 'WAITING'::text) OR (new.binding_id IS NULL)))) EXECUTE FUNCTION public.workflow_close_human_tasks_of_ended_run();
 
 CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_idempotency_window_end();
 

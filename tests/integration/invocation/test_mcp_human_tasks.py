@@ -189,3 +189,27 @@ async def test_metrics_count_open_tasks_answers_and_timeouts(
     assert _sample("workflow_human_task_timeouts_total", action="default") == defaults + 1
     await sample_open_tasks(db)
     assert _sample("workflow_human_tasks_open") == 0
+
+
+async def test_a_waiting_run_past_its_deadline_ends_and_closes_its_task(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    text = approval_yaml().replace("do:\n", "timeout:\n  after: PT2S\ndo:\n", 1)
+    instance = await _start(owner, caller, text)
+
+    async def ended() -> bool:
+        return await _state(caller, instance) in ("FAILED", "CANCELLED")
+
+    await wait_until(ended, what="the run ended by its deadline", within_s=15)
+    assert await _open_tasks(approver, instance) == []
+    listed = ok(
+        await approver.call_tool(
+            "workflow_task_list", {"workflowInstanceId": instance, "state": "cancelled"}
+        )
+    )
+    assert len(listed["tasks"]) == 1
