@@ -20,23 +20,3 @@ CREATE TRIGGER workflow_process_close_human_tasks
     WHEN (NEW.state IN ('COMPLETED', 'FAILED', 'CANCELLED') AND OLD.state IS DISTINCT FROM NEW.state
           AND (OLD.state = 'WAITING' OR NEW.binding_id IS NULL))
     EXECUTE FUNCTION workflow_close_human_tasks_of_ended_run();
-
--- A cooperative cancel of a run parked on a human task (it dispatched an effect before the ask)
--- is honoured between steps; its parked task is made available now so that step comes at once
--- rather than at the task's due time.
-CREATE FUNCTION workflow_wake_parked_on_cancel() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE workflow_task t
-    SET available_at = now(), updated_ts = now()
-    WHERE t.host_id = NEW.host_id AND t.process_id = NEW.process_id AND t.state = 'ready'
-      AND t.payload ? 'humanTaskId';
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER workflow_process_wake_parked_on_cancel
-    AFTER UPDATE OF cancel_requested ON workflow_process
-    FOR EACH ROW
-    WHEN (NEW.cancel_requested AND NOT OLD.cancel_requested AND NEW.state = 'WAITING')
-    EXECUTE FUNCTION workflow_wake_parked_on_cancel();

@@ -829,18 +829,6 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_wake_parked_on_cancel() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-    UPDATE workflow_task t
-    SET available_at = now(), updated_ts = now()
-    WHERE t.host_id = NEW.host_id AND t.process_id = NEW.process_id AND t.state = 'ready'
-      AND t.payload ? 'humanTaskId';
-    RETURN NULL;
-END
-$$;
-
 CREATE TABLE public.schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
@@ -1483,8 +1471,6 @@ CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON 
 CREATE TRIGGER workflow_process_end_tool_live AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])))) EXECUTE FUNCTION public.workflow_tool_live_end();
 
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
-
-CREATE TRIGGER workflow_process_wake_parked_on_cancel AFTER UPDATE OF cancel_requested ON public.workflow_process FOR EACH ROW WHEN ((new.cancel_requested AND (NOT old.cancel_requested) AND (new.state = 'WAITING'::text))) EXECUTE FUNCTION public.workflow_wake_parked_on_cancel();
 
 CREATE TRIGGER workflow_task_park_on_human_task BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN ((new.payload ? 'humanTaskId'::text)) EXECUTE FUNCTION public.workflow_park_on_human_task();
 
