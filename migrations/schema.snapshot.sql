@@ -1040,6 +1040,7 @@ CREATE TABLE public.workflow_invocation_t (
     workflow_version character varying(64),
     definition_digest text NOT NULL,
     created_ts timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    starter_roles text[],
     CONSTRAINT workflow_invocation_operation_check CHECK ((operation = ANY (ARRAY['invoke'::text, 'start'::text]))),
     CONSTRAINT workflow_invocation_tool_check CHECK (((operation = 'invoke'::text) = (tool_id IS NOT NULL)))
 );

@@ -25,11 +25,14 @@ def _owned_by(run: store.OwnedRun, ctx: InvocationContext) -> bool:
 
     A shared service principal alone is not isolation, and neither is a user id alone: the same
     user through another client, or another subject carrying the same user id, sees nothing.
+    A start run is the starter's only while the current token still holds a role that
+    authorized the start (issue 22 item 5): a starter who lost it sees nothing either.
     """
     return (
         run.user_id == ctx.user_id
         and run.end_user_subject == ctx.subject
         and run.principal_subject == rules.principal_of(ctx)
+        and (run.starter_roles is None or ctx.has_any_role(run.starter_roles))
     )
 
 

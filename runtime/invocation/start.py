@@ -125,10 +125,12 @@ async def start_workflow(
     keyring: Keyring,
     *,
     can_exchange: bool = False,
+    start_roles: frozenset[str] | None = None,
 ) -> WorkflowStartOutput:
     """workflow_start: idempotent (body key, else a fresh one) async start of the saved head.
 
     can_exchange: a token exchange endpoint is configured, so the run may outlive the token.
+    start_roles: the roles allowed to start (security.tool_roles); None when none are checked.
     """
     wf_def_id = str(uuid.UUID(request.wf_def_id))
     key = request.idempotency_key or str(uuid.uuid4())
@@ -151,6 +153,7 @@ async def start_workflow(
             execution_class="standard",
             cancellation_policy="before-effects-only",
             budget=DEFAULT_BUDGET,
+            starter_roles=None if start_roles is None else tuple(sorted(ctx.roles & start_roles)),
         )
         principal = rules.principal_of(ctx)
         claim = await store.claim_idempotency(

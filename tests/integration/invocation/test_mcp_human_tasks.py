@@ -14,7 +14,7 @@ from runtime.store import Database
 from runtime.telemetry import metrics
 from tests.support.binding_builders import new_id
 from tests.support.human_tasks import approval_yaml
-from tests.support.invocation import client, ok, refused, save_head
+from tests.support.invocation import CALLER, client, ok, refused, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
 
@@ -213,3 +213,17 @@ async def test_a_waiting_run_past_its_deadline_ends_and_closes_its_task(
         )
     )
     assert len(listed["tasks"]) == 1
+
+
+async def test_a_start_run_is_readable_only_while_its_starter_holds_a_role_that_started_it(
+    owner: McpTestClient, caller: McpTestClient, http: httpx.AsyncClient, dev_identity: Any
+) -> None:
+    instance = await _start(owner, caller, approval_yaml())
+    handle = {"workflowInstanceId": instance}
+    # The same subject and client later: host-admin may call the lifecycle tools, but it is not
+    # a role the start was authorized by (the caller started as admin and workflow-admin).
+    demoted = client(http, dev_identity, CALLER, roles=("host-admin",))
+    for tool in ("workflow_get_status", "workflow_get_result", "workflow_cancel"):
+        refused(await demoted.call_tool(tool, handle), "WORKFLOW_NOT_FOUND")
+    kept = client(http, dev_identity, CALLER, roles=("workflow-admin",))
+    assert ok(await kept.call_tool("workflow_get_status", handle))["state"] == "ACCEPTED"
