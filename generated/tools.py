@@ -2,7 +2,7 @@
 # source errors.json sha256:b8ee9052e17fb9ec2dd5109308e7aaf2e7ff43fc9f8c8f2b735869e3fe445e7e
 # source examples.json sha256:ac80b4d47960844848dc73206c9af4134c65ab6d8518b8fe570626f2b3cefc5f
 # source schemas.json sha256:3876064fef411fd14c07fa4becc3e778fdae5b651be659b776668fb6fa686c53
-# source workflow-tools-list-full.json sha256:ea24bc68107ff4d86a6f3f03a057483b6b3d62434761070b99a87dd101a87f10
+# source workflow-tools-list-full.json sha256:a38a065ccde4e77045cc21459b874c6768cf680fffe22ca4209bda61bc8771b1
 
 """The catalog tool names: the Literal type ToolName and TOOL_NAMES, in order."""
 

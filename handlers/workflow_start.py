@@ -26,5 +26,6 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
             request,
             services.keyring,
             can_exchange=exchange.configured,
+            start_roles=services.settings.security.roles_for("workflow_start"),
         ),
     )

@@ -385,6 +385,17 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_close_human_tasks_of_ended_run() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE workflow_human_task h
+    SET state = 'cancelled', answered_ts = now()
+    WHERE h.host_id = NEW.host_id AND h.process_id = NEW.process_id AND h.state = 'open';
+    RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION public.workflow_complete_task(p_host_id uuid, p_task_id uuid, p_lease_id uuid, p_fencing_token bigint, p_result jsonb, p_consume boolean, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_finish boolean, p_run_result jsonb, p_next boolean, p_step_no integer, p_kind text, p_payload jsonb, p_priority smallint, p_available_at timestamp with time zone, p_idempotent boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer, OUT outcome text, OUT backlog boolean, OUT effect_state text, OUT host_id uuid, OUT task_id uuid, OUT process_id uuid, OUT step_no integer, OUT kind text, OUT payload jsonb, OUT execution_class text, OUT idempotent boolean, OUT attempts integer, OUT lease_id uuid, OUT fencing_token bigint, OUT lease_expires_ts timestamp with time zone, OUT deadline_ts timestamp with time zone, OUT cancellation_policy text) RETURNS record
     LANGUAGE plpgsql
     AS $$
@@ -1029,6 +1040,7 @@ CREATE TABLE public.workflow_invocation_t (
     workflow_version character varying(64),
     definition_digest text NOT NULL,
     created_ts timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    starter_roles text[],
     CONSTRAINT workflow_invocation_operation_check CHECK ((operation = ANY (ARRAY['invoke'::text, 'start'::text]))),
     CONSTRAINT workflow_invocation_tool_check CHECK (((operation = 'invoke'::text) = (tool_id IS NOT NULL)))
 );
@@ -1452,6 +1464,8 @@ CREATE INDEX workflow_tool_grant_tool_idx ON public.workflow_tool_grant_t USING 
 CREATE INDEX workflow_tool_start_count_second_idx ON public.workflow_tool_start_count_t USING btree (second);
 
 CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public.wf_definition_version_t FOR EACH ROW EXECUTE FUNCTION public.wf_definition_version_guard();
+
+CREATE TRIGGER workflow_process_close_human_tasks AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state) AND ((old.state = 'WAITING'::text) OR (new.binding_id IS NULL)))) EXECUTE FUNCTION public.workflow_close_human_tasks_of_ended_run();
 
 CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_idempotency_window_end();
 

@@ -34,11 +34,13 @@ from runtime.engine.check import (
     MAX_WARNINGS,
     check_document,
     http_calls,
+    human_tasks,
     mcp_calls,
     parse_warning_entry,
     problem_entry,
     static_requirements,
     warning_entry,
+    worst_case_human_wait_ms,
 )
 from runtime.engine.model import WorkflowDefinition
 from runtime.errors import WorkflowError
@@ -135,6 +137,8 @@ def analysis_of(definition: WorkflowDefinition) -> dict[str, Any]:
         "worstRetryDelayMs": needs.worst_retry_delay_ms,
         "totalWaitMs": needs.total_wait_ms,
         "interactiveViolations": list(needs.violations),
+        "humanTasks": [fact.document() for fact in human_tasks(definition)],
+        "worstCaseHumanWaitMs": worst_case_human_wait_ms(definition),
     }
 
 
@@ -306,6 +310,25 @@ def _analysis_lines(analysis: dict[str, Any]) -> list[str]:
         f"worst-case attempts {analysis['worstCaseAttempts']}, worst-case time {time_text}"
     )
     lines.extend(f"    not interactive: {v}" for v in analysis["interactiveViolations"])
+    lines.extend(_human_task_lines(analysis))
+    return lines
+
+
+def _human_task_lines(analysis: dict[str, Any]) -> list[str]:
+    tasks = analysis["humanTasks"]
+    if not tasks:
+        return []
+    lines = []
+    for task in tasks:
+        assignee = ", ".join(f"{k} {v}" for k, v in task["assignment"].items() if k.endswith("Id"))
+        wait = "no timeout" if task["timeoutMs"] is None else f"timeout {task['timeoutMs']} ms"
+        lines.append(
+            f"    human task {task['pointer']}: asks {assignee}, {wait} "
+            f"(then {task['onTimeout']}); answers {', '.join(task['values']) or 'free text'}"
+        )
+    wait_ms = analysis["worstCaseHumanWaitMs"]
+    worst = "until the run's deadline" if wait_ms is None else f"{wait_ms} ms"
+    lines.append(f"    worst-case wait for people: {worst} (workflow_start runs only)")
     return lines
 
 

@@ -12,6 +12,7 @@ from typing import Protocol
 from runtime.cancellation import reraise_if_cancelled
 from runtime.collaborators import Services
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
+from runtime.execution.human_tasks import sample_open_tasks
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts
@@ -27,6 +28,9 @@ log = logging.getLogger("workflow.jobs")
 EXECUTOR_POOL_MIN = 2
 EXECUTOR_POOL_SLOTS = 12
 EXECUTOR_POOL_SPARE = 3
+# The open-human-task gauge's sampling interval: tasks wait minutes to days, one count
+# (an index-only scan of the open tasks) every 15 s is fresh enough.
+HUMAN_TASK_SAMPLE_INTERVAL_S = 15.0
 
 
 class BackgroundJob(Protocol):
@@ -217,6 +221,10 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
                 retention_s=settings.execution.run_retention_s,
                 batch=settings.execution.retention_sweep_batch,
             ),
+        ),
+        # The open human tasks, for the workflow_human_tasks_open gauge.
+        PeriodicJob(
+            "sample-human-tasks", HUMAN_TASK_SAMPLE_INTERVAL_S, lambda: sample_open_tasks(db)
         ),
     ]
     if settings.execution.workers_enabled:

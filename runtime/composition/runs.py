@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from runtime.errors import WorkflowError
+from runtime.execution.human_tasks import store as human_tasks
 from runtime.invocation.waiting import cancel_run
 from runtime.scheduler.inspection import RUN_STATES, list_runs, show_run
 from runtime.settings import Settings
@@ -21,6 +22,10 @@ from runtime.store.bootstrap import open_store
 LIST_COLUMNS = ("process_id", "state", "tool_name", "execution_class", "effect_state", "created_ts")
 TIMELINE_COLUMNS = ("ts", "event", "step_no", "kind", "attempts", "worker_id")
 BUDGET_COLUMNS = ("counter", "limit", "used", "remaining")
+HUMAN_TASK_COLUMNS = (
+    "task_id", "task_name", "state", "assignee_kind", "assignee", "created_ts", "due_ts",
+    "answered_by", "answered_ts",
+)  # fmt: skip
 RUN_FIELDS = (
     "process_id", "state", "operation", "tool_name", "tool_id", "execution_class",
     "cancellation_policy", "effect_state", "cancel_requested", "binding_id", "created_ts",
@@ -79,6 +84,8 @@ async def _show(db: Database, args: argparse.Namespace) -> int:
     if run is None:
         print(f"no run {args.run_id} on host {args.host}", file=sys.stderr)
         return 1
+    async with db.transaction(read_only=True) as conn:
+        run["human_tasks"] = await human_tasks.run_tasks(conn, args.host, str(run["process_id"]))
     if args.json:
         print(_json(run))
         return 0
@@ -89,6 +96,9 @@ async def _show(db: Database, args: argparse.Namespace) -> int:
     print(table(budget, BUDGET_COLUMNS))
     print()
     print(table(run["timeline"], TIMELINE_COLUMNS))
+    if run["human_tasks"]:
+        print()
+        print(table(run["human_tasks"], HUMAN_TASK_COLUMNS))
     return 0
 
 
@@ -122,7 +132,8 @@ def add_runs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     listing.add_argument("--tool", default=None, help="only runs of this Tool (its id or name)")
     listing.add_argument("--limit", type=int, default=50)
     show = verbs.add_parser(
-        "show", help="one run: state, effect state, budget used, error, timeline of tasks"
+        "show",
+        help="one run: state, effect state, budget used, error, timeline of tasks, human tasks",
     )
     show.add_argument("run_id", help="the workflowInstanceId")
     cancel = verbs.add_parser("cancel", help="cancel one run per its cancellation policy")

@@ -32,6 +32,7 @@ from runtime.execution.human_tasks import store as tasks
 from runtime.scheduler.parking import announce_woken, wake_parked
 from runtime.security import InvocationContext
 from runtime.store import Database
+from runtime.telemetry import metrics
 
 
 def _assignee(ctx: InvocationContext) -> Assignee:
@@ -105,6 +106,7 @@ async def complete_task(
         await tasks.answer_task(conn, ctx.host_id, task_id, answer)
         woken = await wake_parked(conn, ctx.host_id, row["process_id"], task_id)
     announce_woken(db, woken)
+    metrics.observe_human_answer((datetime.now(UTC) - row["created_ts"]).total_seconds())
     return _receipt(row, "answered", output)
 
 

@@ -38,6 +38,8 @@ class RunPlan:
     definition: dict[str, Any] | None = None
     tool_id: str | None = None
     binding_id: str | None = None
+    # workflow_start: the caller's roles that authorized the start (read access keeps to them).
+    starter_roles: tuple[str, ...] | None = None
 
 
 def seal_for(keyring: Keyring, ctx: InvocationContext, process_id: str) -> SealedSecret:
@@ -90,6 +92,7 @@ async def write_run(
             "wf_def_id": plan.wf_def_id,
             "workflow_version": plan.workflow_version,
             "definition_digest": plan.definition_digest,
+            "starter_roles": None if plan.starter_roles is None else list(plan.starter_roles),
         },
     )
 

@@ -11,6 +11,7 @@ from generated.models import (
     WorkflowGetStatusOutput,
 )
 from runtime.errors import WorkflowError
+from runtime.execution.human_tasks import store as human_tasks
 from runtime.invocation import rules, store
 from runtime.invocation.results import not_visible, result_document, status_document
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
@@ -24,11 +25,14 @@ def _owned_by(run: store.OwnedRun, ctx: InvocationContext) -> bool:
 
     A shared service principal alone is not isolation, and neither is a user id alone: the same
     user through another client, or another subject carrying the same user id, sees nothing.
+    A start run is the starter's only while the current token still holds a role that
+    authorized the start (issue 22 item 5): a starter who lost it sees nothing either.
     """
     return (
         run.user_id == ctx.user_id
         and run.end_user_subject == ctx.subject
         and run.principal_subject == rules.principal_of(ctx)
+        and (run.starter_roles is None or ctx.has_any_role(run.starter_roles))
     )
 
 
@@ -48,8 +52,16 @@ async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> st
 async def get_status(
     db: Database, ctx: InvocationContext, instance_id: str
 ) -> WorkflowGetStatusOutput:
-    """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
-    return status_document(await _own_run(db, ctx, instance_id))
+    """workflow_get_status: state, timestamps, retryability, result or error when terminal.
+
+    A WAITING run also names its open human tasks: what an assignee's inbox would show.
+    """
+    run = await _own_run(db, ctx, instance_id)
+    if run.state != "WAITING":
+        return status_document(run)
+    async with db.transaction(read_only=True) as conn:
+        open_ids = await human_tasks.open_task_ids(conn, ctx.host_id, run.process_id)
+    return status_document(run, open_ids)
 
 
 async def get_result(

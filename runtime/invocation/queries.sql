@@ -68,11 +68,11 @@ FROM workflow_claim_idempotency_v2(
 -- Record who admitted a run and through what.
 INSERT INTO workflow_invocation_t (
     host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
-    binding_id, wf_def_id, workflow_version, definition_digest
+    binding_id, wf_def_id, workflow_version, definition_digest, starter_roles
 ) VALUES (
     %(host_id)s, %(process_id)s, %(operation)s, %(user_id)s, %(end_user_subject)s,
     %(principal_subject)s, %(tool_id)s, %(binding_id)s, %(wf_def_id)s, %(workflow_version)s,
-    %(definition_digest)s
+    %(definition_digest)s, %(starter_roles)s
 );
 
 -- replace_credential --
@@ -87,7 +87,7 @@ WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 -- select_owned_run --
 -- A run with who admitted it (the lifecycle tools check the owner).
 SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.end_user_subject,
-       i.principal_subject, i.tool_id::text AS tool_id,
+       i.principal_subject, i.tool_id::text AS tool_id, i.starter_roles,
        i.wf_def_id::text AS wf_def_id, i.definition_digest, p.state, p.effect_state,
        p.cancellation_policy, p.cancel_requested, p.result, p.error, p.deadline_ts,
        p.created_ts, p.updated_ts, p.finished_ts

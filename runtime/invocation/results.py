@@ -106,7 +106,9 @@ def result_document(run: OwnedRun) -> WorkflowGetResultOutput:
     )
 
 
-def status_document(run: OwnedRun) -> WorkflowGetStatusOutput:
+def status_document(
+    run: OwnedRun, open_task_ids: list[str] | None = None
+) -> WorkflowGetStatusOutput:
     """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
     instance_id = run.process_id
     state = run.state
@@ -127,6 +129,7 @@ def status_document(run: OwnedRun) -> WorkflowGetStatusOutput:
         retryable=clean_failure,
         effect_state=run.effect_state,
         finished_at=UNSET if finished is None else timestamp(finished),
+        open_task_ids=UNSET if open_task_ids is None else open_task_ids,
         result=_public_output(run) if state == "COMPLETED" else UNSET,
         error=error,
     )

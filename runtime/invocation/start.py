@@ -20,8 +20,11 @@ from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
 
 # workflow_start runs are root starts of editors and schedulers: the standard class, the
-# default budget, and a day unless the definition's own `timeout` is shorter.
+# default budget, and a day unless the definition's own `timeout` says otherwise. A run that
+# waits for people (an `ask`) may need longer: its `timeout` is honoured up to the historic
+# maximum of 30 days (issue 22 item 4).
 START_DEADLINE = timedelta(hours=24)
+START_MAX_DEADLINE = timedelta(days=30)
 START_KEY_KIND = "start"
 
 
@@ -73,10 +76,9 @@ def _parse_head(text: str) -> tuple[dict[str, Any], WorkflowDefinition]:
 
 
 def _deadline(definition: WorkflowDefinition, admitted: datetime) -> datetime:
-    deadline = admitted + START_DEADLINE
-    if definition.timeout_ms is not None:
-        deadline = min(deadline, admitted + timedelta(milliseconds=definition.timeout_ms))
-    return deadline
+    if definition.timeout_ms is None:
+        return admitted + START_DEADLINE
+    return admitted + min(timedelta(milliseconds=definition.timeout_ms), START_MAX_DEADLINE)
 
 
 async def _receipt(
@@ -123,10 +125,12 @@ async def start_workflow(
     keyring: Keyring,
     *,
     can_exchange: bool = False,
+    start_roles: frozenset[str] | None = None,
 ) -> WorkflowStartOutput:
     """workflow_start: idempotent (body key, else a fresh one) async start of the saved head.
 
     can_exchange: a token exchange endpoint is configured, so the run may outlive the token.
+    start_roles: the roles allowed to start (security.tool_roles); None when none are checked.
     """
     wf_def_id = str(uuid.UUID(request.wf_def_id))
     key = request.idempotency_key or str(uuid.uuid4())
@@ -149,6 +153,7 @@ async def start_workflow(
             execution_class="standard",
             cancellation_policy="before-effects-only",
             budget=DEFAULT_BUDGET,
+            starter_roles=None if start_roles is None else tuple(sorted(ctx.roles & start_roles)),
         )
         principal = rules.principal_of(ctx)
         claim = await store.claim_idempotency(

@@ -65,6 +65,8 @@ class OwnedRun(RunSnapshot, frozen=True, kw_only=True):
     end_user_subject: str
     principal_subject: str
     tool_id: str | None
+    # The roles that authorized a workflow_start (None: an invoke run, or an older start).
+    starter_roles: list[str] | None
     wf_def_id: str
     definition_digest: str
     cancellation_policy: CancellationPolicy

@@ -126,6 +126,29 @@ POOL_CONNECTIONS = Gauge(
     multiprocess_mode="livesum",
     registry=REGISTRY,
 )
+# Human answers take seconds to days: a second up to the 30-day run maximum.
+_ANSWER_BUCKETS = (
+    1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 86_400.0, 7 * 86_400.0,
+    30 * 86_400.0,
+)  # fmt: skip
+HUMAN_TASKS_OPEN = Gauge(
+    "workflow_human_tasks_open",
+    "Human tasks (ask) waiting for an answer, all hosts, last sample",
+    multiprocess_mode="livemax",
+    registry=REGISTRY,
+)
+HUMAN_TASK_ANSWER_SECONDS = Histogram(
+    "workflow_human_task_answer_seconds",
+    "A human task's time from opening to its answer",
+    buckets=_ANSWER_BUCKETS,
+    registry=REGISTRY,
+)
+HUMAN_TASK_TIMEOUTS = Counter(
+    "workflow_human_task_timeouts",
+    "Human tasks closed by their timeout, by what the timeout did (default, fail)",
+    ["action"],
+    registry=REGISTRY,
+)
 
 
 class SlotSettings(Protocol):
@@ -212,6 +235,21 @@ def record_task_error(execution_class: str, code: str) -> None:
         labelled(BUDGET_EXHAUSTIONS, _class(execution_class)).inc()
 
 
+def record_open_human_tasks(count: int) -> None:
+    """A sample of the open human tasks."""
+    HUMAN_TASKS_OPEN.set(count)
+
+
+def observe_human_answer(seconds: float) -> None:
+    """One human task answered, seconds after it opened."""
+    HUMAN_TASK_ANSWER_SECONDS.observe(max(0.0, seconds))
+
+
+def record_human_timeout(action: str) -> None:
+    """One human task closed by its timeout: a default answer or a failed ask."""
+    labelled(HUMAN_TASK_TIMEOUTS, "default" if action == "default" else "fail").inc()
+
+
 def watch_pool(name: str, stats: Callable[[], Mapping[str, int]]) -> None:
     """Report a connection pool's psycopg_pool statistics at each scrape of this process."""
     _pools[name] = stats
@@ -246,3 +284,5 @@ def render() -> tuple[bytes, str]:
 for _name in EXECUTION_CLASSES:
     # Known label values start at zero, so a dashboard sees the series before the first event.
     BUDGET_EXHAUSTIONS.labels(_name)
+for _action in ("default", "fail"):
+    HUMAN_TASK_TIMEOUTS.labels(_action)

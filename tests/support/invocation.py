@@ -101,6 +101,7 @@ def client(
     positions: tuple[str, ...] = (),
     host_id: str = HOST,
     user_client_id: str = "portal",
+    ttl: int = 3600,
 ) -> McpTestClient:
     """An MCP client for one user of a host, through the Gateway's app token."""
     user = identity.user_token(
@@ -109,6 +110,7 @@ def client(
         roles=roles,
         positions=positions,
         client_id=user_client_id,
+        ttl=ttl,
     )
     app = identity.app_token(host_id=host_id)
     return McpTestClient(http, MODERN, identity.auth_headers(user, app))
@@ -197,10 +199,12 @@ def invoke_args(tool: Tool, data: dict[str, Any] | None = None, **extra: Any) ->
 
 
 @asynccontextmanager
-async def running_executor(services: Services) -> AsyncIterator[Executor]:
+async def running_executor(
+    services: Services, settings: ExecutionSettings | None = None
+) -> AsyncIterator[Executor]:
     """An in-process executor running workflow tasks on the test database."""
     runtime = WorkflowRuntime(
-        ExecutionSettings(),
+        settings or ExecutionSettings(),
         services.keyring,
         destinations=services.settings.publication.destinations.address_policy(),
         resolver=services.resolver,

@@ -95,6 +95,65 @@ class RiskService:
         await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
 
 
+@dataclass
+class OfferServices:
+    """The demo customer-profile and offer-decision APIs of personalized-offer-rest-v1.
+
+    GET /customers/{id} -> the profile (segment, state), GET /customers/{id}/preferences ->
+    {consent}, GET /offers -> the matching offers, POST /offer-decisions -> the recorded
+    decision (its id and offer id).
+    """
+
+    segment: str = "premium"
+    consent: bool = True
+    requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def base(self) -> str:
+        """The stub's origin."""
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = json.loads(await read_body(receive) or b"null")
+        method, path = scope["method"], scope["path"]
+        self.requests.append((method, path, body))
+        payload = self._answer(method, path, body)
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 404 if payload is None else 200,
+                    "headers": headers})  # fmt: skip
+        await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+
+    def _answer(self, method: str, path: str, body: Any) -> Any:
+        parts = path.strip("/").split("/")
+        if method == "GET" and parts[0] == "customers" and len(parts) == 2:
+            return {"customerId": parts[1], "segment": self.segment, "state": "ON"}
+        if method == "GET" and parts[0] == "customers" and parts[2:] == ["preferences"]:
+            return {"customerId": parts[1], "consent": self.consent}
+        if method == "GET" and parts == ["offers"]:
+            return [{"offerId": "OFFER-TRAVEL-01", "priority": 1}]
+        if method == "POST" and parts == ["offer-decisions"]:
+            return {"decisionId": "DEC-1", "offerId": body["offerId"], "status": "RECORDED"}
+        return None
+
+
+async def save_document(owner: McpTestClient, document: dict[str, Any]) -> str:
+    """Save the document as an active head under its own name and version; its wfDefId."""
+    header = document["document"]
+    wf_def_id = new_id()
+    saved = {
+        "hostId": HOST, "wfDefId": wf_def_id, "namespace": header["namespace"],
+        "name": header["name"], "version": header["version"],
+        "definition": dump_definition(document), "owner": {"userId": OWNER,
+        "positionId": OWNER_POSITION}, "sourceRevision": 1, "actor": "steve",
+        "lifecycleStatus": "PUBLISHED", "catalogVisible": False, "active": True,
+    }  # fmt: skip
+    ok(await owner.call_tool("workflow_definition_save", saved))
+    return wf_def_id
+
+
 async def publish_document(
     owner: McpTestClient, document: dict[str, Any], targets: list[dict[str, Any]], *, write: bool
 ) -> Tool:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runtime.composition.check import FileReport, check_loaded
-from runtime.engine.convert import ASK_REASON, convert_definition
+from runtime.engine.convert import NESTED_ASK_REASON, convert_definition
 from runtime.engine.convert.expressions import convert_expression, convert_string
 from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.uris import UriNotConvertible, convert_uri
@@ -140,16 +140,41 @@ def test_output_schemas_and_metadata_move_under_document_metadata_and_version_is
     assert convert_definition(source, version="2.0.0").document["document"]["version"] == "2.0.0"
 
 
-def test_ask_agent_and_run_are_named_as_not_convertible_with_the_reason() -> None:
+def test_agent_and_run_are_named_as_not_convertible_with_the_reason() -> None:
     source = definition(
-        {"approve": {"ask": {"prompt": "ok?"}}},
         {"think": {"call": "agent", "with": {"agent": "a"}}},
         {"shell": {"run": {"shell": {"command": "ls"}}}},
     )
     blockers = {(b.pointer, b.construct): b.reason for b in convert_definition(source).blockers}
-    assert blockers[("/do/0/approve", "ask")] == ASK_REASON
-    assert "call: agent" in blockers[("/do/1/think", "call: agent")]
-    assert "run" in blockers[("/do/2/shell", "run")]
+    assert "call: agent" in blockers[("/do/0/think", "call: agent")]
+    assert "run" in blockers[("/do/1/shell", "run")]
+
+
+def test_a_top_level_ask_is_kept_with_its_prompt_read_from_the_context() -> None:
+    ask = {
+        "prompt": "Approve ${ .applicantId }?",
+        "mode": "confirm",
+        "assignment": {"roleId": "admin"},
+        "options": [{"label": "Ok", "value": "OK"}],
+    }
+    conversion = convert_definition(definition({"approve": {"ask": ask}}))
+    assert conversion.blockers == ()
+    [item] = conversion.document["do"]
+    converted = item["approve"]["ask"]
+    assert converted["prompt"] == '${ "Approve " + string(workflow.input.applicantId) + "?" }'
+    assert converted["mode"] == "approval"  # a confirmation is an approval of its one option
+
+
+def test_a_nested_ask_and_a_computed_assignee_are_named_with_the_reason() -> None:
+    nested = {"prompt": "ok?", "assignment": {"roleId": "admin"}}
+    computed = {"prompt": "ok?", "assignment": {"userId": "${ .applicantId }"}}
+    source = definition(
+        {"outer": {"do": [{"inner": {"ask": nested}}]}},
+        {"mine": {"ask": computed}},
+    )
+    blockers = {(b.pointer, b.construct): b.reason for b in convert_definition(source).blockers}
+    assert blockers[("/do/0/outer/do/0/inner", "ask")] == NESTED_ASK_REASON
+    assert "run time" in blockers[("/do/1/mine/ask/assignment/userId", "ask.assignment")]
 
 
 def test_converting_a_converted_definition_changes_nothing() -> None:

@@ -21,6 +21,7 @@ from tests.support.binding_builders import (
 )
 from tests.support.checker import decision_yaml, many_optional_reads_yaml, optional_read_yaml
 from tests.support.engine import FIXTURES
+from tests.support.human_tasks import approval_yaml
 from tests.support.publication import SIMPLE_DEFINITION, definition_text
 from tests.support.published_workflow import two_calls_yaml
 from tests.support.shared import REFERENCE_DEFINITION, requires_shared, shared_path
@@ -269,3 +270,30 @@ def test_check_takes_the_destination_policy_from_the_environment_too(
     monkeypatch.setenv("WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES", '["http", "https"]')
     _, body = run(capsys, definition, "--binding", payload)
     assert _destination_problems(body) == []
+
+
+def test_check_reports_human_tasks_and_their_worst_case_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "ask.yaml", approval_yaml(timeout="PT2H"))
+    code, body = run(capsys, path)
+    analysis = body["files"][0]["analysis"]
+    assert code == 0
+    assert analysis["humanTasks"] == [
+        {
+            "task": "requestApproval",
+            "pointer": "/do/0/requestApproval",
+            "assignment": {"roleId": "approver", "categoryCode": "approval"},
+            "values": ["APPROVED", "REJECTED"],
+            "timeoutMs": 7_200_000,
+            "onTimeout": "default",
+        }
+    ]
+    assert analysis["worstCaseHumanWaitMs"] == 7_200_000
+    # Without a timeout only the run's deadline ends the wait.
+    code, body = run(capsys, write(tmp_path, "open.yaml", approval_yaml()))
+    assert body["files"][0]["analysis"]["worstCaseHumanWaitMs"] is None
+    assert main(["check", path]) == 0
+    text = capsys.readouterr().out
+    assert "human task /do/0/requestApproval: asks roleId approver" in text
+    assert "worst-case wait for people: 7200000 ms" in text

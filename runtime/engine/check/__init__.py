@@ -19,6 +19,7 @@ from runtime.engine.check.data_flow_verdict import (
     warning_entry,
 )
 from runtime.engine.check.expression_shapes import Finding
+from runtime.engine.check.human_tasks import HumanTaskFact, human_tasks, worst_case_human_wait_ms
 from runtime.engine.check.static_requirements import (
     HttpCall,
     McpCall,
@@ -37,6 +38,7 @@ __all__ = [
     "DataFlowReport",
     "Finding",
     "HttpCall",
+    "HumanTaskFact",
     "McpCall",
     "StaticRequirements",
     "WriteTask",
@@ -46,11 +48,13 @@ __all__ = [
     "definition_warnings",
     "fork_widths",
     "http_calls",
+    "human_tasks",
     "mcp_calls",
     "parse_warning_entry",
     "problem_entry",
     "static_requirements",
     "warning_entry",
     "worst_case_dispatches",
+    "worst_case_human_wait_ms",
     "write_tasks",
 ]

@@ -9,6 +9,6 @@ this package; docs/MIGRATING.md explains the differences.
 from __future__ import annotations
 
 from runtime.engine.convert.definition import Conversion, convert_definition
-from runtime.engine.convert.tasks import ASK_REASON, Blocker, Change
+from runtime.engine.convert.tasks import NESTED_ASK_REASON, Blocker, Change
 
-__all__ = ["ASK_REASON", "Blocker", "Change", "Conversion", "convert_definition"]
+__all__ = ["NESTED_ASK_REASON", "Blocker", "Change", "Conversion", "convert_definition"]

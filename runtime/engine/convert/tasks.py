@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +17,15 @@ from runtime.engine.convert.expressions import (
 from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.uris import UriNotConvertible, convert_uri
 
-ASK_REASON = "human tasks (`ask`) are not supported yet"
+NESTED_ASK_REASON = (
+    "an `ask` must be a top-level task here: a run parks between its top-level tasks, and a "
+    "nested ask would run its siblings again; move it to the top-level `do`"
+)
+DYNAMIC_ASSIGNEE_REASON = (
+    "an assignee computed at run time is not supported: the inbox matches literal user, role "
+    "or position ids; assign a role (roleId) instead"
+)
 _NOT_CONVERTIBLE = {
-    "ask": ASK_REASON,
     "run": "a runner task (`run`: shell, container, script) executes arbitrary code, which the "
     "profile rejects; call a workflow-backed Tool through `call: mcp` instead",
     "listen": "`listen` waits for outside events for an unbounded time",
@@ -29,6 +36,8 @@ _CALL_REASONS = {
     "task: expose the agent as an MCP Tool and use `call: mcp`",
 }
 _VALUE_TREES = ("set", "raise")
+# A top-level task's pointer: /do/<position>/<name>.
+_TOP_LEVEL = re.compile(r"^/do/\d+/[^/]+$")
 _PREDICATES = ("if", "while")
 
 
@@ -75,6 +84,7 @@ class TaskRewriter:
         self._switch(task.get("switch"), pointer, scope)
         self._assert(task.get("assert"), pointer, scope)
         self._call(task, pointer, scope)
+        self._ask(task, pointer, scope)
         self._export(task.get("export"), pointer, scope)
         for suffix, child in nested_entries(task):
             if isinstance(child, dict):
@@ -138,6 +148,25 @@ class TaskRewriter:
         if call == "http":
             self._endpoint(task, args, pointer, scope)
         task["with"] = self.tree(task["with"], f"{pointer}/with", scope)
+
+    def _ask(self, task: dict[str, Any], pointer: str, scope: Scope) -> None:
+        # light-workflow's ask has our fields (prompt, mode, assignment, options, required,
+        # timeout.after, onTimeout); only the prompt's `${ }` reads the one context.
+        ask = task.get("ask")
+        if not isinstance(ask, dict):
+            return
+        if not _TOP_LEVEL.match(pointer):
+            self.blockers.append(Blocker(pointer, "ask", NESTED_ASK_REASON))
+        if isinstance(ask.get("prompt"), str):
+            ask["prompt"] = self.tree(ask["prompt"], f"{pointer}/ask/prompt", scope)
+        if ask.get("mode") == "confirm" and ask.get("options"):
+            # A confirmation is an approval whose options are the acknowledgements.
+            self._set(ask, "mode", f"{pointer}/ask", "approval")
+        assignment = ask.get("assignment")
+        for key, value in assignment.items() if isinstance(assignment, dict) else ():
+            if isinstance(value, str) and "${" in value:
+                where = f"{pointer}/ask/assignment/{key}"
+                self.blockers.append(Blocker(where, "ask.assignment", DYNAMIC_ASSIGNEE_REASON))
 
     def _session(self, task: dict[str, Any], args: dict[str, Any], pointer: str) -> None:
         name = str(args.get("session"))

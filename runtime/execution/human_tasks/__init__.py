@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.execution.human_tasks.parking import answer_output, park, settle
+from runtime.execution.human_tasks.parking import answer_output, park, sample_open_tasks, settle
 from runtime.execution.human_tasks.store import Assignee
 
-__all__ = ["Assignee", "answer_output", "park", "settle"]
+__all__ = ["Assignee", "answer_output", "park", "sample_open_tasks", "settle"]

@@ -16,6 +16,7 @@ from runtime.execution.human_tasks import store
 from runtime.scheduler import parking
 from runtime.scheduler.models import ClaimedTask
 from runtime.store import Database
+from runtime.telemetry import metrics
 
 
 async def settle(db: Database, task: ClaimedTask, position: int) -> dict[str, Any] | None:
@@ -25,11 +26,20 @@ async def settle(db: Database, task: ClaimedTask, position: int) -> dict[str, An
         if row is None or (row["state"] == "open" and not row["due"]):
             return None
         output = row["output"]
-        if row["state"] == "open":
+        timed_out = row["state"] == "open"
+        if timed_out:
             output = _timeout_output(row["question"])
             await store.time_out_task(conn, task.host_id, row["task_id"], output)
         await parking.resume_waiting(conn, task.host_id, task.process_id)
+    if timed_out:
+        metrics.record_human_timeout("fail" if output is None else "default")
     return {"failed": True} if output is None else {"output": output}
+
+
+async def sample_open_tasks(db: Database) -> None:
+    """Report how many human tasks are open (the workflow_human_tasks_open gauge)."""
+    async with db.transaction(read_only=True) as conn:
+        metrics.record_open_human_tasks(await store.count_open(conn))
 
 
 async def park(

@@ -64,3 +64,19 @@ SELECT task_id::text AS task_id
 FROM workflow_human_task
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND state = 'open'
 ORDER BY position;
+
+-- run_tasks --
+-- Every human task of one run, in task order (for operators: `workflow-mcp runs show`).
+SELECT task_id::text AS task_id, position, task_name, state,
+       coalesce(assignee_user_id, assignee_role_id, assignee_position_id) AS assignee,
+       CASE WHEN assignee_user_id IS NOT NULL THEN 'userId'
+            WHEN assignee_role_id IS NOT NULL THEN 'roleId'
+            ELSE 'positionId' END AS assignee_kind,
+       created_ts, due_ts, answered_by, answered_ts
+FROM workflow_human_task
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+ORDER BY position;
+
+-- count_open_tasks --
+-- The open human tasks of every host (the operators' gauge; no host is named in it).
+SELECT count(*) AS open FROM workflow_human_task WHERE state = 'open';

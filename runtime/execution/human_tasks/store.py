@@ -95,5 +95,19 @@ async def open_task_ids(conn: Connection, host_id: str, process_id: str) -> list
     return [row["task_id"] for row in await cursor.fetchall()]
 
 
+async def run_tasks(conn: Connection, host_id: str, process_id: str) -> list[dict[str, Any]]:
+    """Every human task of one run (any state), for operators; never the answers' values."""
+    params = {"host_id": host_id, "process_id": process_id}
+    cursor = await conn.execute(QUERIES["run_tasks"], params)
+    return [dict(row) for row in await cursor.fetchall()]
+
+
+async def count_open(conn: Connection) -> int:
+    """How many human tasks are open on every host (a metric sample)."""
+    cursor = await conn.execute(QUERIES["count_open_tasks"])
+    row = await cursor.fetchone()
+    return 0 if row is None else int(row["open"])
+
+
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)

@@ -15,12 +15,14 @@ import pytest
 from runtime.collaborators import Services
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
-from tests.support.binding_builders import HOST
+from tests.support.binding_builders import HOST, new_id
 from tests.support.execution import LocalServer, document, serving, set_tasks
 from tests.support.execution_runs import start_workflow_run
-from tests.support.invocation import invoke_args, ok, publish_tool, until_settled
+from tests.support.human_tasks import approval_yaml
+from tests.support.invocation import invoke_args, ok, publish_tool, save_head, until_settled
 from tests.support.mcp import McpTestClient
 from tests.support.telemetry import publish_fetching_tool
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -164,3 +166,25 @@ async def test_runs_show_gives_the_timeline_of_tasks_with_attempts_and_the_budge
     code, out, _ = await _cli(database_url, "runs", "show", run_id, "--host", HOST)
     assert code == 0
     assert "run.completed" in out and "cost_units" in out and "task.done" in out
+
+
+async def test_runs_show_lists_the_runs_human_tasks(
+    owner: McpTestClient, caller: McpTestClient, workers: object, database_url: str
+) -> None:
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, approval_yaml())
+    started = ok(await caller.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {}}))
+    run_id = started["workflowInstanceId"]
+
+    async def waiting() -> bool:
+        status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": run_id}))
+        return bool(status.get("openTaskIds"))
+
+    await wait_until(waiting, what="the run WAITING on its task")
+    code, out, err = await _cli(database_url, "runs", "show", run_id, "--host", HOST, "--json")
+    assert code == 0, err
+    [task] = json.loads(out)["human_tasks"]
+    assert (task["task_name"], task["state"]) == ("requestApproval", "open")
+    assert (task["assignee_kind"], task["assignee"]) == ("roleId", "approver")
+    code, out, _ = await _cli(database_url, "runs", "show", run_id, "--host", HOST)
+    assert code == 0 and task["task_id"] in out and "approver" in out

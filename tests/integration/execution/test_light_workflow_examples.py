@@ -1,37 +1,47 @@
 """The light-workflow examples, converted, give the outputs light-workflow gives (issue 23).
 
 Skips where ../shared/reference/light-workflow is absent. Every convertible example is
-published and run through a Tool against a local stub; the ones with `ask`, `call: agent` or
-`run` are checked through their conversion report (human tasks need their own issue).
+published and run through a Tool against a local stub, or started (those with an `ask`) and
+answered through the inbox; the ones with `call: agent` or `run` are checked through their
+conversion report.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
+import httpx
 import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.collaborators import Services
-from runtime.engine.convert import ASK_REASON, convert_definition
+from runtime.engine.convert import convert_definition
+from runtime.execution.settings import ExecutionSettings
+from runtime.security.devtools import DevIdentity
 from tests.support.execution import serving
-from tests.support.invocation import invoke_args, ok, running_executor, until_settled
+from tests.support.invocation import client, invoke_args, ok, running_executor, until_settled
 from tests.support.light_workflow import (
     NAMES,
+    OfferServices,
     RiskService,
     converted,
     localized,
     needs_examples,
     publish_document,
     risk_target,
+    save_document,
 )
 from tests.support.mcp import McpTestClient
 from tests.support.outbound import allow_http
 from tests.support.shared import shared_path
+from tests.support.waiting import wait_until
 
 pytestmark = needs_examples
 
 RISK_ORIGIN = "http://127.0.0.1:18080"
+OFFERS = ("personalized-offer-rest-v1", "personalized-offer-mcp-v1")
 # riskScore -> (status, decisionSource, reason), as http-risk-decision's three bands set them.
 BANDS = {
     30: ("APPROVED", "Automatic", "Low risk score"),
@@ -60,26 +70,27 @@ def test_each_example_converts_or_names_what_it_cannot_and_converting_again_is_a
     twice = convert_definition(conversion.document)
     assert twice.document == conversion.document and twice.changes == ()
     constructs = {blocker.construct for blocker in conversion.blockers}
-    if name in ("http-risk-decision", "simple-set-assert"):
+    if name in ("http-risk-decision", "simple-set-assert", "human-approval", *OFFERS):
         assert constructs == set()
-    elif name in ("human-approval", "grant-tools-to-workflow") or name.startswith("personalized"):
-        assert constructs == {"ask"}
+    elif name == "grant-tools-to-workflow":
+        # Its acknowledgement is assigned to the requester, a user id computed at run time.
+        assert constructs == {"ask.assignment"}
     elif name == "run-shell-mock-v1":
         assert constructs == {"run"}
     else:
         assert "call: agent" in constructs
 
 
-def test_personalized_offer_converts_every_construct_but_its_approval_ask() -> None:
-    for name in ("personalized-offer-rest-v1", "personalized-offer-mcp-v1"):
+def test_personalized_offer_converts_every_construct_with_its_approval_ask() -> None:
+    for name in OFFERS:
         conversion = converted(name)
-        [blocker] = conversion.blockers
-        assert (blocker.pointer, blocker.reason) == ("/do/8/requestApproval", ASK_REASON)
+        assert conversion.blockers == ()
         tasks = {next(iter(item)): next(iter(item.values())) for item in conversion.document["do"]}
         when = tasks["evaluateEligibility"]["switch"][0]["premiumOntario"]["when"]
         assert when == 'context.profile.segment == "premium"'
         assert tasks["finish"]["then"] == "end"
         assert "use" not in conversion.document
+        assert tasks["requestApproval"]["ask"]["assignment"]["roleId"] == "admin"
 
 
 @pytest.mark.parametrize("score", sorted(BANDS))
@@ -125,3 +136,112 @@ async def test_simple_set_assert_returns_the_verified_decision(
         "verified": True,
         "message": "Workflow completed by simple-set-assert",
     }
+
+
+PROFILE_ORIGIN = "http://demo-customer-profile-api:8085"
+OFFER_ORIGIN = "http://demo-offer-decision-api:8086"
+
+
+@pytest.fixture
+async def offers() -> AsyncIterator[OfferServices]:
+    """The demo profile and offer-decision APIs on a free loopback port."""
+    async with serving(OfferServices()) as running:  # type: ignore[arg-type]
+        yield running  # type: ignore[misc]
+
+
+async def _start(starter: Any, owner: McpTestClient, document: dict[str, Any], data: Any) -> str:
+    wf_def_id = await save_document(owner, document)
+    started = ok(await starter.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": data}))
+    return str(started["workflowInstanceId"])
+
+
+async def _answer(approver: McpTestClient, instance: str, value: str | None) -> None:
+    """Wait for the run's task in the approver's inbox and answer it (None: never asked)."""
+    listing = {"workflowInstanceId": instance}
+
+    async def asked() -> bool:
+        return bool(ok(await approver.call_tool("workflow_task_list", listing))["tasks"])
+
+    if value is None:
+        return
+    await wait_until(asked, what="the approval task in the inbox", within_s=30)
+    [task] = ok(await approver.call_tool("workflow_task_list", listing))["tasks"]
+    answer = {"taskId": task["taskId"], "value": value, "comment": "checked",
+              "operationId": str(uuid.uuid4())}  # fmt: skip
+    ok(await approver.call_tool("workflow_task_complete", answer))
+
+
+async def _result(starter: McpTestClient, instance: str) -> dict[str, Any]:
+    waited = {"workflowInstanceId": instance, "waitMs": 20000}
+    result = ok(await starter.call_tool("workflow_wait_result", waited))
+    assert result["state"] == "COMPLETED", result
+    return dict(result["output"])
+
+
+async def test_human_approval_waits_for_the_assigned_role_and_records_its_answer(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("admin",))
+    stranger = client(http, dev_identity, "sam", roles=("clerk",))
+    data = {"requestId": "R-7", "summary": "a new laptop"}
+    instance = await _start(caller, owner, converted("human-approval").document, data)
+    await _answer(approver, instance, "APPROVED")
+    listed = {"workflowInstanceId": instance, "state": "answered"}
+    assert ok(await stranger.call_tool("workflow_task_list", listed))["tasks"] == []
+    output = await _result(caller, instance)
+    approval = output.pop("approval")
+    assert output == {"requestId": "R-7", "status": "RECORDED"}
+    assert {k: approval[k] for k in ("value", "label", "comment", "answeredBy")} == {
+        "value": "APPROVED",
+        "label": "Approve",
+        "comment": "checked",
+        "answeredBy": "ann",
+    }
+
+
+# The stub's profile and preferences, the approver's answer -> the run's output.
+OFFER_PATHS = {
+    "APPROVED": (("premium", True), "APPROVED"),
+    "REJECTED": (("premium", True), "REJECTED"),
+    "NO_CONSENT": (("premium", False), None),
+    "NO_ELIGIBLE_OFFER": (("standard", True), None),
+}
+
+
+@pytest.mark.parametrize("status", sorted(OFFER_PATHS))
+async def test_personalized_offer_rest_ends_on_each_path(
+    status: str,
+    owner: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    services: Services,
+    offers: OfferServices,
+) -> None:
+    allow_http(services, *LOOPBACK_NETWORKS)
+    (offers.segment, offers.consent), answer = OFFER_PATHS[status]
+    document = converted("personalized-offer-rest-v1").document
+    document = localized(
+        localized(document, PROFILE_ORIGIN, offers.base), OFFER_ORIGIN, offers.base
+    )
+    # The run calls out for a day at most (no workflow timeout): its starter's token covers it,
+    # as the token-cover rule asks when no exchange endpoint is configured.
+    starter = client(http, dev_identity, ttl=2 * 86_400)
+    approver = client(http, dev_identity, "ann", roles=("admin",))
+    data = {"customerId": "CUST-1001", "channel": "portal"}
+    settings = ExecutionSettings(http_allowlist=[offers.base])
+    async with running_executor(services, settings):
+        instance = await _start(starter, owner, document, data)
+        await _answer(approver, instance, answer)
+        output = await _result(starter, instance)
+    assert output["status"] == status and output["customerId"] == "CUST-1001"
+    if status == "APPROVED":
+        assert output["selectedOfferId"] == "OFFER-TRAVEL-01" and output["decisionId"] == "DEC-1"
+        [(_, _, decision)] = [r for r in offers.requests if r[0] == "POST"]
+        assert decision["offerId"] == "OFFER-TRAVEL-01" and decision["channel"] == "portal"
+    elif status == "REJECTED":
+        assert output["selectedOfferId"] == "OFFER-TRAVEL-01"
+    assert ("POST" in {r[0] for r in offers.requests}) == (status == "APPROVED")

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 
+from runtime.execution.human_tasks import sample_open_tasks
+from runtime.store import Database
+from runtime.telemetry import metrics
 from tests.support.binding_builders import new_id
 from tests.support.human_tasks import approval_yaml
-from tests.support.invocation import client, ok, refused, save_head
+from tests.support.invocation import CALLER, client, ok, refused, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
 
@@ -100,3 +104,126 @@ async def test_a_timeout_applies_its_default_and_says_so(
     result = ok(await caller.call_tool("workflow_get_result", {"workflowInstanceId": instance}))
     assert result["output"] == {"decision": "REJECTED", "by": "timeout"}
     assert await _open_tasks(approver, instance) == []
+
+
+async def test_a_waiting_run_names_its_open_tasks_and_cancelling_it_closes_them(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    instance = await _start(owner, caller, approval_yaml())
+
+    async def opened() -> bool:
+        return len(await _open_tasks(approver, instance)) == 1
+
+    await wait_until(opened, what="the task open")
+    [task] = await _open_tasks(approver, instance)
+    status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+    assert status["state"] == "WAITING" and status["openTaskIds"] == [task["taskId"]]
+    cancelled = ok(await caller.call_tool("workflow_cancel", {"workflowInstanceId": instance}))
+    assert cancelled["result"] == "cancelled" and cancelled["state"] == "CANCELLED"
+    status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+    assert status["state"] == "CANCELLED" and "openTaskIds" not in status
+    # The task left the inbox, is listed as cancelled, and a late answer is a conflict.
+    assert await _open_tasks(approver, instance) == []
+    listed = ok(
+        await approver.call_tool(
+            "workflow_task_list", {"workflowInstanceId": instance, "state": "cancelled"}
+        )
+    )
+    assert [t["taskId"] for t in listed["tasks"]] == [task["taskId"]]
+    answer = {"taskId": task["taskId"], "value": "APPROVED", "operationId": str(uuid.uuid4())}
+    refused(await approver.call_tool("workflow_task_complete", answer), "WORKFLOW_STATE_CONFLICT")
+
+
+async def test_a_start_run_takes_its_deadline_from_the_definition_up_to_thirty_days(
+    owner: McpTestClient, caller: McpTestClient
+) -> None:
+    for timeout, expected in (("P10D", timedelta(days=10)), ("P40D", timedelta(days=30))):
+        text = approval_yaml().replace("do:\n", f"timeout:\n  after: {timeout}\ndo:\n", 1)
+        instance = await _start(owner, caller, text)
+        status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+        deadline = datetime.fromisoformat(status["deadlineAt"])
+        # Admission's clock and the row's created_ts differ by the transaction's milliseconds.
+        span = deadline - datetime.fromisoformat(status["submittedAt"])
+        assert abs(span - expected) < timedelta(seconds=5)
+
+
+def _sample(name: str, **labels: str) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_metrics_count_open_tasks_answers_and_timeouts(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+    db: Database,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    answers = _sample("workflow_human_task_answer_seconds_count")
+    defaults = _sample("workflow_human_task_timeouts_total", action="default")
+    answered = await _start(owner, caller, approval_yaml())
+    timed = await _start(owner, caller, approval_yaml(timeout="PT1S"))
+
+    async def opened() -> bool:
+        return len(await _open_tasks(approver, answered)) == 1
+
+    await wait_until(opened, what="the task open")
+    await sample_open_tasks(db)
+    assert _sample("workflow_human_tasks_open") >= 1
+    [task] = await _open_tasks(approver, answered)
+    answer = {"taskId": task["taskId"], "value": "APPROVED", "operationId": str(uuid.uuid4())}
+    ok(await approver.call_tool("workflow_task_complete", answer))
+    assert _sample("workflow_human_task_answer_seconds_count") == answers + 1
+
+    async def finished() -> bool:
+        states = {await _state(caller, timed), await _state(caller, answered)}
+        return states == {"COMPLETED"}
+
+    await wait_until(finished, what="both runs completed", within_s=15)
+    assert _sample("workflow_human_task_timeouts_total", action="default") == defaults + 1
+    await sample_open_tasks(db)
+    assert _sample("workflow_human_tasks_open") == 0
+
+
+async def test_a_waiting_run_past_its_deadline_ends_and_closes_its_task(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    text = approval_yaml().replace("do:\n", "timeout:\n  after: PT2S\ndo:\n", 1)
+    instance = await _start(owner, caller, text)
+
+    async def ended() -> bool:
+        return await _state(caller, instance) in ("FAILED", "CANCELLED")
+
+    await wait_until(ended, what="the run ended by its deadline", within_s=15)
+    assert await _open_tasks(approver, instance) == []
+    listed = ok(
+        await approver.call_tool(
+            "workflow_task_list", {"workflowInstanceId": instance, "state": "cancelled"}
+        )
+    )
+    assert len(listed["tasks"]) == 1
+
+
+async def test_a_start_run_is_readable_only_while_its_starter_holds_a_role_that_started_it(
+    owner: McpTestClient, caller: McpTestClient, http: httpx.AsyncClient, dev_identity: Any
+) -> None:
+    instance = await _start(owner, caller, approval_yaml())
+    handle = {"workflowInstanceId": instance}
+    # The same subject and client later: host-admin may call the lifecycle tools, but it is not
+    # a role the start was authorized by (the caller started as admin and workflow-admin).
+    demoted = client(http, dev_identity, CALLER, roles=("host-admin",))
+    for tool in ("workflow_get_status", "workflow_get_result", "workflow_cancel"):
+        refused(await demoted.call_tool(tool, handle), "WORKFLOW_NOT_FOUND")
+    kept = client(http, dev_identity, CALLER, roles=("workflow-admin",))
+    assert ok(await kept.call_tool("workflow_get_status", handle))["state"] == "ACCEPTED"
