@@ -95,8 +95,10 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # Tools whose budgets this process remembers for the pre-transaction check.
     budget_cache_size: int = 4096
     # Calls past the front door and not yet admitted, at most (runtime.scheduler.door); the
-    # others wait in arrival order. 0: no door.
-    door_concurrency: int = 32
+    # others wait in arrival order. 0: no door. As many as the interactive slots: measured on
+    # one Tool (bench-peers, same run), 16 against 32 took c=50 from 362 to 428 ok/s, c=200
+    # from 296 to 360, and 2x overload from 176 to 204; 8 was below both.
+    door_concurrency: int = 16
     # The door's queue target (CoDel-style): once the oldest waiting call has waited longer,
     # a call predicted to wait longer still is refused on arrival. None: only deadlines count.
     door_queue_target_ms: int | None = 2000
