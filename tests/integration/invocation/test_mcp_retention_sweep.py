@@ -10,6 +10,7 @@ import pytest
 
 from runtime.collaborators import Services
 from runtime.composition.jobs import service_jobs
+from runtime.scheduler import capacity
 from tests.support.binding_builders import HOST, definition_yaml
 from tests.support.invocation import (
     SLOW_TASK,
@@ -66,7 +67,12 @@ async def test_the_sweep_removes_expired_reservations_and_old_runs_but_never_liv
     kept = await _completed(caller, invoke_args(kept_tool))
     await _age_run(admin, kept, 8)
     # A live run whose window looks over: a live run is never re-accepted, so it stays.
-    slow_tool = await publish_tool(owner, text=definition_yaml(extra_task=SLOW_TASK), syncWaitMs=50)
+    slow_tool = await publish_tool(
+        owner, text=definition_yaml(extra_task=SLOW_TASK), syncWaitMs=500
+    )
+    # What the two calls above measured on a loaded machine must not shed this one (a 3 s task
+    # against a 500 ms wait: it is admitted and times out, live).
+    capacity.reset()
     pending = refused(
         await caller.call_tool("workflow_invoke", invoke_args(slow_tool)), "WORKFLOW_TIMEOUT"
     )
