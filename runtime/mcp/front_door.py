@@ -59,7 +59,7 @@ class FrontDoor:
         if call is None:
             await self.app(scope, replay, send)
             return
-        retry_after = door.DOOR.judge(arrived_at)
+        retry_after = door.DOOR.judge(arrived_at, call.fingerprint)
         if retry_after is not None:
             await _refuse(send, call, retry_after)
             return
@@ -114,10 +114,12 @@ def _replaying(body: bytes, complete: bool, receive: Receive) -> Receive:
 
 
 class _Call(msgspec.Struct, frozen=True):
-    """What the door must know of a call to answer it: its id and era."""
+    """What the door must know of a call to answer it: its id and era, and its arguments'
+    fingerprint (a retry of the same call has the same one)."""
 
     request_id: str | int
     era: Era
+    fingerprint: int | None
 
 
 def _invoke_call(body: bytes, scope: Scope) -> _Call | None:
@@ -142,7 +144,15 @@ def _invoke_call(body: bytes, scope: Scope) -> _Call | None:
         era = resolve_era(message, headers)
     except JsonRpcFault:
         return None
-    return _Call(request_id, era.era)
+    return _Call(request_id, era.era, _fingerprint(params.get("arguments")))
+
+
+def _fingerprint(arguments: object) -> int | None:
+    """The same for the same arguments (within this process), whatever the JSON-RPC id."""
+    try:
+        return hash(msgspec.json.encode(arguments))
+    except (TypeError, msgspec.EncodeError):
+        return None
 
 
 async def _refuse(send: Send, call: _Call, retry_after_ms: int) -> None:

@@ -23,13 +23,20 @@ refuses the call at once, with WORKFLOW_CAPACITY_EXHAUSTED and retryAfterMs, whe
 - that wait times the safety factor fits no budget (min of syncWaitMs and totalDeadlineMs) of
   the Tools this process has admitted: no Tool's deadline could be met (seed 001: refuse
   before acceptance when the remaining deadline cannot be met); or
-- the queue stands beyond `door_queue_target_ms` (the oldest waiting call has waited longer)
-  and this call would wait longer still. As in CoDel, a burst that drains is let through and
-  only a standing queue is refused: under sustained overload the calls served are served
-  within the target instead of every call waiting out most of its deadline, and the excess
-  learns at once when to come back. The default, 2 s, is the p95 of the one-task result the
-  interactive class qualifies against; a closed loop of callers at the service's capacity
-  keeps its queue well under it, so callers that retry at once are not refused into a spin.
+- the queue stands beyond `door_queue_target_ms` (the oldest waiting call has waited longer),
+  this call would wait longer still, and new calls arrive faster than the door lets calls
+  through. As in CoDel, a burst that drains is let through and only a standing queue is
+  refused: under sustained overload the calls served are served within the target instead
+  of every call waiting out most of its deadline, and the excess learns at once when to come
+  back (retryAfterMs).
+
+A standing queue that does not grow is not overload but a closed loop: its callers send a new
+call only when an answer arrives, so refusing them shortens nothing. Worse, a caller that
+retries a refusal at once (an impatient agent, ignoring retryAfterMs) would spin on the door,
+and the spinning would take the CPU the served calls need. So the target rule refuses only
+while fresh calls arrive faster than calls pass, and a retry of a call refused here (the same
+arguments, before its retryAfterMs is up) is never refused by the target rule: it waits for
+its turn instead. Only the deadline rule above refuses it again.
 
 The door knows the call's Tool only by its unverified arguments, so it judges against no
 single Tool's budget (which would tell an unauthenticated caller that a Tool exists); the
@@ -43,7 +50,7 @@ import asyncio
 import contextvars
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from runtime.scheduler import capacity
@@ -53,6 +60,11 @@ from runtime.telemetry import metrics
 # Passes through the door are counted per bucket over this window: the door's rate.
 _WINDOW_S = 1.0
 _BUCKETS = 10
+# Fresh arrivals must outpace passes by this factor for the queue target to refuse (a closed
+# loop's arrivals equal its passes, give or take a bucket's noise).
+_OUTPACED = 1.1
+# Refused calls remembered (their fingerprints), to tell an early retry from a fresh call.
+_REFUSALS_KEPT = 4096
 
 
 class _Rate:
@@ -114,6 +126,9 @@ class FrontDoor:
         # (arrived at, its turn) of each waiting call, oldest first.
         self._waiting: deque[tuple[float, asyncio.Future[None]]] = deque()
         self._passes = _Rate()
+        self._arrivals = _Rate()
+        # Fingerprint of a refused call's arguments -> when its retryAfterMs is up.
+        self._refused: OrderedDict[int, float] = OrderedDict()
         # Places held until the first task of their run starts (process id -> place).
         self._starting: dict[str, Pass] = {}
         self.closed = False
@@ -140,14 +155,21 @@ class FrontDoor:
             if not turn.done():
                 turn.set_exception(DoorClosed())
 
-    def judge(self, now: float | None = None) -> int | None:
-        """retryAfterMs for a call arriving now that should not wait at the door, else None."""
+    def judge(self, now: float | None = None, fingerprint: int | None = None) -> int | None:
+        """retryAfterMs for a call arriving now that should not wait at the door, else None.
+
+        fingerprint identifies the call's arguments: a retry of a call this door refused
+        carries the same one.
+        """
         settings = self.settings
         if self.closed:
             return settings.retry_after_min_ms
+        now = self.clock() if now is None else now
+        early_retry = self._early_retry(fingerprint, now)
+        if not early_retry:
+            self._arrivals.add(now)
         if not settings.enabled or self.limit <= 0 or not self._waiting:
             return None
-        now = self.clock() if now is None else now
         rate = self._passes.per_s(now)
         wait_ms = (len(self._waiting) + 1) / rate * 1000 if rate > 0 else math.inf
         allowed = math.inf
@@ -156,16 +178,43 @@ class FrontDoor:
             allowed = budget_ms / settings.safety_factor
         target = settings.door_queue_target_ms
         oldest_ms = (now - self._waiting[0][0]) * 1000
-        if target is not None and oldest_ms > target:
-            # A standing queue: nothing drained it within the target.
+        if (
+            target is not None
+            and oldest_ms > target
+            and not early_retry
+            and self._arrivals.per_s(now) > rate * _OUTPACED
+        ):
+            # A standing queue that grows: nothing drained it within the target.
             allowed = min(allowed, float(target))
         if wait_ms <= allowed:
             return None
         # The wait until the queue ahead has drained to what is allowed (unscaled time).
         excess = min(wait_ms - allowed, float(settings.retry_after_max_ms))
-        return capacity.retry_after_ms(
+        retry_after = capacity.retry_after_ms(
             excess, 1.0, settings.retry_after_min_ms, settings.retry_after_max_ms
         )
+        self._remember_refusal(fingerprint, now + retry_after / 1000)
+        return retry_after
+
+    def _early_retry(self, fingerprint: int | None, now: float) -> bool:
+        """Whether this call repeats one refused here whose retryAfterMs is not up yet."""
+        if fingerprint is None:
+            return False
+        due = self._refused.get(fingerprint)
+        if due is None:
+            return False
+        if now >= due:
+            del self._refused[fingerprint]
+            return False
+        return True
+
+    def _remember_refusal(self, fingerprint: int | None, due: float) -> None:
+        if fingerprint is None:
+            return
+        self._refused[fingerprint] = due
+        self._refused.move_to_end(fingerprint)
+        while len(self._refused) > _REFUSALS_KEPT:
+            self._refused.popitem(last=False)
 
     async def enter(self, arrived_at: float | None = None) -> Pass:
         """Wait for a place past the door (at once while there is room and nobody waits)."""

@@ -159,6 +159,67 @@ async def test_a_standing_queue_past_its_target_refuses_who_would_wait_longer_st
     assert front.judge() is None
 
 
+async def _standing_queue(clock: Clock, target_ms: int) -> tuple[door.FrontDoor, list[object]]:
+    """A door of one place, held, with three calls waiting since 500 ms (past the target)."""
+    capacity.reset()
+    capacity.ESTIMATOR.longest_budget = 60_000.0  # no deadline is at stake
+    front = door.FrontDoor(clock)
+    front.configure(CapacitySettings(door_concurrency=1, door_queue_target_ms=target_ms))
+    held = await front.enter()
+    waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
+    await _settle()
+    clock.now += 0.5
+    return front, [held, *waiters]
+
+
+async def _drain(parts: list[object]) -> None:
+    held, *waiters = parts
+    assert isinstance(held, door.Pass)
+    held.leave()
+    for waiter in waiters:
+        assert isinstance(waiter, asyncio.Task)
+        (await waiter).leave()
+
+
+async def test_a_standing_queue_that_does_not_grow_is_not_refused(clock: Clock) -> None:
+    # A closed loop: its callers send a call per answer, so fresh arrivals keep pace with the
+    # passes and refusing them would shorten nothing (they come back at once).
+    front, parts = await _standing_queue(clock, 200)
+    front._passes.add(clock.now)  # another pass in the window: two passes, one arrival
+    assert front.judge(fingerprint=1) is None
+    await _drain(parts)
+
+
+async def test_an_early_retry_of_a_refused_call_waits_instead_of_being_refused_again(
+    clock: Clock,
+) -> None:
+    front, parts = await _standing_queue(clock, 200)
+    front.judge(fingerprint=7)  # a fresh arrival: two arrivals against one pass
+    retry_after = front.judge(fingerprint=8)
+    assert retry_after is not None
+    # The same call again at once (the impatient agent): it waits its turn at the door.
+    assert front.judge(fingerprint=8) is None
+    # A different call arriving now is still refused: the queue stands and grows.
+    assert front.judge(fingerprint=9) is not None
+    # Once its retryAfterMs is up, the same call is a fresh call again, judged as such.
+    clock.now += retry_after / 1000
+    front._passes.add(clock.now)
+    front._arrivals.add(clock.now)
+    front._arrivals.add(clock.now)
+    assert front.judge(fingerprint=8) is not None
+    await _drain(parts)
+
+
+async def test_an_early_retry_is_still_refused_when_no_deadline_could_be_met(clock: Clock) -> None:
+    front, parts = await _standing_queue(clock, 200)
+    front.judge(fingerprint=7)
+    retry_after = front.judge(fingerprint=8)
+    assert retry_after is not None
+    capacity.ESTIMATOR.longest_budget = 100.0  # a 100 ms budget: three ahead at one per second
+    assert front.judge(fingerprint=8) is not None
+    await _drain(parts)
+
+
 async def test_a_calls_place_waits_for_its_run_to_start_only_when_the_run_was_queued() -> None:
     front = door.reset(CapacitySettings(door_concurrency=1))
 

@@ -184,3 +184,37 @@ async def test_at_shutdown_a_call_waiting_at_the_door_gets_a_retryable_refusal(
         assert await _runs(services) == before
     finally:
         inside.leave()
+
+
+async def test_an_immediate_retry_of_a_refused_call_waits_its_turn_instead_of_spinning(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> None:
+    # A standing queue past its target that grows: fresh calls are refused on arrival. The
+    # same call sent again at once (an agent ignoring retryAfterMs) waits at the door and is
+    # served: refusing it again would only make it spin on the door.
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner, syncWaitMs=10_000)
+    caller = client(doorway, dev_identity)
+    door.DOOR.configure(CapacitySettings(door_concurrency=1, door_queue_target_ms=1))
+    capacity.ESTIMATOR.longest_budget = 60_000.0
+    inside = await door.DOOR.enter()
+    waiting = asyncio.create_task(door.DOOR.enter())
+    await wait_until(lambda: door.DOOR.waiting == 1, what="a call waiting at the door")
+    for _ in range(3):  # fresh arrivals outpace the passes: the queue grows
+        door.DOOR.judge()
+    async with running_executor(services):
+        first = refused(
+            await caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1})),
+            "WORKFLOW_CAPACITY_EXHAUSTED",
+        )
+        assert first["error"]["retryAfterMs"] > 0
+        retry = asyncio.create_task(
+            caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1}))
+        )
+        await wait_until(lambda: door.DOOR.waiting == 2, what="the retry waiting at the door")
+        other = await caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2}))
+        refused(other, "WORKFLOW_CAPACITY_EXHAUSTED")
+        inside.leave()
+        (await waiting).leave()
+        assert ok(await retry)["status"] == "completed"
+    assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
