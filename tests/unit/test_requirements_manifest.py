@@ -113,6 +113,12 @@ def test_every_test_of_a_rule_with_sentences_proves_one_of_them_or_the_rule_says
     assert unused == []
 
 
+def test_every_rule_lists_its_sentences_or_says_why_it_has_none(
+    rules: list[dict[str, object]],
+) -> None:
+    assert [r["id"] for r in rules if not r.get("sentences") and not r.get("sentences_note")] == []
+
+
 @pytest.mark.parametrize("seed", sorted(SEED_FILES))
 def test_every_sentence_is_quoted_verbatim_from_its_seed(
     rules: list[dict[str, object]], seed: str
