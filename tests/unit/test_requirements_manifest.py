@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from tests.support.requirements import index_suite, load_manifest
+from tests.support.shared import shared_path
 
 STATUSES = {None, "untested", "partial"}
 
@@ -57,3 +59,80 @@ def test_a_rule_without_tests_says_it_is_untested_and_why(
         assert untested == (not rule["tests"]), rule
         if rule.get("status") is not None:
             assert rule.get("note"), rule
+
+
+# Sentence level (issue 21 item 5): each rule lists the seed's normative sentences it covers.
+SENTENCE_STATUSES = {None, "untested", "partial", "out-of-scope"}
+WITHOUT_TESTS = {"untested", "out-of-scope"}
+SEED_FILES = {"000": "seeds/000_6a8019b2eed3e117.txt", "001": "seeds/001_a5afd8b519657bc4.txt"}
+
+
+def _sentences(rules: list[dict[str, object]]) -> list[tuple[dict[str, object], dict[str, Any]]]:
+    return [(rule, s) for rule in rules for s in rule.get("sentences", [])]  # type: ignore[attr-defined]
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_sentence_ids_are_unique_and_name_their_rule(rules: list[dict[str, object]]) -> None:
+    counts = Counter(sentence["id"] for _, sentence in _sentences(rules))
+    assert [sid for sid, count in counts.items() if count > 1] == []
+    misnamed = [
+        sentence["id"]
+        for rule, sentence in _sentences(rules)
+        if not str(sentence["id"]).startswith(f"{rule['id']}#")
+    ]
+    assert misnamed == []
+
+
+def test_a_sentence_without_tests_says_why_and_its_tests_are_its_rules(
+    rules: list[dict[str, object]],
+) -> None:
+    strays = []
+    for rule, sentence in _sentences(rules):
+        assert sentence.get("status") in SENTENCE_STATUSES, sentence
+        assert isinstance(sentence.get("text"), str) and sentence["text"], sentence
+        assert (sentence.get("status") in WITHOUT_TESTS) == (not sentence["tests"]), sentence
+        if sentence.get("status") is not None:
+            assert sentence.get("note"), sentence
+        strays += [t for t in sentence["tests"] if t not in rule["tests"]]  # type: ignore[operator]
+    # A sentence's tests are its rule's (every marked test is listed there, checked above).
+    assert strays == []
+
+
+def test_every_test_of_a_rule_with_sentences_proves_one_of_them_or_the_rule_says_why(
+    rules: list[dict[str, object]],
+) -> None:
+    unused = []
+    for rule in rules:
+        if not rule.get("sentences") or rule.get("sentences_note"):
+            continue
+        used = {t for sentence in rule["sentences"] for t in sentence["tests"]}  # type: ignore[attr-defined]
+        unused += [(rule["id"], t) for t in rule["tests"] if t not in used]  # type: ignore[attr-defined]
+    assert unused == []
+
+
+def test_every_rule_lists_its_sentences_or_says_why_it_has_none(
+    rules: list[dict[str, object]],
+) -> None:
+    assert [r["id"] for r in rules if not r.get("sentences") and not r.get("sentences_note")] == []
+
+
+@pytest.mark.parametrize("seed", sorted(SEED_FILES))
+def test_every_sentence_is_quoted_verbatim_from_its_seed(
+    rules: list[dict[str, object]], seed: str
+) -> None:
+    path = shared_path(SEED_FILES[seed])
+    if not path.exists():
+        pytest.skip(
+            f"../shared/{SEED_FILES[seed]} is absent: the quotes are checked where it exists"
+        )
+    text = _normalised(path.read_text(encoding="utf-8"))
+    quoted = [
+        (sentence["id"], sentence["text"])
+        for rule, sentence in _sentences(rules)
+        if str(rule["id"]).startswith(f"{seed}:")
+    ]
+    assert quoted, seed
+    assert [sid for sid, words in quoted if _normalised(str(words)) not in text] == []
