@@ -58,7 +58,7 @@ DECLARE
     tool_lock bigint;
     in_flight_bound bigint;
     shared_lock boolean;
-    this_shard smallint := (pg_backend_pid() % 8)::smallint;
+    this_shard smallint;
     task_state text;
     task_lease uuid;
     task_token bigint;
@@ -295,8 +295,10 @@ BEGIN
         p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, counted_at
     );
     PERFORM workflow_tool_live_add(p_host_id, p_tool_id, p_end_user_subject, 1);
-    -- This connection's shard of the second: admissions on other connections never queue on
-    -- its row lock (held to the end of the commit's WAL flush).
+    -- A shard of the second no other transaction in progress writes (the one the live counts
+    -- above took): admissions never queue on each other's row lock (held to the end of the
+    -- commit's WAL flush).
+    this_shard := workflow_counter_shard();
     INSERT INTO workflow_tool_start_count_t AS b (
         host_id, tool_id, per_user, end_user_subject, second, shard, starts
     ) VALUES
@@ -306,11 +308,17 @@ BEGIN
         DO UPDATE SET starts = b.starts + 1;
     -- Seconds that left every window: this Tool's and this user's (the retention job sweeps
     -- the buckets of users who stopped calling).
+    -- Rows another admission is deleting right now are left to it (SKIP LOCKED): waiting for
+    -- its commit would only find them gone.
     DELETE FROM workflow_tool_start_count_t b
-    WHERE b.host_id = p_host_id AND b.tool_id = p_tool_id
-      AND ((NOT b.per_user AND b.end_user_subject = '')
-           OR (b.per_user AND b.end_user_subject = p_end_user_subject))
-      AND b.second < first_second;
+    WHERE b.ctid IN (
+        SELECT o.ctid FROM workflow_tool_start_count_t o
+        WHERE o.host_id = p_host_id AND o.tool_id = p_tool_id
+          AND ((NOT o.per_user AND o.end_user_subject = '')
+               OR (o.per_user AND o.end_user_subject = p_end_user_subject))
+          AND o.second < first_second
+        FOR UPDATE SKIP LOCKED
+    );
 
     -- detail: the first task, for the service to announce, or, claimed by p_worker_id, its
     -- lease for that executor to run it under.
@@ -525,6 +533,25 @@ BEGIN
     WHERE r.host_id = p_host_id AND r.process_id = v_process_id
       AND r.state IN ('ACCEPTED', 'RUNNING', 'WAITING')
     RETURNING t.task_id, t.execution_class INTO task_id, execution_class;
+END
+$$;
+
+CREATE FUNCTION public.workflow_counter_shard() RETURNS smallint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    first integer := pg_backend_pid() % 64;
+    probe integer;
+BEGIN
+    FOR step IN 0..63 LOOP
+        probe := (first + step) % 64;
+        IF pg_try_advisory_xact_lock(20251127, probe) THEN
+            RETURN probe::smallint;
+        END IF;
+    END LOOP;
+    -- Sixty-four transactions hold one each: wait for this backend's own.
+    PERFORM pg_advisory_xact_lock(20251127, first);
+    RETURN first::smallint;
 END
 $$;
 
@@ -774,7 +801,7 @@ CREATE FUNCTION public.workflow_tool_live_add(p_host_id uuid, p_tool_id uuid, p_
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    this_shard smallint := (pg_backend_pid() % 8)::smallint;
+    this_shard smallint := workflow_counter_shard();
 BEGIN
     INSERT INTO workflow_tool_live_count_t AS c (
         host_id, tool_id, per_user, end_user_subject, shard, live

@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from tests.support.invocation import (
     CALLER,
@@ -79,3 +80,40 @@ async def test_a_live_run_is_counted_until_any_end_takes_it_out(
         (first["workflowInstanceId"],),
     )
     assert await _live(admin, tool) == (1, 1)
+
+
+async def test_concurrent_writers_of_one_tools_counters_never_wait_on_each_other(
+    database_url: str, admin: Admin
+) -> None:
+    # Nine transactions in progress at once add to one Tool's and one user's counters (nine:
+    # two of them would share a shard under migration 0025's pg_backend_pid() % 8). None may
+    # wait for another's commit: each writes a shard no other transaction in progress writes
+    # (migration 0027). The counts are the sum of what they added.
+    tool_id, subject = "00000000-0000-4000-8000-00000000c0de", "user-9"
+    writers = [
+        await psycopg.AsyncConnection.connect(database_url, row_factory=dict_row) for _ in range(9)
+    ]
+    try:
+        for conn in writers:
+            await conn.execute("SET lock_timeout = '2s'")
+            await conn.execute(
+                "SELECT workflow_tool_live_add(%s, %s, %s, 1)", (HOST, tool_id, subject)
+            )
+            # The same transaction again (several run ends in one statement) keeps its shard.
+            await conn.execute(
+                "SELECT workflow_tool_live_add(%s, %s, %s, 1)", (HOST, tool_id, subject)
+            )
+        for conn in writers:
+            await conn.commit()
+    finally:
+        for conn in writers:
+            await conn.close()
+    cursor = await admin.execute(
+        "SELECT workflow_tool_live_count(%(h)s, %(t)s, false, '') AS tool,"
+        " workflow_tool_live_count(%(h)s, %(t)s, true, %(u)s) AS user_live,"
+        " (SELECT count(DISTINCT shard) FROM workflow_tool_live_count_t"
+        "   WHERE tool_id = %(t)s AND NOT per_user) AS shards",
+        {"h": HOST, "t": tool_id, "u": subject},
+    )
+    row = await cursor.fetchone()
+    assert row == {"tool": 18, "user_live": 18, "shards": 9}
