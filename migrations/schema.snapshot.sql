@@ -209,37 +209,40 @@ BEGIN
     -- of their times and no sliding window can hold more than the limit.
     counted_at := clock_timestamp();
     window_start := counted_at - interval '1 minute';
-    this_second := floor(extract(epoch FROM counted_at))::bigint;
-    first_second := floor(extract(epoch FROM window_start))::bigint;
+    -- Starts are counted in ten-second buckets (the column keeps its name: a bucket is named
+    -- by its first second).
+    this_second := floor(extract(epoch FROM counted_at) / 10)::bigint * 10;
+    first_second := floor(extract(epoch FROM window_start) / 10)::bigint * 10;
 
     -- Live runs from the counters (this call's run is counted in only once admitted, below).
     live := workflow_tool_live_count(p_host_id, p_tool_id, false, '');
     live_for_user := workflow_tool_live_count(p_host_id, p_tool_id, true, p_end_user_subject);
 
-    -- Starts in the window, from the seconds it touches: exact but for the window's first
-    -- second, which may hold starts older than a minute (so the sum is an upper bound).
+    -- Starts in the window, from the buckets it touches: exact but for the window's first
+    -- bucket, which may hold starts older than a minute (so the sum is an upper bound).
     recent := workflow_tool_starts_since(p_host_id, p_tool_id, false, '', first_second);
     recent_for_user := workflow_tool_starts_since(
         p_host_id, p_tool_id, true, p_end_user_subject, first_second
     );
-    -- Near a limit only: count that first second exactly from the owner records.
+    -- Near a limit only: count that first bucket exactly from the owner records.
     IF recent >= p_starts_per_minute THEN
         recent := recent
-            - workflow_tool_starts_since(p_host_id, p_tool_id, false, '', first_second, first_second)
+            - workflow_tool_starts_since(
+                p_host_id, p_tool_id, false, '', first_second, first_second + 9)
             + (SELECT count(*) FROM workflow_invocation_t r
                WHERE r.host_id = p_host_id AND r.tool_id = p_tool_id
                  AND r.created_ts > window_start
-                 AND r.created_ts < to_timestamp(first_second + 1));
+                 AND r.created_ts < to_timestamp(first_second + 10));
     END IF;
     IF recent_for_user >= p_starts_per_minute_per_user THEN
         recent_for_user := recent_for_user
             - workflow_tool_starts_since(
-                p_host_id, p_tool_id, true, p_end_user_subject, first_second, first_second)
+                p_host_id, p_tool_id, true, p_end_user_subject, first_second, first_second + 9)
             + (SELECT count(*) FROM workflow_invocation_t r
                WHERE r.host_id = p_host_id AND r.tool_id = p_tool_id
                  AND r.end_user_subject = p_end_user_subject
                  AND r.created_ts > window_start
-                 AND r.created_ts < to_timestamp(first_second + 1));
+                 AND r.created_ts < to_timestamp(first_second + 10));
     END IF;
 
     IF shared_lock AND NOT (
