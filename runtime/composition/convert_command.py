@@ -99,7 +99,6 @@ def converted_file(
     conversion = convert_definition(source, version=version)
     report.changes = list(conversion.changes)
     report.blockers = list(conversion.blockers)
-    named = {blocker.pointer for blocker in report.blockers}
     checked = check_loaded(FileReport(str(path)), conversion.document)
     if evidence and checked.analysis is not None:
         recorded, report.evidence_used = apply_evidence(
@@ -108,11 +107,23 @@ def converted_file(
         report.changes.extend(recorded)
         checked = check_loaded(FileReport(str(path)), conversion.document)
     # A construct already named as not convertible is not repeated as a refusal.
-    report.refusals = [p for p in checked.problems if p["pointer"] not in named]
+    report.refusals = [p for p in checked.problems if not _named(p, report.blockers)]
     if checked.analysis is not None:
         report.needs = needs_of(checked.analysis)
     report.converted = conversion.document
     return report
+
+
+def _named(problem: dict[str, str], blockers: list[Blocker]) -> bool:
+    """Whether a blocker names the construct this refusal is about (same place, same thing)."""
+    pointer = problem["pointer"]
+    for blocker in blockers:
+        if blocker.pointer == pointer:
+            return True
+        inside = blocker.pointer.startswith(pointer + "/")
+        if inside and blocker.refused_as and blocker.refused_as in problem["message"]:
+            return True
+    return False
 
 
 def render_text(report: ConvertReport) -> str:

@@ -54,8 +54,7 @@ def apply_evidence(
 
 def needs_of(analysis: dict[str, Any]) -> list[Need]:
     """What publishing a Tool over the definition (or running it) still needs."""
-    needs = [_evidence_need(task) for task in analysis["writeTasks"]]
-    needs = [need for need in needs if need is not None]
+    needs = [need for task in analysis["writeTasks"] if (need := _evidence_need(task))]
     for call in analysis["httpCalls"]:
         message = (
             f"it calls {call['method']} {call['endpoint']}: a Tool over it needs an endpoint "

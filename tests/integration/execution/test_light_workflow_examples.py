@@ -17,6 +17,7 @@ import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.collaborators import Services
+from runtime.composition.convert_command import convert_file
 from runtime.engine.convert import convert_definition
 from runtime.execution.settings import ExecutionSettings
 from runtime.security.devtools import DevIdentity
@@ -29,6 +30,7 @@ from tests.support.light_workflow import (
     OfferServices,
     RiskService,
     converted,
+    example_path,
     grant_offer_tools,
     localized,
     needs_examples,
@@ -80,8 +82,21 @@ def test_each_example_converts_or_names_what_it_cannot_and_converting_again_is_a
         assert constructs == {"ask.assignment"}
     elif name == "run-shell-mock-v1":
         assert constructs == {"run"}
+    elif name == "agent-json-output":
+        assert constructs == {"call: agent"}
     else:
-        assert "call: agent" in constructs
+        # insurance-claim-*: agents, a loop back (backward then), and the REST and MCP ones an
+        # ask in light-workflow's `form` mode; the MCP one also field-check asserts.
+        expected = {"call: agent", "then (backward jump)"}
+        if name != "insurance-claim-headless-v1":
+            expected.add("ask.mode")
+        if name == "insurance-claim-mcp-v1":
+            expected.add("assert.json")
+        assert constructs == expected
+    # Each construct publication would refuse is named once, as not converted, with its reason.
+    report = convert_file(example_path(name), None, None)
+    assert report.refusals == []
+    assert all(blocker.reason for blocker in report.blockers)
 
 
 def test_personalized_offer_converts_every_construct_with_its_approval_ask() -> None:
