@@ -140,7 +140,7 @@ def render_text(report: ConvertReport) -> str:
         where = problem["pointer"] or "/"
         lines.append(f"  still refused {where} [{problem['rule']}]: {problem['message']}")
     for need in report.needs:
-        lines.append(f"  a Tool needs {need.pointer} ({need.need}): {need.message}")
+        lines.append(f"  needs {need.pointer} ({need.need}): {need.message}")
     if report.written is None:
         lines.append("  (nothing written: pass --out DIR to write the converted definition)")
     return "\n".join(lines)

@@ -53,7 +53,9 @@ def apply_evidence(
 
 
 def needs_of(analysis: dict[str, Any]) -> list[Need]:
-    """What publishing a Tool over the definition (or running it) still needs."""
+    """What publishing a Tool over the definition, or starting it when it asks, still needs."""
+    if analysis["humanTasks"]:
+        return _start_run_needs(analysis)
     needs = [need for task in analysis["writeTasks"] if (need := _evidence_need(task))]
     for call in analysis["httpCalls"]:
         message = (
@@ -64,11 +66,18 @@ def needs_of(analysis: dict[str, Any]) -> list[Need]:
         needs.append(Need(call["pointer"], "endpoint target", message))
     for call in analysis["mcpCalls"]:
         message = (
-            f"it calls the MCP tool {call['tool']} through the Gateway: the definition needs a "
-            "grant for it, and a Tool over it a pinned dependency (`grants`, `dependencies` in "
+            f"it calls the MCP tool {call['tool']} through the Gateway: a Tool over it needs a "
+            "pinned dependency and the definition a grant for it (`dependencies`, `grants` in "
             "its Tool spec)"
         )
         needs.append(Need(call["pointer"], "tool grant", message))
+    return needs
+
+
+def _start_run_needs(analysis: dict[str, Any]) -> list[Need]:
+    # A Tool call cannot wait for a person, so the workflow runs from workflow_start, whose
+    # reach is configuration (no binding, so no endpoint targets and no review evidence).
+    needs = []
     for task in analysis["humanTasks"]:
         message = (
             "it asks a person and parks the run until they answer: a Tool call cannot wait for "
@@ -76,6 +85,19 @@ def needs_of(analysis: dict[str, Any]) -> list[Need]:
             "(docs/HUMAN_TASKS.md)"
         )
         needs.append(Need(task["pointer"], "workflow_start", message))
+    for call in analysis["httpCalls"]:
+        message = (
+            f"it calls {call['method']} {call['endpoint']}: a run started with `workflow_start` "
+            "reaches only the prefixes in `execution.outbound.http_allowlist`; add this "
+            "service's, and make sure it answers there"
+        )
+        needs.append(Need(call["pointer"], "http allowlist", message))
+    for call in analysis["mcpCalls"]:
+        message = (
+            f"it calls the MCP tool {call['tool']} through the Gateway "
+            "(`execution.outbound.gateway_mcp_url`): the definition needs a live grant for it"
+        )
+        needs.append(Need(call["pointer"], "tool grant", message))
     return needs
 
 

@@ -59,7 +59,7 @@ def test_the_report_says_a_write_needs_review_evidence_and_each_call_an_endpoint
     assert "metadata.approvalEvidenceDigest" in evidence["message"]
     assert "--evidence evaluateRisk=sha256:" in evidence["message"]
     code, text = run_convert([_file(tmp_path)], out=None, output_format="text", version=None)
-    assert "a Tool needs /do/1/evaluateRisk (review evidence): it writes (http POST)" in text
+    assert "needs /do/1/evaluateRisk (review evidence): it writes (http POST)" in text
 
 
 def test_evidence_is_recorded_on_the_named_write_task_and_converting_again_is_a_no_op(
@@ -125,3 +125,26 @@ do:
         ("/do/1/check/switch/0/again/then", "then (backward jump)"),
     ]
     assert report["stillRefused"] == []
+
+
+def test_a_definition_that_asks_needs_a_start_run_and_the_allowlist_not_a_tools_evidence(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ask.yaml"
+    path.write_text(
+        FLOW
+        + """\
+  - approve:
+      ask: {prompt: "ok?", mode: approval, assignment: {roleId: admin},
+            options: [{label: Yes, value: "YES"}]}
+""",
+        encoding="utf-8",
+    )
+    code, body = _json([str(path)], out=None)
+    assert code == EXIT_CLEAN
+    needs = [(n["pointer"], n["need"]) for n in body["files"][0]["toolNeeds"]]
+    assert needs == [
+        ("/do/2/approve", "workflow_start"),
+        ("/do/0/lookup", "http allowlist"),
+        ("/do/1/evaluateRisk", "http allowlist"),
+    ]
