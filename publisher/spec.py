@@ -8,6 +8,7 @@ derived (uuid5 under NAMESPACE), so every run, on every machine, sends the same 
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ from runtime.publication import validate_definition
 # The namespace of every derived id: uuid5(NAMESPACE, "<kind>:<name>").
 NAMESPACE = uuid.UUID("6f1c3a52-8d4e-5b7a-9c20-7e4d1b2a3f60")
 WRITE_REPLAY_MS = 600_000
+# The approval evidence form Workflow accepts on a write task (its binding field rules).
+EVIDENCE_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 DEFAULT_RUNTIME_BOUNDS: dict[str, int] = {
     "maximumTaskAttempts": 8,
     "maximumNestedCalls": 4,
@@ -184,6 +187,17 @@ class Tool:
     def writes(self) -> bool:
         """True when the workflow has a write task: a non-GET/HEAD HTTP call, or an MCP call
         to a Tool its dependencies do not mark readOnly (so the Tool is a write Tool)."""
+        return bool(self._write_tasks())
+
+    def tasks_without_evidence(self) -> list[str]:
+        """Write tasks without a well-formed metadata.approvalEvidenceDigest, as `name (what)`."""
+        return [
+            f"{task.qualified_name} ({task.kind} {task.target})"
+            for task in self._write_tasks()
+            if not EVIDENCE_DIGEST.match(task.approval_evidence_digest or "")
+        ]
+
+    def _write_tasks(self) -> tuple[Any, ...]:
         read_only = {
             str(name)
             for dependency in self.spec.dependencies
@@ -192,7 +206,7 @@ class Tool:
             if name
         }
         requirements = static_requirements(self.definition.parsed, read_only_tools=read_only)
-        return bool(requirements.write_tasks)
+        return tuple(requirements.write_tasks)
 
     @property
     def source_binding_id(self) -> str:
@@ -295,6 +309,17 @@ def _check_tool(path: Path, tool: Tool) -> None:
         raise SpecError(
             f"{path}: resultReplayMs must be at least {WRITE_REPLAY_MS} for a write Tool "
             "(its workflow has write tasks): a client retry must replay, not write twice"
+        )
+    missing = tool.tasks_without_evidence() if tool.writes else []
+    if missing:
+        # Checked before any call: Workflow would publish the definition version first and
+        # then refuse the binding, and a published version can no longer take the evidence.
+        raise SpecError(
+            f"{path}: write task {', '.join(missing)} of {tool.definition.path.name} has no "
+            "metadata.approvalEvidenceDigest: a write Tool needs the sha256 digest of your "
+            "review of each write (sha256:<64 hex digits>) on the task; add it to the "
+            "definition (a converted light-workflow file: workflow-mcp convert --evidence "
+            "TASK=sha256:...) before publishing"
         )
     for call in mcp_calls(tool.definition.parsed):
         names = {d.get("authorizationToolName") for d in spec.dependencies}

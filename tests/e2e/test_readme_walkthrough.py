@@ -5,6 +5,10 @@ The commands of the README's `terminal=` blocks run as long-lived processes and 
 (the Makefile, pyproject.toml, the venv and examples/), with the data directory set to that
 copy's `.data/`, so `make run` keeps its embedded PostgreSQL and development keys there. The
 walkthrough uses the documented fixed ports (8787, 8788, 8790).
+
+Its `light-workflow` blocks ("Bring a light-workflow definition") convert, publish and call
+light-workflow's http-risk-decision.yaml from `../shared` beside the checkout, against the
+stand-in risk service on 18080; that test skips where ../shared is absent.
 """
 
 from __future__ import annotations
@@ -26,18 +30,22 @@ import httpx
 import pytest
 
 from tests.support.server import REPO_ROOT
+from tests.support.shared import SHARED, requires_shared
 
 pytestmark = pytest.mark.requirement("001:Acceptance Criteria")
 
 README = REPO_ROOT / "README.md"
 _FENCE = re.compile(r"^```sh (?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.M | re.S)
 PORTS = (8787, 8788, 8790)
+RISK_PORT = 18080
+LIGHT_WORKFLOW_EXAMPLE = "reference/light-workflow/http-risk-decision.yaml"
 START_TIMEOUT_SECONDS = 120.0
 # Where each terminal's process says it is ready.
 READY = {
     "workflow": "http://127.0.0.1:8787/readyz",
     "gateway": "http://127.0.0.1:8788/healthz",
     "backend": "http://127.0.0.1:8790/notes",
+    "risk": "http://127.0.0.1:18080/risk/evaluate",
 }
 
 
@@ -56,8 +64,13 @@ def _port_in_use(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _checkout(directory: Path) -> Path:
-    """A scratch copy of what the walkthrough touches; the rest stays in the repository."""
+def _checkout(root: Path) -> Path:
+    """A scratch copy of what the walkthrough touches; the rest stays in the repository.
+
+    The copy is root/workflow-mcp, so that `../shared` of the README is root/shared.
+    """
+    directory = root / "workflow-mcp"
+    directory.mkdir(mode=0o755)
     for name in ("Makefile", "pyproject.toml", ".venv"):
         (directory / name).symlink_to(REPO_ROOT / name)
     shutil.copytree(
@@ -157,6 +170,12 @@ def test_the_readme_has_the_walkthrough_blocks_this_test_runs() -> None:
         "terminal=backend",
     ]
     assert len(blocks("walkthrough")) == 2
+    assert [info for info, _ in blocks("light-workflow")] == [
+        "light-workflow terminal=risk",
+        "light-workflow",
+        "light-workflow",
+        "light-workflow",
+    ]
 
 
 @pytest.fixture
@@ -170,26 +189,88 @@ def scratch() -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def test_the_readme_walkthrough_publishes_and_calls_a_tool_verbatim(scratch: Path) -> None:
-    busy = [port for port in PORTS if _port_in_use(port)]
+def _busy(*ports: int) -> None:
+    busy = [port for port in ports if _port_in_use(port)]
     if busy:
         pytest.skip(f"the walkthrough's documented ports are in use here: {busy}")
+
+
+def _terminals(running: ExitStack, checkout: Path, prefix: str = "terminal=") -> None:
+    for info, command in blocks(prefix):
+        name = info.rsplit("terminal=", 1)[1]
+        running.enter_context(terminal(name, command, checkout))
+
+
+def _call_until_answered(call: str, checkout: Path) -> dict[str, object]:
+    """The README's call; again while the Gateway has not yet picked the new snapshot up.
+
+    The Gateway checks its snapshot at most every 500 ms.
+    """
+    for _ in range(20):
+        reply: dict[str, object] = json.loads(_run(call, checkout))
+        result = reply.get("result")
+        if isinstance(result, dict) and result.get("isError") is False:
+            break
+        time.sleep(0.3)
+    return reply
+
+
+def test_the_readme_walkthrough_publishes_and_calls_a_tool_verbatim(scratch: Path) -> None:
+    _busy(*PORTS)
     checkout = _checkout(scratch)
     publish, call = (body for _, body in blocks("walkthrough"))
     with ExitStack() as running:
-        for info, command in blocks("terminal="):
-            running.enter_context(terminal(info.removeprefix("terminal="), command, checkout))
+        _terminals(running, checkout)
         published = _run(publish, checkout)
         assert re.search(r"^loans\.quick-decision .*Published", published, re.M), published
         assert re.search(r"^claims\.add-note .*Published", published, re.M), published
-        # The Gateway checks its snapshot at most every 500 ms: the same call, again.
-        for _ in range(20):
-            reply = json.loads(_run(call, checkout))
-            if not reply.get("result", {}).get("isError", True):
-                break
-            time.sleep(0.3)
+        reply = _call_until_answered(call, checkout)
     result = reply["result"]
-    assert result["isError"] is False, reply
+    assert isinstance(result, dict) and result["isError"] is False, reply
     assert result["structuredContent"] == {"applicantId": "A-1", "decision": "APPROVED"}
     # `make run` stopped its embedded PostgreSQL with it.
     assert not (checkout / ".data" / "pg" / "postmaster.pid").exists()
+
+
+@requires_shared(LIGHT_WORKFLOW_EXAMPLE)
+def test_the_readme_converts_publishes_and_calls_light_workflows_risk_decision(
+    scratch: Path,
+) -> None:
+    _busy(*PORTS, RISK_PORT)
+    checkout = _checkout(scratch)
+    (scratch / "shared").symlink_to(SHARED)
+    publish, _ = (body for _, body in blocks("walkthrough"))
+    report, convert_and_publish, call = (body for _, body in blocks("light-workflow")[1:])
+    with ExitStack() as running:
+        _terminals(running, checkout)
+        _run(publish, checkout)
+        _terminals(running, checkout, "light-workflow terminal=")
+        shown = _run(report, checkout)
+        # What the README shows of the report: each need, word for word.
+        for line in _shown_needs():
+            assert line in shown, shown
+        assert not (checkout / "converted").exists()
+        published = _run(convert_and_publish, checkout)
+        assert re.search(r"^loans\.risk-decision .*Published", published, re.M), published
+        written = (checkout / "converted" / "http-risk-decision.yaml").read_text()
+        assert "approvalEvidenceDigest: sha256:" in written
+        reply = _call_until_answered(call, checkout)
+    result = reply["result"]
+    assert isinstance(result, dict) and result["isError"] is False, reply
+    assert result["structuredContent"] == {
+        "applicantId": "A-2",
+        "status": "APPROVED",
+        "decisionSource": "Automatic",
+        "riskScore": 26,
+        "reason": "Low risk score",
+    }
+
+
+def _shown_needs() -> list[str]:
+    """The report lines the README quotes in its `text` block after the convert command."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### Bring a light-workflow definition") :]
+    quoted = section[
+        section.index("```text\n") + 8 : section.index("\n```", section.index("```text"))
+    ]
+    return quoted.splitlines()

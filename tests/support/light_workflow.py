@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from generated import models
+from runtime import publication
 from runtime.canonical import definition_digest, load_definition_yaml
 from runtime.composition.convert_command import dump_definition
 from runtime.engine.convert import Conversion, convert_definition
+from runtime.store import Database
 from tests.support.binding_builders import (
     EVIDENCE,
     HOST,
@@ -28,6 +31,7 @@ from tests.support.binding_builders import (
 from tests.support.execution import Receive, Send, read_body
 from tests.support.invocation import Tool, ok
 from tests.support.mcp import McpTestClient
+from tests.support.publication_builders import context
 from tests.support.shared import requires_shared, shared_path
 
 EXAMPLES = "reference/light-workflow"
@@ -137,6 +141,73 @@ class OfferServices:
         if method == "POST" and parts == ["offer-decisions"]:
             return {"decisionId": "DEC-1", "offerId": body["offerId"], "status": "RECORDED"}
         return None
+
+
+# personalized-offer-mcp-v1's tools, as the demo gateway lists them -> OfferServices' request.
+OFFER_TOOLS = {
+    "getCustomerProfile": lambda a: ("GET", f"/customers/{a['customerId']}"),
+    "getCustomerPreferences": lambda a: ("GET", f"/customers/{a['customerId']}/preferences"),
+    "searchOffers": lambda a: ("GET", "/offers"),
+    "recordOfferDecision": lambda a: ("POST", "/offer-decisions"),
+}
+
+
+@dataclass
+class OfferMcpGateway(OfferServices):
+    """The same demo APIs behind an MCP endpoint (POST /mcp), as personalized-offer-mcp-v1
+    reaches them: each tools/call answers the REST stub's body as `structuredContent` (a
+    list wrapped as {items}). `requests` records (method, path, arguments) as the REST stub
+    would, so both variants are asserted alike; `calls` the tool names in order."""
+
+    calls: list[str] = field(default_factory=list)
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        message = json.loads(await read_body(receive) or b"{}")
+        if message.get("method") == "initialize":
+            result: Any = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        elif "id" not in message:
+            await _send_json(send, 202, None)
+            return
+        else:
+            result = self._tool_call(message["params"])
+        await _send_json(send, 200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def _tool_call(self, params: dict[str, Any]) -> dict[str, Any]:
+        name, arguments = params["name"], params.get("arguments") or {}
+        self.calls.append(name)
+        method, path = OFFER_TOOLS[name](arguments)
+        self.requests.append((method, path, arguments))
+        payload = self._answer(method, path, arguments)
+        content = {"items": payload} if isinstance(payload, list) else payload
+        text = [{"type": "text", "text": json.dumps(payload)}]
+        return {"content": text, "structuredContent": content, "isError": False}
+
+
+async def _send_json(send: Send, status: int, payload: Any) -> None:
+    body = b"" if payload is None else json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def grant_offer_tools(db: Database, wf_def_id: str) -> None:
+    """Live grants for the four tools, by MCP tool name (what a run without a binding matches).
+
+    The catalog types a grant's toolId as a Tool UUID, while a `workflow_start` run (the only
+    kind an `ask` may park) matches grants by tool name; as in the execution suite's fixtures,
+    the set is synced below the tool contract.
+    """
+    grants = [
+        models.Grant(grant_id=f"g-{name}", tool_id=name, tool_version="1.0.0",
+                     lightapi_digest="sha256:" + "a" * 64, allowed_environments=[])
+        for name in OFFER_TOOLS
+    ]  # fmt: skip
+    request = models.WorkflowDefinitionGrantsSyncInput(
+        host_id=HOST, wf_def_id=wf_def_id, source_revision=1, actor="steve", grants=grants
+    )
+    await publication.sync_definition_grants(db, context(), request)
 
 
 async def save_document(owner: McpTestClient, document: dict[str, Any]) -> str:

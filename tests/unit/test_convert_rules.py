@@ -188,3 +188,53 @@ def test_converting_a_converted_definition_changes_nothing() -> None:
     twice = convert_definition(once.document)
     assert twice.document == once.document
     assert twice.changes == ()
+
+
+def _retry_loop(*, with_ask: bool) -> dict[str, Any]:
+    """call -> check -> (back to call | on): light-workflow's loop written as a backward then."""
+    review = {"ask": {"prompt": "ok?", "mode": "approval", "assignment": {"roleId": "admin"},
+                      "options": [{"label": "Again", "value": "AGAIN"}]}}  # fmt: skip
+    first = review if with_ask else {"set": {"tried": True}}
+    cases = [
+        {"again": {"when": ".tried == true", "then": "first"}},
+        {"default": {"then": "done"}},
+    ]
+    return definition(
+        {"first": {**first, "export": {"as": {"tried": ".output"}}}},
+        {"check": {"switch": cases}},
+        {"done": {"set": {"ok": True}}},
+    )
+
+
+@pytest.mark.parametrize("with_ask", [False, True])
+def test_a_backward_then_is_named_as_a_loop_with_what_to_write_instead(with_ask: bool) -> None:
+    conversion = convert_definition(_retry_loop(with_ask=with_ask))
+    [blocker] = conversion.blockers
+    assert blocker.pointer == "/do/1/check/switch/0/again/then"
+    assert blocker.construct == "then (backward jump)"
+    assert "jumps back to /do/0/first" in blocker.reason
+    assert "`try` with `catch.retry`" in blocker.reason and "start a new run" in blocker.reason
+    assert ("cannot hold an `ask`" in blocker.reason) == with_ask
+    # The converted text is left as it was: no bound is invented.
+    cases = conversion.document["do"][1]["check"]["switch"]
+    assert cases[0]["again"]["then"] == "first"
+
+
+def test_a_backward_jump_in_a_nested_list_and_a_self_jump_are_named_too() -> None:
+    inner = [{"a": {"set": {"x": 1}}}, {"b": {"set": {"y": 2}, "then": "a"}}]
+    source = definition({"outer": {"do": inner}}, {"again": {"set": {"z": 3}, "then": "again"}})
+    pointers = [b.pointer for b in convert_definition(source).blockers]
+    assert pointers == ["/do/0/outer/do/1/b/then", "/do/1/again/then"]
+
+
+def test_an_ask_mode_without_an_equivalent_is_named_once_with_the_modes_there_are() -> None:
+    ask = {"prompt": "details?", "mode": "form", "assignment": {"roleId": "clerk"}}
+    conversion = convert_definition(definition({"collect": {"ask": ask}}))
+    [blocker] = conversion.blockers
+    assert (blocker.pointer, blocker.construct) == ("/do/0/collect/ask/mode", "ask.mode")
+    assert "`form`" in blocker.reason and "`approval`" in blocker.reason
+    assert "`input`" in blocker.reason
+    report = check_loaded(FileReport("t"), conversion.document)
+    # publication refuses the same construct at the task; the convert report names it once
+    [refusal] = report.problems
+    assert refusal["pointer"] == "/do/0/collect" and "ask.mode" in refusal["message"]

@@ -113,3 +113,17 @@ def test_endpoint_targets_group_the_methods_of_each_endpoint(tmp_path: Path) -> 
     assert targets["https://api.example.com/b/{id}"]["allowedMethods"] == ["GET"]
     assert {t["environments"][0] for t in targets.values()} == {"prod"}
     assert len({t["endpointRef"] for t in targets.values()}) == 2
+
+
+def test_a_write_task_without_review_evidence_is_refused_before_any_call(tmp_path: Path) -> None:
+    # Workflow would publish the (immutable) definition version first and refuse only the
+    # binding; the directory is refused before that, naming the task and how to add it.
+    directory = copy_examples(tmp_path)
+    text = (directory / "claim-note.yaml").read_text()
+    kept, _, _ = text.partition("      metadata:\n")
+    (directory / "claim-note.yaml").write_text(kept)
+    with pytest.raises(SpecError, match=r"has no metadata\.approvalEvidenceDigest") as raised:
+        load_dir(directory)
+    message = str(raised.value)
+    assert "claim-note.tool.yaml" in message and "addNote (http POST" in message
+    assert "--evidence TASK=sha256:" in message

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.engine.convert.context_flow import reach_before, task_entries
+from runtime.engine.convert.loops import backward_jumps
 from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.tasks import Blocker, Change, TaskRewriter
 
@@ -40,7 +41,9 @@ def convert_definition(source: Mapping[str, Any], *, version: str | None = None)
             rewriter.task(dict_task(tasks, position, name, task), f"/do/{position}/{name}", scope)
     _metadata(document, changes)
     _version(document, version, changes)
-    return Conversion(document, (*changes, *rewriter.changes), tuple(rewriter.blockers))
+    loops = backward_jumps(tasks) if isinstance(tasks, list) else []
+    blockers = (*rewriter.blockers, *loops)
+    return Conversion(document, (*changes, *rewriter.changes), blockers)
 
 
 def dict_task(tasks: list[Any], position: int, name: str, task: Any) -> dict[str, Any]:

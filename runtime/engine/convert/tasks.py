@@ -35,6 +35,17 @@ _CALL_REASONS = {
     "agent": "`call: agent` runs an AI agent of unknown duration; the profile has no agent "
     "task: expose the agent as an MCP Tool and use `call: mcp`",
 }
+ASK_MODE_REASON = (
+    "light-workflow's `{mode}` mode has no equivalent: an ask here is `approval` (the person "
+    "picks one of `options`) or `input` (one free-text answer in `value`); choose the one "
+    "that fits and read the answer's `value`"
+)
+ASSERT_REASON = (
+    "`assert.{key}` (light-workflow's field checks) has no equivalent in the profile's "
+    "`assert` (value, equals): write each check as a task with `if: <the violation>` and "
+    "`raise` (for `exists`, `!has(context.a.b)`; for `hasLength`, `size(context.a) < n`)"
+)
+_ASK_MODES = ("approval", "input")
 _VALUE_TREES = ("set", "raise")
 # A top-level task's pointer: /do/<position>/<name>.
 _TOP_LEVEL = re.compile(r"^/do/\d+/[^/]+$")
@@ -52,11 +63,16 @@ class Change:
 
 @dataclass(frozen=True)
 class Blocker:
-    """A construct that cannot be converted: where, what and why."""
+    """A construct that cannot be converted: where, what and why.
+
+    refused_as: text of the profile's own refusal of the same construct (at this pointer or
+    its task's), so the report names the construct once, with the reason a user can act on.
+    """
 
     pointer: str
     construct: str
     reason: str
+    refused_as: str = ""
 
 
 @dataclass
@@ -130,8 +146,8 @@ class TaskRewriter:
         if not isinstance(check, dict):
             return
         for key in set(check) - {"value", "equals"}:
-            reason = f"`assert.{key}` has no equivalent in the profile's `assert` (value, equals)"
-            self.blockers.append(Blocker(pointer, f"assert.{key}", reason))
+            reason = ASSERT_REASON.format(key=key)
+            self.blockers.append(Blocker(pointer, f"assert.{key}", reason, f"assert.{key}"))
         for key in ("value", "equals"):
             if key in check:
                 check[key] = self.tree(check[key], f"{pointer}/assert/{key}", scope)
@@ -162,11 +178,16 @@ class TaskRewriter:
         if ask.get("mode") == "confirm" and ask.get("options"):
             # A confirmation is an approval whose options are the acknowledgements.
             self._set(ask, "mode", f"{pointer}/ask", "approval")
+        mode = ask.get("mode")
+        if isinstance(mode, str) and mode not in _ASK_MODES:
+            reason = ASK_MODE_REASON.format(mode=mode)
+            self.blockers.append(Blocker(f"{pointer}/ask/mode", "ask.mode", reason, "ask.mode"))
         assignment = ask.get("assignment")
         for key, value in assignment.items() if isinstance(assignment, dict) else ():
             if isinstance(value, str) and "${" in value:
                 where = f"{pointer}/ask/assignment/{key}"
-                self.blockers.append(Blocker(where, "ask.assignment", DYNAMIC_ASSIGNEE_REASON))
+                construct = "ask.assignment"
+                self.blockers.append(Blocker(where, construct, DYNAMIC_ASSIGNEE_REASON, construct))
 
     def _session(self, task: dict[str, Any], args: dict[str, Any], pointer: str) -> None:
         name = str(args.get("session"))

@@ -17,16 +17,21 @@ import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.collaborators import Services
+from runtime.composition.convert_command import convert_file
 from runtime.engine.convert import convert_definition
 from runtime.execution.settings import ExecutionSettings
 from runtime.security.devtools import DevIdentity
+from runtime.store import Database
 from tests.support.execution import serving
 from tests.support.invocation import client, invoke_args, ok, running_executor, until_settled
 from tests.support.light_workflow import (
     NAMES,
+    OfferMcpGateway,
     OfferServices,
     RiskService,
     converted,
+    example_path,
+    grant_offer_tools,
     localized,
     needs_examples,
     publish_document,
@@ -77,8 +82,21 @@ def test_each_example_converts_or_names_what_it_cannot_and_converting_again_is_a
         assert constructs == {"ask.assignment"}
     elif name == "run-shell-mock-v1":
         assert constructs == {"run"}
+    elif name == "agent-json-output":
+        assert constructs == {"call: agent"}
     else:
-        assert "call: agent" in constructs
+        # insurance-claim-*: agents, a loop back (backward then), and the REST and MCP ones an
+        # ask in light-workflow's `form` mode; the MCP one also field-check asserts.
+        expected = {"call: agent", "then (backward jump)"}
+        if name != "insurance-claim-headless-v1":
+            expected.add("ask.mode")
+        if name == "insurance-claim-mcp-v1":
+            expected.add("assert.json")
+        assert constructs == expected
+    # Each construct publication would refuse is named once, as not converted, with its reason.
+    report = convert_file(example_path(name), None, None)
+    assert report.refusals == []
+    assert all(blocker.reason for blocker in report.blockers)
 
 
 def test_personalized_offer_converts_every_construct_with_its_approval_ask() -> None:
@@ -245,3 +263,53 @@ async def test_personalized_offer_rest_ends_on_each_path(
     elif status == "REJECTED":
         assert output["selectedOfferId"] == "OFFER-TRAVEL-01"
     assert ("POST" in {r[0] for r in offers.requests}) == (status == "APPROVED")
+
+
+@pytest.fixture
+async def offer_gateway() -> AsyncIterator[OfferMcpGateway]:
+    """The same demo APIs as MCP tools behind a local MCP endpoint."""
+    async with serving(OfferMcpGateway()) as running:  # type: ignore[arg-type]
+        yield running  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("status", sorted(OFFER_PATHS))
+async def test_personalized_offer_mcp_ends_on_each_path_as_the_rest_variant_does(
+    status: str,
+    db: Database,
+    owner: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    services: Services,
+    offer_gateway: OfferMcpGateway,
+) -> None:
+    allow_http(services, *LOOPBACK_NETWORKS)
+    (offer_gateway.segment, offer_gateway.consent), answer = OFFER_PATHS[status]
+    # The converted session URI is kept in the task; every nested call goes to the Gateway.
+    document = converted("personalized-offer-mcp-v1").document
+    starter = client(http, dev_identity, ttl=2 * 86_400)
+    approver = client(http, dev_identity, "ann", roles=("admin",))
+    data = {"customerId": "CUST-1001", "channel": "portal"}
+    settings = ExecutionSettings(gateway_mcp_url=f"{offer_gateway.base}/mcp")
+    wf_def_id = await save_document(owner, document)
+    await grant_offer_tools(db, wf_def_id)
+    async with running_executor(services, settings):
+        started = {"wfDefId": wf_def_id, "input": data}
+        instance = ok(await starter.call_tool("workflow_start", started))["workflowInstanceId"]
+        await _answer(approver, instance, answer)
+        output = await _result(starter, instance)
+    expected = {"status": status, "customerId": "CUST-1001"}
+    if status in ("APPROVED", "REJECTED"):
+        expected["selectedOfferId"] = "OFFER-TRAVEL-01"
+    if status == "APPROVED":
+        expected["decisionId"] = "DEC-1"
+        [(_, _, decision)] = [r for r in offer_gateway.requests if r[0] == "POST"]
+        assert decision["offerId"] == "OFFER-TRAVEL-01" and decision["channel"] == "portal"
+        assert decision["idempotencyKey"] == "personalized-offer-mcp-v1:CUST-1001:OFFER-TRAVEL-01"
+    output.pop("reason", None)
+    assert output == expected
+    called = ["getCustomerProfile", "getCustomerPreferences"]
+    if status != "NO_CONSENT":
+        called.append("searchOffers")
+    if status == "APPROVED":
+        called.append("recordOfferDecision")
+    assert offer_gateway.calls == called
