@@ -227,9 +227,10 @@ async def test_personalized_offer_rest_ends_on_each_path(
     document = localized(
         localized(document, PROFILE_ORIGIN, offers.base), OFFER_ORIGIN, offers.base
     )
-    # The run calls out for a day at most (no workflow timeout): its starter's token covers it,
-    # as the token-cover rule asks when no exchange endpoint is configured.
-    starter = client(http, dev_identity, ttl=2 * 86_400)
+    # The run calls out until its 30-day start deadline at most (no workflow timeout): its
+    # starter's token covers it, as the token-cover rule asks when no exchange endpoint is
+    # configured.
+    starter = client(http, dev_identity, ttl=31 * 86_400)
     approver = client(http, dev_identity, "ann", roles=("admin",))
     data = {"customerId": "CUST-1001", "channel": "portal"}
     settings = ExecutionSettings(http_allowlist=[offers.base])

@@ -139,11 +139,15 @@ async def test_a_waiting_run_names_its_open_tasks_and_cancelling_it_closes_them(
     refused(await approver.call_tool("workflow_task_complete", answer), "WORKFLOW_STATE_CONFLICT")
 
 
-async def test_a_start_run_takes_its_deadline_from_the_definition_up_to_thirty_days(
+async def test_a_start_run_takes_its_deadline_from_the_definition_up_to_thirty_days_by_default(
     owner: McpTestClient, caller: McpTestClient
 ) -> None:
-    for timeout, expected in (("P10D", timedelta(days=10)), ("P40D", timedelta(days=30))):
-        text = approval_yaml().replace("do:\n", f"timeout:\n  after: {timeout}\ndo:\n", 1)
+    cases = ((None, timedelta(days=30)), ("P10D", timedelta(days=10)), ("P40D", timedelta(days=30)))
+    for timeout, expected in cases:
+        # Without a `timeout` the deadline is seed 000's 30 days (no longer a day).
+        text = approval_yaml()
+        if timeout is not None:
+            text = text.replace("do:\n", f"timeout:\n  after: {timeout}\ndo:\n", 1)
         instance = await _start(owner, caller, text)
         status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
         deadline = datetime.fromisoformat(status["deadlineAt"])
