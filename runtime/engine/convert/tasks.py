@@ -21,10 +21,6 @@ NESTED_ASK_REASON = (
     "an `ask` must be a top-level task here: a run parks between its top-level tasks, and a "
     "nested ask would run its siblings again; move it to the top-level `do`"
 )
-DYNAMIC_ASSIGNEE_REASON = (
-    "an assignee computed at run time is not supported: the inbox matches literal user, role "
-    "or position ids; assign a role (roleId) instead"
-)
 _NOT_CONVERTIBLE = {
     "run": "a runner task (`run`: shell, container, script) executes arbitrary code, which the "
     "profile rejects; call a workflow-backed Tool through `call: mcp` instead",
@@ -151,7 +147,7 @@ class TaskRewriter:
 
     def _ask(self, task: dict[str, Any], pointer: str, scope: Scope) -> None:
         # light-workflow's ask has our fields (prompt, mode, assignment, options, required,
-        # timeout.after, onTimeout); only the prompt's `${ }` reads the one context.
+        # timeout.after, onTimeout); the prompt's and the assignment's `${ }` read the context.
         ask = task.get("ask")
         if not isinstance(ask, dict):
             return
@@ -162,11 +158,10 @@ class TaskRewriter:
         if ask.get("mode") == "confirm" and ask.get("options"):
             # A confirmation is an approval whose options are the acknowledgements.
             self._set(ask, "mode", f"{pointer}/ask", "approval")
-        assignment = ask.get("assignment")
-        for key, value in assignment.items() if isinstance(assignment, dict) else ():
-            if isinstance(value, str) and "${" in value:
-                where = f"{pointer}/ask/assignment/{key}"
-                self.blockers.append(Blocker(where, "ask.assignment", DYNAMIC_ASSIGNEE_REASON))
+        if isinstance(ask.get("assignment"), dict):
+            # A computed assignee (`userId: ${ .requesterUserId }`) reads the one context too;
+            # it is evaluated once, when the task opens.
+            ask["assignment"] = self.tree(ask["assignment"], f"{pointer}/ask/assignment", scope)
 
     def _session(self, task: dict[str, Any], args: dict[str, Any], pointer: str) -> None:
         name = str(args.get("session"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from runtime.engine.cel.value_trees import expression_text
 from runtime.engine.model import AskOption, AskSpec, freeze
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError, parse_duration_ms
@@ -63,9 +64,12 @@ def _assignment(value: Any, pointer: str) -> dict[str, str]:
     node = require_mapping(value, "ask.assignment", pointer)
     reject_unknown(node, _ASSIGNMENT_KEYS, "ask.assignment", pointer)
     for key, text in node.items():
+        if isinstance(text, str) and expression_text(text) is not None and len(text) <= _MAX_TEXT:
+            continue  # computed when the task opens (runtime.engine.run.human)
         if not isinstance(text, str) or not text or len(text) > _MAX_NAME or "${" in text:
             raise DefinitionError(
-                f"ask.assignment.{key} must be a literal non-empty string (<= {_MAX_NAME})",
+                f"ask.assignment.{key} must be a literal non-empty string (<= {_MAX_NAME}) "
+                "or one `${ }` expression",
                 task=pointer,
             )
     if not any(key in node for key in ASSIGNEE_KEYS):

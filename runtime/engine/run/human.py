@@ -15,6 +15,9 @@ from runtime.engine.model import AskSpec, Task, thaw
 from runtime.engine.run.faults import fault
 from runtime.engine.run.runner import Runner
 
+# An assignee id as the inbox stores and matches it (ask_spec's literal bound).
+MAX_ASSIGNEE = 128
+
 
 @dataclass(frozen=True)
 class AskRequest:
@@ -25,6 +28,8 @@ class AskRequest:
     position: int
     prompt: str
     spec: AskSpec
+    # The assignment with each `${ }` resolved: whom the task's row names.
+    assignment: dict[str, str]
 
     def document(self) -> dict[str, Any]:
         """The JSON the human-task row keeps of the question."""
@@ -32,7 +37,7 @@ class AskRequest:
         return {
             "prompt": self.prompt,
             "mode": spec.mode,
-            "assignment": dict(spec.assignment),
+            "assignment": dict(self.assignment),
             "options": [
                 {"label": o.label, "value": o.value}
                 | ({"description": o.description} if o.description is not None else {})
@@ -65,5 +70,33 @@ def run_ask(runner: Runner, spec: AskSpec, task: Task, variables: Any) -> Any:
     prompt = runner.value(spec.prompt, variables, task.pointer)
     if not isinstance(prompt, str):
         raise fault("expression", task.pointer, detail="ask.prompt must resolve to a string")
-    request = AskRequest(task.name, task.pointer, runner.state.position, prompt, spec)
+    assignment = _assignment(runner, spec, variables, task.pointer)
+    request = AskRequest(task.name, task.pointer, runner.state.position, prompt, spec, assignment)
     raise AwaitingAnswer(request, runner.state.to_json())
+
+
+def _assignment(runner: Runner, spec: AskSpec, variables: Any, pointer: str) -> dict[str, str]:
+    """The assignment with its `${ }` strings evaluated once, now, as the prompt is."""
+    resolved: dict[str, str] = {}
+    for key, text in spec.assignment.items():
+        value = runner.value(text, variables, pointer)  # a literal stays as it is
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_ASSIGNEE:
+            # Nobody (or a non-id) to ask: the run fails here rather than park unanswerable.
+            # The message names the definition's expression and the value's kind, no run data.
+            problem = fault(
+                "expression",
+                pointer,
+                title="Human task has no assignee",
+                detail=f"ask.assignment.{key} must resolve to a non-empty string "
+                f"(<= {MAX_ASSIGNEE} characters), not {_kind(value)}",
+            )
+            problem.problem["expression"] = text
+            raise problem
+        resolved[key] = value
+    return resolved
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "an empty string" if not value.strip() else f"{len(value)} characters"
+    return "null" if value is None else type(value).__name__

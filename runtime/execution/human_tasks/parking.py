@@ -46,7 +46,7 @@ async def park(
     db: Database, task: ClaimedTask, wf_def_id: str | None, request: AskRequest
 ) -> tuple[str, datetime | None]:
     """Open the ask's human task (once per ask); its id and due time."""
-    assignment = request.spec.assignment
+    assignment = request.assignment  # resolved when the ask opened
     row = {
         "host_id": task.host_id,
         "process_id": task.process_id,
