@@ -107,3 +107,45 @@ async def started_waiting(
 
     await wait_until(waiting, what="the run WAITING on a task open to the assignee")
     return instance, tasks[0]
+
+
+def nested_asks_yaml() -> str:
+    """A start-run definition asking once per claim inside a `for` body (a nested ask), after a
+    set in the same body, recording what each pass saw: a replay must not repeat either."""
+    return (
+        "document:\n"
+        '  dsl: "1.0.3"\n'
+        "  namespace: claims\n"
+        "  name: review-claims\n"
+        '  version: "1.0.0"\n'
+        "do:\n"
+        "  - start:\n"
+        "      set: {}\n"
+        "      export:\n"
+        "        as:\n"
+        "          seen: ${ [] }\n"
+        "          answers: ${ [] }\n"
+        "  - review:\n"
+        "      for:\n"
+        "        each: claim\n"
+        "        in: ${ workflow.input.claims }\n"
+        "      do:\n"
+        "        - note:\n"
+        "            set: {}\n"
+        "            export:\n"
+        "              as:\n"
+        "                seen: ${ context.seen + [claim] }\n"
+        "        - decide:\n"
+        "            ask:\n"
+        '              prompt: ${ "Approve " + claim + "?" }\n'
+        "              mode: input\n"
+        "              assignment:\n"
+        "                roleId: approver\n"
+        "            export:\n"
+        "              as:\n"
+        "                answers: ${ context.answers + [output.value] }\n"
+        "  - record:\n"
+        "      set:\n"
+        "        seen: ${ context.seen }\n"
+        "        answers: ${ context.answers }\n"
+    )

@@ -166,11 +166,16 @@ def test_a_top_level_ask_is_kept_with_its_prompt_read_from_the_context() -> None
     assert converted["mode"] == "approval"  # a confirmation is an approval of its one option
 
 
-def test_a_nested_ask_is_named_with_the_reason() -> None:
+def test_a_nested_ask_is_kept_and_only_one_in_a_fork_branch_is_named_with_the_reason() -> None:
     nested = {"prompt": "ok?", "assignment": {"roleId": "admin"}}
-    source = definition({"outer": {"do": [{"inner": {"ask": nested}}]}})
+    branches = [{"left": {"ask": nested}}, {"right": {"set": {"a": 1}}}]
+    source = definition(
+        {"outer": {"do": [{"inner": {"ask": nested}}]}},
+        {"both": {"fork": {"branches": branches}}},
+    )
     blockers = {(b.pointer, b.construct): b.reason for b in convert_definition(source).blockers}
-    assert blockers == {("/do/0/outer/do/0/inner", "ask"): NESTED_ASK_REASON}
+    assert blockers == {("/do/1/both/fork/branches/0/left", "ask"): NESTED_ASK_REASON}
+    assert "fork" in NESTED_ASK_REASON
 
 
 def test_a_computed_assignee_is_converted_to_read_the_context() -> None:

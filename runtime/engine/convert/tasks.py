@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,11 +15,10 @@ from runtime.engine.convert.expressions import (
 )
 from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.uris import UriNotConvertible, convert_uri
+from runtime.engine.parse.ask_placement import FORK_ASK_REASON
 
-NESTED_ASK_REASON = (
-    "an `ask` must be a top-level task here: a run parks between its top-level tasks, and a "
-    "nested ask would run its siblings again; move it to the top-level `do`"
-)
+# A nested ask is kept (its run resumes by replaying its top-level task), except in a fork.
+NESTED_ASK_REASON = FORK_ASK_REASON
 _NOT_CONVERTIBLE = {
     "run": "a runner task (`run`: shell, container, script) executes arbitrary code, which the "
     "profile rejects; call a workflow-backed Tool through `call: mcp` instead",
@@ -32,8 +30,6 @@ _CALL_REASONS = {
     "task: expose the agent as an MCP Tool and use `call: mcp`",
 }
 _VALUE_TREES = ("set", "raise")
-# A top-level task's pointer: /do/<position>/<name>.
-_TOP_LEVEL = re.compile(r"^/do/\d+/[^/]+$")
 _PREDICATES = ("if", "while")
 
 
@@ -151,7 +147,7 @@ class TaskRewriter:
         ask = task.get("ask")
         if not isinstance(ask, dict):
             return
-        if not _TOP_LEVEL.match(pointer):
+        if "/fork/" in pointer:
             self.blockers.append(Blocker(pointer, "ask", NESTED_ASK_REASON))
         if isinstance(ask.get("prompt"), str):
             ask["prompt"] = self.tree(ask["prompt"], f"{pointer}/ask/prompt", scope)

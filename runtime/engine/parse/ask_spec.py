@@ -19,11 +19,8 @@ _MAX_NAME = 128
 _MAX_OPTIONS = 50
 
 
-def parse_ask(value: Any, pointer: str, top_level: bool) -> AskSpec:
-    """The `ask` body; a human task may only be a top-level task (a run parks between them)."""
-    if not top_level:
-        # The run parks at a top-level checkpoint; a nested ask would re-run its siblings.
-        raise DefinitionError("an ask task must be a top-level task", task=pointer)
+def parse_ask(value: Any, pointer: str) -> AskSpec:
+    """The `ask` body (where it may stand is ask_placement's check)."""
     node = require_mapping(value, "`ask`", pointer)
     reject_unknown(node, _FIELDS, "`ask`", pointer)
     prompt = node.get("prompt")

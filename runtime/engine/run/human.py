@@ -1,9 +1,11 @@
 """The `ask` task kind at run time: answer from the run state, or park the run.
 
 The interpreter stays pure: a human task is answered by the durable runner, which reads the
-task's row before it resumes the run at the ask's position and hands the answer in through the
-RunState. Without an answer the task raises AwaitingAnswer with the checkpoint to resume from
-(the state before the ask: a top-level ask has changed nothing yet), and the runner parks.
+rows of the asks a top-level task opened before it resumes the run at that task and hands the
+answers in through the RunState. Without an answer the ask raises AwaitingAnswer with the
+checkpoint before its top-level task, and the runner parks. A nested ask (in a `do`, `switch`
+target, `for` body or `try`) resumes by replaying its top-level task from that checkpoint: the
+asks reached before it answer from their rows, keyed by pointer and how often each was reached.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class AskRequest:
     name: str
     pointer: str
     position: int
+    # Which reaching of the ask within its top-level task ('' for a top-level ask).
+    key: str
     prompt: str
     spec: AskSpec
     # The assignment with each `${ }` resolved: whom the task's row names.
@@ -61,9 +65,9 @@ class AwaitingAnswer(Exception):
 
 def run_ask(runner: Runner, spec: AskSpec, task: Task, variables: Any) -> Any:
     """The answer's output, a timeout fault, or AwaitingAnswer."""
-    answer = runner.state.answer
+    key = runner.ask_key(task)
+    answer = runner.state.answers.get(key)
     if answer is not None:
-        runner.state.answer = None  # consumed: the next checkpoint must not carry it
         if answer.get("failed"):
             raise fault("timeout", task.pointer, title="Human task timed out")
         return answer.get("output")
@@ -71,8 +75,11 @@ def run_ask(runner: Runner, spec: AskSpec, task: Task, variables: Any) -> Any:
     if not isinstance(prompt, str):
         raise fault("expression", task.pointer, detail="ask.prompt must resolve to a string")
     assignment = _assignment(runner, spec, variables, task.pointer)
-    request = AskRequest(task.name, task.pointer, runner.state.position, prompt, spec, assignment)
-    raise AwaitingAnswer(request, runner.state.to_json())
+    position = runner.state.position
+    request = AskRequest(task.name, task.pointer, position, key, prompt, spec, assignment)
+    # The run resumes before its top-level task, which replays up to here with the answers
+    # (publication refuses an ask in a top-level task that calls out, so replays send nothing).
+    raise AwaitingAnswer(request, runner.checkpoint)
 
 
 def _assignment(runner: Runner, spec: AskSpec, variables: Any, pointer: str) -> dict[str, str]:

@@ -12,7 +12,13 @@ import httpx
 from runtime.execution.human_tasks import sample_open_tasks
 from runtime.store import Database
 from runtime.telemetry import metrics
-from tests.support.human_tasks import approval_yaml, input_ask_yaml, start_run, started_waiting
+from tests.support.human_tasks import (
+    approval_yaml,
+    input_ask_yaml,
+    nested_asks_yaml,
+    start_run,
+    started_waiting,
+)
 from tests.support.invocation import CALLER, client, ok, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
@@ -309,3 +315,32 @@ async def test_an_assignee_computing_to_no_user_id_fails_the_run_when_the_task_o
         assert "workflow.input.reviewer" in message
         status = ok(await caller.call_tool("workflow_get_status", handle))
         assert status["state"] == "FAILED" and "openTaskIds" not in status
+
+
+async def test_an_ask_in_a_for_body_parks_per_iteration_and_resumes_where_it_stood(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    data = {"claims": ["c1", "c2"]}
+    instance, first = await started_waiting(owner, caller, approver, nested_asks_yaml(), data)
+    assert first["prompt"] == "Approve c1?" and first["taskName"] == "decide"
+    ok(await approver.call_tool("workflow_task_complete", _complete(first, value="yes")))
+    second: list[dict[str, Any]] = []
+
+    async def asked_again() -> bool:
+        second[:] = [t for t in await _open_tasks(approver, instance) if t != first]
+        return await _state(caller, instance) == "WAITING" and len(second) == 1
+
+    await wait_until(asked_again, what="the second iteration's ask open")
+    assert second[0]["prompt"] == "Approve c2?" and second[0]["taskId"] != first["taskId"]
+    ok(await approver.call_tool("workflow_task_complete", _complete(second[0], value="no")))
+    result = ok(await caller.call_tool("workflow_wait_result", {"workflowInstanceId": instance}))
+    # Each pass ran once: the replays up to each ask neither repeated the set nor the answer.
+    assert result["output"] == {"seen": ["c1", "c2"], "answers": ["yes", "no"]}
+    answered = {"workflowInstanceId": instance, "state": "answered"}
+    listed = ok(await approver.call_tool("workflow_task_list", answered))["tasks"]
+    assert [t["prompt"] for t in listed] == ["Approve c1?", "Approve c2?"]
