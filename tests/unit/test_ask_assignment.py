@@ -37,3 +37,12 @@ def test_a_computed_assignee_is_compiled_at_publication_and_literals_are_checked
         with pytest.raises(DefinitionError) as refused:
             _ask(assignment)
         assert expected in refused.value.message, assignment
+
+
+def test_a_prompt_expression_is_compiled_at_publication() -> None:
+    text = input_ask_yaml().replace(
+        "prompt: Why was the claim late?", 'prompt: ${ "Why " + workflow.input. }'
+    )
+    with pytest.raises(DefinitionError) as refused:
+        parse_definition(yaml.safe_load(text))
+    assert "does not compile" in refused.value.message
