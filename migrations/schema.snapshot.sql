@@ -1033,6 +1033,7 @@ CREATE TABLE public.workflow_human_task (
     operation_id text,
     answer_digest text,
     created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    ask_key text DEFAULT ''::text NOT NULL,
     CONSTRAINT workflow_human_task_assignee_check CHECK ((num_nonnulls(assignee_user_id, assignee_role_id, assignee_position_id) > 0)),
     CONSTRAINT workflow_human_task_state_check CHECK ((state = ANY (ARRAY['open'::text, 'answered'::text, 'timedOut'::text, 'cancelled'::text])))
 );
@@ -1376,10 +1377,10 @@ ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_pk PRIMARY KEY (host_id, binding_id, endpoint_ref);
 
 ALTER TABLE ONLY public.workflow_human_task
-    ADD CONSTRAINT workflow_human_task_pk PRIMARY KEY (host_id, task_id);
+    ADD CONSTRAINT workflow_human_task_ask_key UNIQUE (host_id, process_id, "position", ask_key);
 
 ALTER TABLE ONLY public.workflow_human_task
-    ADD CONSTRAINT workflow_human_task_position_key UNIQUE (host_id, process_id, "position");
+    ADD CONSTRAINT workflow_human_task_pk PRIMARY KEY (host_id, task_id);
 
 ALTER TABLE ONLY public.workflow_idempotency_t
     ADD CONSTRAINT workflow_idempotency_pk PRIMARY KEY (host_id, scope_digest);

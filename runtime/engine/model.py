@@ -289,7 +289,8 @@ class AskSpec:
 
     prompt: Any  # a string, possibly with `${ }` expressions
     mode: Literal["approval", "input"]
-    # roleId, userId, positionId, categoryCode, reasonCode: literal strings.
+    # roleId, userId, positionId, categoryCode, reasonCode: literal strings, or `${ }`
+    # strings computed once when the task opens.
     assignment: Mapping[str, str]
     options: tuple[AskOption, ...]
     required: bool

@@ -45,7 +45,6 @@ from runtime.addresses import AddressPolicy, Resolver, SystemResolver
 from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
-from runtime.engine.model import AskSpec
 from runtime.engine.run import (
     AwaitingAnswer,
     EffectFailure,
@@ -57,6 +56,7 @@ from runtime.engine.run import (
     RunState,
     run_workflow,
 )
+from runtime.engine.run.interpreter import holds_ask
 from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution import human_tasks, store
@@ -222,8 +222,10 @@ class WorkflowRuntime:
         prior = await self._prior_calls(db, task) if task.attempts > 1 else {}
         effects = DurableEffects(self._call_context(db, task, lease, loaded, prior))
         resume = RunState.from_json(task.payload["state"]) if "state" in task.payload else None
+        answers: dict[str, dict[str, Any]] = {}
         if resume is not None and _asks_at(loaded.definition, resume.position):
-            resume.answer = await human_tasks.settle(db, task, resume.position)
+            # None: the ask it waits on is still open (an early wake); it parks again.
+            answers = await human_tasks.settle(db, task, resume.position) or {}
         # Lets a test kill a worker at an exact top-level task (after its claim).
         await faults.point(f"before_workflow_task_{resume.position if resume else 0}")
         meter = StepMeter(self._step_budget(loaded))
@@ -232,13 +234,19 @@ class WorkflowRuntime:
         stop_after_task = _stop_after_task(len(loaded.definition.tasks.tasks))
 
         async def interpret() -> RunOutcome:
+            # A fresh state per start: an attempt that leaves the loop starts over on a thread,
+            # and the first start's exports replaced the context of the state it was given.
+            state = None
+            if resume is not None:
+                state = RunState.from_json(task.payload["state"])
+                state.answers = answers
             return await run_workflow(
                 loaded.definition,
                 task.payload.get("input"),
                 bound_effects,
                 _limits(loaded, self.maximum_parallelism),
                 clock=clock,
-                resume=resume,
+                resume=state,
                 on_checkpoint=stop_after_task,
             )
 
@@ -455,9 +463,11 @@ class WorkflowRuntime:
 
 
 def _asks_at(definition: WorkflowDefinition, position: int) -> bool:
-    """Whether the top-level task at position is an ask (its answer is read before it runs)."""
+    """Whether the top-level task at position is or holds an ask (answers are read first)."""
     tasks = definition.tasks.tasks
-    return 0 <= position < len(tasks) and isinstance(tasks[position].spec, AskSpec)
+    if not 0 <= position < len(tasks):
+        return False
+    return holds_ask(tasks[position])
 
 
 def _cost(meter: StepMeter) -> int:

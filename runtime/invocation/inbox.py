@@ -88,15 +88,16 @@ async def complete_task(
     """workflow_task_complete: answer an open task; the same answer again gets its receipt."""
     task_id = _task_id(args.task_id)
     comment = args.comment if isinstance(args.comment, str) else None
-    digest = _answer_digest(args.value, comment, ctx.user_id)
+    value = args.value if isinstance(args.value, str) else None
+    digest = _answer_digest(value, comment, ctx.user_id)
     async with db.transaction() as conn:
         row = await tasks.select_assigned(conn, ctx.host_id, task_id, _assignee(ctx))
         if row is None:
             raise _not_found()
         if row["state"] != "open":
             return _receipt_of_repeat(row, args.operation_id, digest)
-        _check_value(row["question"], args.value)
-        output = answer_output(row["question"], args.value, comment, ctx.user_id)
+        _check_value(row["question"], value)
+        output = answer_output(row["question"], value, comment, ctx.user_id)
         answer = {
             "output": output,
             "answered_by": ctx.user_id,
@@ -123,19 +124,25 @@ def _receipt_of_repeat(
 
 
 def _receipt(row: dict[str, Any], state: str, output: dict[str, Any]) -> WorkflowTaskCompleteOutput:
-    return msgspec.convert(
-        {
-            "taskId": row["task_id"],
-            "workflowInstanceId": row["process_id"],
-            "state": state,
-            "value": output["value"],
-            "answeredAt": output["answeredAt"],
-        },
-        WorkflowTaskCompleteOutput,
-    )
+    receipt = {
+        "taskId": row["task_id"],
+        "workflowInstanceId": row["process_id"],
+        "state": state,
+        "answeredAt": output["answeredAt"],
+    }
+    if output.get("value") is not None:  # an optional task answered without a value has none
+        receipt["value"] = output["value"]
+    return msgspec.convert(receipt, WorkflowTaskCompleteOutput)
 
 
-def _check_value(question: dict[str, Any], value: str) -> None:
+def _check_value(question: dict[str, Any], value: str | None) -> None:
+    if value is None:
+        # Only an ask with `required: false` may be answered without a value.
+        if question.get("required", True):
+            raise WorkflowError(
+                "WORKFLOW_INPUT_INVALID", "value is required: this task must be answered"
+            )
+        return
     values = [option["value"] for option in question.get("options") or []]
     if values and value not in values:
         raise WorkflowError(
@@ -144,7 +151,7 @@ def _check_value(question: dict[str, Any], value: str) -> None:
         )
 
 
-def _answer_digest(value: str, comment: str | None, user_id: str) -> str:
+def _answer_digest(value: str | None, comment: str | None, user_id: str) -> str:
     text = json.dumps([value, comment, user_id], separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -20,11 +20,11 @@ from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
 
 # workflow_start runs are root starts of editors and schedulers: the standard class, the
-# default budget, and a day unless the definition's own `timeout` says otherwise. A run that
-# waits for people (an `ask`) may need longer: its `timeout` is honoured up to the historic
-# maximum of 30 days (issue 22 item 4).
-START_DEADLINE = timedelta(hours=24)
-START_MAX_DEADLINE = timedelta(days=30)
+# default budget, and seed 000's 30-day deadline ("workflow_start hard-codes ... a 30-day
+# deadline"). A definition's own `timeout` shortens it; a longer one is capped at 30 days.
+# Without a token exchange endpoint a start that calls out must hold a token lasting to this
+# deadline (token_cover), so such a definition states a shorter `timeout`.
+START_DEADLINE = timedelta(days=30)
 START_KEY_KIND = "start"
 
 
@@ -78,7 +78,7 @@ def _parse_head(text: str) -> tuple[dict[str, Any], WorkflowDefinition]:
 def _deadline(definition: WorkflowDefinition, admitted: datetime) -> datetime:
     if definition.timeout_ms is None:
         return admitted + START_DEADLINE
-    return admitted + min(timedelta(milliseconds=definition.timeout_ms), START_MAX_DEADLINE)
+    return admitted + min(timedelta(milliseconds=definition.timeout_ms), START_DEADLINE)
 
 
 async def _receipt(

@@ -16,7 +16,7 @@ import pytest
 
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import OWNER, new_id
-from tests.support.human_tasks import approval_yaml
+from tests.support.human_tasks import approval_yaml, nested_asks_yaml, started_waiting
 from tests.support.invocation import client, ok, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.server import LiveServer, run_server
@@ -115,3 +115,39 @@ async def test_a_kill_9_while_tasks_are_open_loses_neither_the_task_nor_its_time
                 )
             )
             assert done["output"] == {"decision": "APPROVED", "by": "ann"}
+
+
+async def test_a_kill_9_while_a_nested_ask_waits_resumes_at_that_ask(
+    database_url: str, live_identity: DevIdentity, tmp_path: Path
+) -> None:
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    data = {"claims": ["c1", "c2"]}
+    with run_server(database_url, tmp_path / "first", live_identity) as first:
+        async with httpx.AsyncClient(base_url=first.base_url, timeout=60.0) as http:
+            roles = Roles(http, live_identity)
+            instance, task = await started_waiting(
+                roles.owner, roles.caller, roles.approver, nested_asks_yaml(), data
+            )
+            answer = {"taskId": task["taskId"], "value": "yes", "operationId": str(uuid.uuid4())}
+            ok(await roles.approver.call_tool("workflow_task_complete", answer))
+
+            async def second_open() -> bool:
+                waiting = (await _status(roles.caller, instance))["state"] == "WAITING"
+                open_task = await _open_task(roles.approver, instance)
+                return waiting and open_task is not None and open_task != task
+
+            await wait_until(second_open, what="the second iteration's ask open", within_s=30)
+            second = await _open_task(roles.approver, instance)
+            assert second is not None and second["prompt"] == "Approve c2?"
+            _kill(first)
+    with run_server(database_url, tmp_path / "second", live_identity) as restarted:
+        async with httpx.AsyncClient(base_url=restarted.base_url, timeout=60.0) as http:
+            roles = Roles(http, live_identity)
+            # The same task still waits, in the second iteration of the loop.
+            assert await _open_task(roles.approver, instance) == second
+            answer = {"taskId": second["taskId"], "value": "no", "operationId": str(uuid.uuid4())}
+            ok(await roles.approver.call_tool("workflow_task_complete", answer))
+            handle = {"workflowInstanceId": instance}
+            done = ok(await roles.caller.call_tool("workflow_wait_result", handle))
+            assert done["output"] == {"seen": ["c1", "c2"], "answers": ["yes", "no"]}

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from runtime.composition.check import FileReport, check_loaded
+from runtime.engine import parse_definition
 from runtime.engine.convert import NESTED_ASK_REASON, convert_definition
 from runtime.engine.convert.expressions import convert_expression, convert_string
 from runtime.engine.convert.scope import Scope
@@ -165,16 +166,26 @@ def test_a_top_level_ask_is_kept_with_its_prompt_read_from_the_context() -> None
     assert converted["mode"] == "approval"  # a confirmation is an approval of its one option
 
 
-def test_a_nested_ask_and_a_computed_assignee_are_named_with_the_reason() -> None:
+def test_a_nested_ask_is_kept_and_only_one_in_a_fork_branch_is_named_with_the_reason() -> None:
     nested = {"prompt": "ok?", "assignment": {"roleId": "admin"}}
-    computed = {"prompt": "ok?", "assignment": {"userId": "${ .applicantId }"}}
+    branches = [{"left": {"ask": nested}}, {"right": {"set": {"a": 1}}}]
     source = definition(
         {"outer": {"do": [{"inner": {"ask": nested}}]}},
-        {"mine": {"ask": computed}},
+        {"both": {"fork": {"branches": branches}}},
     )
     blockers = {(b.pointer, b.construct): b.reason for b in convert_definition(source).blockers}
-    assert blockers[("/do/0/outer/do/0/inner", "ask")] == NESTED_ASK_REASON
-    assert "run time" in blockers[("/do/1/mine/ask/assignment/userId", "ask.assignment")]
+    assert blockers == {("/do/1/both/fork/branches/0/left", "ask"): NESTED_ASK_REASON}
+    assert "fork" in NESTED_ASK_REASON
+
+
+def test_a_computed_assignee_is_converted_to_read_the_context() -> None:
+    computed = {"prompt": "ok?", "assignment": {"userId": "${ .applicantId }", "roleId": "x"}}
+    conversion = convert_definition(definition({"mine": {"ask": computed}}))
+    assert conversion.blockers == ()
+    [item] = conversion.document["do"]
+    assignment = item["mine"]["ask"]["assignment"]
+    assert assignment == {"userId": "${ workflow.input.applicantId }", "roleId": "x"}
+    parse_definition(conversion.document)  # an ask with a computed assignee parses
 
 
 def test_converting_a_converted_definition_changes_nothing() -> None:

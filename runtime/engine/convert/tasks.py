@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,15 +15,10 @@ from runtime.engine.convert.expressions import (
 )
 from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.uris import UriNotConvertible, convert_uri
+from runtime.engine.parse.ask_placement import FORK_ASK_REASON
 
-NESTED_ASK_REASON = (
-    "an `ask` must be a top-level task here: a run parks between its top-level tasks, and a "
-    "nested ask would run its siblings again; move it to the top-level `do`"
-)
-DYNAMIC_ASSIGNEE_REASON = (
-    "an assignee computed at run time is not supported: the inbox matches literal user, role "
-    "or position ids; assign a role (roleId) instead"
-)
+# A nested ask is kept (its run resumes by replaying its top-level task), except in a fork.
+NESTED_ASK_REASON = FORK_ASK_REASON
 _NOT_CONVERTIBLE = {
     "run": "a runner task (`run`: shell, container, script) executes arbitrary code, which the "
     "profile rejects; call a workflow-backed Tool through `call: mcp` instead",
@@ -47,8 +41,6 @@ ASSERT_REASON = (
 )
 _ASK_MODES = ("approval", "input")
 _VALUE_TREES = ("set", "raise")
-# A top-level task's pointer: /do/<position>/<name>.
-_TOP_LEVEL = re.compile(r"^/do/\d+/[^/]+$")
 _PREDICATES = ("if", "while")
 
 
@@ -167,11 +159,11 @@ class TaskRewriter:
 
     def _ask(self, task: dict[str, Any], pointer: str, scope: Scope) -> None:
         # light-workflow's ask has our fields (prompt, mode, assignment, options, required,
-        # timeout.after, onTimeout); only the prompt's `${ }` reads the one context.
+        # timeout.after, onTimeout); the prompt's and the assignment's `${ }` read the context.
         ask = task.get("ask")
         if not isinstance(ask, dict):
             return
-        if not _TOP_LEVEL.match(pointer):
+        if "/fork/" in pointer:
             self.blockers.append(Blocker(pointer, "ask", NESTED_ASK_REASON))
         if isinstance(ask.get("prompt"), str):
             ask["prompt"] = self.tree(ask["prompt"], f"{pointer}/ask/prompt", scope)
@@ -182,12 +174,10 @@ class TaskRewriter:
         if isinstance(mode, str) and mode not in _ASK_MODES:
             reason = ASK_MODE_REASON.format(mode=mode)
             self.blockers.append(Blocker(f"{pointer}/ask/mode", "ask.mode", reason, "ask.mode"))
-        assignment = ask.get("assignment")
-        for key, value in assignment.items() if isinstance(assignment, dict) else ():
-            if isinstance(value, str) and "${" in value:
-                where = f"{pointer}/ask/assignment/{key}"
-                construct = "ask.assignment"
-                self.blockers.append(Blocker(where, construct, DYNAMIC_ASSIGNEE_REASON, construct))
+        if isinstance(ask.get("assignment"), dict):
+            # A computed assignee (`userId: ${ .requesterUserId }`) reads the one context too;
+            # it is evaluated once, when the task opens.
+            ask["assignment"] = self.tree(ask["assignment"], f"{pointer}/ask/assignment", scope)
 
     def _session(self, task: dict[str, Any], args: dict[str, Any], pointer: str) -> None:
         name = str(args.get("session"))

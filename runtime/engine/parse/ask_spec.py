@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from runtime.engine.cel.value_trees import expression_text
 from runtime.engine.model import AskOption, AskSpec, freeze
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError, parse_duration_ms
@@ -18,11 +19,8 @@ _MAX_NAME = 128
 _MAX_OPTIONS = 50
 
 
-def parse_ask(value: Any, pointer: str, top_level: bool) -> AskSpec:
-    """The `ask` body; a human task may only be a top-level task (a run parks between them)."""
-    if not top_level:
-        # The run parks at a top-level checkpoint; a nested ask would re-run its siblings.
-        raise DefinitionError("an ask task must be a top-level task", task=pointer)
+def parse_ask(value: Any, pointer: str) -> AskSpec:
+    """The `ask` body (where it may stand is ask_placement's check)."""
     node = require_mapping(value, "`ask`", pointer)
     reject_unknown(node, _FIELDS, "`ask`", pointer)
     prompt = node.get("prompt")
@@ -63,9 +61,12 @@ def _assignment(value: Any, pointer: str) -> dict[str, str]:
     node = require_mapping(value, "ask.assignment", pointer)
     reject_unknown(node, _ASSIGNMENT_KEYS, "ask.assignment", pointer)
     for key, text in node.items():
+        if isinstance(text, str) and expression_text(text) is not None and len(text) <= _MAX_TEXT:
+            continue  # computed when the task opens (runtime.engine.run.human)
         if not isinstance(text, str) or not text or len(text) > _MAX_NAME or "${" in text:
             raise DefinitionError(
-                f"ask.assignment.{key} must be a literal non-empty string (<= {_MAX_NAME})",
+                f"ask.assignment.{key} must be a literal non-empty string (<= {_MAX_NAME}) "
+                "or one `${ }` expression",
                 task=pointer,
             )
     if not any(key in node for key in ASSIGNEE_KEYS):

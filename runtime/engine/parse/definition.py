@@ -10,6 +10,7 @@ from typing import Any
 
 from runtime.engine.model import Schema, TaskList, Transform, WorkflowDefinition
 from runtime.engine.model import freeze as _freeze
+from runtime.engine.parse.ask_placement import ask_placement_problems
 from runtime.engine.parse.credentials import (
     SECRET_RULE,
     credential_header_problems,
@@ -75,6 +76,7 @@ def parse_definition(document: Any) -> WorkflowDefinition:
         if "do" not in raw:
             raise DefinitionError("the definition needs a `do` task list", pointer="/do")
         tasks = parse_task_list(raw["do"], "/do", "", ctx)
+    ctx.errors += ask_placement_problems(tasks)
     timeout_ms = None
     with ctx.collecting("/timeout"):
         timeout_ms = _parse_workflow_timeout(raw.get("timeout"), ctx)

@@ -18,6 +18,7 @@ from runtime.engine.cel.compiler import compile_expression
 from runtime.engine.cel.expression_error import ExpressionError
 from runtime.engine.cel.value_trees import tree_expressions
 from runtime.engine.model import (
+    AskSpec,
     AssertSpec,
     ForSpec,
     HttpCallSpec,
@@ -145,6 +146,10 @@ def _task_sites(task: Task, scope: frozenset[str]) -> Iterator[ExpressionSite]: 
             yield from _tree_sites(where, tree, scope)
     elif isinstance(spec, McpCallSpec):
         yield from _tree_sites(where, spec.arguments, scope)
+    elif isinstance(spec, AskSpec):
+        # The prompt and a computed assignee are evaluated when the task opens.
+        yield from _tree_sites(where, spec.prompt, scope)
+        yield from _tree_sites(where, dict(spec.assignment), scope)
     elif isinstance(spec, ForSpec):
         yield ExpressionSite(where, spec.collection, scope)
         inner = scope | {spec.each, spec.at}

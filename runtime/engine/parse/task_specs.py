@@ -50,7 +50,7 @@ def parse_spec(
     if key == "wait":
         return "wait", WaitSpec(_duration(node["wait"], pointer))
     if key == "ask":
-        return "ask", parse_ask(node["ask"], pointer, top_level="/" not in qualified)
+        return "ask", parse_ask(node["ask"], pointer)
     if key == "do":
         return "do", DoSpec(ctx.task_list(node["do"], f"{pointer}/do", qualified))
     if key == "fork":

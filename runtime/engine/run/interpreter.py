@@ -12,7 +12,16 @@ from typing import Any
 from runtime.engine.cel.evaluation import build_activation, evaluate_predicate, evaluate_value
 from runtime.engine.cel.expression_error import ExpressionError
 from runtime.engine.cel.value_trees import evaluate_tree
-from runtime.engine.model import Schema, Task, TaskList, Transform, WorkflowDefinition, thaw
+from runtime.engine.model import (
+    AskSpec,
+    Schema,
+    Task,
+    TaskList,
+    Transform,
+    WorkflowDefinition,
+    thaw,
+    walk_tasks,
+)
 from runtime.engine.run.deadlines import Deadlines
 from runtime.engine.run.error_mapping import map_fault, output_error
 from runtime.engine.run.faults import WorkflowFault, expression_fault, fault
@@ -50,6 +59,21 @@ class Interpreter:
         self.limits = limits
         self.clock = clock
         self.deadlines = Deadlines(clock)
+        self.checkpoint: dict[str, Any] = state.to_json()
+        # How often each ask was reached in the running top-level task (its replay's keys).
+        self.asks_reached: dict[str, int] = {}
+
+    def begin_top_level_task(self) -> None:
+        """Mark the start of a top-level task: a parked ask inside it resumes from here."""
+        # Exports replace the context rather than change it, so this copy stays as it was.
+        self.checkpoint = self.state.to_json()
+        self.asks_reached = {}
+
+    def ask_key(self, task: Task) -> str:
+        """'' for a top-level ask; '<pointer>#<n>' for the n-th reaching of a nested one."""
+        reached = self.asks_reached.get(task.pointer, 0)
+        self.asks_reached[task.pointer] = reached + 1
+        return "" if "/" not in task.qualified_name else f"{task.pointer}#{reached}"
 
     # expressions -------------------------------------------------------------------------
 
@@ -152,6 +176,11 @@ class Interpreter:
         self.state.context = context
 
 
+def holds_ask(task: Task) -> bool:
+    """Whether a task is or holds an `ask` at any depth."""
+    return any(isinstance(each.spec, AskSpec) for each in walk_tasks(TaskList((task,))))
+
+
 async def run_workflow(
     definition: WorkflowDefinition,
     raw_input: Any,
@@ -193,10 +222,12 @@ async def _run_top_level(
     tasks = definition.tasks.tasks
     while state.position < len(tasks) and not state.finished:
         task = tasks[state.position]
+        runner.begin_top_level_task()
         try:
             state.data, then = await runner.run_task(task, state.data, {})
         except EndWorkflow as end:
             state.data, then = end.output, "end"
+        state.answers = {}  # the next top-level task opens its own
         if then in ("end", "exit"):
             state.finished = True
         elif then == "continue":

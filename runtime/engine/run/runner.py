@@ -34,6 +34,12 @@ class Runner(Protocol):
     limits: RunLimits
     clock: Clock
     deadlines: Deadlines
+    # The checkpoint before the running top-level task: a parked ask resumes from it.
+    checkpoint: dict[str, Any]
+
+    def ask_key(self, task: Task) -> str:
+        """The key of this reaching of an ask (the same on every replay of its top-level task)."""
+        ...
 
     def variables(self, roots: Mapping[str, Any], subject: Any, scope: Mapping[str, Any]) -> Any:
         """The activation of one expression site."""

@@ -22,9 +22,11 @@ class RunState:
     effect_state: EffectState = "none"
     nested_calls: int = 0
     finished: bool = False
-    # The answer of the human task at ``position`` (set by the durable runner on resume,
-    # consumed by that ask task): {"output": ...} or {"failed": true} after a failing timeout.
-    answer: dict[str, Any] | None = None
+    # The answers of the human tasks the top-level task at ``position`` opened, by ask key
+    # ({"output": ...} or {"failed": true} after a failing timeout). Set by the durable runner
+    # on resume, read by the asks as the task replays; never part of a checkpoint (the rows
+    # are the record).
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON for a durable checkpoint."""
@@ -38,8 +40,6 @@ class RunState:
             "nestedCalls": self.nested_calls,
             "finished": self.finished,
         }
-        if self.answer is not None:
-            document["answer"] = self.answer
         return document
 
     @classmethod
@@ -55,7 +55,6 @@ class RunState:
             effect_state=document["effectState"],
             nested_calls=int(document["nestedCalls"]),
             finished=bool(document["finished"]),
-            answer=document.get("answer"),
         )
 
     def mark_effect(self, state: EffectState) -> None:

@@ -19,21 +19,31 @@ from runtime.store import Database
 from runtime.telemetry import metrics
 
 
-async def settle(db: Database, task: ClaimedTask, position: int) -> dict[str, Any] | None:
-    """The answer of the ask at position ({output} or {failed}), or None while it is open."""
+async def settle(
+    db: Database, task: ClaimedTask, position: int
+) -> dict[str, dict[str, Any]] | None:
+    """The answers of the asks the top-level task at position opened, by ask key ({output} or
+    {failed}); None while the one it waits on is open and not yet due."""
+    answers: dict[str, dict[str, Any]] = {}
+    timeouts: list[str] = []
     async with db.transaction() as conn:
-        row = await store.select_task_at(conn, task.host_id, task.process_id, position)
-        if row is None or (row["state"] == "open" and not row["due"]):
-            return None
-        output = row["output"]
-        timed_out = row["state"] == "open"
-        if timed_out:
-            output = _timeout_output(row["question"])
-            await store.time_out_task(conn, task.host_id, row["task_id"], output)
-        await parking.resume_waiting(conn, task.host_id, task.process_id)
-    if timed_out:
-        metrics.record_human_timeout("fail" if output is None else "default")
-    return {"failed": True} if output is None else {"output": output}
+        rows = await store.select_tasks_at(conn, task.host_id, task.process_id, position)
+        for row in rows:
+            output = row["output"]
+            if row["state"] == "open":
+                if not row["due"]:
+                    return None
+                output = _timeout_output(row["question"])
+                await store.time_out_task(conn, task.host_id, row["task_id"], output)
+                timeouts.append("fail" if output is None else "default")
+            elif row["state"] == "cancelled":
+                continue
+            answers[row["ask_key"]] = {"failed": True} if output is None else {"output": output}
+        if rows:
+            await parking.resume_waiting(conn, task.host_id, task.process_id)
+    for action in timeouts:
+        metrics.record_human_timeout(action)
+    return answers
 
 
 async def sample_open_tasks(db: Database) -> None:
@@ -46,11 +56,12 @@ async def park(
     db: Database, task: ClaimedTask, wf_def_id: str | None, request: AskRequest
 ) -> tuple[str, datetime | None]:
     """Open the ask's human task (once per ask); its id and due time."""
-    assignment = request.spec.assignment
+    assignment = request.assignment  # resolved when the ask opened
     row = {
         "host_id": task.host_id,
         "process_id": task.process_id,
         "position": request.position,
+        "ask_key": request.key,
         "task_name": request.name,
         "wf_def_id": wf_def_id,
         "question": request.document(),
@@ -61,7 +72,9 @@ async def park(
     }
     async with db.transaction() as conn:
         await store.insert_task(conn, row)
-        opened = await store.select_task_at(conn, task.host_id, task.process_id, request.position)
+        opened = await store.select_task_at(
+            conn, task.host_id, task.process_id, request.position, request.key
+        )
     assert opened is not None  # inserted or already there, in this transaction
     return opened["task_id"], opened["due_ts"]
 

@@ -3,21 +3,30 @@
 -- insert_human_task --
 -- Open the human task of a run's ask (a repeat after a reclaim keeps the first row).
 INSERT INTO workflow_human_task (
-    host_id, process_id, position, task_name, wf_def_id, question, assignee_user_id,
+    host_id, process_id, position, ask_key, task_name, wf_def_id, question, assignee_user_id,
     assignee_role_id, assignee_position_id, due_ts
 )
 VALUES (
-    %(host_id)s, %(process_id)s, %(position)s, %(task_name)s, %(wf_def_id)s, %(question)s,
-    %(assignee_user_id)s, %(assignee_role_id)s, %(assignee_position_id)s,
+    %(host_id)s, %(process_id)s, %(position)s, %(ask_key)s, %(task_name)s, %(wf_def_id)s,
+    %(question)s, %(assignee_user_id)s, %(assignee_role_id)s, %(assignee_position_id)s,
     now() + %(timeout_ms)s * interval '1 millisecond'
 )
-ON CONFLICT (host_id, process_id, position) DO NOTHING;
+ON CONFLICT (host_id, process_id, position, ask_key) DO NOTHING;
 
 -- select_task_at --
--- The human task of a run's ask at a top-level position, locked.
+-- The human task of one ask (its key) of the top-level task at a position, locked.
 SELECT task_id::text AS task_id, state, due_ts, output, question, due_ts <= now() AS due
 FROM workflow_human_task
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND position = %(position)s
+  AND ask_key = %(ask_key)s
+FOR UPDATE;
+
+-- select_tasks_at --
+-- Every human task the top-level task at a position opened (its asks' keys), locked.
+SELECT task_id::text AS task_id, ask_key, state, output, question, due_ts <= now() AS due
+FROM workflow_human_task
+WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND position = %(position)s
+ORDER BY created_ts, task_id
 FOR UPDATE;
 
 -- time_out_task --

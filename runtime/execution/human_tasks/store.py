@@ -33,13 +33,22 @@ async def insert_task(conn: Connection, row: dict[str, Any]) -> None:
 
 
 async def select_task_at(
-    conn: Connection, host_id: str, process_id: str, position: int
+    conn: Connection, host_id: str, process_id: str, position: int, ask_key: str
 ) -> dict[str, Any] | None:
-    """The human task of the ask at position, locked; None if none was opened."""
+    """The human task of one ask (key) of the top-level task at position, locked; or None."""
     params = {"host_id": host_id, "process_id": process_id, "position": position}
-    cursor = await conn.execute(QUERIES["select_task_at"], params)
+    cursor = await conn.execute(QUERIES["select_task_at"], {**params, "ask_key": ask_key})
     row = await cursor.fetchone()
     return None if row is None else dict(row)
+
+
+async def select_tasks_at(
+    conn: Connection, host_id: str, process_id: str, position: int
+) -> list[dict[str, Any]]:
+    """Every human task the top-level task at position opened, locked, oldest first."""
+    params = {"host_id": host_id, "process_id": process_id, "position": position}
+    cursor = await conn.execute(QUERIES["select_tasks_at"], params)
+    return [dict(row) for row in await cursor.fetchall()]
 
 
 async def time_out_task(conn: Connection, host_id: str, task_id: str, output: Any) -> None:

@@ -75,11 +75,10 @@ def test_each_example_converts_or_names_what_it_cannot_and_converting_again_is_a
     twice = convert_definition(conversion.document)
     assert twice.document == conversion.document and twice.changes == ()
     constructs = {blocker.construct for blocker in conversion.blockers}
-    if name in ("http-risk-decision", "simple-set-assert", "human-approval", *OFFERS):
+    convertible = ("http-risk-decision", "simple-set-assert", "human-approval", *OFFERS)
+    # grant-tools-to-workflow's acknowledgement goes to a user id computed at run time.
+    if name in (*convertible, "grant-tools-to-workflow"):
         assert constructs == set()
-    elif name == "grant-tools-to-workflow":
-        # Its acknowledgement is assigned to the requester, a user id computed at run time.
-        assert constructs == {"ask.assignment"}
     elif name == "run-shell-mock-v1":
         assert constructs == {"run"}
     elif name == "agent-json-output":
@@ -221,6 +220,40 @@ async def test_human_approval_waits_for_the_assigned_role_and_records_its_answer
     }
 
 
+async def test_grant_tools_to_workflow_asks_an_admin_then_only_the_requester(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    workers: Any,
+) -> None:
+    requester_id = str(uuid.uuid4())
+    admin = client(http, dev_identity, "gia", roles=("genai-admin",))
+    requester = client(http, dev_identity, requester_id, roles=("clerk",))
+    other = client(http, dev_identity, str(uuid.uuid4()), roles=("clerk", "genai-admin"))
+    data = {
+        "requestId": str(uuid.uuid4()),
+        "requestDigest": "sha256:" + "0" * 64,
+        "targetWfDefId": str(uuid.uuid4()),
+        "requesterUserId": requester_id,
+        "justification": "the claims workflow reads the customer profile",
+        "items": [{"toolId": "customer-profile", "pin": "1.2.0"}],
+    }
+    document = converted("grant-tools-to-workflow").document
+    instance = await _start(caller, owner, document, data)
+    await _answer(admin, instance, "APPROVE")
+    # The acknowledgement is the requester's alone: the admin role does not reach it.
+    await _answer(requester, instance, "ACKNOWLEDGED")
+    listed = {"workflowInstanceId": instance, "state": "answered"}
+    [acknowledged] = ok(await requester.call_tool("workflow_task_list", listed))["tasks"]
+    assert acknowledged["assignment"]["userId"] == requester_id
+    assert acknowledged["taskName"] == "acknowledgeRequester"
+    others = ok(await other.call_tool("workflow_task_list", listed))["tasks"]
+    assert [t["taskName"] for t in others] == ["reviewToolAccess"]  # by its genai-admin role
+    output = await _result(caller, instance)
+    assert output["value"] == "ACKNOWLEDGED" and output["answeredBy"] == requester_id
+
+
 # The stub's profile and preferences, the approver's answer -> the run's output.
 OFFER_PATHS = {
     "APPROVED": (("premium", True), "APPROVED"),
@@ -245,9 +278,10 @@ async def test_personalized_offer_rest_ends_on_each_path(
     document = localized(
         localized(document, PROFILE_ORIGIN, offers.base), OFFER_ORIGIN, offers.base
     )
-    # The run calls out for a day at most (no workflow timeout): its starter's token covers it,
-    # as the token-cover rule asks when no exchange endpoint is configured.
-    starter = client(http, dev_identity, ttl=2 * 86_400)
+    # The run calls out until its 30-day start deadline at most (no workflow timeout): its
+    # starter's token covers it, as the token-cover rule asks when no exchange endpoint is
+    # configured.
+    starter = client(http, dev_identity, ttl=31 * 86_400)
     approver = client(http, dev_identity, "ann", roles=("admin",))
     data = {"customerId": "CUST-1001", "channel": "portal"}
     settings = ExecutionSettings(http_allowlist=[offers.base])

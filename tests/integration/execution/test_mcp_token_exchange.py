@@ -209,7 +209,7 @@ async def test_a_token_well_before_its_expiry_is_used_as_is_with_no_exchange(
 async def test_without_an_exchange_endpoint_a_start_that_would_outlive_its_token_is_refused(
     http: httpx.AsyncClient, dev_identity: DevIdentity, owner: McpTestClient, db: Any
 ) -> None:
-    starter, _ = _starter(http, dev_identity, ttl=3600)  # the start's deadline is 24 hours
+    starter, _ = _starter(http, dev_identity, ttl=3600)  # the start's deadline is 30 days
     text = calling_definition(
         http_task("fetch", "GET", "https://api.example.com/claims", authenticated=True, write=False)
     )

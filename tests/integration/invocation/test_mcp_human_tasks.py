@@ -12,18 +12,16 @@ import httpx
 from runtime.execution.human_tasks import sample_open_tasks
 from runtime.store import Database
 from runtime.telemetry import metrics
-from tests.support.binding_builders import new_id
-from tests.support.human_tasks import approval_yaml
-from tests.support.invocation import CALLER, client, ok, refused, save_head
+from tests.support.human_tasks import (
+    approval_yaml,
+    input_ask_yaml,
+    nested_asks_yaml,
+    start_run,
+    started_waiting,
+)
+from tests.support.invocation import CALLER, client, ok, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
-
-
-async def _start(owner: McpTestClient, caller: McpTestClient, text: str) -> str:
-    wf_def_id = new_id()
-    await save_head(owner, wf_def_id, text)
-    started = ok(await caller.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {}}))
-    return str(started["workflowInstanceId"])
 
 
 async def _open_tasks(who: McpTestClient, instance: str) -> list[dict[str, Any]]:
@@ -45,13 +43,7 @@ async def test_the_assignee_by_role_answers_and_the_run_completes_with_the_answe
 ) -> None:
     approver = client(http, dev_identity, "ann", roles=("approver",))
     stranger = client(http, dev_identity, "sam", roles=("clerk",))
-    instance = await _start(owner, caller, approval_yaml())
-
-    async def waiting() -> bool:
-        return await _state(caller, instance) == "WAITING"
-
-    await wait_until(waiting, what="the run WAITING")
-    [task] = await _open_tasks(approver, instance)
+    instance, task = await started_waiting(owner, caller, approver, approval_yaml())
     assert task["prompt"] == "Approve the claim?" and task["assignment"]["roleId"] == "approver"
     assert [o["value"] for o in task["options"]] == ["APPROVED", "REJECTED"]
     # Not an assignee: nothing listed, and the task is not found rather than forbidden.
@@ -90,7 +82,7 @@ async def test_a_timeout_applies_its_default_and_says_so(
     workers: Any,
 ) -> None:
     approver = client(http, dev_identity, "ann", roles=("approver",))
-    instance = await _start(owner, caller, approval_yaml(timeout="PT2S"))
+    instance = await start_run(owner, caller, approval_yaml(timeout="PT2S"))
 
     async def opened() -> bool:
         return len(await _open_tasks(approver, instance)) == 1
@@ -114,13 +106,7 @@ async def test_a_waiting_run_names_its_open_tasks_and_cancelling_it_closes_them(
     workers: Any,
 ) -> None:
     approver = client(http, dev_identity, "ann", roles=("approver",))
-    instance = await _start(owner, caller, approval_yaml())
-
-    async def opened() -> bool:
-        return len(await _open_tasks(approver, instance)) == 1
-
-    await wait_until(opened, what="the task open")
-    [task] = await _open_tasks(approver, instance)
+    instance, task = await started_waiting(owner, caller, approver, approval_yaml())
     status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
     assert status["state"] == "WAITING" and status["openTaskIds"] == [task["taskId"]]
     cancelled = ok(await caller.call_tool("workflow_cancel", {"workflowInstanceId": instance}))
@@ -139,12 +125,16 @@ async def test_a_waiting_run_names_its_open_tasks_and_cancelling_it_closes_them(
     refused(await approver.call_tool("workflow_task_complete", answer), "WORKFLOW_STATE_CONFLICT")
 
 
-async def test_a_start_run_takes_its_deadline_from_the_definition_up_to_thirty_days(
+async def test_a_start_run_takes_its_deadline_from_the_definition_up_to_thirty_days_by_default(
     owner: McpTestClient, caller: McpTestClient
 ) -> None:
-    for timeout, expected in (("P10D", timedelta(days=10)), ("P40D", timedelta(days=30))):
-        text = approval_yaml().replace("do:\n", f"timeout:\n  after: {timeout}\ndo:\n", 1)
-        instance = await _start(owner, caller, text)
+    cases = ((None, timedelta(days=30)), ("P10D", timedelta(days=10)), ("P40D", timedelta(days=30)))
+    for timeout, expected in cases:
+        # Without a `timeout` the deadline is seed 000's 30 days (no longer a day).
+        text = approval_yaml()
+        if timeout is not None:
+            text = text.replace("do:\n", f"timeout:\n  after: {timeout}\ndo:\n", 1)
+        instance = await start_run(owner, caller, text)
         status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
         deadline = datetime.fromisoformat(status["deadlineAt"])
         # Admission's clock and the row's created_ts differ by the transaction's milliseconds.
@@ -167,8 +157,8 @@ async def test_metrics_count_open_tasks_answers_and_timeouts(
     approver = client(http, dev_identity, "ann", roles=("approver",))
     answers = _sample("workflow_human_task_answer_seconds_count")
     defaults = _sample("workflow_human_task_timeouts_total", action="default")
-    answered = await _start(owner, caller, approval_yaml())
-    timed = await _start(owner, caller, approval_yaml(timeout="PT1S"))
+    answered = await start_run(owner, caller, approval_yaml())
+    timed = await start_run(owner, caller, approval_yaml(timeout="PT1S"))
 
     async def opened() -> bool:
         return len(await _open_tasks(approver, answered)) == 1
@@ -200,7 +190,7 @@ async def test_a_waiting_run_past_its_deadline_ends_and_closes_its_task(
 ) -> None:
     approver = client(http, dev_identity, "ann", roles=("approver",))
     text = approval_yaml().replace("do:\n", "timeout:\n  after: PT2S\ndo:\n", 1)
-    instance = await _start(owner, caller, text)
+    instance = await start_run(owner, caller, text)
 
     async def ended() -> bool:
         return await _state(caller, instance) in ("FAILED", "CANCELLED")
@@ -218,7 +208,7 @@ async def test_a_waiting_run_past_its_deadline_ends_and_closes_its_task(
 async def test_a_start_run_is_readable_only_while_its_starter_holds_a_role_that_started_it(
     owner: McpTestClient, caller: McpTestClient, http: httpx.AsyncClient, dev_identity: Any
 ) -> None:
-    instance = await _start(owner, caller, approval_yaml())
+    instance = await start_run(owner, caller, approval_yaml())
     handle = {"workflowInstanceId": instance}
     # The same subject and client later: host-admin may call the lifecycle tools, but it is not
     # a role the start was authorized by (the caller started as admin and workflow-admin).
@@ -227,3 +217,130 @@ async def test_a_start_run_is_readable_only_while_its_starter_holds_a_role_that_
         refused(await demoted.call_tool(tool, handle), "WORKFLOW_NOT_FOUND")
     kept = client(http, dev_identity, CALLER, roles=("workflow-admin",))
     assert ok(await kept.call_tool("workflow_get_status", handle))["state"] == "ACCEPTED"
+
+
+def _complete(task: dict[str, Any], **answer: Any) -> dict[str, Any]:
+    return {"taskId": task["taskId"], "operationId": str(uuid.uuid4()), **answer}
+
+
+async def test_an_optional_ask_is_answered_without_a_value_and_its_output_value_is_null(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    text = input_ask_yaml(required=False)
+    instance, task = await started_waiting(owner, caller, approver, text)
+    assert task["mode"] == "input" and task["required"] is False and task["options"] == []
+    answer = _complete(task, comment="nothing to add")
+    receipt = ok(await approver.call_tool("workflow_task_complete", answer))
+    assert receipt["state"] == "answered" and "value" not in receipt
+    assert ok(await approver.call_tool("workflow_task_complete", answer)) == receipt
+    result = ok(await caller.call_tool("workflow_wait_result", {"workflowInstanceId": instance}))
+    assert result["output"] == {"reply": None, "by": "ann"}
+
+
+async def test_a_required_ask_refuses_a_missing_value_and_takes_free_text_up_to_its_bound(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    instance, task = await started_waiting(owner, caller, approver, input_ask_yaml())
+    assert task["required"] is True
+    body = refused(
+        await approver.call_tool("workflow_task_complete", _complete(task)),
+        "WORKFLOW_INPUT_INVALID",
+    )
+    assert "value is required" in body["error"]["message"]
+    # Longer than the contract's 4096 characters: refused before anything is read.
+    too_long = _complete(task, value="x" * 4097)
+    refused(await approver.call_tool("workflow_task_complete", too_long), "WORKFLOW_INPUT_INVALID")
+    # Nothing changed: the task is still open and the run still waits.
+    assert [t["taskId"] for t in await _open_tasks(approver, instance)] == [task["taskId"]]
+    assert await _state(caller, instance) == "WAITING"
+    # An input ask has no options: any free text (line breaks, any script) is an answer.
+    reply = "The courier lost it.\nÜberweisung folgt – 来週 " + "." * 4000
+    ok(await approver.call_tool("workflow_task_complete", _complete(task, value=reply)))
+    result = ok(await caller.call_tool("workflow_wait_result", {"workflowInstanceId": instance}))
+    assert result["output"] == {"reply": reply, "by": "ann"}
+
+
+async def test_an_assignee_computed_from_the_input_is_the_only_one_who_sees_and_answers(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    rita = client(http, dev_identity, "rita", roles=("clerk",))
+    # Another user, even one holding the role other asks go to, sees nothing of it.
+    otto = client(http, dev_identity, "otto", roles=("approver", "clerk"))
+    text = input_ask_yaml("userId: ${ workflow.input.reviewer }")
+    instance, task = await started_waiting(owner, caller, rita, text, {"reviewer": "rita"})
+    assert task["assignment"] == {"userId": "rita"}
+    assert await _open_tasks(otto, instance) == []
+    for tool, arguments in (
+        ("workflow_task_get", {"taskId": task["taskId"]}),
+        ("workflow_task_complete", _complete(task, value="mine now")),
+    ):
+        refused(await otto.call_tool(tool, arguments), "WORKFLOW_NOT_FOUND")
+    got = ok(await rita.call_tool("workflow_task_get", {"taskId": task["taskId"]}))
+    assert got["task"]["assignment"] == {"userId": "rita"}
+    ok(await rita.call_tool("workflow_task_complete", _complete(task, value="late courier")))
+    result = ok(await caller.call_tool("workflow_wait_result", {"workflowInstanceId": instance}))
+    assert result["output"] == {"reply": "late courier", "by": "rita"}
+
+
+async def test_an_assignee_computing_to_no_user_id_fails_the_run_when_the_task_opens(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    text = input_ask_yaml("userId: ${ workflow.input.reviewer }")
+    for reviewer in (42, ""):
+        instance = await start_run(owner, caller, text, {"reviewer": reviewer})
+        handle = {"workflowInstanceId": instance}
+        failed = refused(
+            await caller.call_tool("workflow_wait_result", handle), "WORKFLOW_TASK_FAILED"
+        )
+        message = failed["error"]["message"]
+        assert "ask.assignment.userId must resolve to a non-empty string" in message
+        assert "workflow.input.reviewer" in message
+        status = ok(await caller.call_tool("workflow_get_status", handle))
+        assert status["state"] == "FAILED" and "openTaskIds" not in status
+
+
+async def test_an_ask_in_a_for_body_parks_per_iteration_and_resumes_where_it_stood(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    data = {"claims": ["c1", "c2"]}
+    instance, first = await started_waiting(owner, caller, approver, nested_asks_yaml(), data)
+    assert first["prompt"] == "Approve c1?" and first["taskName"] == "decide"
+    ok(await approver.call_tool("workflow_task_complete", _complete(first, value="yes")))
+    second: list[dict[str, Any]] = []
+
+    async def asked_again() -> bool:
+        second[:] = [t for t in await _open_tasks(approver, instance) if t != first]
+        return await _state(caller, instance) == "WAITING" and len(second) == 1
+
+    await wait_until(asked_again, what="the second iteration's ask open")
+    assert second[0]["prompt"] == "Approve c2?" and second[0]["taskId"] != first["taskId"]
+    ok(await approver.call_tool("workflow_task_complete", _complete(second[0], value="no")))
+    result = ok(await caller.call_tool("workflow_wait_result", {"workflowInstanceId": instance}))
+    # Each pass ran once: the replays up to each ask neither repeated the set nor the answer.
+    assert result["output"] == {"seen": ["c1", "c2"], "answers": ["yes", "no"]}
+    answered = {"workflowInstanceId": instance, "state": "answered"}
+    listed = ok(await approver.call_tool("workflow_task_list", answered))["tasks"]
+    assert [t["prompt"] for t in listed] == ["Approve c1?", "Approve c2?"]
