@@ -121,7 +121,6 @@ do:
     assert code == EXIT_ERRORS
     assert [(b["pointer"], b["construct"]) for b in report["notConverted"]] == [
         ("/do/2/collect/ask/mode", "ask.mode"),
-        ("/do/2/collect/ask/assignment/userId", "ask.assignment"),
         ("/do/1/check/switch/0/again/then", "then (backward jump)"),
     ]
     assert report["stillRefused"] == []

@@ -320,7 +320,8 @@ async def test_personalized_offer_mcp_ends_on_each_path_as_the_rest_variant_does
     (offer_gateway.segment, offer_gateway.consent), answer = OFFER_PATHS[status]
     # The converted session URI is kept in the task; every nested call goes to the Gateway.
     document = converted("personalized-offer-mcp-v1").document
-    starter = client(http, dev_identity, ttl=2 * 86_400)
+    # No token exchange here: the starter's token must cover the run's 30-day deadline.
+    starter = client(http, dev_identity, ttl=31 * 86_400)
     approver = client(http, dev_identity, "ann", roles=("admin",))
     data = {"customerId": "CUST-1001", "channel": "portal"}
     settings = ExecutionSettings(gateway_mcp_url=f"{offer_gateway.base}/mcp")
