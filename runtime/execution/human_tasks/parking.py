@@ -23,13 +23,13 @@ async def settle(db: Database, task: ClaimedTask, position: int) -> dict[str, An
     """The answer of the ask at position ({output} or {failed}), or None while it is open."""
     async with db.transaction() as conn:
         row = await store.select_task_at(conn, task.host_id, task.process_id, position)
-        if row is None or (row["state"] == "open" and not row["due"]):
+        if row is None or (row.state == "open" and not row.due):
             return None
-        output = row["output"]
-        timed_out = row["state"] == "open"
+        output = row.output
+        timed_out = row.state == "open"
         if timed_out:
-            output = _timeout_output(row["question"])
-            await store.time_out_task(conn, task.host_id, row["task_id"], output)
+            output = _timeout_output(row.question)
+            await store.time_out_task(conn, task.host_id, row.task_id, output)
         await parking.resume_waiting(conn, task.host_id, task.process_id)
     if timed_out:
         metrics.record_human_timeout("fail" if output is None else "default")
@@ -47,23 +47,23 @@ async def park(
 ) -> tuple[str, datetime | None]:
     """Open the ask's human task (once per ask); its id and due time."""
     assignment = request.spec.assignment
-    row = {
-        "host_id": task.host_id,
-        "process_id": task.process_id,
-        "position": request.position,
-        "task_name": request.name,
-        "wf_def_id": wf_def_id,
-        "question": request.document(),
-        "assignee_user_id": assignment.get("userId"),
-        "assignee_role_id": assignment.get("roleId"),
-        "assignee_position_id": assignment.get("positionId"),
-        "timeout_ms": request.spec.timeout_ms,
-    }
+    new = store.NewHumanTask(
+        host_id=task.host_id,
+        process_id=task.process_id,
+        position=request.position,
+        task_name=request.name,
+        wf_def_id=wf_def_id,
+        question=request.document(),
+        assignee_user_id=assignment.get("userId"),
+        assignee_role_id=assignment.get("roleId"),
+        assignee_position_id=assignment.get("positionId"),
+        timeout_ms=request.spec.timeout_ms,
+    )
     async with db.transaction() as conn:
-        await store.insert_task(conn, row)
+        await store.insert_task(conn, new)
         opened = await store.select_task_at(conn, task.host_id, task.process_id, request.position)
     assert opened is not None  # inserted or already there, in this transaction
-    return opened["task_id"], opened["due_ts"]
+    return opened.task_id, opened.due_ts
 
 
 def answer_output(
