@@ -31,6 +31,7 @@ import yaml
 
 from runtime.security.devtools import DevIdentity
 from runtime.store import EmbeddedPostgres
+from tests.support.tokens import auth_headers
 
 REPO = Path(__file__).resolve().parent.parent
 MODERN = "2026-07-28"
@@ -287,7 +288,7 @@ def gateway_for(
     identity = service.identity
     user = identity.user_token(host_id=host_id, user_id=user_id, roles=roles, client_id="portal")
     app = identity.app_token(host_id=host_id)
-    return Gateway(http, service.mcp_url, identity.auth_headers(user, app))
+    return Gateway(http, service.mcp_url, auth_headers(identity, user, app))
 
 
 def xact_commits(database_url: str) -> int:

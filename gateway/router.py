@@ -59,10 +59,6 @@ class RouterSnapshot(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     version: Literal[1] = SNAPSHOT_VERSION
     tools: tuple[RoutedTool, ...] = ()
 
-    def by_name(self) -> dict[str, RoutedTool]:
-        """The Tools keyed by their Gateway-facing name."""
-        return {tool.name: tool for tool in self.tools}
-
 
 def parse_snapshot(text: str) -> RouterSnapshot:
     """Parse and check mcp-router.yml text; RouterError says what is wrong."""

@@ -64,6 +64,7 @@ from tests.support.publication_builders import context
 from tests.support.published_workflow import two_calls_yaml
 from tests.support.server import LiveServer, run_server, template_copy
 from tests.support.service_calls import sync_grants_outside_the_contract
+from tests.support.tokens import auth_headers as token_headers
 
 RUNTIME_ROLE = "workflow_runtime"
 
@@ -260,8 +261,8 @@ async def http(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def auth_headers(dev_identity: DevIdentity) -> dict[str, str]:
     """Valid user (workflow-admin) and Gateway tokens for the dev host."""
-    return dev_identity.auth_headers(
-        dev_identity.user_token(roles=("workflow-admin",)), dev_identity.app_token()
+    return token_headers(
+        dev_identity, dev_identity.user_token(roles=("workflow-admin",)), dev_identity.app_token()
     )
 
 

@@ -37,6 +37,7 @@ from bench.peers import driver, report
 from bench.peers.driver import Caller, Sample, Target, tool_call_caller
 from bench.peers.stack import DEFAULT_PEER_PYTHON, Process, running_gateway, running_peer
 from bench.workload import CALLER_ROLES, OWNER, Tool, decide_definition, publish_text_tool
+from tests.support.tokens import auth_headers
 
 USERS = 8
 TOOLS = 8
@@ -178,7 +179,7 @@ def user_tokens(service: Service, host_id: str) -> list[dict[str, str]]:
     identity = service.identity
     app = identity.app_token(host_id=host_id, ttl=6 * 3600)
     return [
-        identity.auth_headers(
+        auth_headers(identity,
             identity.user_token(
                 host_id=host_id, user_id=f"bench-user-{i}", roles=CALLER_ROLES,
                 client_id="portal", ttl=6 * 3600,

@@ -85,7 +85,8 @@ async def _show(db: Database, args: argparse.Namespace) -> int:
         print(f"no run {args.run_id} on host {args.host}", file=sys.stderr)
         return 1
     async with db.transaction(read_only=True) as conn:
-        run["human_tasks"] = await human_tasks.run_tasks(conn, args.host, str(run["process_id"]))
+        listed = await human_tasks.run_tasks(conn, args.host, str(run["process_id"]))
+    run["human_tasks"] = [msgspec.structs.asdict(task) for task in listed]
     if args.json:
         print(_json(run))
         return 0

@@ -74,6 +74,19 @@ class StoredCredential(msgspec.Struct, frozen=True):
     exchanged: bool = False
 
 
+class _CredentialRow(msgspec.Struct, frozen=True):
+    """select_run_credential's row: the sealed token's three columns, its expiry, exchanged."""
+
+    key_id: str
+    nonce: bytes
+    ciphertext: bytes
+    token_expires_ts: datetime | None
+    exchanged: bool
+
+    def __repr__(self) -> str:
+        return f"_CredentialRow(key_id={self.key_id!r}, ciphertext_bytes={len(self.ciphertext)})"
+
+
 SPEC_KEY = "spec"
 
 
@@ -152,16 +165,12 @@ async def select_credential(
     conn: Connection, host_id: str, process_id: str
 ) -> StoredCredential | None:
     """A run's sealed credential, or None once the run ended."""
-    cursor = await conn.execute(
-        QUERIES["select_run_credential"], {"host_id": host_id, "process_id": process_id}
-    )
-    row = await cursor.fetchone()
+    params = {"host_id": host_id, "process_id": process_id}
+    row = await fetch_one(conn, QUERIES["select_run_credential"], params, _CredentialRow)
     if row is None:
         return None
-    sealed = SealedSecret(
-        key_id=row["key_id"], nonce=bytes(row["nonce"]), ciphertext=bytes(row["ciphertext"])
-    )
-    return StoredCredential(sealed, row["token_expires_ts"], bool(row["exchanged"]))
+    sealed = SealedSecret(key_id=row.key_id, nonce=row.nonce, ciphertext=row.ciphertext)
+    return StoredCredential(sealed, row.token_expires_ts, row.exchanged)
 
 
 async def replace_credential(

@@ -29,6 +29,7 @@ from runtime.canonical import timestamp
 from runtime.errors import WorkflowError
 from runtime.execution.human_tasks import Assignee, answer_output
 from runtime.execution.human_tasks import store as tasks
+from runtime.execution.human_tasks.store import AssignedTask
 from runtime.scheduler.parking import announce_woken, wake_parked
 from runtime.security import InvocationContext
 from runtime.store import Database
@@ -94,39 +95,35 @@ async def complete_task(
         row = await tasks.select_assigned(conn, ctx.host_id, task_id, _assignee(ctx))
         if row is None:
             raise _not_found()
-        if row["state"] != "open":
+        if row.state != "open":
             return _receipt_of_repeat(row, args.operation_id, digest)
-        _check_value(row["question"], value)
-        output = answer_output(row["question"], value, comment, ctx.user_id)
-        answer = {
-            "output": output,
-            "answered_by": ctx.user_id,
-            "operation_id": args.operation_id,
-            "answer_digest": digest,
-        }
+        _check_value(row.question, value)
+        output = answer_output(row.question, value, comment, ctx.user_id)
+        answer = tasks.TaskAnswer(
+            output=output,
+            answered_by=ctx.user_id,
+            operation_id=args.operation_id,
+            answer_digest=digest,
+        )
         await tasks.answer_task(conn, ctx.host_id, task_id, answer)
-        woken = await wake_parked(conn, ctx.host_id, row["process_id"], task_id)
+        woken = await wake_parked(conn, ctx.host_id, row.process_id, task_id)
     announce_woken(db, woken)
-    metrics.observe_human_answer((datetime.now(UTC) - row["created_ts"]).total_seconds())
+    metrics.observe_human_answer((datetime.now(UTC) - row.created_ts).total_seconds())
     return _receipt(row, "answered", output)
 
 
 def _receipt_of_repeat(
-    row: dict[str, Any], operation_id: str, digest: str
+    row: AssignedTask, operation_id: str, digest: str
 ) -> WorkflowTaskCompleteOutput:
-    if (
-        row["state"] == "answered"
-        and row["operation_id"] == operation_id
-        and row["answer_digest"] == digest
-    ):
-        return _receipt(row, "answered", row["output"])
-    raise WorkflowError("WORKFLOW_STATE_CONFLICT", f"the task is already closed ({row['state']})")
+    if row.state == "answered" and row.operation_id == operation_id and row.answer_digest == digest:
+        return _receipt(row, "answered", row.output)
+    raise WorkflowError("WORKFLOW_STATE_CONFLICT", f"the task is already closed ({row.state})")
 
 
-def _receipt(row: dict[str, Any], state: str, output: dict[str, Any]) -> WorkflowTaskCompleteOutput:
+def _receipt(row: AssignedTask, state: str, output: dict[str, Any]) -> WorkflowTaskCompleteOutput:
     receipt = {
-        "taskId": row["task_id"],
-        "workflowInstanceId": row["process_id"],
+        "taskId": row.task_id,
+        "workflowInstanceId": row.process_id,
         "state": state,
         "answeredAt": output["answeredAt"],
     }
@@ -156,29 +153,29 @@ def _answer_digest(value: str | None, comment: str | None, user_id: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _document(row: dict[str, Any]) -> HumanTask:
-    question = row["question"]
+def _document(row: AssignedTask) -> HumanTask:
+    question = row.question
     document: dict[str, Any] = {
-        "taskId": row["task_id"],
-        "workflowInstanceId": row["process_id"],
-        "taskName": row["task_name"],
-        "state": row["state"],
+        "taskId": row.task_id,
+        "workflowInstanceId": row.process_id,
+        "taskName": row.task_name,
+        "state": row.state,
         "prompt": question["prompt"],
         "mode": question["mode"],
         "assignment": question["assignment"],
         "options": question["options"],
         "required": question["required"],
-        "createdAt": timestamp(row["created_ts"]),
+        "createdAt": timestamp(row.created_ts),
     }
-    if row["wf_def_id"] is not None:
-        document["wfDefId"] = row["wf_def_id"]
-    if row["due_ts"] is not None:
-        document["dueAt"] = timestamp(row["due_ts"])
+    if row.wf_def_id is not None:
+        document["wfDefId"] = row.wf_def_id
+    if row.due_ts is not None:
+        document["dueAt"] = timestamp(row.due_ts)
     return msgspec.convert(document, HumanTask)
 
 
-def _encode_cursor(row: dict[str, Any]) -> str:
-    text = f"{row['created_ts'].isoformat()}|{row['task_id']}"
+def _encode_cursor(row: AssignedTask) -> str:
+    text = f"{row.created_ts.isoformat()}|{row.task_id}"
     return base64.urlsafe_b64encode(text.encode()).decode()
 
 

@@ -7,7 +7,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+
+import msgspec
 
 from generated.models import WorkflowInvokeOutput
 from runtime import telemetry
@@ -85,7 +86,7 @@ def _check_digests(revision: ActiveRevision, request: InvokeRequest) -> None:
 
 def _admission_params(
     ctx: InvocationContext, request: InvokeRequest, revision: ActiveRevision, sealed: Sealed
-) -> dict[str, Any]:
+) -> store.AdmitParams:
     """Steps 1-6 of seed 000 admission that need no storage, as admit_invoke's parameters."""
     _check_digests(revision, request)
     rules.check_caller_policy(ctx, revision.caller_policy)
@@ -107,14 +108,15 @@ def _admission_params(
         user_id=ctx.user_id,
         limits=revision.run_limits,
     )
-    return {
-        "host_id": ctx.host_id,
-        "tool_id": revision.tool_id,
-        "binding_id": revision.binding_id,
-        "wf_def_id": revision.wf_def_id,
-        "workflow_version": revision.workflow_version,
-        "check_evidence": revision.has_write_tasks,
-        "scope_digest": rules.scope_digest(
+    budget = revision.budget
+    return store.AdmitParams(
+        host_id=ctx.host_id,
+        tool_id=revision.tool_id,
+        binding_id=revision.binding_id,
+        wf_def_id=revision.wf_def_id,
+        workflow_version=revision.workflow_version,
+        check_evidence=revision.has_write_tasks,
+        scope_digest=rules.scope_digest(
             kind,
             ctx.host_id,
             revision.tool_id,
@@ -122,32 +124,35 @@ def _admission_params(
             key,
             profile=rules.input_profile(request.input),
         ),
-        "key_kind": kind,
-        "process_id": sealed.process_id,
-        "principal_subject": rules.principal_of(ctx),
-        "input_digest": input_digest,
-        "definition_digest": revision.definition_digest,
-        "result_replay_ms": revision.result_replay_ms,
-        "deadline_ts": deadline_ts,
-        "user_id": ctx.user_id,
-        "end_user_subject": ctx.subject,
-        "maximum_concurrent_runs": limits.maximum_concurrent_runs,
-        "maximum_concurrent_runs_per_user": limits.maximum_concurrent_runs_per_user,
-        "starts_per_minute": limits.starts_per_minute,
-        "starts_per_minute_per_user": limits.starts_per_minute_per_user,
-        "execution_class": revision.execution_class,
-        "cancellation_policy": revision.cancellation_policy,
-        **revision.budget.as_params(),
-        "task_kind": WORKFLOW_TASK_KIND,
-        "payload": first_task_payload(spec, request.input),
-        "limits": revision.run_limits,
-        "key_id": sealed.secret.key_id,
-        "nonce": sealed.secret.nonce,
-        "ciphertext": sealed.secret.ciphertext,
+        key_kind=kind,
+        process_id=sealed.process_id,
+        principal_subject=rules.principal_of(ctx),
+        input_digest=input_digest,
+        definition_digest=revision.definition_digest,
+        result_replay_ms=revision.result_replay_ms,
+        deadline_ts=deadline_ts,
+        user_id=ctx.user_id,
+        end_user_subject=ctx.subject,
+        maximum_concurrent_runs=limits.maximum_concurrent_runs,
+        maximum_concurrent_runs_per_user=limits.maximum_concurrent_runs_per_user,
+        starts_per_minute=limits.starts_per_minute,
+        starts_per_minute_per_user=limits.starts_per_minute_per_user,
+        execution_class=revision.execution_class,
+        cancellation_policy=revision.cancellation_policy,
+        attempts=budget.attempts,
+        nested_calls=budget.nested_calls,
+        request_bytes=budget.request_bytes,
+        intermediate_bytes=budget.intermediate_bytes,
+        result_bytes=budget.result_bytes,
+        cost_units=budget.cost_units,
+        task_kind=WORKFLOW_TASK_KIND,
+        payload=first_task_payload(spec, request.input),
+        limits=revision.run_limits,
+        secret=sealed.secret,
         # The verified exp (the same claim token_expiry would read, without a second decode).
-        "token_expires_ts": ctx.user_token_expires_at,
-        "action_limit": revision.action_limit,
-    }
+        token_expires_ts=ctx.user_token_expires_at,
+        action_limit=revision.action_limit,
+    )
 
 
 def _refusal(outcome: store.AdmitOutcome) -> WorkflowError:
@@ -208,22 +213,23 @@ async def _admit_once(
         shed = _capacity_refusal(lambda: capacity.admit(revision.execution_class, wait_ms, key))
     # Shed calls still reach the statement: only a re-attach or replay of this very call may
     # pass (seed 000: the attach check runs before admission, so it skips capacity checks).
-    params["shed"] = shed is not None
     # A free executor slot of this process takes the run's first task as it is enqueued (when
     # no ready task waits): no claim statement, no second commit before the task runs.
     slot = None if shed is not None else reserve_local_slot(revision.execution_class)
-    params |= {
-        "worker_id": None if slot is None else slot.worker_id,
-        "lease_ms": None if slot is None else slot.lease_ms,
-        "overrun_ms": None if slot is None else slot.overrun_ms,
-    }
+    params = msgspec.structs.replace(
+        params,
+        shed=shed is not None,
+        worker_id=None if slot is None else slot.worker_id,
+        lease_ms=None if slot is None else slot.lease_ms,
+        overrun_ms=None if slot is None else slot.overrun_ms,
+    )
 
     async def admit() -> store.AdmitOutcome:
         async with db.connection() as conn:
-            outcome = await store.admit_invoke(conn, params | {"exclusive": False})
+            outcome = await store.admit_invoke(conn, params)
             if outcome.outcome == "near_limit":
                 # Rolled back whole: the same call again, counted under the exclusive lock.
-                outcome = await store.admit_invoke(conn, params | {"exclusive": True})
+                outcome = await store.admit_invoke(conn, params, exclusive=True)
             return outcome
 
     outcome: store.AdmitOutcome | None = None
@@ -243,7 +249,7 @@ async def _admit_once(
 
 def _adopted(
     slot: Reservation,
-    params: dict[str, Any],
+    params: store.AdmitParams,
     revision: ActiveRevision,
     outcome: store.AdmitOutcome | None,
 ) -> bool:
@@ -253,13 +259,13 @@ def _adopted(
     assert outcome.process_id is not None and outcome.detail is not None
     slot.adopt(
         *claimed_first_task(
-            host_id=params["host_id"],
+            host_id=params.host_id,
             process_id=outcome.process_id,
             task_id=outcome.detail,
-            kind=params["task_kind"],
-            payload=params["payload"],
+            kind=params.task_kind,
+            payload=params.payload,
             execution_class=revision.execution_class,
-            deadline_ts=params["deadline_ts"],
+            deadline_ts=params.deadline_ts,
             cancellation_policy=revision.cancellation_policy,
             lease_id=outcome.lease.lease_id,
             fencing_token=outcome.lease.fencing_token,

@@ -80,20 +80,20 @@ async def write_run(
     )
     await store.insert_invocation(
         conn,
-        {
-            "host_id": ctx.host_id,
-            "process_id": plan.process_id,
-            "operation": plan.operation,
-            "user_id": ctx.user_id,
-            "end_user_subject": ctx.subject,
-            "principal_subject": principal,
-            "tool_id": plan.tool_id,
-            "binding_id": plan.binding_id,
-            "wf_def_id": plan.wf_def_id,
-            "workflow_version": plan.workflow_version,
-            "definition_digest": plan.definition_digest,
-            "starter_roles": None if plan.starter_roles is None else list(plan.starter_roles),
-        },
+        store.InvocationInsert(
+            host_id=ctx.host_id,
+            process_id=plan.process_id,
+            operation=plan.operation,
+            user_id=ctx.user_id,
+            end_user_subject=ctx.subject,
+            principal_subject=principal,
+            tool_id=plan.tool_id,
+            binding_id=plan.binding_id,
+            wf_def_id=plan.wf_def_id,
+            workflow_version=plan.workflow_version,
+            definition_digest=plan.definition_digest,
+            starter_roles=None if plan.starter_roles is None else list(plan.starter_roles),
+        ),
     )
 
 

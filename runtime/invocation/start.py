@@ -95,18 +95,18 @@ async def _receipt(
     )
 
 
-def _authority(ctx: InvocationContext, plan: RunPlan) -> dict[str, Any]:
+def _authority(ctx: InvocationContext, plan: RunPlan) -> store.AuthorityInsert:
     # Like an invoke run, a start run has no LONG grant: the run id is its grant id. The seed
     # names no credential kind for it, so it gets its own ('start', migration 0060).
-    return {
-        "host_id": ctx.host_id,
-        "grant_id": plan.process_id,
-        "process_id": plan.process_id,
-        "user_id": ctx.user_id,
-        "deadline_ts": plan.deadline_ts,
-        "action_limit": plan.budget.nested_calls,
-        "credential_kind": "start",
-    }
+    return store.AuthorityInsert(
+        host_id=ctx.host_id,
+        grant_id=plan.process_id,
+        process_id=plan.process_id,
+        user_id=ctx.user_id,
+        deadline_ts=plan.deadline_ts,
+        action_limit=plan.budget.nested_calls,
+        credential_kind="start",
+    )
 
 
 def _sealed_or_none(
@@ -158,20 +158,20 @@ async def start_workflow(
         principal = rules.principal_of(ctx)
         claim = await store.claim_idempotency(
             conn,
-            {
-                "host_id": ctx.host_id,
-                "scope_digest": rules.scope_digest(
+            store.IdempotencyClaim(
+                host_id=ctx.host_id,
+                scope_digest=rules.scope_digest(
                     START_KEY_KIND, ctx.host_id, wf_def_id, ctx.subject, key
                 ),
-                "operation": "start",
-                "key_kind": START_KEY_KIND,
-                "process_id": process_id,
-                "principal_subject": principal,
-                "input_digest": input_digest,
-                "definition_digest": head.definition_digest,
-                "result_replay_ms": None,
-                "deadline_ts": plan.deadline_ts,
-            },
+                operation="start",
+                key_kind=START_KEY_KIND,
+                process_id=process_id,
+                principal_subject=principal,
+                input_digest=input_digest,
+                definition_digest=head.definition_digest,
+                result_replay_ms=None,
+                deadline_ts=plan.deadline_ts,
+            ),
         )
         if claim.outcome == "conflict":
             raise WorkflowError(

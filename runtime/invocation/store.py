@@ -18,11 +18,13 @@ from psycopg.types.json import Jsonb
 from generated.models import AdmissionLimits, CallerPolicy, IdempotencyPolicy, RuntimeBounds
 from runtime.scheduler.models import (
     CancellationPolicy,
+    EffectState,
     ExecutionClass,
     RunSnapshot,
+    RunState,
 )
 from runtime.security import SealedSecret
-from runtime.store import Connection, fetch_one, json_param, load_queries
+from runtime.store import Connection, fetch_one, fetch_one_built, json_param, load_queries
 
 QUERIES = load_queries(Path(__file__).resolve().with_name("queries.sql"))
 
@@ -132,6 +134,128 @@ class FirstTaskLease(msgspec.Struct, frozen=True):
     expires_ts: datetime
 
 
+class AdmitParams(msgspec.Struct, frozen=True, kw_only=True):
+    """admit_invoke's parameters but exclusive: the call, its scope, limits, run and first task.
+
+    payload holds plain JSON values and limits the run spec's limits (both sent as jsonb); the
+    sealed token goes out as its three columns.
+    """
+
+    host_id: str
+    tool_id: str
+    binding_id: str
+    wf_def_id: str
+    workflow_version: str
+    check_evidence: bool
+    scope_digest: str
+    key_kind: str
+    process_id: str
+    principal_subject: str
+    input_digest: str
+    definition_digest: str
+    result_replay_ms: int
+    deadline_ts: datetime
+    user_id: str
+    end_user_subject: str
+    maximum_concurrent_runs: int | None
+    maximum_concurrent_runs_per_user: int | None
+    starts_per_minute: int | None
+    starts_per_minute_per_user: int | None
+    execution_class: ExecutionClass
+    cancellation_policy: CancellationPolicy
+    attempts: int
+    nested_calls: int
+    request_bytes: int
+    intermediate_bytes: int
+    result_bytes: int
+    cost_units: int
+    task_kind: str
+    payload: dict[str, Any]
+    limits: msgspec.Struct
+    secret: SealedSecret
+    token_expires_ts: datetime | None
+    action_limit: int
+    # Set once capacity has judged the call and a local executor slot was (or was not) taken.
+    shed: bool = False
+    worker_id: str | None = None
+    lease_ms: int | None = None
+    overrun_ms: int | None = None
+
+
+class AdmitRow(msgspec.Struct, frozen=True, kw_only=True):
+    """admit_invoke's one row: the outcome, the run it names, the first task's lease."""
+
+    outcome: str
+    process_id: str | None
+    state: RunState | None
+    effect_state: EffectState | None
+    deadline_ts: datetime | None
+    result: Any
+    error: dict[str, Any] | None
+    token_expires_ts: datetime | None
+    detail: str | None
+    lease_id: str | None
+    fencing_token: int | None
+    lease_expires_ts: datetime | None
+
+
+class IdempotencyClaim(msgspec.Struct, frozen=True, kw_only=True):
+    """claim_idempotency's parameters: the scope to reserve and what it is judged by."""
+
+    host_id: str
+    scope_digest: str
+    operation: str
+    key_kind: str
+    process_id: str
+    principal_subject: str
+    input_digest: str
+    definition_digest: str
+    result_replay_ms: int | None
+    deadline_ts: datetime
+
+
+class InvocationInsert(msgspec.Struct, frozen=True, kw_only=True):
+    """insert_invocation's parameters: who admitted a run, and through what."""
+
+    host_id: str
+    process_id: str
+    operation: str
+    user_id: str
+    end_user_subject: str
+    principal_subject: str
+    tool_id: str | None
+    binding_id: str | None
+    wf_def_id: str
+    workflow_version: str | None
+    definition_digest: str
+    starter_roles: list[str] | None
+
+
+class AuthorityInsert(msgspec.Struct, frozen=True, kw_only=True):
+    """insert_action_authority's parameters: a run's grant, its deadline and action limit."""
+
+    host_id: str
+    grant_id: str
+    process_id: str
+    user_id: str
+    deadline_ts: datetime
+    action_limit: int
+    credential_kind: str
+
+
+class ClosedRevision(msgspec.Struct, frozen=True):
+    """The status of a Tool's most recently closed revision."""
+
+    revision_status: str
+
+
+class RetentionSwept(msgspec.Struct, frozen=True):
+    """How many expired reservations and old finished runs a retention sweep removed."""
+
+    reservations: int
+    runs: int
+
+
 class AdmissionLimitReached(Exception):
     """A Tool's admission limit is reached; nothing of the admission was written."""
 
@@ -145,34 +269,43 @@ _SHED = "workflow_capacity_shed"
 _NEAR_LIMIT = "workflow_admission_near_limit"
 
 
-async def _one(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
-    cursor = await conn.execute(query, params)
-    row: dict[str, Any] | None = await cursor.fetchone()
-    return row
-
-
 async def select_active_revision(
     conn: Connection, host_id: str, tool_id: str
 ) -> tuple[bool, RevisionRow | None]:
     """Whether the Tool has a head, and its active revision with the pinned version (no lock)."""
-    row = await _one(
-        conn, QUERIES["select_active_revision"], {"host_id": host_id, "tool_id": tool_id}
-    )
+    params = {"host_id": host_id, "tool_id": tool_id}
+    cursor = await conn.execute(QUERIES["select_active_revision"], params)
+    # The head's row, its revision columns NULL when it has none: converted only when set.
+    row = await cursor.fetchone()
     if row is None or row["binding_id"] is None:
         return row is not None, None
     return True, msgspec.convert(row, RevisionRow)
 
 
-async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome:
+def _admit_values(params: AdmitParams, exclusive: bool) -> dict[str, Any]:
+    values = msgspec.structs.asdict(params)
+    secret = values.pop("secret")
+    return values | {
+        "payload": Jsonb(params.payload),
+        "limits": json_param(params.limits),
+        "key_id": secret.key_id,
+        "nonce": secret.nonce,
+        "ciphertext": secret.ciphertext,
+        "exclusive": exclusive,
+    }
+
+
+async def admit_invoke(
+    conn: Connection, params: AdmitParams, *, exclusive: bool = False
+) -> AdmitOutcome:
     """Run workflow_invoke's admission as one autocommit statement (its own transaction).
 
-    params: admit_invoke's named parameters; payload as plain JSON values, limits the spec's.
+    exclusive: count under the Tool's lock (the repeat of a near_limit answer).
     Raises AdmissionLimitReached when a limit is reached (the statement rolled back whole).
     """
-    params = params | {"payload": Jsonb(params["payload"]), "limits": json_param(params["limits"])}
+    values = _admit_values(params, exclusive)
     try:
-        cursor = await conn.execute(QUERIES["admit_invoke"], params)
-        row = await cursor.fetchone()
+        row = await fetch_one_built(conn, QUERIES["admit_invoke"], values, AdmitRow)
     except psycopg.errors.RaiseException as exc:
         if exc.diag.message_primary == _SHED:
             return AdmitOutcome("shed", None, None, None, None)
@@ -182,22 +315,23 @@ async def admit_invoke(conn: Connection, params: dict[str, Any]) -> AdmitOutcome
             raise
         raise AdmissionLimitReached(_counts(json.loads(exc.diag.message_detail))) from None
     assert row is not None  # the function returns exactly one row
-    run = None if row["state"] is None else _admitted_run(row)
+    run = None if row.state is None else _admitted_run(row, row.state)
     lease = None
-    if row["lease_id"] is not None:
-        lease = FirstTaskLease(row["lease_id"], row["fencing_token"], row["lease_expires_ts"])
-    return AdmitOutcome(
-        str(row["outcome"]), row["process_id"], run, row["token_expires_ts"], row["detail"], lease
-    )
+    if row.lease_id is not None:
+        assert row.fencing_token is not None and row.lease_expires_ts is not None
+        lease = FirstTaskLease(row.lease_id, row.fencing_token, row.lease_expires_ts)
+    return AdmitOutcome(row.outcome, row.process_id, run, row.token_expires_ts, row.detail, lease)
 
 
-def _admitted_run(row: dict[str, Any]) -> AdmittedRun:
+def _admitted_run(row: AdmitRow, state: RunState) -> AdmittedRun:
+    # A row that names a run has all of its columns.
+    assert row.effect_state is not None and row.deadline_ts is not None
     return AdmittedRun(
-        state=row["state"],
-        result=row["result"],
-        error=row["error"],
-        effect_state=row["effect_state"],
-        deadline_ts=row["deadline_ts"],
+        state=state,
+        result=row.result,
+        error=row.error,
+        effect_state=row.effect_state,
+        deadline_ts=row.deadline_ts,
     )
 
 
@@ -222,11 +356,9 @@ def _counts(counts: dict[str, Any]) -> AdmissionCounts:
 
 async def select_last_closed_status(conn: Connection, host_id: str, tool_id: str) -> str | None:
     """The status of the Tool's most recently closed revision, if any."""
-    cursor = await conn.execute(
-        QUERIES["select_last_closed_status"], {"host_id": host_id, "tool_id": tool_id}
-    )
-    row = await cursor.fetchone()
-    return None if row is None else str(row["revision_status"])
+    params = {"host_id": host_id, "tool_id": tool_id}
+    row = await fetch_one(conn, QUERIES["select_last_closed_status"], params, ClosedRevision)
+    return None if row is None else row.revision_status
 
 
 async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> SavedHead | None:
@@ -235,16 +367,17 @@ async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> SavedHe
     return await fetch_one(conn, QUERIES["select_head"], params, SavedHead)
 
 
-async def claim_idempotency(conn: Connection, params: dict[str, Any]) -> Claim:
+async def claim_idempotency(conn: Connection, claim: IdempotencyClaim) -> Claim:
     """Reserve or judge one idempotency scope through workflow_claim_idempotency_v2."""
-    row = await _one(conn, QUERIES["claim_idempotency"], params)
+    params = msgspec.structs.asdict(claim)
+    row = await fetch_one(conn, QUERIES["claim_idempotency"], params, Claim)
     assert row is not None  # the function always returns one row
-    return Claim(str(row["outcome"]), str(row["process_id"]))
+    return row
 
 
-async def insert_invocation(conn: Connection, row: dict[str, Any]) -> None:
+async def insert_invocation(conn: Connection, row: InvocationInsert) -> None:
     """Record who admitted a run and through what."""
-    await conn.execute(QUERIES["insert_invocation"], row)
+    await conn.execute(QUERIES["insert_invocation"], msgspec.structs.asdict(row))
 
 
 async def replace_credential(
@@ -275,16 +408,17 @@ async def select_owned_run(conn: Connection, host_id: str, process_id: str) -> O
     return await fetch_one(conn, QUERIES["select_owned_run"], params, OwnedRun)
 
 
-async def insert_action_authority(conn: Connection, row: dict[str, Any]) -> None:
+async def insert_action_authority(conn: Connection, row: AuthorityInsert) -> None:
     """Write a run's action authority row (once, in its admission transaction)."""
-    await conn.execute(QUERIES["insert_action_authority"], row)
+    await conn.execute(QUERIES["insert_action_authority"], msgspec.structs.asdict(row))
 
 
 async def sweep_retention(conn: Connection, retention_s: float, batch: int) -> tuple[int, int]:
     """Delete expired reservations and old finished runs; (reservations, runs) removed."""
-    row = await _one(conn, QUERIES["sweep_retention"], {"retention_s": retention_s, "batch": batch})
+    params = {"retention_s": retention_s, "batch": batch}
+    row = await fetch_one(conn, QUERIES["sweep_retention"], params, RetentionSwept)
     assert row is not None  # the function always returns one row
-    return int(row["reservations"]), int(row["runs"])
+    return row.reservations, row.runs
 
 
 async def sweep_start_counts(conn: Connection, batch: int) -> int:

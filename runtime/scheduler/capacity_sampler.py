@@ -10,27 +10,36 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from decimal import Decimal
+
+import msgspec
 
 from runtime.cancellation import reraise_if_cancelled
 from runtime.scheduler import capacity
 from runtime.scheduler.capacity import ClassLoad
 from runtime.scheduler.store.sql import QUERIES
-from runtime.store import Database
+from runtime.store import Database, fetch_all
 from runtime.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
 
+class ClassLoadRow(msgspec.Struct, frozen=True):
+    """One execution class's row of sample_class_load (numeric arrives as Decimal)."""
+
+    execution_class: str
+    ready: int
+    running: int
+    oldest_ready_ms: Decimal
+
+
 async def read_class_load(db: Database) -> dict[str, ClassLoad]:
     """Ready and running tasks per execution class in the shared queue."""
     async with db.connection() as conn:
-        cursor = await conn.execute(QUERIES["sample_class_load"])
-        rows = await cursor.fetchall()
+        rows = await fetch_all(conn, QUERIES["sample_class_load"], {}, ClassLoadRow)
     return {
-        row["execution_class"]: ClassLoad(
-            ready=int(row["ready"]),
-            running=int(row["running"]),
-            oldest_ready_ms=float(row["oldest_ready_ms"]),
+        row.execution_class: ClassLoad(
+            ready=row.ready, running=row.running, oldest_ready_ms=float(row.oldest_ready_ms)
         )
         for row in rows
     }

@@ -14,7 +14,7 @@ from generated.models import RuntimeBounds
 from runtime.errors import input_invalid
 from runtime.scheduler.service import DEFAULT_BUDGET, get_process
 from runtime.scheduler.store import inspection as store
-from runtime.scheduler.store.inspection import RunOrigin
+from runtime.scheduler.store.inspection import ListedStep, ListedTask, RunOrigin
 from runtime.store import Database
 
 RUN_STATES = ("ACCEPTED", "RUNNING", "WAITING", "COMPLETED", "FAILED", "CANCELLED")
@@ -54,7 +54,8 @@ async def list_runs(
     if tool is not None and not 0 < len(tool) <= MAX_TOOL_LENGTH:
         raise input_invalid(f"tool must be a Tool id or name of at most {MAX_TOOL_LENGTH} chars")
     async with db.transaction(read_only=True) as conn:
-        return await store.select_runs(conn, _uuid(host_id, "host"), state, tool, limit)
+        runs = await store.select_runs(conn, _uuid(host_id, "host"), state, tool, limit)
+    return [msgspec.structs.asdict(run) for run in runs]
 
 
 async def show_run(db: Database, host_id: str, process_id: str) -> dict[str, Any] | None:
@@ -75,8 +76,8 @@ async def show_run(db: Database, host_id: str, process_id: str) -> dict[str, Any
         "tool_id": None if origin is None else origin.tool_id,
         "tool_name": None if origin is None else origin.tool_name,
         "budget": budget_of(run, origin),
-        "tasks": tasks,
-        "effects": steps,
+        "tasks": [msgspec.structs.asdict(task) for task in tasks],
+        "effects": [msgspec.structs.asdict(step) for step in steps],
         "timeline": timeline(run, tasks, steps),
     }
 
@@ -110,20 +111,20 @@ def budget_of(run: Mapping[str, Any], origin: RunOrigin | None) -> dict[str, Any
 
 
 def timeline(
-    run: Mapping[str, Any], tasks: list[dict[str, Any]], steps: list[dict[str, Any]]
+    run: Mapping[str, Any], tasks: list[ListedTask], steps: list[ListedStep]
 ) -> list[dict[str, Any]]:
     """The run's events in time order: accepted, each task's enqueue and last state, effects."""
     events: list[dict[str, Any]] = [_event(run["created_ts"], "run.accepted")]
     for task in tasks:
-        where = {"step_no": task["step_no"], "kind": task["kind"]}
-        events.append(_event(task["created_ts"], "task.enqueued", **where))
-        if task["state"] != "ready" or task["attempts"]:
-            last = {**where, "attempts": task["attempts"], "worker_id": task["worker_id"]}
-            events.append(_event(task["updated_ts"], f"task.{task['state']}", **last))
+        where = {"step_no": task.step_no, "kind": task.kind}
+        events.append(_event(task.created_ts, "task.enqueued", **where))
+        if task.state != "ready" or task.attempts:
+            last = {**where, "attempts": task.attempts, "worker_id": task.worker_id}
+            events.append(_event(task.updated_ts, f"task.{task.state}", **last))
     for step in steps:
-        events.append(_event(step["possible_ts"], "effect.possible", step_no=step["step_no"]))
-        if step["confirmed_ts"] is not None:
-            events.append(_event(step["confirmed_ts"], "effect.confirmed", step_no=step["step_no"]))
+        events.append(_event(step.possible_ts, "effect.possible", step_no=step.step_no))
+        if step.confirmed_ts is not None:
+            events.append(_event(step.confirmed_ts, "effect.confirmed", step_no=step.step_no))
     if run.get("finished_ts") is not None:
         events.append(_event(run["finished_ts"], f"run.{str(run['state']).lower()}"))
     return sorted(events, key=lambda event: event["ts"])

@@ -92,8 +92,7 @@ class ClaimedTask:
     sojourn_ms: float = 0.0
 
 
-@dataclass(frozen=True)
-class StepRecord:
+class StepRecord(msgspec.Struct, frozen=True):
     """A step ledger row: the effect state of one step of a run."""
 
     effect_state: EffectState

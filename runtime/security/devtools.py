@@ -232,14 +232,6 @@ class DevIdentity:
         claims.update(extra_claims or {})
         return self.sign(claims, headers={"typ": "at+jwt"})
 
-    def auth_headers(
-        self, user_token: str | None = None, app_token: str | None = None
-    ) -> dict[str, str]:
-        """Authorization and X-Scope-Token headers (default dev tokens when not given)."""
-        user = user_token if user_token is not None else self.user_token()
-        app = app_token if app_token is not None else self.app_token()
-        return {"Authorization": f"Bearer {user}", "X-Scope-Token": f"Bearer {app}"}
-
     def settings(self, **overrides: Any) -> SecuritySettings:
         """SecuritySettings that trust the dev keys, issuer, audience and keyring."""
         values: dict[str, Any] = {

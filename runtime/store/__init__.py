@@ -20,7 +20,7 @@ from runtime.store.errors import (
     wrap_errors,
 )
 from runtime.store.queries import Queries, QueryFileError, load_queries
-from runtime.store.rows import fetch_all, fetch_one, json_param
+from runtime.store.rows import fetch_all, fetch_built, fetch_one, fetch_one_built, json_param
 
 if TYPE_CHECKING:
     from runtime.store.embedded import EmbeddedPostgres, EmbeddedPostgresError
@@ -43,7 +43,9 @@ __all__ = [
     "QueryFileError",
     "StoreUnavailable",
     "fetch_all",
+    "fetch_built",
     "fetch_one",
+    "fetch_one_built",
     "is_connection_error",
     "json_param",
     "load_queries",

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 from psycopg import AsyncConnection, sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
 
 def with_database(conninfo: str, database: str) -> str:
     """The same server and credentials as conninfo, pointed at another database."""
     return make_conninfo(conninfo, dbname=database)
-
-
-def database_of(conninfo: str) -> str | None:
-    """The database name conninfo points at, if it names one."""
-    value = conninfo_to_dict(conninfo).get("dbname")
-    return None if value is None else str(value)
 
 
 async def create_database(

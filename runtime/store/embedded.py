@@ -158,10 +158,6 @@ class EmbeddedPostgres:
         if socket_dir != self.data_dir and socket_dir.name.startswith(_SHORT_SOCKET_PREFIX):
             shutil.rmtree(socket_dir, ignore_errors=True)
 
-    def is_running(self) -> bool:
-        """Whether a live postmaster serves this data dir."""
-        return self.running_server() is not None
-
     def running_server(self) -> RunningServer | None:
         """The live postmaster of this data dir, or None."""
         server = read_postmaster_pid(self.data_dir)

@@ -42,11 +42,6 @@ def register_constraint_error(constraint_name: str, factory: ConstraintErrorFact
     _CONSTRAINT_ERRORS[constraint_name] = factory
 
 
-def unregister_constraint_error(constraint_name: str) -> None:
-    """Drop the mapping for constraint_name (tests use this to clean up)."""
-    _CONSTRAINT_ERRORS.pop(constraint_name, None)
-
-
 def is_connection_error(exc: BaseException) -> bool:
     """Whether exc means the connection failed rather than the statement being refused."""
     if isinstance(exc, StoreUnavailable | psycopg_pool.PoolTimeout):

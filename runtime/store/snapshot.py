@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 from runtime.store.embedded import find_bindir
 
@@ -74,9 +73,3 @@ def dump_schema(conninfo: str) -> str:
     if result.returncode != 0:
         raise SchemaDumpError(f"pg_dump failed: {result.stderr.strip()}")
     return SNAPSHOT_HEADER + "\n" + normalize_dump(result.stdout)
-
-
-def read_snapshot(directory: str | os.PathLike[str]) -> str | None:
-    """The committed snapshot text in directory, if present."""
-    path = Path(directory) / SNAPSHOT_FILE
-    return path.read_text(encoding="utf-8") if path.exists() else None

@@ -24,7 +24,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, Tracer, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -62,24 +62,21 @@ _state = {"tracing": _Tracing(_provider(TelemetrySettings()))}
 
 def configure_tracing(settings: TelemetrySettings) -> None:
     """Sampling, resource and (when configured) the OTLP/HTTP exporter of this process."""
-    tracing = _Tracing(_provider(settings))
+    previous = _state["tracing"]
+    _state["tracing"] = _Tracing(_provider(settings))
+    previous.provider.shutdown()
     if settings.otlp_traces_endpoint is not None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter(endpoint=settings.otlp_traces_endpoint)
-        tracing.provider.add_span_processor(BatchSpanProcessor(exporter))
-        tracing.exporting = True
-    _state["tracing"].provider.shutdown()
-    _state["tracing"] = tracing
+        add_span_processor(BatchSpanProcessor(exporter))
 
 
-def add_exporter(exporter: SpanExporter) -> SpanProcessor:
-    """Export every finished span to exporter synchronously (tests, debugging)."""
-    processor = SimpleSpanProcessor(exporter)
+def add_span_processor(processor: SpanProcessor) -> None:
+    """Send every finished span to processor from now on (the OTLP exporter, or a test's)."""
     tracing = _state["tracing"]
     tracing.provider.add_span_processor(processor)
     tracing.exporting = True
-    return processor
 
 
 def _unexported_span(tracer: Tracer, name: str, parent: Context | None, kind: SpanKind) -> Span:

@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from gateway.router import load_snapshot
 from runtime.security.devtools import DEV_HOST_ID, DevIdentity
 from tests.support.gateway import LiveGateway, run_gateway
+from tests.support.publisher_harness import tools_by_name
 from tests.support.server import REPO_ROOT, LiveServer, free_port, run_server
 
 pytestmark = pytest.mark.requirement("001:Acceptance Criteria")
@@ -205,7 +206,7 @@ async def _tool_names(client: Client) -> list[str]:
 
 
 def _served(stack: Stack, tool: str) -> bool:
-    return tool in load_snapshot(stack.router_file).by_name()
+    return tool in tools_by_name(load_snapshot(stack.router_file))
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from tests.support.binding_builders import HOST
 from tests.support.hostile import assert_responsive, while_probing
 from tests.support.invocation import client, refused
 from tests.support.mcp import MODERN, McpReply, McpTestClient
+from tests.support.tokens import auth_headers
 
 YEAR_10000 = 253_402_300_800
 
@@ -43,7 +44,7 @@ async def test_a_user_token_expiring_in_the_year_10000_is_a_401_not_a_500(
     for claim in ("exp", "iat"):
         user = dev_identity.user_token(host_id=HOST, extra_claims={claim: YEAR_10000})
         hostile = McpTestClient(
-            http, MODERN, dev_identity.auth_headers(user, dev_identity.app_token(host_id=HOST))
+            http, MODERN, auth_headers(dev_identity, user, dev_identity.app_token(host_id=HOST))
         )
         probed = await while_probing(
             http,
@@ -64,7 +65,7 @@ async def test_a_repeated_credential_header_is_refused_not_last_wins(
 ) -> None:
     headers = list(modern.envelope_headers("tools/call", "workflow_get_status").items())
     headers += list(modern.auth.items())
-    other = dev_identity.auth_headers(dev_identity.user_token(user_id="mallory"))
+    other = auth_headers(dev_identity, dev_identity.user_token(user_id="mallory"))
     headers.append((header, other[header]))
     body = call_body(modern, "workflow_get_status", status_args())
     probed = await while_probing(http, raw_post(http, body, headers))

@@ -28,6 +28,7 @@ from tests.support.publisher_harness import (
     operation,
     publish,
     stub_gateway,
+    tools_by_name,
     unique,
     write_logic_tool,
 )
@@ -105,7 +106,7 @@ def test_item_10_a_revocation_stays_sync_pending_while_workflow_is_stopped(
         with run_server(live_database, tmp_path / "first", live_identity) as workflow:
             first = publish(directory, workflow)
             assert first.code == EXIT_OK, first.out + first.err
-            entry = first.router.by_name()[tool]
+            entry = tools_by_name(first.router)[tool]
             granted = invoke(workflow, entry, {"attempt": 1})
             assert granted["isError"] is False, granted
             assert len(nested_calls) == 1
@@ -122,7 +123,7 @@ def test_item_10_a_revocation_stays_sync_pending_while_workflow_is_stopped(
             synced = publish(directory, workflow)
             assert synced.code == EXIT_OK, synced.out + synced.err
             assert "nothing unconfirmed" in publish(directory, workflow, options=("--status",)).out
-            refused = invoke(workflow, synced.router.by_name()[tool], {"attempt": 2})
+            refused = invoke(workflow, tools_by_name(synced.router)[tool], {"attempt": 2})
             assert refused["isError"] is True, refused
             assert "no live grant" in str(refused["structuredContent"]), refused
             assert len(nested_calls) == 1
@@ -146,7 +147,7 @@ def test_item_11_a_lost_receipt_is_unconfirmed_and_only_its_user_retries_it(
     other = publish(directory, live_server, user=AUTHOR)
     assert "Refused, unconfirmed" in other.row(tool), other.out
     assert [op.operation_id for op in ledger_of(directory).unconfirmed()] == [pending.operation_id]
-    assert tool not in other.router.by_name()
+    assert tool not in tools_by_name(other.router)
 
     retried = publish(directory, live_server, user=OWNER)
     assert retried.code == EXIT_OK, retried.out + retried.err
@@ -156,7 +157,7 @@ def test_item_11_a_lost_receipt_is_unconfirmed_and_only_its_user_retries_it(
     assert operation.state == "acknowledged"
     # The stored receipt of the first send: "published", not a second publish's "unchanged".
     assert operation.receipt is not None and operation.receipt["result"] == "published"
-    assert retried.router.by_name()[tool].binding_digest == operation.receipt["bindingDigest"]
+    assert tools_by_name(retried.router)[tool].binding_digest == operation.receipt["bindingDigest"]
 
 
 @pytest.mark.requirement("000:QC-12")
@@ -178,7 +179,7 @@ def test_item_12_a_delayed_receipt_for_n_does_not_replace_n_plus_1(
     assert "Published" in newer.row(tool), newer.out
     held = ledger_of(directory).data.tools[tool]
     assert held.aggregate_version == 2
-    assert newer.router.by_name()[tool].sync_wait_ms == 15000
+    assert tools_by_name(newer.router)[tool].sync_wait_ms == 15000
 
     late = publish(directory, live_server)
     assert late.code == EXIT_OK, late.out + late.err
@@ -188,7 +189,7 @@ def test_item_12_a_delayed_receipt_for_n_does_not_replace_n_plus_1(
     assert delayed.receipt is not None and delayed.receipt["aggregateVersion"] == 1
     kept = ledger.data.tools[tool]
     assert (kept.aggregate_version, kept.binding_digest) == (2, held.binding_digest)
-    assert late.router.by_name()[tool].binding_digest == held.binding_digest
+    assert tools_by_name(late.router)[tool].binding_digest == held.binding_digest
 
 
 @pytest.mark.requirement("000:QC-19")
@@ -201,7 +202,7 @@ def test_item_19_a_failed_binding_keeps_its_gateway_entry_and_the_batch_publishe
     bad_namespace, good_namespace = f"bad{unique()}", f"good{unique()}"
     bad = write_logic_tool(directory, bad_namespace, owner=OWNER)
     good = write_logic_tool(directory, good_namespace, owner=OWNER)
-    before = publish(directory, live_server).router.by_name()[bad]
+    before = tools_by_name(publish(directory, live_server).router)[bad]
 
     write_logic_tool(directory, bad_namespace, owner=OWNER, totalDeadlineMs=10000)
     write_logic_tool(directory, good_namespace, owner=OWNER, marker="two", version="1.1.0")
@@ -209,7 +210,7 @@ def test_item_19_a_failed_binding_keeps_its_gateway_entry_and_the_batch_publishe
     assert "Failed: WORKFLOW_INPUT_INVALID" in run.row(bad), run.out
     assert "fix:" in run.out
     assert "Published" in run.row(good)
-    routed = run.router.by_name()
+    routed = tools_by_name(run.router)
     assert routed[bad] == before
     assert routed[good].workflow_version == "1.1.0"
     served = invoke(live_server, routed[bad], {"id": "x"})
@@ -232,7 +233,7 @@ def test_item_22_a_non_owners_revision_waits_for_the_owner_and_stays_out_of_the_
 
     asked = publish(author_dir, live_server, user=AUTHOR)
     assert f"Waiting for approval from {OWNER}" in asked.row(tool), asked.out
-    assert tool not in asked.router.by_name()
+    assert tool not in tools_by_name(asked.router)
     pending = ledger_of(author_dir).data.tools[tool]
     assert pending.status == "pendingApproval"
 
@@ -248,7 +249,7 @@ def test_item_22_a_non_owners_revision_waits_for_the_owner_and_stays_out_of_the_
     assert call_tool(live_server, "workflow_binding_decide", wrong, as_user(live_server, OWNER))[
         "isError"
     ]
-    assert tool not in publish(author_dir, live_server, user=AUTHOR).router.by_name()
+    assert tool not in tools_by_name(publish(author_dir, live_server, user=AUTHOR).router)
     approved = call_tool(
         live_server, "workflow_binding_decide", decision, as_user(live_server, OWNER)
     )
@@ -256,4 +257,4 @@ def test_item_22_a_non_owners_revision_waits_for_the_owner_and_stays_out_of_the_
 
     served = publish(author_dir, live_server, user=AUTHOR)
     assert "Published" in served.row(tool), served.out
-    assert served.router.by_name()[tool].binding_digest == pending.binding_digest
+    assert tools_by_name(served.router)[tool].binding_digest == pending.binding_digest

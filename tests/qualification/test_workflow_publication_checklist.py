@@ -49,6 +49,7 @@ from tests.support.publication_builders import (
     publish_args as definition_publish_args,
 )
 from tests.support.scale_out import scalar
+from tests.support.tokens import auth_headers
 
 pytestmark = [pytest.mark.requirement("000:Qualification Checklist"), pytest.mark.timeout(60)]
 
@@ -71,15 +72,15 @@ async def test_item_08_a_publication_call_without_valid_tokens_or_for_another_ho
     bad_headers = {
         "no user bearer": {"X-Scope-Token": f"Bearer {app}"},
         "no Gateway bearer": {"Authorization": f"Bearer {user}"},
-        "user bearer of another audience": identity.auth_headers(
-            identity.user_token(host_id=HOST, audience="another-service"), app
+        "user bearer of another audience": auth_headers(
+            identity, identity.user_token(host_id=HOST, audience="another-service"), app
         ),
-        "Gateway bearer in Authorization": identity.auth_headers(app, app),
-        "scope token of a service that is not an allowed caller": identity.auth_headers(
-            user, stranger_app
+        "Gateway bearer in Authorization": auth_headers(identity, app, app),
+        "scope token of a service that is not an allowed caller": auth_headers(
+            identity, user, stranger_app
         ),
-        "another host's user bearer": identity.auth_headers(
-            identity.user_token(host_id=OTHER_HOST, roles=("workflow-admin",)), app
+        "another host's user bearer": auth_headers(
+            identity, identity.user_token(host_id=OTHER_HOST, roles=("workflow-admin",)), app
         ),
     }
     for case, headers in bad_headers.items():
@@ -100,7 +101,7 @@ async def test_item_08_a_publication_call_without_valid_tokens_or_for_another_ho
             (await stored_rows(qual_stack, wf_def_id, version_args["operationId"])).values()
         ) == {0}, case
     # Valid tokens of this host naming another host in hostId: refused the same way.
-    mine = McpTestClient(live_http, MODERN, identity.auth_headers(user, app))
+    mine = McpTestClient(live_http, MODERN, auth_headers(identity, user, app))
     wf_def_id = new_id()
     mismatched = definition_publish_args(wf_def_id, hostId=OTHER_HOST)
     refused(

@@ -18,6 +18,7 @@ from tests.support.binding_builders import (
     new_id,
 )
 from tests.support.mcp import MODERN, McpTestClient
+from tests.support.tokens import auth_headers
 
 
 @dataclass
@@ -34,7 +35,7 @@ def actors_of(http: httpx.AsyncClient, dev_identity: DevIdentity) -> Actors:
     def client(user_id: str) -> McpTestClient:
         user = dev_identity.user_token(host_id=HOST, user_id=user_id, roles=("admin",))
         app = dev_identity.app_token(host_id=HOST)
-        return McpTestClient(http, MODERN, dev_identity.auth_headers(user, app))
+        return McpTestClient(http, MODERN, auth_headers(dev_identity, user, app))
 
     return Actors(owner=client(OWNER), author=client(AUTHOR))
 

@@ -27,6 +27,7 @@ from tests.support.binding_builders import (
 from tests.support.execution import FAST
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import versioned
+from tests.support.tokens import auth_headers
 
 CALLER = "caller-1"
 
@@ -113,7 +114,7 @@ def client(
         ttl=ttl,
     )
     app = identity.app_token(host_id=host_id)
-    return McpTestClient(http, MODERN, identity.auth_headers(user, app))
+    return McpTestClient(http, MODERN, auth_headers(identity, user, app))
 
 
 async def save_head(owner: McpTestClient, wf_def_id: str, text: str, revision: int = 1) -> str:

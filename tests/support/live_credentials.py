@@ -10,6 +10,7 @@ from tests.support.invocation import CALLER, ok, save_head
 from tests.support.live_stack import QualStack
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.protected_backend import calling_definition, http_task
+from tests.support.tokens import auth_headers
 
 
 async def sealed_credential(stack: QualStack, instance: str) -> bytes | None:
@@ -55,7 +56,7 @@ async def start_two_calls(
         expires_at=expires_at,
     )
     starter = McpTestClient(
-        http, MODERN, stack.identity.auth_headers(user, stack.identity.app_token(host_id=HOST))
+        http, MODERN, auth_headers(stack.identity, user, stack.identity.app_token(host_id=HOST))
     )
     before = stack.exchange_traffic.calls
     receipt = ok(await starter.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {}}))

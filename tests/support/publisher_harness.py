@@ -22,6 +22,7 @@ from publisher.command import run_publish
 from publisher.ledger import Ledger
 from runtime.security.devtools import DEV_HOST_ID
 from tests.support.server import REPO_ROOT, LiveServer
+from tests.support.tokens import auth_headers
 from workflow_mcp.cli import build_parser
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -164,7 +165,7 @@ def invoke(
 ) -> dict[str, Any]:
     """workflow_invoke as the Gateway sends it for a routed Tool; the CallToolResult."""
     token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=("user",))
-    headers = server.identity.auth_headers(token, server.identity.app_token(host_id=DEV_HOST_ID))
+    headers = auth_headers(server.identity, token, server.identity.app_token(host_id=DEV_HOST_ID))
     headers["MCP-Protocol-Version"] = "2025-11-25"
     arguments = {
         "stableToolRef": entry.stable_tool_ref,
@@ -196,7 +197,7 @@ def call_tool(
 def as_user(server: LiveServer, user: str, roles: tuple[str, ...] = ("admin",)) -> dict[str, str]:
     """Authorization and X-Scope-Token headers of a user of the development host."""
     token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=roles)
-    return server.identity.auth_headers(token, server.identity.app_token(host_id=DEV_HOST_ID))
+    return auth_headers(server.identity, token, server.identity.app_token(host_id=DEV_HOST_ID))
 
 
 class _StubHandler(BaseHTTPRequestHandler):
@@ -254,3 +255,8 @@ def operation(operation_id: str) -> Callable[[dict[str, Any]], bool]:
         return bool(arguments.get("operationId") == operation_id)
 
     return select
+
+
+def tools_by_name(snapshot: RouterSnapshot) -> dict[str, RoutedTool]:
+    """The snapshot's Tools keyed by their Gateway-facing name."""
+    return {tool.name: tool for tool in snapshot.tools}

@@ -15,13 +15,17 @@ from runtime.scheduler import Executor, enqueue_process, service
 from runtime.scheduler.lease import TaskHandler, TaskLease
 from runtime.scheduler.models import ClaimedTask, NewTask, SchedulerSettings, TaskOutcome
 from runtime.scheduler.store import runs
-from runtime.scheduler.store.listener import process_state_channel
 from runtime.store import Database
 from tests.support.demo import HANDLERS
 
 # A fallback poll of a minute: anything claimed within the test's bound was woken by NOTIFY.
 NO_POLL = SchedulerSettings(poll_interval_ms=60_000)
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
+
+
+def process_state_channel(process_id: str) -> str:
+    """The channel a run's end is notified on, as queries.sql names it (the last hex digit)."""
+    return f"workflow_process_state_{process_id[-1:].lower()}"
 
 
 @asynccontextmanager

@@ -30,6 +30,7 @@ import yaml
 
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.security.devtools import DevIdentity
+from tests.support.tokens import auth_headers
 
 if TYPE_CHECKING:
     from tests.conftest import PgCluster
@@ -60,7 +61,7 @@ class LiveServer:
         """Valid user (workflow-admin) and Gateway bearers for the development host."""
         user_claims.setdefault("roles", ("workflow-admin",))
         user = self.identity.user_token(**user_claims)
-        return self.identity.auth_headers(user, self.identity.app_token())
+        return auth_headers(self.identity, user, self.identity.app_token())
 
     def log_tail(self, limit: int = 4000) -> str:
         """The end of the server's combined output, for failure messages."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +33,7 @@ from runtime.security.devtools import DevIdentity
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
 from tests.support.binding_builders import dependency, new_id
-from tests.support.execution import LOCAL_BACKENDS, Receive, Send, executor, read_body
+from tests.support.execution import LOCAL_BACKENDS, Receive, Send, executor, read_body, serving
 from tests.support.execution_runs import start_workflow_run
 from tests.support.publication_builders import HOST
 from tests.support.published_workflow import USER_TOKEN
@@ -210,3 +211,46 @@ async def run_nested(
     assert run is not None
     # A plain document (with the run's id), as the tests read it.
     return msgspec.structs.asdict(run) | {"process_id": pid}
+
+
+@dataclass
+class GatewayAndEndpoint:
+    """A served token endpoint and checking Gateway, and Workflow's settings that reach both."""
+
+    endpoint: TokenEndpoint
+    gateway: ScopeCheckingGateway
+    directory: Path
+
+    def settings(self, **token: Any) -> ExecutionSettings:
+        """Execution settings: this Gateway, and a service token from this endpoint."""
+        return ExecutionSettings(
+            gateway_mcp_url=f"{self.gateway.base}/mcp",
+            service_token=service_token_settings(self.endpoint, self.directory, **token),
+        )
+
+    async def revoked_token(self) -> tuple[ExecutionSettings, ServiceTokens]:
+        """Settings, and Workflow's tokens whose current one the Gateway revoked before expiry."""
+        settings = self.settings()
+        tokens = ServiceTokens.from_settings(settings.service_token)
+        assert tokens is not None
+        self.gateway.revoked.add((await tokens.token()).reveal())
+        return settings, tokens
+
+
+@asynccontextmanager
+async def serve_gateway_and_endpoint(
+    identity: DevIdentity,
+    directory: Path,
+    *,
+    secret: str = SERVICE_SECRET,
+    ttl: int = 3600,
+    refuse_at: Literal["initialize", "call"] = "call",
+) -> AsyncIterator[GatewayAndEndpoint]:
+    """Serve identity's token endpoint (tokens of ttl s for secret) and a checking Gateway."""
+    endpoint = TokenEndpoint(identity.client_credentials(secret, ttl=ttl))
+    gateway = ScopeCheckingGateway(identity, refuse_at=refuse_at)
+    async with serving(endpoint), serving(gateway):
+        yield GatewayAndEndpoint(endpoint, gateway, directory)
+
+
+GatewayAndEndpointFactory = Callable[..., AbstractAsyncContextManager[GatewayAndEndpoint]]

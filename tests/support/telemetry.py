@@ -6,11 +6,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
 from runtime.canonical import definition_digest
-from runtime.telemetry.tracing import add_exporter
+from runtime.telemetry.tracing import add_span_processor
 from tests.support.binding_builders import (
     binding,
     definition_yaml,
@@ -61,7 +62,7 @@ async def publish_fetching_tool(owner: McpTestClient, base: str) -> Tool:
 def recorded_spans() -> Iterator[InMemorySpanExporter]:
     """Every span finished in the block, kept in memory (the exporter stops afterwards)."""
     exporter = InMemorySpanExporter()
-    add_exporter(exporter)
+    add_span_processor(SimpleSpanProcessor(exporter))
     try:
         yield exporter
     finally:

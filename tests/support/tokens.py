@@ -1,4 +1,5 @@
-"""Hostile tokens for identity tests: alg none, HMAC keyed with the public key."""
+"""Tokens for identity tests: the request headers of dev tokens, and hostile ones (alg none, HMAC
+keyed with the public key)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,12 @@ def hs256_with_public_key(identity: DevIdentity, claims: dict[str, Any]) -> str:
     signing_input = f"{header}.{payload}".encode()
     signature = _b64url(hmac.new(public_pem, signing_input, hashlib.sha256).digest())
     return f"{header}.{payload}.{signature}"
+
+
+def auth_headers(
+    identity: DevIdentity, user_token: str | None = None, app_token: str | None = None
+) -> dict[str, str]:
+    """Authorization and X-Scope-Token headers (identity's default dev tokens when not given)."""
+    user = user_token if user_token is not None else identity.user_token()
+    app = app_token if app_token is not None else identity.app_token()
+    return {"Authorization": f"Bearer {user}", "X-Scope-Token": f"Bearer {app}"}

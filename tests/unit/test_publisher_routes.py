@@ -6,6 +6,7 @@ import pytest
 
 from gateway.router import RoutedTool, RouterSnapshot
 from publisher.routes import merge
+from tests.support.publisher_harness import tools_by_name
 
 pytestmark = pytest.mark.requirement("000:Publish ordering")
 
@@ -28,12 +29,12 @@ def test_an_active_receipt_replaces_the_entry_and_others_are_kept_in_order() -> 
     previous = RouterSnapshot(tools=(entry("a", "1"), entry("b", "1"), entry("c", "1")))
     merged = merge(previous, {"b": entry("b", "2"), "new": entry("new", "3")})
     assert [t.name for t in merged.tools] == ["a", "b", "c", "new"]
-    assert merged.by_name()["b"].binding_digest == "sha256:" + "2" * 64
-    assert merged.by_name()["a"] == previous.by_name()["a"]
+    assert tools_by_name(merged)["b"].binding_digest == "sha256:" + "2" * 64
+    assert tools_by_name(merged)["a"] == tools_by_name(previous)["a"]
 
 
 def test_a_tool_without_an_active_receipt_keeps_its_entry_or_stays_out() -> None:
     previous = RouterSnapshot(tools=(entry("pending", "1"),))
     merged = merge(previous, {})
     assert merged.tools == previous.tools
-    assert "failed-new" not in merged.by_name()
+    assert "failed-new" not in tools_by_name(merged)

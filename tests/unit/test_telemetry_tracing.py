@@ -6,11 +6,18 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
 from runtime.telemetry import TelemetrySettings, configure_tracing, correlation_id, inject_trace
-from runtime.telemetry.tracing import add_exporter, child_span, remember_run, run_span, server_span
+from runtime.telemetry.tracing import (
+    add_span_processor,
+    child_span,
+    remember_run,
+    run_span,
+    server_span,
+)
 
 GATEWAY_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 SAMPLED_PARENT = {"traceparent": f"00-{GATEWAY_TRACE}-00f067aa0ba902b7-01"}
@@ -86,7 +93,7 @@ def test_a_failure_inside_an_unexported_span_propagates_and_restores_the_context
 
 def test_with_an_exporter_spans_are_recorded_with_parents_attributes_and_failure_status() -> None:
     exporter = InMemorySpanExporter()
-    add_exporter(exporter)
+    add_span_processor(SimpleSpanProcessor(exporter))
     with pytest.raises(ValueError), server_span("tools/call", SAMPLED_PARENT, tool="t") as span:
         assert span.is_recording()
         with child_span("workflow.admission", {"workflow.operation": "invoke"}):

@@ -7,11 +7,8 @@ import uuid
 import pytest
 
 from runtime.execution.waiter import shard_index
-from runtime.scheduler.store.listener import (
-    PROCESS_STATE_CHANNELS,
-    process_state_channel,
-    process_state_channels,
-)
+from runtime.scheduler.store.listener import PROCESS_STATE_CHANNELS, process_state_channels
+from tests.support.scheduler import process_state_channel
 
 
 @pytest.mark.parametrize("shards", [1, 2, 3, 8, 16])

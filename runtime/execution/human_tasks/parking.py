@@ -29,16 +29,16 @@ async def settle(
     async with db.transaction() as conn:
         rows = await store.select_tasks_at(conn, task.host_id, task.process_id, position)
         for row in rows:
-            output = row["output"]
-            if row["state"] == "open":
-                if not row["due"]:
+            output = row.output
+            if row.state == "open":
+                if not row.due:
                     return None
-                output = _timeout_output(row["question"])
-                await store.time_out_task(conn, task.host_id, row["task_id"], output)
+                output = _timeout_output(row.question)
+                await store.time_out_task(conn, task.host_id, row.task_id, output)
                 timeouts.append("fail" if output is None else "default")
-            elif row["state"] == "cancelled":
+            elif row.state == "cancelled":
                 continue
-            answers[row["ask_key"]] = {"failed": True} if output is None else {"output": output}
+            answers[row.ask_key] = {"failed": True} if output is None else {"output": output}
         if rows:
             await parking.resume_waiting(conn, task.host_id, task.process_id)
     for action in timeouts:
@@ -57,26 +57,26 @@ async def park(
 ) -> tuple[str, datetime | None]:
     """Open the ask's human task (once per ask); its id and due time."""
     assignment = request.assignment  # resolved when the ask opened
-    row = {
-        "host_id": task.host_id,
-        "process_id": task.process_id,
-        "position": request.position,
-        "ask_key": request.key,
-        "task_name": request.name,
-        "wf_def_id": wf_def_id,
-        "question": request.document(),
-        "assignee_user_id": assignment.get("userId"),
-        "assignee_role_id": assignment.get("roleId"),
-        "assignee_position_id": assignment.get("positionId"),
-        "timeout_ms": request.spec.timeout_ms,
-    }
+    new = store.NewHumanTask(
+        host_id=task.host_id,
+        process_id=task.process_id,
+        position=request.position,
+        ask_key=request.key,
+        task_name=request.name,
+        wf_def_id=wf_def_id,
+        question=request.document(),
+        assignee_user_id=assignment.get("userId"),
+        assignee_role_id=assignment.get("roleId"),
+        assignee_position_id=assignment.get("positionId"),
+        timeout_ms=request.spec.timeout_ms,
+    )
     async with db.transaction() as conn:
-        await store.insert_task(conn, row)
+        await store.insert_task(conn, new)
         opened = await store.select_task_at(
             conn, task.host_id, task.process_id, request.position, request.key
         )
     assert opened is not None  # inserted or already there, in this transaction
-    return opened["task_id"], opened["due_ts"]
+    return opened.task_id, opened.due_ts
 
 
 def answer_output(

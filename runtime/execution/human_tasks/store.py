@@ -7,9 +7,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from psycopg.types.json import Jsonb
 
-from runtime.store import Connection, load_queries
+from runtime.store import Connection, fetch_all, fetch_one, load_queries
 
 QUERIES = load_queries(Path(__file__).resolve().with_name("queries.sql"))
 
@@ -27,28 +28,112 @@ class Assignee:
         return {"user_id": self.user_id, "roles": self.roles, "positions": self.positions}
 
 
-async def insert_task(conn: Connection, row: dict[str, Any]) -> None:
+class NewHumanTask(msgspec.Struct, frozen=True, kw_only=True):
+    """insert_human_task's parameters: a run's ask, its question and assignee, its timeout."""
+
+    host_id: str
+    process_id: str
+    position: int
+    ask_key: str
+    task_name: str
+    wf_def_id: str | None
+    question: dict[str, Any]
+    assignee_user_id: str | None
+    assignee_role_id: str | None
+    assignee_position_id: str | None
+    timeout_ms: int | None
+
+
+class TaskAt(msgspec.Struct, frozen=True, kw_only=True):
+    """The human task of a run's ask: its state, due time (due: passed), answer and question."""
+
+    task_id: str
+    state: str
+    due_ts: datetime | None
+    output: Any
+    question: dict[str, Any]
+    due: bool | None
+
+
+class KeyedTask(msgspec.Struct, frozen=True, kw_only=True):
+    """One of the human tasks a top-level task opened: its ask's key, state and answer."""
+
+    task_id: str
+    ask_key: str
+    state: str
+    output: Any
+    question: dict[str, Any]
+    due: bool | None
+
+
+class AssignedTask(msgspec.Struct, frozen=True, kw_only=True):
+    """A task as its assignee sees it (operation_id, answer_digest: only when read to answer)."""
+
+    task_id: str
+    process_id: str
+    task_name: str
+    wf_def_id: str | None
+    question: dict[str, Any]
+    state: str
+    due_ts: datetime | None
+    created_ts: datetime
+    output: Any
+    operation_id: str | None = None
+    answer_digest: str | None = None
+
+
+class TaskAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """answer_task's parameters but the task: the output and who gave it, with which call."""
+
+    output: dict[str, Any]
+    answered_by: str
+    operation_id: str
+    answer_digest: str
+
+
+class RunHumanTask(msgspec.Struct, frozen=True, kw_only=True):
+    """A human task of one run for operators: never its answer's value."""
+
+    task_id: str
+    position: int
+    task_name: str
+    state: str
+    assignee: str
+    assignee_kind: str
+    created_ts: datetime
+    due_ts: datetime | None
+    answered_by: str | None
+    answered_ts: datetime | None
+
+
+class _TaskId(msgspec.Struct, frozen=True):
+    task_id: str
+
+
+class _Count(msgspec.Struct, frozen=True):
+    open: int
+
+
+async def insert_task(conn: Connection, task: NewHumanTask) -> None:
     """Open a human task (a repeat for the same ask is a no-op)."""
-    await conn.execute(QUERIES["insert_human_task"], {**row, "question": Jsonb(row["question"])})
+    params = msgspec.structs.asdict(task) | {"question": Jsonb(task.question)}
+    await conn.execute(QUERIES["insert_human_task"], params)
 
 
 async def select_task_at(
     conn: Connection, host_id: str, process_id: str, position: int, ask_key: str
-) -> dict[str, Any] | None:
+) -> TaskAt | None:
     """The human task of one ask (key) of the top-level task at position, locked; or None."""
     params = {"host_id": host_id, "process_id": process_id, "position": position}
-    cursor = await conn.execute(QUERIES["select_task_at"], {**params, "ask_key": ask_key})
-    row = await cursor.fetchone()
-    return None if row is None else dict(row)
+    return await fetch_one(conn, QUERIES["select_task_at"], params | {"ask_key": ask_key}, TaskAt)
 
 
 async def select_tasks_at(
     conn: Connection, host_id: str, process_id: str, position: int
-) -> list[dict[str, Any]]:
+) -> list[KeyedTask]:
     """Every human task the top-level task at position opened, locked, oldest first."""
     params = {"host_id": host_id, "process_id": process_id, "position": position}
-    cursor = await conn.execute(QUERIES["select_tasks_at"], params)
-    return [dict(row) for row in await cursor.fetchall()]
+    return await fetch_all(conn, QUERIES["select_tasks_at"], params, KeyedTask)
 
 
 async def time_out_task(conn: Connection, host_id: str, task_id: str, output: Any) -> None:
@@ -66,7 +151,7 @@ async def list_assigned(
     process_id: str | None,
     after: tuple[datetime, str] | None,
     limit: int,
-) -> list[dict[str, Any]]:
+) -> list[AssignedTask]:
     """The caller's tasks in one state, oldest first, after the cursor."""
     params = {
         "host_id": host_id,
@@ -77,45 +162,40 @@ async def list_assigned(
         "limit": limit,
         **who.params(),
     }
-    cursor = await conn.execute(QUERIES["list_assigned_tasks"], params)
-    return [dict(row) for row in await cursor.fetchall()]
+    return await fetch_all(conn, QUERIES["list_assigned_tasks"], params, AssignedTask)
 
 
 async def select_assigned(
     conn: Connection, host_id: str, task_id: str, who: Assignee
-) -> dict[str, Any] | None:
+) -> AssignedTask | None:
     """One task the caller is an assignee of, locked; None otherwise (however it exists)."""
     params = {"host_id": host_id, "task_id": task_id, **who.params()}
-    cursor = await conn.execute(QUERIES["select_assigned_task"], params)
-    row = await cursor.fetchone()
-    return None if row is None else dict(row)
+    return await fetch_one(conn, QUERIES["select_assigned_task"], params, AssignedTask)
 
 
-async def answer_task(conn: Connection, host_id: str, task_id: str, answer: dict[str, Any]) -> None:
+async def answer_task(conn: Connection, host_id: str, task_id: str, answer: TaskAnswer) -> None:
     """Record an open task's answer (output, answered_by, operation_id, answer_digest)."""
-    params = {"host_id": host_id, "task_id": task_id, **answer, "output": Jsonb(answer["output"])}
-    await conn.execute(QUERIES["answer_task"], params)
+    params = msgspec.structs.asdict(answer) | {"output": Jsonb(answer.output)}
+    await conn.execute(QUERIES["answer_task"], params | {"host_id": host_id, "task_id": task_id})
 
 
 async def open_task_ids(conn: Connection, host_id: str, process_id: str) -> list[str]:
     """The open human tasks of one run."""
     params = {"host_id": host_id, "process_id": process_id}
-    cursor = await conn.execute(QUERIES["open_task_ids"], params)
-    return [row["task_id"] for row in await cursor.fetchall()]
+    rows = await fetch_all(conn, QUERIES["open_task_ids"], params, _TaskId)
+    return [row.task_id for row in rows]
 
 
-async def run_tasks(conn: Connection, host_id: str, process_id: str) -> list[dict[str, Any]]:
+async def run_tasks(conn: Connection, host_id: str, process_id: str) -> list[RunHumanTask]:
     """Every human task of one run (any state), for operators; never the answers' values."""
     params = {"host_id": host_id, "process_id": process_id}
-    cursor = await conn.execute(QUERIES["run_tasks"], params)
-    return [dict(row) for row in await cursor.fetchall()]
+    return await fetch_all(conn, QUERIES["run_tasks"], params, RunHumanTask)
 
 
 async def count_open(conn: Connection) -> int:
     """How many human tasks are open on every host (a metric sample)."""
-    cursor = await conn.execute(QUERIES["count_open_tasks"])
-    row = await cursor.fetchone()
-    return 0 if row is None else int(row["open"])
+    row = await fetch_one(conn, QUERIES["count_open_tasks"], {}, _Count)
+    return 0 if row is None else row.open
 
 
 def _jsonb(value: Any) -> Jsonb | None:

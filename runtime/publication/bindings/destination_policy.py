@@ -111,12 +111,6 @@ def check_destination(target: EndpointTarget, policy: DestinationPolicy) -> None
         )
 
 
-def check_destinations(targets: tuple[EndpointTarget, ...], policy: DestinationPolicy) -> None:
-    """Check every endpoint target against the destination policy."""
-    for target in targets:
-        check_destination(target, policy)
-
-
 def destination_problems(
     targets: Iterable[tuple[int, EndpointTarget]], policy: DestinationPolicy
 ) -> list[BindingProblem]:

@@ -27,23 +27,14 @@ from runtime.engine.check import (
     write_tasks,
 )
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
-from runtime.publication.bindings.binding_problems import BindingProblem, ordered
+from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.field_rules import DIGEST_PATTERN
-from runtime.publication.bindings.rejections import BindingRuleViolation
 
 # Task kinds a bounded, headless sync run may contain; the parser already refuses human,
 # agent and runner tasks, and this list keeps the matrix closed if the profile grows.
 SYNC_TASK_KINDS = frozenset(
     {"set", "switch", "assert", "http", "mcp", "fork", "for", "try", "raise", "wait", "do"}
 )
-
-
-def _violation(problems: list[BindingProblem]) -> BindingRuleViolation:
-    """The raising form: the first problem in refusal order."""
-    first = ordered(problems)[0]
-    return BindingRuleViolation(
-        first.message, code="WORKFLOW_POLICY_DENIED" if first.policy else "WORKFLOW_INPUT_INVALID"
-    )
 
 
 def pinned_definition_problems(
@@ -140,16 +131,6 @@ def effect_matrix_problems(
     for task in writes:
         found.extend(_write_task_problems(task, outer, binding.tool_name))
     return found, writes
-
-
-def check_effect_matrix(
-    definition: WorkflowDefinition, binding: ToolBinding, reach: Reach
-) -> tuple[WriteTask, ...]:
-    """Check every task against the outer Tool's annotations; returns the write tasks."""
-    found, writes = effect_matrix_problems(definition, binding, reach)
-    if found:
-        raise _violation(found)
-    return writes
 
 
 def static_fit_findings(

@@ -173,18 +173,15 @@ async def advance_head(
     pending_binding_id: str | None,
 ) -> int:
     """Set the head's active and pending revisions; returns the new aggregate version."""
-    cursor = await conn.execute(
-        QUERIES["advance_publication_head"],
-        {
-            "host_id": host_id,
-            "tool_id": tool_id,
-            "active_binding_id": active_binding_id,
-            "pending_binding_id": pending_binding_id,
-        },
-    )
-    row = await cursor.fetchone()
+    params = {
+        "host_id": host_id,
+        "tool_id": tool_id,
+        "active_binding_id": active_binding_id,
+        "pending_binding_id": pending_binding_id,
+    }
+    row = await fetch_one(conn, QUERIES["advance_publication_head"], params, _AggregateVersion)
     assert row is not None  # the caller holds the head lock
-    return int(row["aggregate_version"])
+    return row.aggregate_version
 
 
 async def select_revision(conn: Connection, host_id: str, binding_id: str) -> StoredRevision | None:
@@ -391,9 +388,8 @@ async def select_decisions(
 async def select_latest_revision_id(conn: Connection, host_id: str, tool_id: str) -> str | None:
     """The newest revision id of a Tool, or None."""
     params = {"host_id": host_id, "tool_id": tool_id}
-    cursor = await conn.execute(QUERIES["select_latest_revision"], params)
-    row = await cursor.fetchone()
-    return None if row is None else str(row["binding_id"])
+    row = await fetch_one(conn, QUERIES["select_latest_revision"], params, _BindingId)
+    return None if row is None else row.binding_id
 
 
 async def tool_related_to_caller(
@@ -401,17 +397,15 @@ async def tool_related_to_caller(
 ) -> bool:
     """True when the caller owns the stored definition of, or requested, a revision of the Tool."""
     params = {"host_id": host_id, "tool_id": tool_id, "user_id": user_id, "positions": positions}
-    cursor = await conn.execute(QUERIES["tool_related_to_caller"], params)
-    row = await cursor.fetchone()
-    return row is not None and bool(row["related"])
+    row = await fetch_one(conn, QUERIES["tool_related_to_caller"], params, _Related)
+    return row is not None and bool(row.related)
 
 
 async def count_active_pinning(conn: Connection, host_id: str, wf_def_id: str, version: str) -> int:
     """Active revisions pinning a definition version."""
     params = {"host_id": host_id, "wf_def_id": wf_def_id, "version": version}
-    cursor = await conn.execute(QUERIES["count_active_pinning_version"], params)
-    row = await cursor.fetchone()
-    return 0 if row is None else int(row["active_count"])
+    row = await fetch_one(conn, QUERIES["count_active_pinning_version"], params, _ActiveCount)
+    return 0 if row is None else row.active_count
 
 
 async def select_pending_pinning(
@@ -448,3 +442,19 @@ async def count_pending(conn: Connection, where: RevisionFilter) -> list[Pending
     """Pending revisions per definition for the list filter (its status and page aside)."""
     params = msgspec.structs.asdict(where)
     return await fetch_all(conn, QUERIES["count_pending_revisions"], params, PendingCount)
+
+
+class _AggregateVersion(msgspec.Struct, frozen=True):
+    aggregate_version: int
+
+
+class _BindingId(msgspec.Struct, frozen=True):
+    binding_id: str
+
+
+class _Related(msgspec.Struct, frozen=True):
+    related: bool
+
+
+class _ActiveCount(msgspec.Struct, frozen=True):
+    active_count: int

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from generated.models import RuntimeBounds
-from runtime.store import Connection, fetch_one, load_queries
+from runtime.scheduler.models import CancellationPolicy, EffectState, ExecutionClass, RunState
+from runtime.store import Connection, fetch_all, fetch_one, load_queries
 
 INSPECTION_QUERIES_PATH = Path(__file__).resolve().parent / "inspection.sql"
 INSPECTION_QUERIES = load_queries(INSPECTION_QUERIES_PATH)
@@ -23,27 +25,65 @@ class RunOrigin(msgspec.Struct, frozen=True):
     runtime_bounds: RuntimeBounds | None
 
 
+class ListedRun(msgspec.Struct, frozen=True, kw_only=True):
+    """One run of a host's list: its states, how it was started and by which Tool, its times."""
+
+    process_id: str
+    state: RunState
+    execution_class: ExecutionClass
+    effect_state: EffectState
+    cancellation_policy: CancellationPolicy
+    binding_id: str | None
+    operation: str | None
+    tool_id: str | None
+    tool_name: str | None
+    created_ts: datetime
+    finished_ts: datetime | None
+    deadline_ts: datetime
+
+
+class ListedTask(msgspec.Struct, frozen=True, kw_only=True):
+    """One task of a run: its step, state, attempts, last worker and error."""
+
+    task_id: str
+    step_no: int
+    kind: str
+    state: str
+    execution_class: ExecutionClass
+    attempts: int
+    worker_id: str | None
+    error: dict[str, Any] | None
+    created_ts: datetime
+    updated_ts: datetime
+
+
+class ListedStep(msgspec.Struct, frozen=True, kw_only=True):
+    """One step of a run's effect ledger: its effect state and when it changed."""
+
+    step_no: int
+    effect_state: EffectState
+    possible_ts: datetime
+    confirmed_ts: datetime | None
+
+
 async def select_runs(
     conn: Connection, host_id: str, state: str | None, tool: str | None, limit: int
-) -> list[dict[str, Any]]:
+) -> list[ListedRun]:
     """A host's runs, newest first (optionally only those in state, or of one Tool)."""
     params = {"host_id": host_id, "state": state, "tool": tool, "limit": limit}
-    cursor = await conn.execute(INSPECTION_QUERIES["list_runs"], params)
-    return [dict(row) for row in await cursor.fetchall()]
+    return await fetch_all(conn, INSPECTION_QUERIES["list_runs"], params, ListedRun)
 
 
-async def select_tasks(conn: Connection, host_id: str, process_id: str) -> list[dict[str, Any]]:
+async def select_tasks(conn: Connection, host_id: str, process_id: str) -> list[ListedTask]:
     """The tasks of one run in step order."""
     params = {"host_id": host_id, "process_id": process_id}
-    cursor = await conn.execute(INSPECTION_QUERIES["list_tasks"], params)
-    return [dict(row) for row in await cursor.fetchall()]
+    return await fetch_all(conn, INSPECTION_QUERIES["list_tasks"], params, ListedTask)
 
 
-async def select_steps(conn: Connection, host_id: str, process_id: str) -> list[dict[str, Any]]:
+async def select_steps(conn: Connection, host_id: str, process_id: str) -> list[ListedStep]:
     """The effect ledger of one run in step order."""
     params = {"host_id": host_id, "process_id": process_id}
-    cursor = await conn.execute(INSPECTION_QUERIES["list_steps"], params)
-    return [dict(row) for row in await cursor.fetchall()]
+    return await fetch_all(conn, INSPECTION_QUERIES["list_steps"], params, ListedStep)
 
 
 async def select_origin(conn: Connection, host_id: str, process_id: str) -> RunOrigin | None:

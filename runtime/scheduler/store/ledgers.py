@@ -2,28 +2,61 @@
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import msgspec
 
 from runtime.errors import WorkflowError
 from runtime.scheduler.errors import LeaseLost, budget_exhausted
 from runtime.scheduler.models import BudgetAmounts, LeaseState, ReconcileOutcome, StepRecord
 from runtime.scheduler.store.sql import QUERIES, jsonb
-from runtime.store import Connection
+from runtime.store import Connection, fetch_one_built
+
+# Each fenced ledger statement answers one row of counts: how many task rows the fence matched
+# (owned: 0 means the lease was lost) and how many rows the write touched.
+
+
+class EffectMarked(msgspec.Struct, frozen=True, kw_only=True):
+    """What mark_effect_possible found: the fence held (owned), the step was marked."""
+
+    owned: int
+    marked: int
+
+
+class EffectConfirmed(msgspec.Struct, frozen=True, kw_only=True):
+    """What confirm_effect found: the fence held (owned), the step was confirmed."""
+
+    owned: int
+    confirmed: int
+
+
+class BudgetDebited(msgspec.Struct, frozen=True, kw_only=True):
+    """What debit_budget found: the fence held, every counter sufficed, the reservation's id."""
+
+    owned: int
+    debited: int
+    reservation_id: uuid.UUID | None
+
+
+class BudgetReconciled(msgspec.Struct, frozen=True, kw_only=True):
+    """What reconcile_budget found: the fence held, settled now, and whether use overran."""
+
+    owned: int
+    settled: int
+    overrun: bool
+
+
+LedgerRowT = TypeVar("LedgerRowT", bound=msgspec.Struct)
 
 
 async def get_step(
     conn: Connection, host_id: str, process_id: str, step_no: int
 ) -> StepRecord | None:
     """The step ledger row of (run, step), or None when no effect was ever dispatched."""
-    cursor = await conn.execute(
-        QUERIES["get_step"], {"host_id": host_id, "process_id": process_id, "step_no": step_no}
-    )
-    row = await cursor.fetchone()
-    if row is None:
-        return None
-    return StepRecord(
-        row["effect_state"], row["output"], row["fencing_token"], row["request_digest"]
-    )
+    params = {"host_id": host_id, "process_id": process_id, "step_no": step_no}
+    return await fetch_one_built(conn, QUERIES["get_step"], params, StepRecord)
 
 
 async def mark_effect_possible(
@@ -49,15 +82,15 @@ async def mark_effect_possible(
     )
     if await live.fetchone() is None:
         raise LeaseLost(lease.task_id, "mark_effect_possible: the run has ended")
-    cursor = await conn.execute(
-        QUERIES["mark_effect_possible"],
-        lease.fence()
-        | {"step_no": step_no, "takeover": takeover, "request_digest": request_digest},
-    )
-    row = await _one(cursor)
-    if not row["owned"]:
+    params = lease.fence() | {
+        "step_no": step_no,
+        "takeover": takeover,
+        "request_digest": request_digest,
+    }
+    row = await _one(conn, QUERIES["mark_effect_possible"], params, EffectMarked)
+    if not row.owned:
         raise LeaseLost(lease.task_id, "mark_effect_possible")
-    if not row["marked"]:
+    if not row.marked:
         # The row is confirmed, or another claim left it possible: dispatching again could
         # repeat an effect that already happened.
         raise WorkflowError(
@@ -70,26 +103,23 @@ async def mark_effect_possible(
 
 async def confirm_effect(conn: Connection, lease: LeaseState, step_no: int, output: Any) -> bool:
     """Record the step's effect as confirmed; False when it was not possible. Raises LeaseLost."""
-    cursor = await conn.execute(
-        QUERIES["confirm_effect"],
-        lease.fence() | {"step_no": step_no, "output": jsonb(output)},
-    )
-    row = await _one(cursor)
-    if not row["owned"]:
+    params = lease.fence() | {"step_no": step_no, "output": jsonb(output)}
+    row = await _one(conn, QUERIES["confirm_effect"], params, EffectConfirmed)
+    if not row.owned:
         raise LeaseLost(lease.task_id, "confirm_effect")
-    return bool(row["confirmed"])
+    return bool(row.confirmed)
 
 
 async def _debit_budget(
     conn: Connection, lease: LeaseState, amounts: BudgetAmounts, *, record: bool, what: str
-) -> dict[str, Any]:
+) -> BudgetDebited:
     """Debit every counter at once or nothing (record: as a reservation). Raises LeaseLost or
     BUDGET_EXHAUSTED."""
     params = lease.fence() | amounts.as_params() | {"record": record}
-    row = await _one(await conn.execute(QUERIES["debit_budget"], params))
-    if not row["owned"]:
+    row = await _one(conn, QUERIES["debit_budget"], params, BudgetDebited)
+    if not row.owned:
         raise LeaseLost(lease.task_id, what)
-    if not row["debited"]:
+    if not row.debited:
         raise budget_exhausted()
     return row
 
@@ -97,7 +127,7 @@ async def _debit_budget(
 async def reserve_budget(conn: Connection, lease: LeaseState, amounts: BudgetAmounts) -> str:
     """Debit every counter at once or nothing; the reservation id. Raises LeaseLost."""
     row = await _debit_budget(conn, lease, amounts, record=True, what="reserve")
-    return str(row["reservation_id"])
+    return str(row.reservation_id)
 
 
 async def consume_budget(conn: Connection, lease: LeaseState, amounts: BudgetAmounts) -> None:
@@ -111,15 +141,16 @@ async def reconcile_budget(
     """Settle a reservation once and credit back the unused part. Raises LeaseLost."""
     params = lease.fence() | actual.as_params()
     params |= {"reservation_id": reservation_id, "actual": jsonb(actual.as_params())}
-    cursor = await conn.execute(QUERIES["reconcile_budget"], params)
-    row = await _one(cursor)
-    if not row["owned"]:
+    row = await _one(conn, QUERIES["reconcile_budget"], params, BudgetReconciled)
+    if not row.owned:
         raise LeaseLost(lease.task_id, "reconcile")
-    return ReconcileOutcome(settled=bool(row["settled"]), overrun=bool(row["overrun"]))
+    return ReconcileOutcome(settled=bool(row.settled), overrun=row.overrun)
 
 
-async def _one(cursor: Any) -> dict[str, Any]:
-    row = await cursor.fetchone()
+async def _one(
+    conn: Connection, query: str, params: Mapping[str, Any], row_type: type[LedgerRowT]
+) -> LedgerRowT:
+    row = await fetch_one_built(conn, query, params, row_type)
     if row is None:  # pragma: no cover - the statements always return one row
         raise RuntimeError("scheduler ledger statement returned no row")
-    return dict(row)
+    return row

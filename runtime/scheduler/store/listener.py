@@ -30,11 +30,6 @@ TASK_READY_CHANNEL = "workflow_task_ready"
 PROCESS_STATE_CHANNELS = 16
 
 
-def process_state_channel(process_id: str) -> str:
-    """The channel a run's end is notified on (queries.sql computes the same name)."""
-    return f"workflow_process_state_{process_id[-1:].lower()}"
-
-
 def process_state_channels(index: int, shards: int) -> list[str]:
     """The channels result-waiter connection `index` of `shards` listens on."""
     return [

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.store import Connection, load_queries
+import msgspec
+
+from runtime.store import Connection, fetch_one, load_queries
 
 PARKING_QUERIES_PATH = Path(__file__).resolve().parent / "parking.sql"
 PARKING_QUERIES = load_queries(PARKING_QUERIES_PATH)
+
+
+class WokenTask(msgspec.Struct, frozen=True):
+    """A parked task made available: its id and execution class."""
+
+    task_id: str
+    execution_class: str
 
 
 async def wake_parked_task(
@@ -15,9 +24,8 @@ async def wake_parked_task(
 ) -> tuple[str, str] | None:
     """The parked task made available now (task id, execution class), or None if none waits."""
     params = {"host_id": host_id, "process_id": process_id, "human_task_id": human_task_id}
-    cursor = await conn.execute(PARKING_QUERIES["wake_parked_task"], params)
-    row = await cursor.fetchone()
-    return None if row is None else (row["task_id"], row["execution_class"])
+    row = await fetch_one(conn, PARKING_QUERIES["wake_parked_task"], params, WokenTask)
+    return None if row is None else (row.task_id, row.execution_class)
 
 
 async def resume_waiting_run(conn: Connection, host_id: str, process_id: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, Literal
 
 import msgspec
@@ -13,12 +14,13 @@ from runtime.scheduler.models import (
     CancellationPolicy,
     ClaimedTask,
     EffectState,
+    ExecutionClass,
     LeaseState,
     NewTask,
     SchedulerSettings,
 )
 from runtime.scheduler.store.sql import QUERIES, jsonb
-from runtime.store import Connection
+from runtime.store import Connection, fetch_all, fetch_built, fetch_one_built
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,35 @@ class ClaimRequest:
     def limit(self) -> int:
         """At most this many tasks can be claimed."""
         return self.interactive_slots + self.standard_slots + self.batch_slots + self.borrow_slots
+
+
+class ClaimRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A claimed task and its fresh lease, as a claiming statement returns them."""
+
+    host_id: uuid.UUID
+    task_id: uuid.UUID
+    process_id: uuid.UUID
+    step_no: int
+    kind: str
+    payload: dict[str, Any]
+    execution_class: ExecutionClass
+    idempotent: bool
+    attempts: int
+    lease_id: uuid.UUID
+    fencing_token: int
+    lease_expires_ts: datetime
+    deadline_ts: datetime
+    cancellation_policy: CancellationPolicy
+    # The queue wait in ms (claim_tasks only; numeric arrives as Decimal): None when not asked.
+    sojourn_ms: Decimal | None = None
+
+
+class RenewedLease(msgspec.Struct, frozen=True, kw_only=True):
+    """A lease renew_leases extended: its new expiry and the run's cancellation signal."""
+
+    task_id: uuid.UUID
+    lease_expires_ts: datetime
+    cancel_requested: bool
 
 
 class ExpiredLease(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,22 +105,20 @@ async def claim_tasks(
     """Claim up to request.limit tasks in fair order, each under a fresh fenced lease."""
     if request.limit <= 0:
         return []
-    cursor = await conn.execute(
-        QUERIES["claim_tasks"],
-        {
-            "worker_id": request.worker_id,
-            "interactive_slots": request.interactive_slots,
-            "standard_slots": request.standard_slots,
-            "batch_slots": request.batch_slots,
-            "borrow_slots": request.borrow_slots,
-            "limit": request.limit,
-            "tenant_limit": settings.tenant_limit,
-            "aging_s": settings.aging_s,
-            "lease_ms": settings.lease_ms,
-            "overrun_ms": settings.overrun_ms,
-        },
-    )
-    return [claimed_from_row(row) for row in await cursor.fetchall()]
+    params = {
+        "worker_id": request.worker_id,
+        "interactive_slots": request.interactive_slots,
+        "standard_slots": request.standard_slots,
+        "batch_slots": request.batch_slots,
+        "borrow_slots": request.borrow_slots,
+        "limit": request.limit,
+        "tenant_limit": settings.tenant_limit,
+        "aging_s": settings.aging_s,
+        "lease_ms": settings.lease_ms,
+        "overrun_ms": settings.overrun_ms,
+    }
+    rows = await fetch_built(conn, QUERIES["claim_tasks"], params, ClaimRow)
+    return [claimed_from_row(row) for row in rows]
 
 
 async def insert_claimed_task(
@@ -103,49 +132,46 @@ async def insert_claimed_task(
     overrun_ms: int,
 ) -> tuple[ClaimedTask, LeaseState] | None:
     """Insert the run's next task already claimed by worker_id; None when the run cannot go on."""
-    cursor = await conn.execute(
-        QUERIES["insert_claimed_task"],
-        {
-            "host_id": lease.host_id,
-            "process_id": lease.process_id,
-            "step_no": step_no,
-            "kind": task.kind,
-            "payload": jsonb(task.payload),
-            "priority": task.priority,
-            "idempotent": task.idempotent,
-            "worker_id": worker_id,
-            "lease_ms": lease_ms,
-            "overrun_ms": overrun_ms,
-        },
-    )
-    row = await cursor.fetchone()
+    params = {
+        "host_id": lease.host_id,
+        "process_id": lease.process_id,
+        "step_no": step_no,
+        "kind": task.kind,
+        "payload": jsonb(task.payload),
+        "priority": task.priority,
+        "idempotent": task.idempotent,
+        "worker_id": worker_id,
+        "lease_ms": lease_ms,
+        "overrun_ms": overrun_ms,
+    }
+    row = await fetch_one_built(conn, QUERIES["insert_claimed_task"], params, ClaimRow)
     return None if row is None else claimed_from_row(row)
 
 
-def claimed_from_row(row: dict[str, Any]) -> tuple[ClaimedTask, LeaseState]:
+def claimed_from_row(row: ClaimRow) -> tuple[ClaimedTask, LeaseState]:
     """The claimed task and its fresh lease a claiming statement returned."""
     task = ClaimedTask(
-        host_id=str(row["host_id"]),
-        task_id=str(row["task_id"]),
-        process_id=str(row["process_id"]),
-        step_no=row["step_no"],
-        kind=row["kind"],
-        payload=row["payload"],
-        execution_class=row["execution_class"],
-        idempotent=row["idempotent"],
-        attempts=row["attempts"],
-        deadline_ts=row["deadline_ts"],
-        cancellation_policy=row["cancellation_policy"],
-        sojourn_ms=float(row.get("sojourn_ms") or 0.0),
+        host_id=str(row.host_id),
+        task_id=str(row.task_id),
+        process_id=str(row.process_id),
+        step_no=row.step_no,
+        kind=row.kind,
+        payload=row.payload,
+        execution_class=row.execution_class,
+        idempotent=row.idempotent,
+        attempts=row.attempts,
+        deadline_ts=row.deadline_ts,
+        cancellation_policy=row.cancellation_policy,
+        sojourn_ms=float(row.sojourn_ms or 0.0),
     )
     lease = LeaseState(
         host_id=task.host_id,
         task_id=task.task_id,
         process_id=task.process_id,
         step_no=task.step_no,
-        lease_id=str(row["lease_id"]),
-        fencing_token=row["fencing_token"],
-        expires_ts=row["lease_expires_ts"],
+        lease_id=str(row.lease_id),
+        fencing_token=row.fencing_token,
+        expires_ts=row.lease_expires_ts,
     )
     return task, lease
 
@@ -156,48 +182,37 @@ async def renew_leases(
     """Renew the given leases in one statement; a task missing from the result lost its lease."""
     if not leases:
         return {}
-    cursor = await conn.execute(
-        QUERIES["renew_leases"],
-        {
-            "host_ids": [lease.host_id for lease in leases],
-            "task_ids": [lease.task_id for lease in leases],
-            "lease_ids": [lease.lease_id for lease in leases],
-            "fencing_tokens": [lease.fencing_token for lease in leases],
-            "lease_ms": lease_ms,
-            "overrun_ms": overrun_ms,
-        },
-    )
-    return {
-        str(row["task_id"]): Renewal(row["lease_expires_ts"], row["cancel_requested"])
-        for row in await cursor.fetchall()
+    params = {
+        "host_ids": [lease.host_id for lease in leases],
+        "task_ids": [lease.task_id for lease in leases],
+        "lease_ids": [lease.lease_id for lease in leases],
+        "fencing_tokens": [lease.fencing_token for lease in leases],
+        "lease_ms": lease_ms,
+        "overrun_ms": overrun_ms,
     }
+    rows = await fetch_built(conn, QUERIES["renew_leases"], params, RenewedLease)
+    return {str(row.task_id): Renewal(row.lease_expires_ts, row.cancel_requested) for row in rows}
 
 
 async def reap_expired(conn: Connection, settings: SchedulerSettings) -> list[ExpiredLease]:
     """Lock expired leases, reclaim the useful ones; rows say reclaim, wait or timeout."""
-    cursor = await conn.execute(
-        QUERIES["reap_expired"],
-        {
-            "min_remaining_ms": settings.reclaim_min_remaining_ms,
-            "stale_ms": settings.lease_ms,
-            "overrun_ms": settings.overrun_ms,
-            "limit": settings.reap_batch,
-        },
-    )
-    return [msgspec.convert(row, ExpiredLease) for row in await cursor.fetchall()]
+    params = {
+        "min_remaining_ms": settings.reclaim_min_remaining_ms,
+        "stale_ms": settings.lease_ms,
+        "overrun_ms": settings.overrun_ms,
+        "limit": settings.reap_batch,
+    }
+    return await fetch_all(conn, QUERIES["reap_expired"], params, ExpiredLease)
 
 
 async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[LateRun]:
     """Lock live runs past their deadline (a disabled policy's: past its hard ceiling)."""
-    cursor = await conn.execute(
-        QUERIES["sweep_deadlines"],
-        {
-            "stale_ms": settings.lease_ms,
-            "limit": settings.reap_batch,
-            "overrun_ms": settings.overrun_ms,
-        },
-    )
-    return [msgspec.convert(row, LateRun) for row in await cursor.fetchall()]
+    params = {
+        "stale_ms": settings.lease_ms,
+        "limit": settings.reap_batch,
+        "overrun_ms": settings.overrun_ms,
+    }
+    return await fetch_all(conn, QUERIES["sweep_deadlines"], params, LateRun)
 
 
 async def notify_task_ready(conn: Connection, task_id: str) -> None:
@@ -217,29 +232,34 @@ def claimed_first_task(
     task_id: str,
     kind: str,
     payload: dict[str, Any],
-    execution_class: str,
+    execution_class: ExecutionClass,
     deadline_ts: datetime,
-    cancellation_policy: str,
+    cancellation_policy: CancellationPolicy,
     lease_id: str,
     fencing_token: int,
     lease_expires_ts: datetime,
 ) -> tuple[ClaimedTask, LeaseState]:
     """A run's first task as workflow_enqueue_run inserted it claimed (step 0, attempt 1)."""
-    return claimed_from_row(
-        {
-            "host_id": host_id,
-            "task_id": task_id,
-            "process_id": process_id,
-            "step_no": 0,
-            "kind": kind,
-            "payload": payload,
-            "execution_class": execution_class,
-            "idempotent": False,
-            "attempts": 1,
-            "deadline_ts": deadline_ts,
-            "cancellation_policy": cancellation_policy,
-            "lease_id": lease_id,
-            "fencing_token": fencing_token,
-            "lease_expires_ts": lease_expires_ts,
-        }
+    task = ClaimedTask(
+        host_id=host_id,
+        task_id=task_id,
+        process_id=process_id,
+        step_no=0,
+        kind=kind,
+        payload=payload,
+        execution_class=execution_class,
+        idempotent=False,
+        attempts=1,
+        deadline_ts=deadline_ts,
+        cancellation_policy=cancellation_policy,
     )
+    lease = LeaseState(
+        host_id=host_id,
+        task_id=task_id,
+        process_id=process_id,
+        step_no=0,
+        lease_id=lease_id,
+        fencing_token=fencing_token,
+        expires_ts=lease_expires_ts,
+    )
+    return task, lease

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
 import msgspec
+from psycopg.types.json import Jsonb
 
 from runtime.errors import WorkflowError
 from runtime.scheduler.errors import LeaseLost, budget_exhausted, ending_state, error_document
@@ -21,9 +23,9 @@ from runtime.scheduler.models import (
     Successor,
     TaskOutcome,
 )
-from runtime.scheduler.store.queue import claimed_from_row
+from runtime.scheduler.store.queue import ClaimRow, claimed_from_row
 from runtime.scheduler.store.sql import QUERIES, jsonb
-from runtime.store import Connection, fetch_one
+from runtime.store import Connection, fetch_one, fetch_one_built
 
 
 class ProcessRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,6 +75,70 @@ class LockedRun(msgspec.Struct, frozen=True):
     past_deadline: bool
 
 
+class RunInsert(msgspec.Struct, frozen=True, kw_only=True):
+    """The parameters of insert_run but the budget: a run, then its first ready task."""
+
+    host_id: str
+    process_id: str
+    execution_class: str
+    deadline_ts: datetime
+    cancellation_policy: str
+    binding_id: str | None
+    step_no: int
+    kind: str
+    payload: Jsonb | None
+    priority: int
+    available_at: datetime | None
+    idempotent: bool
+
+
+class TaskInsert(msgspec.Struct, frozen=True, kw_only=True):
+    """The parameters of insert_task: a ready task of a live run."""
+
+    host_id: str
+    process_id: str
+    step_no: int
+    kind: str
+    payload: Jsonb | None
+    priority: int
+    available_at: datetime | None
+    idempotent: bool
+
+
+class InsertedTask(msgspec.Struct, frozen=True):
+    """The id of a task an insert statement added."""
+
+    task_id: uuid.UUID
+
+
+class EndedRun(msgspec.Struct, frozen=True):
+    """A run a finishing or failing statement ended: its effect state."""
+
+    effect_state: EffectState
+
+
+class CompletionRow(msgspec.Struct, frozen=True, kw_only=True):
+    """workflow_complete_task's answer: the outcome, then the claimed or ready next task."""
+
+    outcome: str
+    backlog: bool | None
+    effect_state: EffectState | None
+    host_id: uuid.UUID | None
+    task_id: uuid.UUID | None
+    process_id: uuid.UUID | None
+    step_no: int | None
+    kind: str | None
+    payload: dict[str, Any] | None
+    execution_class: ExecutionClass | None
+    idempotent: bool | None
+    attempts: int | None
+    lease_id: uuid.UUID | None
+    fencing_token: int | None
+    lease_expires_ts: datetime | None
+    deadline_ts: datetime | None
+    cancellation_policy: CancellationPolicy | None
+
+
 class CancelSignal(msgspec.Struct, frozen=True):
     """Whether a run asks to be cancelled, dispatched an effect, and is past its deadline."""
 
@@ -95,45 +161,43 @@ async def insert_run(
     step_no: int,
 ) -> str:
     """Insert a run in ACCEPTED state, its budget row and first task (NOTIFY): one statement."""
-    params: dict[str, Any] = {
-        "host_id": host_id,
-        "process_id": process_id,
-        "execution_class": execution_class,
-        "deadline_ts": deadline_ts,
-        "cancellation_policy": cancellation_policy,
-        "binding_id": binding_id,
-        "step_no": step_no,
-        "kind": first_task.kind,
-        "payload": jsonb(first_task.payload),
-        "priority": first_task.priority,
-        "available_at": first_task.available_at,
-        "idempotent": first_task.idempotent,
-    }
-    cursor = await conn.execute(QUERIES["insert_run"], params | budget.as_params())
-    row = await cursor.fetchone()
+    run = RunInsert(
+        host_id=host_id,
+        process_id=process_id,
+        execution_class=execution_class,
+        deadline_ts=deadline_ts,
+        cancellation_policy=cancellation_policy,
+        binding_id=binding_id,
+        step_no=step_no,
+        kind=first_task.kind,
+        payload=jsonb(first_task.payload),
+        priority=first_task.priority,
+        available_at=first_task.available_at,
+        idempotent=first_task.idempotent,
+    )
+    params = msgspec.structs.asdict(run) | budget.as_params()
+    row = await fetch_one(conn, QUERIES["insert_run"], params, InsertedTask)
     assert row is not None  # the run was just inserted, so its task was too
-    return str(row["task_id"])
+    return str(row.task_id)
 
 
 async def insert_task(
     conn: Connection, *, host_id: str, process_id: str, task: NewTask, step_no: int
 ) -> str | None:
     """Insert a ready task and NOTIFY; None when the run is no longer live."""
-    cursor = await conn.execute(
-        QUERIES["insert_task"],
-        {
-            "host_id": host_id,
-            "process_id": process_id,
-            "step_no": step_no,
-            "kind": task.kind,
-            "payload": jsonb(task.payload),
-            "priority": task.priority,
-            "available_at": task.available_at,
-            "idempotent": task.idempotent,
-        },
+    insert = TaskInsert(
+        host_id=host_id,
+        process_id=process_id,
+        step_no=step_no,
+        kind=task.kind,
+        payload=jsonb(task.payload),
+        priority=task.priority,
+        available_at=task.available_at,
+        idempotent=task.idempotent,
     )
-    row = await cursor.fetchone()
-    return None if row is None else str(row["task_id"])
+    params = msgspec.structs.asdict(insert)
+    row = await fetch_one(conn, QUERIES["insert_task"], params, InsertedTask)
+    return None if row is None else str(row.task_id)
 
 
 async def fetch_process(conn: Connection, host_id: str, process_id: str) -> ProcessRow | None:
@@ -197,19 +261,21 @@ async def complete_at_once(
             "overrun_ms": None if successor is None else successor.overrun_ms,
         }
     )
-    cursor = await conn.execute(QUERIES["complete_task_at_once"], params)
-    row = await cursor.fetchone()
+    row = await fetch_one_built(conn, QUERIES["complete_task_at_once"], params, CompletionRow)
     assert row is not None  # the function returns exactly one row
-    done = row["outcome"]
+    done = row.outcome
     if done == "lost":
         raise LeaseLost(lease.task_id, "consume" if outcome.consume is not None else "complete")
     if done == "exhausted":
         raise budget_exhausted()
-    claimed = claimed_from_row(row) if done == "claimed" else None
+    claimed = None
+    if done == "claimed":
+        # Every claim column is set on this outcome; the conversion checks that it is.
+        claimed = claimed_from_row(msgspec.convert(row, ClaimRow, from_attributes=True))
     ready = None
-    if done == "continued" and row["task_id"] is not None:
-        ready = (str(row["task_id"]), str(row["execution_class"]))
-    return CompletedAtOnce(done, bool(row["backlog"]), row["effect_state"], claimed, ready)
+    if done == "continued" and row.task_id is not None:
+        ready = (str(row.task_id), str(row.execution_class))
+    return CompletedAtOnce(done, bool(row.backlog), row.effect_state, claimed, ready)
 
 
 def _step_no(lease: LeaseState, task: NewTask) -> int:
@@ -241,12 +307,9 @@ async def finish_process(
     conn: Connection, host_id: str, process_id: str, result: Any
 ) -> EffectState | None:
     """Complete a live run; its effect state, or None when it was already terminal."""
-    cursor = await conn.execute(
-        QUERIES["finish_process"],
-        {"host_id": host_id, "process_id": process_id, "result": jsonb(result)},
-    )
-    row = await cursor.fetchone()
-    return None if row is None else row["effect_state"]
+    params = {"host_id": host_id, "process_id": process_id, "result": jsonb(result)}
+    row = await fetch_one(conn, QUERIES["finish_process"], params, EndedRun)
+    return None if row is None else row.effect_state
 
 
 async def end_process(
@@ -260,17 +323,14 @@ async def end_process(
     The state follows from the error (ending_state), so no path can store a deadline end or a
     cancel under another state than the others do.
     """
-    cursor = await conn.execute(
-        QUERIES["fail_process"],
-        {
-            "host_id": host_id,
-            "process_id": process_id,
-            "state": ending_state(error),
-            "error": jsonb(error_document(error)),
-        },
-    )
-    row = await cursor.fetchone()
-    return None if row is None else row["effect_state"]
+    params = {
+        "host_id": host_id,
+        "process_id": process_id,
+        "state": ending_state(error),
+        "error": jsonb(error_document(error)),
+    }
+    row = await fetch_one(conn, QUERIES["fail_process"], params, EndedRun)
+    return None if row is None else row.effect_state
 
 
 async def fail_process(

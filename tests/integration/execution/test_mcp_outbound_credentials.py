@@ -34,6 +34,7 @@ from tests.support.protected_backend import (
     publish_calling_tool,
     verifying_executor,
 )
+from tests.support.tokens import auth_headers
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("000:Run credential selection")
@@ -59,7 +60,7 @@ def _caller(
         host_id=HOST, user_id=CALLER, roles=("admin",), client_id="portal", **token
     )
     caller = McpTestClient(
-        http, MODERN, identity.auth_headers(user, identity.app_token(host_id=HOST))
+        http, MODERN, auth_headers(identity, user, identity.app_token(host_id=HOST))
     )
     return caller, user
 

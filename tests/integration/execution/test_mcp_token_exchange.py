@@ -36,6 +36,7 @@ from tests.support.protected_backend import (
     http_task,
     verifying_executor,
 )
+from tests.support.tokens import auth_headers
 
 pytestmark = pytest.mark.requirement("000:Run credential selection")
 
@@ -77,7 +78,7 @@ def _starter(
         host_id=HOST, user_id=CALLER, roles=("workflow-admin",), client_id="portal", **token
     )
     app = identity.app_token(host_id=HOST)
-    return McpTestClient(http, MODERN, identity.auth_headers(user, app)), user
+    return McpTestClient(http, MODERN, auth_headers(identity, user, app)), user
 
 
 async def _run(

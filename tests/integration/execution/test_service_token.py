@@ -10,7 +10,6 @@ import asyncio
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 import msgspec
@@ -39,6 +38,7 @@ from tests.support.publication_builders import context
 from tests.support.service_calls import sync_grants_outside_the_contract
 from tests.support.service_tokens import (
     SERVICE_SECRET,
+    GatewayAndEndpointFactory,
     ScopeCheckingGateway,
     TokenEndpoint,
     expiry,
@@ -55,31 +55,20 @@ SHORT_TTL_S = 4
 READS = ("accounts.lookup",)
 
 
-def _settings(
-    gateway: ScopeCheckingGateway, endpoint: TokenEndpoint, tmp: Path, **token: Any
-) -> ExecutionSettings:
-    return ExecutionSettings(
-        gateway_mcp_url=f"{gateway.base}/mcp",
-        service_token=service_token_settings(endpoint, tmp, **token),
-    )
-
-
 async def test_a_nested_call_keeps_working_across_the_expiry_of_the_first_service_token(
-    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+    db: Database, published: str, gateway_and_endpoint: GatewayAndEndpointFactory
 ) -> None:
-    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET, ttl=SHORT_TTL_S))
-    gateway = ScopeCheckingGateway(dev_identity)
+    async with gateway_and_endpoint(ttl=SHORT_TTL_S) as served:
+        gateway, endpoint = served.gateway, served.endpoint
 
-    async def outlive_the_first_token() -> None:
-        if len(gateway.tool_calls) == 1:
-            first = expiry(gateway.tool_calls[0]["scope"])
-            await wait_until(lambda: time.time() > first, what="the first token expired")
+        async def outlive_the_first_token() -> None:
+            if len(gateway.tool_calls) == 1:
+                first = expiry(gateway.tool_calls[0]["scope"])
+                await wait_until(lambda: time.time() > first, what="the first token expired")
 
-    gateway.on_tool_call = outlive_the_first_token
-    async with serving(endpoint), serving(gateway):
+        gateway.on_tool_call = outlive_the_first_token
         # Renewed at half its life: a loaded machine still sends it well before its expiry.
-        settings = _settings(gateway, endpoint, tmp_path, renew_fraction=0.5)
-        run = await run_nested(db, settings, published)
+        run = await run_nested(db, served.settings(renew_fraction=0.5), published)
     assert run["state"] == "COMPLETED", run
     first, second = gateway.scope_tokens()
     assert first != second and expiry(second) > expiry(first)
@@ -114,18 +103,15 @@ async def _one_grant_for_many(endpoint: TokenEndpoint, tokens: ServiceTokens, gr
 
 
 async def test_concurrent_nested_calls_of_a_fork_carry_one_token_from_one_grant(
-    db: Database, dev_identity: DevIdentity, tmp_path: Path
+    db: Database, gateway_and_endpoint: GatewayAndEndpointFactory
 ) -> None:
     wf_def_id = str(uuid.uuid4())
     await save_owner(db, wf_def_id)
     await publish_version(db, wf_def_id, text=fork_calls_yaml(8))
     await sync_grants_outside_the_contract(db, context(), wf_def_id, "g-1", "accounts.lookup")
-    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
-    gateway = ScopeCheckingGateway(dev_identity)
-    async with serving(endpoint), serving(gateway):
-        run = await run_nested(
-            db, _settings(gateway, endpoint, tmp_path), wf_def_id, read_only=READS
-        )
+    async with gateway_and_endpoint() as served:
+        gateway, endpoint = served.gateway, served.endpoint
+        run = await run_nested(db, served.settings(), wf_def_id, read_only=READS)
     assert run["state"] == "COMPLETED", run
     assert len(gateway.tool_calls) == 8 and len(set(gateway.scope_tokens())) == 1
     assert endpoint.grants == 1
@@ -133,16 +119,12 @@ async def test_concurrent_nested_calls_of_a_fork_carry_one_token_from_one_grant(
 
 @pytest.mark.parametrize("refuse_at", ["initialize", "call"])
 async def test_a_refused_token_is_renewed_once_and_a_read_sent_again(
-    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path, refuse_at: str
+    db: Database, published: str, gateway_and_endpoint: GatewayAndEndpointFactory, refuse_at: str
 ) -> None:
-    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
-    gateway = ScopeCheckingGateway(dev_identity, refuse_at=refuse_at)  # type: ignore[arg-type]
-    async with serving(endpoint), serving(gateway):
-        settings = _settings(gateway, endpoint, tmp_path)
-        tokens = ServiceTokens.from_settings(settings.service_token)
-        assert tokens is not None
+    async with gateway_and_endpoint(refuse_at=refuse_at) as served:
+        gateway, endpoint = served.gateway, served.endpoint
         # The token the process holds is revoked at the Gateway before its expiry.
-        gateway.revoked.add((await tokens.token()).reveal())
+        settings, tokens = await served.revoked_token()
         run = await run_nested(db, settings, published, read_only=READS, service_tokens=tokens)
     assert run["state"] == "COMPLETED", run
     assert gateway.refusals == [refuse_at] and endpoint.grants == 2
@@ -150,19 +132,15 @@ async def test_a_refused_token_is_renewed_once_and_a_read_sent_again(
 
 
 async def test_concurrent_calls_refused_with_one_token_share_one_renewal(
-    db: Database, dev_identity: DevIdentity, tmp_path: Path
+    db: Database, gateway_and_endpoint: GatewayAndEndpointFactory
 ) -> None:
     wf_def_id = str(uuid.uuid4())
     await save_owner(db, wf_def_id)
     await publish_version(db, wf_def_id, text=fork_calls_yaml(8))
     await sync_grants_outside_the_contract(db, context(), wf_def_id, "g-1", "accounts.lookup")
-    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
-    gateway = ScopeCheckingGateway(dev_identity, refuse_at="initialize")
-    async with serving(endpoint), serving(gateway):
-        settings = _settings(gateway, endpoint, tmp_path)
-        tokens = ServiceTokens.from_settings(settings.service_token)
-        assert tokens is not None
-        gateway.revoked.add((await tokens.token()).reveal())
+    async with gateway_and_endpoint(refuse_at="initialize") as served:
+        gateway, endpoint = served.gateway, served.endpoint
+        settings, tokens = await served.revoked_token()
         # The renewal is held until all eight calls were refused: they all wait on one grant.
         endpoint.held = asyncio.Event()
         release = asyncio.create_task(_release_after(endpoint.held, gateway, refusals=8))
@@ -179,15 +157,11 @@ async def _release_after(held: asyncio.Event, gateway: ScopeCheckingGateway, ref
 
 
 async def test_a_write_refused_at_its_tools_call_is_not_sent_again(
-    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+    db: Database, published: str, gateway_and_endpoint: GatewayAndEndpointFactory
 ) -> None:
-    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
-    gateway = ScopeCheckingGateway(dev_identity, refuse_at="call")
-    async with serving(endpoint), serving(gateway):
-        settings = _settings(gateway, endpoint, tmp_path)
-        tokens = ServiceTokens.from_settings(settings.service_token)
-        assert tokens is not None
-        gateway.revoked.add((await tokens.token()).reveal())
+    async with gateway_and_endpoint(refuse_at="call") as served:
+        gateway, endpoint = served.gateway, served.endpoint
+        settings, tokens = await served.revoked_token()
         run = await run_nested(db, settings, published, service_tokens=tokens)
     assert run["state"] == "FAILED", run
     assert "the Gateway refused the call" in run["error"]["message"]
@@ -196,27 +170,22 @@ async def test_a_write_refused_at_its_tools_call_is_not_sent_again(
 
 
 async def test_a_write_refused_before_its_tools_call_is_sent_again_with_a_renewed_token(
-    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+    db: Database, published: str, gateway_and_endpoint: GatewayAndEndpointFactory
 ) -> None:
-    endpoint = TokenEndpoint(dev_identity.client_credentials(SERVICE_SECRET))
-    gateway = ScopeCheckingGateway(dev_identity, refuse_at="initialize")
-    async with serving(endpoint), serving(gateway):
-        settings = _settings(gateway, endpoint, tmp_path)
-        tokens = ServiceTokens.from_settings(settings.service_token)
-        assert tokens is not None
-        gateway.revoked.add((await tokens.token()).reveal())
+    async with gateway_and_endpoint(refuse_at="initialize") as served:
+        gateway = served.gateway
+        settings, tokens = await served.revoked_token()
         run = await run_nested(db, settings, published, service_tokens=tokens)
     assert run["state"] == "COMPLETED", run
     assert gateway.refusals == ["initialize"] and len(gateway.tool_calls) == 2
 
 
 async def test_without_a_token_the_nested_call_fails_before_it_leaves(
-    db: Database, published: str, dev_identity: DevIdentity, tmp_path: Path
+    db: Database, published: str, gateway_and_endpoint: GatewayAndEndpointFactory
 ) -> None:
-    endpoint = TokenEndpoint(dev_identity.client_credentials("another-secret"))
-    gateway = ScopeCheckingGateway(dev_identity)
-    async with serving(endpoint), serving(gateway):
-        run = await run_nested(db, _settings(gateway, endpoint, tmp_path), published)
+    async with gateway_and_endpoint(secret="another-secret") as served:
+        gateway = served.gateway
+        run = await run_nested(db, served.settings(), published)
     assert run["state"] == "FAILED", run
     assert "Workflow's service token is unavailable" in run["error"]["message"]
     assert gateway.tool_calls == [] and gateway.refusals == []

@@ -24,6 +24,7 @@ from tests.support.publisher_harness import (
     invoke,
     ledger_of,
     publish,
+    tools_by_name,
     unique,
     write_logic_tool,
 )
@@ -62,7 +63,7 @@ def test_the_examples_publish_and_land_in_the_router(workflow: LiveServer, tmp_p
     assert run.code == EXIT_OK, run.out + run.err
     assert "Published" in run.row("loans.quick-decision")
     assert "Published" in run.row("claims.add-note")
-    routed = run.router.by_name()
+    routed = tools_by_name(run.router)
     assert set(routed) == {"loans.quick-decision", "claims.add-note"}
     acks = ledger_of(directory).data.tools
     for name, entry in routed.items():
@@ -84,7 +85,7 @@ def test_publishing_twice_is_unchanged(workflow: LiveServer, tmp_path: Path) -> 
     second = publish(directory, workflow)
     assert first.code == second.code == EXIT_OK, second.out + second.err
     assert "Published (unchanged)" in second.row(tool)
-    assert first.router.by_name()[tool] == second.router.by_name()[tool]
+    assert tools_by_name(first.router)[tool] == tools_by_name(second.router)[tool]
     rows = ledger_of(directory).data.syncs.values()
     assert all(row.acknowledged_revision == 1 for row in rows), rows
 
@@ -101,7 +102,7 @@ def test_a_tool_published_by_a_non_owner_waits_and_stays_out_of_the_router(
     run = publish(author_dir, workflow, user=AUTHOR)
     assert run.code == EXIT_OK, run.out + run.err
     assert f"Waiting for approval from {OWNER}" in run.row(tool)
-    assert tool not in run.router.by_name()
+    assert tool not in tools_by_name(run.router)
     strict = publish(author_dir, workflow, user=AUTHOR, options=("--strict",))
     assert strict.code == EXIT_NOT_PUBLISHED
 
@@ -114,7 +115,7 @@ def test_a_failed_binding_keeps_its_router_entry_while_others_publish(
     bad_namespace = f"bad{unique()}"
     bad = write_logic_tool(directory, bad_namespace)
     first = publish(directory, workflow)
-    before = first.router.by_name()[bad]
+    before = tools_by_name(first.router)[bad]
     # syncWaitMs above totalDeadlineMs: Workflow refuses the binding fields (proven rejection).
     write_logic_tool(directory, bad_namespace, syncWaitMs=20000, totalDeadlineMs=10000)
     write_logic_tool(directory, good.split(".")[0], marker="two", version="1.0.1")
@@ -122,7 +123,7 @@ def test_a_failed_binding_keeps_its_router_entry_while_others_publish(
     assert run.code == EXIT_OK, run.out + run.err
     assert "Failed: WORKFLOW_INPUT_INVALID" in run.row(bad)
     assert "Published" in run.row(good)
-    routed = run.router.by_name()
+    routed = tools_by_name(run.router)
     assert routed[bad] == before
     assert routed[good].workflow_version == "1.0.1"
     states = {op.state for op in ledger_of(directory).data.operations if op.subject == bad}
@@ -139,7 +140,7 @@ def test_a_lost_receipt_stays_pending_and_the_rerun_reuses_its_operation_id(
     lost = publish(directory, workflow, transport=dropper)
     assert lost.code == EXIT_TRANSPORT
     assert "Unconfirmed" in lost.row(tool)
-    assert tool not in lost.router.by_name()
+    assert tool not in tools_by_name(lost.router)
     [pending] = ledger_of(directory).unconfirmed()
     assert (
         pending.request["operationId"] == dropper.dropped[0]["params"]["arguments"]["operationId"]
@@ -158,7 +159,7 @@ def test_a_lost_receipt_stays_pending_and_the_rerun_reuses_its_operation_id(
     )
     assert operation.state == "acknowledged"
     assert operation.receipt is not None and operation.receipt["result"] == "published"
-    assert tool in rerun.router.by_name()
+    assert tool in tools_by_name(rerun.router)
     assert "nothing unconfirmed" in publish(directory, workflow, options=("--status",)).out
 
 
@@ -191,7 +192,7 @@ def test_the_example_tools_answer_and_the_write_reaches_the_backend_with_the_cal
     run = publish(directory, workflow, options=("--adopt-revisions",))
     assert run.code == EXIT_OK, run.out + run.err
     assert "Published" in run.row("claims.add-note"), run.out
-    routed = run.router.by_name()
+    routed = tools_by_name(run.router)
     decision = invoke(workflow, routed["loans.quick-decision"],
                       {"applicantId": "A-1", "creditScore": 720})  # fmt: skip
     assert decision["isError"] is False, decision

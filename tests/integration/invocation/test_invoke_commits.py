@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from handlers import HANDLERS
 from runtime.collaborators import Services
@@ -24,7 +25,6 @@ from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.settings import Settings
 from runtime.store import Database
-from runtime.store.admin import database_of
 from tests.conftest import PgCluster
 from tests.support.binding_builders import OWNER
 from tests.support.invocation import client, invoke_args, ok, publish_tool
@@ -134,8 +134,7 @@ async def test_a_sequential_one_task_invoke_commits_at_most_four_transactions(
     runtime = WorkflowRuntime(ExecutionSettings(), services.keyring)
     executor = Executor(db, runtime.handlers(), QUIET)
     configure_waiter(db, poll_interval_s=60.0)
-    name = database_of(database_url)
-    assert name is not None
+    name = str(conninfo_to_dict(database_url)["dbname"])
     async with asgi_client(app) as http, _admin(pg_cluster) as admin:
         stats = Stats(admin, name)
         owner = client(http, dev_identity, OWNER)

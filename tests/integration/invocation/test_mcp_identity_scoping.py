@@ -9,6 +9,7 @@ from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, definition_yaml, new_id
 from tests.support.invocation import CALLER, client, ok, publish_tool, refused, save_head
 from tests.support.mcp import MODERN, McpTestClient
+from tests.support.tokens import auth_headers
 
 LIFECYCLE_TOOLS = ("workflow_get_status", "workflow_get_result", "workflow_cancel")
 
@@ -19,7 +20,7 @@ def _as(http: httpx.AsyncClient, identity: DevIdentity, **claims: object) -> Mcp
         host_id=HOST, user_id=CALLER, roles=("admin", "workflow-admin"), extra_claims=claims
     )
     return McpTestClient(
-        http, MODERN, identity.auth_headers(user, identity.app_token(host_id=HOST))
+        http, MODERN, auth_headers(identity, user, identity.app_token(host_id=HOST))
     )
 
 

@@ -16,6 +16,7 @@ from runtime.mcp.call import ToolHandler
 from runtime.security.devtools import DevIdentity
 from tests.support import echo_handler, failing_handler
 from tests.support.mcp import LEGACY, MODERN, McpTestClient, asgi_client, assert_valid_mcp
+from tests.support.tokens import auth_headers as token_headers
 
 pytestmark = pytest.mark.requirement("000:Error envelopes")
 
@@ -67,7 +68,7 @@ async def echo_client(
 async def test_an_expired_user_token_is_a_json_rpc_401(
     echo_client: McpTestClient, dev_identity: DevIdentity, tool: str
 ) -> None:
-    headers = dev_identity.auth_headers(dev_identity.user_token(expired=True), None)
+    headers = token_headers(dev_identity, dev_identity.user_token(expired=True), None)
     reply = await echo_client.request(
         "tools/call", {"name": tool, "arguments": {}}, headers=headers
     )
@@ -92,7 +93,7 @@ async def test_a_missing_scope_token_is_a_json_rpc_401(
 async def test_a_caller_service_not_allowed_is_a_policy_refusal_not_a_401(
     echo_client: McpTestClient, dev_identity: DevIdentity
 ) -> None:
-    headers = dev_identity.auth_headers(None, dev_identity.app_token(service_id="intruder"))
+    headers = token_headers(dev_identity, None, dev_identity.app_token(service_id="intruder"))
     reply = await echo_client.request(
         "tools/call", {"name": "workflow_invoke", "arguments": {}}, headers=headers
     )

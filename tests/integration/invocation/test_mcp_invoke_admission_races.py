@@ -499,8 +499,10 @@ async def test_an_answer_lost_after_the_admission_committed_attaches_on_the_retr
     real = store.admit_invoke
     answers: list[store.AdmitOutcome] = []
 
-    async def lossy(conn: Any, params: dict[str, Any]) -> store.AdmitOutcome:
-        outcome = await real(conn, params)
+    async def lossy(
+        conn: Any, params: store.AdmitParams, *, exclusive: bool = False
+    ) -> store.AdmitOutcome:
+        outcome = await real(conn, params, exclusive=exclusive)
         answers.append(outcome)
         if len(answers) == 1:
             # Committed (autocommit), then the link went before the answer was read.
@@ -558,8 +560,10 @@ async def test_an_answer_lost_after_a_run_that_already_ended_returns_that_run_on
     real = store.admit_invoke
     answers: list[store.AdmitOutcome] = []
 
-    async def lossy(conn: Any, params: dict[str, Any]) -> store.AdmitOutcome:
-        outcome = await real(conn, params)
+    async def lossy(
+        conn: Any, params: store.AdmitParams, *, exclusive: bool = False
+    ) -> store.AdmitOutcome:
+        outcome = await real(conn, params, exclusive=exclusive)
         answers.append(outcome)
         if len(answers) == 1:
             # The run ends before the retry comes (a reconnect can take longer than a run).
@@ -604,8 +608,10 @@ async def test_an_answer_lost_before_a_revoke_still_returns_the_run_it_admitted(
         "operationId": new_id(),
     }
 
-    async def lossy(conn: Any, params: dict[str, Any]) -> store.AdmitOutcome:
-        outcome = await real(conn, params)
+    async def lossy(
+        conn: Any, params: store.AdmitParams, *, exclusive: bool = False
+    ) -> store.AdmitOutcome:
+        outcome = await real(conn, params, exclusive=exclusive)
         answers.append(outcome)
         if len(answers) == 1:
             ok(await owner.call_tool("workflow_binding_revoke", revoke))

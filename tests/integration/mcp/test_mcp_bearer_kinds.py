@@ -15,6 +15,7 @@ from runtime.security import TokenTrust
 from runtime.security.devtools import DEV_AUDIENCE, DEV_ISSUER, DevIdentity
 from runtime.settings import Settings
 from tests.support.mcp import LEGACY, MODERN, McpTestClient, asgi_client
+from tests.support.tokens import auth_headers
 
 APP_ISSUER = "https://clients.example.com"
 APP_AUDIENCE = "workflow-mcp-clients"
@@ -60,7 +61,7 @@ async def test_an_idp_client_credentials_token_whose_sub_is_not_its_client_id_is
 ) -> None:
     client = McpTestClient(http, MODERN, {})
     idp_token = _idp_client_credentials(dev_identity)
-    reply = await _start(client, dev_identity.auth_headers(idp_token, _app(dev_identity)))
+    reply = await _start(client, auth_headers(dev_identity, idp_token, _app(dev_identity)))
     assert reply.status == 401 and "www-authenticate" in reply.headers
     assert "application token" in reply.error["message"]
     # The same kind of token marked only by its RFC 9068 typ header is refused as a user too.
@@ -68,7 +69,7 @@ async def test_an_idp_client_credentials_token_whose_sub_is_not_its_client_id_is
         {"iss": DEV_ISSUER, "aud": DEV_AUDIENCE, "sub": "u-1", "host": HOST, "exp": 4_102_444_800},
         headers={"typ": "at+jwt"},
     )
-    reply = await _start(client, dev_identity.auth_headers(at_jwt, _app(dev_identity)))
+    reply = await _start(client, auth_headers(dev_identity, at_jwt, _app(dev_identity)))
     assert reply.status == 401
 
 
@@ -78,16 +79,16 @@ async def test_user_and_app_tokens_are_checked_against_their_own_issuer_and_audi
 ) -> None:
     client = McpTestClient(http, MODERN, {})
     user = dev_identity.user_token(host_id=HOST, roles=("workflow-admin",))
-    accepted = await _start(client, dev_identity.auth_headers(user, _app(dev_identity)))
+    accepted = await _start(client, auth_headers(dev_identity, user, _app(dev_identity)))
     assert accepted.status == 200
     assert accepted.result["structuredContent"]["error"]["code"] == "WORKFLOW_NOT_FOUND"
     # An application token from the user issuer, and a user token from the client issuer.
-    wrong_app = await _start(client, dev_identity.auth_headers(user, dev_identity.app_token()))
+    wrong_app = await _start(client, auth_headers(dev_identity, user, dev_identity.app_token()))
     user_from_app_issuer = dev_identity.user_token(
         host_id=HOST, issuer=APP_ISSUER, audience=APP_AUDIENCE
     )
     wrong_user = await _start(
-        client, dev_identity.auth_headers(user_from_app_issuer, _app(dev_identity))
+        client, auth_headers(dev_identity, user_from_app_issuer, _app(dev_identity))
     )
     assert wrong_app.status == 401 and wrong_user.status == 401
 

@@ -22,6 +22,7 @@ from runtime.settings import Settings
 from runtime.store import Database, EmbeddedPostgres, migrate
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import new_id, save_args
+from tests.support.tokens import auth_headers
 from tests.support.waiting import wait_until
 
 
@@ -62,8 +63,10 @@ async def fault_client(
         client = McpTestClient(
             http,
             MODERN,
-            dev_identity.auth_headers(
-                dev_identity.user_token(roles=("workflow-admin",)), dev_identity.app_token()
+            auth_headers(
+                dev_identity,
+                dev_identity.user_token(roles=("workflow-admin",)),
+                dev_identity.app_token(),
             ),
         )
         try:

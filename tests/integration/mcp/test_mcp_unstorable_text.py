@@ -12,6 +12,7 @@ from tests.support.binding_builders import binding, definition_yaml
 from tests.support.binding_builders import publish_args as binding_publish_args
 from tests.support.mcp import McpTestClient
 from tests.support.publication import new_id, save_args
+from tests.support.tokens import auth_headers
 
 
 def _refused_as_input(result: dict[str, Any]) -> None:
@@ -46,6 +47,6 @@ async def test_a_nul_in_a_binding_description_is_invalid_input(
     value = binding(new_id(), new_id(), definition_yaml(), toolDescription="bad\u0000text")
     args = binding_publish_args(value, 0)
     args["hostId"] = save_args(new_id(), 1)["hostId"]
-    admin = dev_identity.auth_headers(dev_identity.user_token(roles=("admin",)), None)
+    admin = auth_headers(dev_identity, dev_identity.user_token(roles=("admin",)), None)
     _refused_as_input(await mcp.call_tool("workflow_binding_publish", args, headers=admin))
     assert await _count(db, "workflow_tool_binding_t") == 0

@@ -36,6 +36,7 @@ from tests.support.binding_mcp import (
 )
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import versioned
+from tests.support.tokens import auth_headers
 
 pytestmark = pytest.mark.requirement("000:Workflow owner approval")
 
@@ -451,7 +452,8 @@ async def test_an_owner_change_by_save_moves_pending_revisions_and_keeps_approva
     new_owner = McpTestClient(
         http,
         MODERN,
-        dev_identity.auth_headers(
+        auth_headers(
+            dev_identity,
             dev_identity.user_token(host_id=HOST, user_id="owner-2", roles=("admin",)),
             dev_identity.app_token(host_id=HOST),
         ),
@@ -492,7 +494,7 @@ def third_party(http: httpx.AsyncClient, dev_identity: DevIdentity, user_id: str
     """An MCP client for another reviewer of the same host (who may not retire Tools)."""
     user = dev_identity.user_token(host_id=HOST, user_id=user_id, roles=("workflow-admin",))
     app = dev_identity.app_token(host_id=HOST)
-    return McpTestClient(http, MODERN, dev_identity.auth_headers(user, app))
+    return McpTestClient(http, MODERN, auth_headers(dev_identity, user, app))
 
 
 async def test_a_publisher_naming_themselves_owner_without_a_saved_head_cannot_self_approve(

@@ -19,6 +19,7 @@ from tests.support.publication import (
     save_args,
     versioned,
 )
+from tests.support.tokens import auth_headers
 
 OTHER_HOST = "3f0c9a52-7b1e-4d2a-8e6f-1a2b3c4d5e6f"
 
@@ -297,7 +298,8 @@ async def test_a_mismatched_host_leaves_no_ledger_row_and_cannot_replay_a_receip
     ok(original)
     # A caller of another host names this host and replays the same operation: refused
     # before any read, and it learns nothing about the stored receipt.
-    other = dev_identity.auth_headers(
+    other = auth_headers(
+        dev_identity,
         dev_identity.user_token(host_id=OTHER_HOST, roles=("workflow-admin",)),
         dev_identity.app_token(host_id=OTHER_HOST),
     )

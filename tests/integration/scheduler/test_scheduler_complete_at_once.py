@@ -50,7 +50,8 @@ async def admin(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]
 def round_trips(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts of statements executed and transactions opened on any connection."""
     counts: Counter[str] = Counter()
-    execute = psycopg.AsyncConnection.execute
+    # Every statement goes through a cursor's execute (a connection's execute opens one).
+    execute = psycopg.AsyncCursor.execute
     transaction = psycopg.AsyncConnection.transaction
 
     async def counting_execute(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -61,7 +62,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         counts["transaction"] += 1
         return transaction(self, *args, **kwargs)
 
-    monkeypatch.setattr(psycopg.AsyncConnection, "execute", counting_execute)
+    monkeypatch.setattr(psycopg.AsyncCursor, "execute", counting_execute)
     monkeypatch.setattr(psycopg.AsyncConnection, "transaction", counting_transaction)
     return counts
 

@@ -18,10 +18,9 @@ from psycopg.rows import dict_row
 from runtime.scheduler import service
 from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import LeaseState, NewTask, TaskOutcome
-from runtime.scheduler.store.listener import process_state_channel
 from runtime.store import Database
 from tests.support.processes import worker_command
-from tests.support.scheduler import enqueue
+from tests.support.scheduler import enqueue, process_state_channel
 
 
 @asynccontextmanager

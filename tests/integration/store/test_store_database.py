@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import psycopg
 import pytest
@@ -16,7 +17,6 @@ from runtime.store import (
     wrap_errors,
 )
 from runtime.store.bootstrap import open_store
-from runtime.store.errors import unregister_constraint_error
 from runtime.store.settings import StoreSettings
 
 
@@ -142,21 +142,21 @@ async def test_tables_created_by_the_migration_owner_are_usable_by_the_runtime_r
 async def test_a_named_constraint_violation_becomes_its_registered_workflow_error(
     db: Database, database_url: str
 ) -> None:
+    # The registry is process-wide and has no removal: a name of this run's own cannot
+    # collide with a mapping another test (or a rerun of this one) registered.
+    constraint = f"keys_k_unique_{uuid.uuid4().hex}"
     await admin_execute(
         database_url,
-        "CREATE TABLE keys (k text, CONSTRAINT keys_k_unique UNIQUE (k))",
+        f"CREATE TABLE keys (k text, CONSTRAINT {constraint} UNIQUE (k))",
         "INSERT INTO keys VALUES ('a')",
     )
     register_constraint_error(
-        "keys_k_unique",
+        constraint,
         lambda exc: WorkflowError("WORKFLOW_IDEMPOTENCY_CONFLICT", "key already used"),
     )
-    try:
-        with pytest.raises(WorkflowError) as raised:
-            async with db.transaction() as conn:
-                await conn.execute("INSERT INTO keys VALUES ('a')")
-    finally:
-        unregister_constraint_error("keys_k_unique")
+    with pytest.raises(WorkflowError) as raised:
+        async with db.transaction() as conn:
+            await conn.execute("INSERT INTO keys VALUES ('a')")
     assert raised.value.code == "WORKFLOW_IDEMPOTENCY_CONFLICT"
     assert isinstance(raised.value.__cause__, psycopg.errors.UniqueViolation)
 
@@ -178,13 +178,11 @@ def test_registering_a_second_mapping_for_one_constraint_is_refused() -> None:
     def first(exc: psycopg.Error) -> WorkflowError:
         return WorkflowError("WORKFLOW_NOT_FOUND", "x")
 
-    register_constraint_error("twice_registered", first)
-    try:
-        register_constraint_error("twice_registered", first)
-        with pytest.raises(ValueError, match="already has an error mapping"):
-            register_constraint_error("twice_registered", lambda exc: first(exc))
-    finally:
-        unregister_constraint_error("twice_registered")
+    constraint = f"twice_registered_{uuid.uuid4().hex}"
+    register_constraint_error(constraint, first)
+    register_constraint_error(constraint, first)
+    with pytest.raises(ValueError, match="already has an error mapping"):
+        register_constraint_error(constraint, lambda exc: first(exc))
 
 
 async def test_a_terminated_session_becomes_store_unavailable(

@@ -81,7 +81,7 @@ def test_stop_then_start_keeps_the_data(cluster: EmbeddedPostgres) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS kept (v int)")
         conn.execute("INSERT INTO kept VALUES (7)")
     cluster.stop()
-    assert not cluster.is_running()
+    assert cluster.running_server() is None
     cluster.start()
     assert not cluster.reused
     assert query(cluster.url(), "SELECT sum(v) FROM kept") == 7
@@ -102,7 +102,7 @@ def test_the_cli_reports_status_url_and_stops_and_starts(
     assert out[1].startswith("postgresql://postgres@/workflow?host=")
     assert out[2] == "stopped"
     assert out[3].startswith("postgresql://postgres@/workflow?host=")
-    assert cluster.is_running()
+    assert cluster.running_server() is not None
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root to make the unreachable path")
