@@ -375,7 +375,7 @@ def matching_grant(
     dependency: Dependency | None,
     environment: str | None,
 ) -> LiveGrant | None:
-    """The first live grant covering the tool (by name or pinned dependency) here."""
+    """The first live grant covering the tool (by name, published Tool or dependency) here."""
     names = {tool}
     if dependency is not None:
         names |= {
@@ -384,7 +384,7 @@ def matching_grant(
             dependency.dispatch_target,
         }
     for grant in grants:
-        if grant.tool_id not in names:
+        if grant.tool_id not in names and not _covers_by_publication(grant, tool, dependency):
             continue
         version = grant.tool_version
         if dependency is not None and version not in (None, dependency.nested_tool_version):
@@ -394,6 +394,15 @@ def matching_grant(
             continue
         return grant
     return None
+
+
+def _covers_by_publication(grant: LiveGrant, tool: str, dependency: Dependency | None) -> bool:
+    # workflow_definition_grants_sync names a Tool by its stable toolId (a UUID), but a run
+    # started with workflow_start has no pinned dependency to map a tool name to that id: its
+    # `call: mcp` names the tool as the Gateway lists it. Such a call is covered by a grant
+    # whose Tool is published under that name on the run's host right now (the grant read
+    # joins the active head, scoped by host). A bound run keeps its pinned dependency path.
+    return dependency is None and grant.published_tool_name == tool
 
 
 def http_fingerprint(request: HttpRequest) -> str:

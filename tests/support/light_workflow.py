@@ -11,12 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generated import models
-from runtime import publication
 from runtime.canonical import definition_digest, load_definition_yaml
 from runtime.composition.convert_command import dump_definition
 from runtime.engine.convert import Conversion, convert_definition
-from runtime.store import Database
 from tests.support.binding_builders import (
     EVIDENCE,
     HOST,
@@ -29,9 +26,8 @@ from tests.support.binding_builders import (
     write_binding,
 )
 from tests.support.execution import Receive, Send, read_body
-from tests.support.invocation import Tool, ok
+from tests.support.invocation import Tool, ok, publish_tool
 from tests.support.mcp import McpTestClient
-from tests.support.publication_builders import context
 from tests.support.shared import requires_shared, shared_path
 
 EXAMPLES = "reference/light-workflow"
@@ -192,22 +188,22 @@ async def _send_json(send: Send, status: int, payload: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def grant_offer_tools(db: Database, wf_def_id: str) -> None:
-    """Live grants for the four tools, by MCP tool name (what a run without a binding matches).
+async def grant_offer_tools(owner: McpTestClient, wf_def_id: str) -> None:
+    """Publish a Tool under each of the four MCP names and grant them through the contract.
 
-    The catalog types a grant's toolId as a Tool UUID, while a `workflow_start` run (the only
-    kind an `ask` may park) matches grants by tool name; as in the execution suite's fixtures,
-    the set is synced below the tool contract.
+    A `workflow_start` run (the only kind an `ask` may park) has no pinned dependency: its
+    `call: mcp` is covered by a grant whose toolId is the Tool published under that name on
+    the run's host, so the grant set is synced with the Tools' UUIDs, as the Portal sends it.
     """
+    tools = [await publish_tool(owner, toolName=name) for name in OFFER_TOOLS]
     grants = [
-        models.Grant(grant_id=f"g-{name}", tool_id=name, tool_version="1.0.0",
-                     lightapi_digest="sha256:" + "a" * 64, allowed_environments=[])
-        for name in OFFER_TOOLS
+        {"grantId": new_id(), "toolId": tool.tool_id, "toolVersion": "1.0.0",
+         "lightapiDigest": "sha256:" + "a" * 64, "allowedEnvironments": ["dev", "prod"]}
+        for tool in tools
     ]  # fmt: skip
-    request = models.WorkflowDefinitionGrantsSyncInput(
-        host_id=HOST, wf_def_id=wf_def_id, source_revision=1, actor="steve", grants=grants
-    )
-    await publication.sync_definition_grants(db, context(), request)
+    args = {"hostId": HOST, "wfDefId": wf_def_id, "sourceRevision": 1, "actor": "steve",
+            "grants": grants}  # fmt: skip
+    ok(await owner.call_tool("workflow_definition_grants_sync", args))
 
 
 async def save_document(owner: McpTestClient, document: dict[str, Any]) -> str:

@@ -81,6 +81,22 @@ def test_a_grant_covers_a_tool_by_name_or_pinned_dependency_version_and_environm
     assert matching_grant(grants, "other", None, None) is None
 
 
+def test_a_start_run_is_covered_by_a_grant_of_the_tool_published_under_the_called_name() -> None:
+    tool_id = "0b4f4c33-0000-4000-8000-000000000002"
+    grant = LiveGrant(grant_id="g", tool_id=tool_id, tool_version="1.0.0", lightapi_digest=None,
+                      allowed_environments=["prod"], source_revision=1,
+                      published_tool_name="accounts.lookup")  # fmt: skip
+    assert matching_grant([grant], "accounts.lookup", None, "prod") == grant
+    # Environments still apply, and another name is not covered.
+    assert matching_grant([grant], "accounts.lookup", None, "dev") is None
+    assert matching_grant([grant], "accounts.update", None, "prod") is None
+    # A bound run keeps its pinned dependency path: the published name alone covers nothing.
+    other = Dependency(
+        "0b4f4c33-0000-4000-8000-000000000009", "1.0.0", DIGEST, "x@call", "accounts.lookup"
+    )
+    assert matching_grant([grant], "accounts.lookup", other, "prod") is None
+
+
 def test_the_sealed_credential_opens_only_for_its_own_run() -> None:
     keyring = Keyring.from_document(new_keyring_document("k1"))
     sealed = seal_credential(keyring, SecretToken("token-text"), "h", "p1")

@@ -33,7 +33,8 @@ class LiveGrant(msgspec.Struct, frozen=True, kw_only=True):
     """One grant of a definition's live set as stored.
 
     Wider than the contract's Grant: the columns allow no version, no digest and no
-    environment (no environment: every environment).
+    environment (no environment: every environment). published_tool_name is read, not
+    stored: the MCP name under which the Tool tool_id names is published on this host now.
     """
 
     grant_id: str
@@ -42,6 +43,7 @@ class LiveGrant(msgspec.Struct, frozen=True, kw_only=True):
     lightapi_digest: str | None
     allowed_environments: list[str]
     source_revision: int
+    published_tool_name: str | None = None
 
 
 async def insert_sync(conn: Connection, sync: GrantSync) -> GrantSyncState | None:

@@ -142,11 +142,26 @@ INSERT INTO workflow_tool_grant_t (
 );
 
 -- select_definition_grants --
--- The live grant set of a definition, ordered by grant id.
-SELECT grant_id, tool_id, tool_version, lightapi_digest, allowed_environments, source_revision
-FROM workflow_tool_grant_t
-WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s
-ORDER BY grant_id;
+-- The live grant set of a definition, ordered by grant id, each with the MCP name its Tool is
+-- published under right now (published_tool_name, NULL when none). A grant names a Tool by its
+-- stable toolId (a tool_t UUID), while a run without a binding calls a tool by the name the
+-- Gateway lists; this join is what lets such a run match the grant. It reads the Tool's active
+-- head on the grant's own host only (a grant never resolves to another host's Tool), live at
+-- every dispatch, so a revoked or retired Tool stops matching at once. A toolId that is not a
+-- UUID (a grant written by tool name) is never cast, and joins nothing.
+SELECT g.grant_id, g.tool_id, g.tool_version, g.lightapi_digest, g.allowed_environments,
+       g.source_revision, r.tool_name AS published_tool_name
+FROM workflow_tool_grant_t g
+LEFT JOIN workflow_tool_publication_t h
+       ON h.host_id = g.host_id
+      AND h.tool_id = CASE
+              WHEN g.tool_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+              THEN g.tool_id::uuid
+          END
+LEFT JOIN workflow_tool_binding_t r
+       ON r.host_id = h.host_id AND r.binding_id = h.active_binding_id AND r.active
+WHERE g.host_id = %(host_id)s AND g.wf_def_id = %(wf_def_id)s
+ORDER BY g.grant_id;
 
 -- claim_operation --
 -- Claim an operation id for this host; returns a row only for a new operation. A concurrent

@@ -21,7 +21,6 @@ from runtime.composition.convert_command import convert_file
 from runtime.engine.convert import convert_definition
 from runtime.execution.settings import ExecutionSettings
 from runtime.security.devtools import DevIdentity
-from runtime.store import Database
 from tests.support.execution import serving
 from tests.support.invocation import client, invoke_args, ok, running_executor, until_settled
 from tests.support.light_workflow import (
@@ -309,7 +308,6 @@ async def offer_gateway() -> AsyncIterator[OfferMcpGateway]:
 @pytest.mark.parametrize("status", sorted(OFFER_PATHS))
 async def test_personalized_offer_mcp_ends_on_each_path_as_the_rest_variant_does(
     status: str,
-    db: Database,
     owner: McpTestClient,
     http: httpx.AsyncClient,
     dev_identity: DevIdentity,
@@ -326,7 +324,7 @@ async def test_personalized_offer_mcp_ends_on_each_path_as_the_rest_variant_does
     data = {"customerId": "CUST-1001", "channel": "portal"}
     settings = ExecutionSettings(gateway_mcp_url=f"{offer_gateway.base}/mcp")
     wf_def_id = await save_document(owner, document)
-    await grant_offer_tools(db, wf_def_id)
+    await grant_offer_tools(owner, wf_def_id)
     async with running_executor(services, settings):
         started = {"wfDefId": wf_def_id, "input": data}
         instance = ok(await starter.call_tool("workflow_start", started))["workflowInstanceId"]
