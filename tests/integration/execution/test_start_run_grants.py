@@ -42,8 +42,9 @@ async def published_tool(owner: McpTestClient) -> Tool:
 
 def admin(http: httpx.AsyncClient, identity: DevIdentity, host_id: str = HOST) -> McpTestClient:
     """A workflow-admin of host_id who saves, grants and starts (a token outliving the run's
-    deadline, since without token exchange a start run must be covered by its user token)."""
-    return client(http, identity, OWNER, host_id=host_id, ttl=2 * 86_400)
+    deadline of 30 days, since without token exchange a start run must be covered by its user
+    token)."""
+    return client(http, identity, OWNER, host_id=host_id, ttl=31 * 86_400)
 
 
 async def save_caller(admin: McpTestClient, host_id: str = HOST, *, calls: int = 1) -> str:
