@@ -66,16 +66,6 @@ def dump_definition(document: dict[str, Any]) -> str:
     )
 
 
-def convert_file(
-    path: Path, out: Path | None, version: str | None, evidence: dict[str, str] | None = None
-) -> ConvertReport:
-    """Convert one file, recording evidence on the write tasks it names, writing under out."""
-    report = converted_file(path, version, evidence)
-    if out is not None:
-        write_converted(report, out)
-    return report
-
-
 def write_converted(report: ConvertReport, out: Path) -> None:
     """Write the converted definition under out, by the source's file name."""
     if report.converted is None:

@@ -17,7 +17,7 @@ import pytest
 
 from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.collaborators import Services
-from runtime.composition.convert_command import convert_file
+from runtime.composition.convert_command import converted_file
 from runtime.engine.convert import convert_definition
 from runtime.execution.settings import ExecutionSettings
 from runtime.security.devtools import DevIdentity
@@ -92,7 +92,7 @@ def test_each_example_converts_or_names_what_it_cannot_and_converting_again_is_a
             expected.add("assert.json")
         assert constructs == expected
     # Each construct publication would refuse is named once, as not converted, with its reason.
-    report = convert_file(example_path(name), None, None)
+    report = converted_file(example_path(name), None)
     assert report.refusals == []
     assert all(blocker.reason for blocker in report.blockers)
 
