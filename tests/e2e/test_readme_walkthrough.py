@@ -9,6 +9,12 @@ walkthrough uses the documented fixed ports (8787, 8788, 8790).
 Its `light-workflow` blocks ("Bring a light-workflow definition") convert, publish and call
 light-workflow's http-risk-decision.yaml from `../shared` beside the checkout, against the
 stand-in risk service on 18080; that test skips where ../shared is absent.
+
+Its `human-tasks` blocks ("A run that waits for a person") run one after another in one bash
+session, as a user pastes them into one shell (they share the `mcp` helper, the tokens and the
+run's handle), against `make run` and the Gateway: save and start a definition with an `ask`,
+see it WAITING, an inbox empty for a user without the `approver` role, the task listed, read
+and approved by one with it, and the starter's result naming the decision and who made it.
 """
 
 from __future__ import annotations
@@ -176,6 +182,9 @@ def test_the_readme_has_the_walkthrough_blocks_this_test_runs() -> None:
         "light-workflow",
         "light-workflow",
     ]
+    assert [info for info, _ in blocks("human-tasks")] == ["human-tasks"] * 5
+    # One section of that name: the executable one inside the walkthrough.
+    assert README.read_text(encoding="utf-8").count("A run that waits for a person") == 1
 
 
 @pytest.fixture
@@ -195,10 +204,20 @@ def _busy(*ports: int) -> None:
         pytest.skip(f"the walkthrough's documented ports are in use here: {busy}")
 
 
-def _terminals(running: ExitStack, checkout: Path, prefix: str = "terminal=") -> None:
+def _terminals(
+    running: ExitStack, checkout: Path, prefix: str = "terminal=", only: tuple[str, ...] = ()
+) -> None:
     for info, command in blocks(prefix):
         name = info.rsplit("terminal=", 1)[1]
-        running.enter_context(terminal(name, command, checkout))
+        if not only or name in only:
+            running.enter_context(terminal(name, command, checkout))
+
+
+def _session(bodies: list[str], checkout: Path) -> list[str]:
+    """The blocks pasted one after another into one shell: each block's output, in order."""
+    marker = "--- end of a README block ---"
+    script = "".join(f"{body}\necho '{marker}'\n" for body in bodies)
+    return _run(script, checkout).split(f"{marker}\n")[:-1]
 
 
 def _call_until_answered(call: str, checkout: Path) -> dict[str, object]:
@@ -266,11 +285,44 @@ def test_the_readme_converts_publishes_and_calls_light_workflows_risk_decision(
     }
 
 
-def _shown_needs() -> list[str]:
-    """The report lines the README quotes in its `text` block after the convert command."""
+def test_the_readme_runs_a_workflow_that_waits_for_a_person_verbatim(scratch: Path) -> None:
+    _busy(*PORTS)
+    checkout = _checkout(scratch)
+    with ExitStack() as running:
+        _terminals(running, checkout, only=("workflow", "gateway"))
+        shown = _session([body for _, body in blocks("human-tasks")], checkout)
+    write, start, stranger, assignee, result = shown
+    assert write == "" and "ask:" in (checkout / "expense-approval.yaml").read_text()
+    saved, state, open_tasks = start.splitlines()
+    assert json.loads(saved)["wfDefId"] == "0198a3c2-0000-7000-8000-00000000e001", start
+    assert state == "WAITING", start
+    [task_id] = json.loads(open_tasks)
+    # Sam, without the approver role, sees nothing: what the README shows, word for word.
+    nothing = _quoted_after('mcp "$SAM" workflow_task_list')
+    assert nothing == ['{"tasks": []}'] and stranger.splitlines() == nothing, stranger
+    listed, prompt, answered = assignee.splitlines()
+    [task] = json.loads(listed)["tasks"]
+    assert task["taskId"] == task_id and task["state"] == "open", listed
+    assert [option["value"] for option in task["options"]] == ["APPROVED", "REJECTED"]
+    assert prompt == "Approve the expense?"
+    receipt = json.loads(answered)
+    assert (receipt["state"], receipt["value"]) == ("answered", "APPROVED"), answered
+    # The starter's result: COMPLETED, the decision and who made it, as the README shows.
+    completed = _quoted_after('mcp "$STARTER" workflow_wait_result')
+    assert completed == ["COMPLETED", '{"by": "ann", "decision": "APPROVED"}']
+    assert result.splitlines() == completed, result
+
+
+def _quoted_after(anchor: str) -> list[str]:
+    """The lines of the README's first `text` block after anchor."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Bring a light-workflow definition") :]
+    section = text[text.index(anchor) :]
     quoted = section[
         section.index("```text\n") + 8 : section.index("\n```", section.index("```text"))
     ]
     return quoted.splitlines()
+
+
+def _shown_needs() -> list[str]:
+    """The report lines the README quotes in its `text` block after the convert command."""
+    return _quoted_after("### Bring a light-workflow definition")
