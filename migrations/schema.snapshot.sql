@@ -691,6 +691,33 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_refresh_statistics(p_min_changes bigint, p_growth real) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    stale record;
+    analyzed integer := 0;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(20251205, 1) THEN
+        RETURN 0;
+    END IF;
+    FOR stale IN
+        SELECT c.relname
+        FROM pg_stat_user_tables s
+        JOIN pg_class c ON c.oid = s.relid
+        WHERE s.schemaname = 'public'
+          AND c.relowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)
+          AND s.n_mod_since_analyze >= greatest(p_min_changes, p_growth * greatest(c.reltuples, 0))
+        ORDER BY s.n_mod_since_analyze DESC
+    LOOP
+        EXECUTE format('ANALYZE public.%I', stale.relname);
+        analyzed := analyzed + 1;
+    END LOOP;
+    RETURN analyzed;
+END
+$$;
+
 CREATE FUNCTION public.workflow_run_credential_forget() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -1458,9 +1485,9 @@ CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING 
 
 CREATE INDEX workflow_process_finished_idx ON public.workflow_process USING btree (finished_ts) WHERE (finished_ts IS NOT NULL);
 
-CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
+CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE ((state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])) AND (deadline_ts IS NOT NULL));
 
-CREATE INDEX workflow_process_live_host_idx ON public.workflow_process USING btree (host_id) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
+CREATE INDEX workflow_process_live_host_idx ON public.workflow_process USING btree (host_id, process_id) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
 
 CREATE INDEX workflow_publication_operation_created_idx ON public.workflow_publication_operation_t USING btree (created_at);
 
@@ -1474,9 +1501,9 @@ CREATE INDEX workflow_task_ready_available_idx ON public.workflow_task USING btr
 
 CREATE INDEX workflow_task_ready_priority_idx ON public.workflow_task USING btree (execution_class, host_id, priority DESC, enqueued_ts) WHERE (state = 'ready'::text);
 
-CREATE INDEX workflow_task_running_host_idx ON public.workflow_task USING btree (host_id) WHERE (state = 'running'::text);
+CREATE INDEX workflow_task_running_host_idx ON public.workflow_task USING btree (host_id, task_id) WHERE (state = 'running'::text);
 
-CREATE INDEX workflow_task_running_lease_idx ON public.workflow_task USING btree (lease_expires_ts) WHERE (state = 'running'::text);
+CREATE INDEX workflow_task_running_lease_idx ON public.workflow_task USING btree (lease_expires_ts) WHERE ((state = 'running'::text) AND (lease_expires_ts IS NOT NULL));
 
 CREATE INDEX workflow_tool_binding_decision_tool_idx ON public.workflow_tool_binding_decision_t USING btree (host_id, tool_id, decided_ts DESC);
 

@@ -19,6 +19,7 @@ from runtime.publication import sweep_operation_receipts
 from runtime.scheduler import Executor, capacity, door
 from runtime.scheduler.capacity_sampler import CapacitySampler
 from runtime.store import Database
+from runtime.store.statistics import refresh_planner_statistics
 
 log = logging.getLogger("workflow.jobs")
 
@@ -31,6 +32,10 @@ EXECUTOR_POOL_SPARE = 3
 # The open-human-task gauge's sampling interval: tasks wait minutes to days, one count
 # (an index-only scan of the open tasks) every 15 s is fresh enough.
 HUMAN_TASK_SAMPLE_INTERVAL_S = 15.0
+# How often the run tables' planner statistics are looked at (runtime.store.statistics): a
+# statement whose plan went stale costs more with every row the table gains, so the first
+# refresh of a fresh install should come within seconds, not autovacuum's minute.
+STATISTICS_REFRESH_INTERVAL_S = 5.0
 
 
 class BackgroundJob(Protocol):
@@ -225,6 +230,12 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
         # The open human tasks, for the workflow_human_tasks_open gauge.
         PeriodicJob(
             "sample-human-tasks", HUMAN_TASK_SAMPLE_INTERVAL_S, lambda: sample_open_tasks(db)
+        ),
+        # Plans of the hot statements stay point lookups as the run tables grow.
+        PeriodicJob(
+            "refresh-planner-statistics",
+            STATISTICS_REFRESH_INTERVAL_S,
+            lambda: refresh_planner_statistics(db),
         ),
     ]
     if settings.execution.workers_enabled:

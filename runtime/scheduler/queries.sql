@@ -554,15 +554,24 @@ SELECT (SELECT count(*) FROM owner) AS owned,
 -- sample_class_load --
 -- Ready (runnable now) and running tasks per execution class across all hosts, and how long
 -- the oldest runnable one has waited (ms): the shared queue's load, read by each process's
--- sampler (never on a request path). Both states have partial indexes: only live tasks are read.
-SELECT execution_class,
-       count(*) FILTER (WHERE state = 'ready' AND available_at <= now()) AS ready,
-       count(*) FILTER (WHERE state = 'running') AS running,
-       COALESCE(EXTRACT(EPOCH FROM now() - min(greatest(enqueued_ts, available_at))
-                FILTER (WHERE state = 'ready' AND available_at <= now())) * 1000, 0)
-           AS oldest_ready_ms
-FROM workflow_task
-WHERE state IN ('ready', 'running')
+-- sampler (never on a request path). One branch per state, each matching its partial index
+-- (ready by availability, running by host): only live tasks are read. A single scan filtered
+-- on `state IN ('ready', 'running')` matches neither index and read the whole table, done
+-- tasks and all, several times a second.
+SELECT execution_class, sum(ready)::bigint AS ready, sum(running)::bigint AS running,
+       COALESCE(EXTRACT(EPOCH FROM now() - min(oldest_ready_ts)) * 1000, 0) AS oldest_ready_ms
+FROM (
+    SELECT execution_class, count(*) AS ready, 0 AS running,
+           min(greatest(enqueued_ts, available_at)) AS oldest_ready_ts
+    FROM workflow_task
+    WHERE state = 'ready' AND available_at <= now()
+    GROUP BY execution_class
+    UNION ALL
+    SELECT execution_class, 0, count(*), NULL
+    FROM workflow_task
+    WHERE state = 'running'
+    GROUP BY execution_class
+) live
 GROUP BY execution_class;
 
 -- notify_task_ready --
