@@ -32,7 +32,7 @@ CREATE INDEX workflow_task_running_lease_idx
     ON workflow_task (lease_expires_ts)
     WHERE state = 'running' AND lease_expires_ts IS NOT NULL;
 
--- Planner statistics refreshed while the run tables grow fast (runtime.store.statistics).
+-- Planner statistics refreshed while the run tables are young (runtime.store.statistics).
 --
 -- Each connection plans a PL/pgSQL statement once and keeps the plan until the table's
 -- statistics change. On a fresh install the first plans are made while the tables hold a few
@@ -41,10 +41,13 @@ CREATE INDEX workflow_task_running_lease_idx
 -- workflow_task_process_idx until autovacuum analyzed the table, which it looks at once a
 -- minute and only after a tenth of the table changed (measured at 30,000 tasks: 8.9 ms a
 -- lookup before the ANALYZE, 0.13 ms after). This function analyzes, as the tables' owner,
--- each table of the schema changed by at least p_min_changes rows and p_growth of its size
--- since its last analysis; one caller at a time, the others return at once.
-CREATE FUNCTION workflow_refresh_statistics(p_min_changes bigint, p_growth real)
-RETURNS integer
+-- each table of the schema smaller than p_until_rows at its last analysis and changed since
+-- by at least p_min_changes rows and p_growth of its size: a handful of times in a table's
+-- early life (once its statistics describe thousands of rows, plans made from them hold as it
+-- grows, and autovacuum keeps them current). One caller at a time; the others return at once.
+CREATE FUNCTION workflow_refresh_statistics(
+    p_min_changes bigint, p_growth real, p_until_rows real
+) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
     stale record;
@@ -59,6 +62,7 @@ BEGIN
         JOIN pg_class c ON c.oid = s.relid
         WHERE s.schemaname = 'public'
           AND c.relowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)
+          AND c.reltuples < p_until_rows
           AND s.n_mod_since_analyze >= greatest(p_min_changes, p_growth * greatest(c.reltuples, 0))
         ORDER BY s.n_mod_since_analyze DESC
     LOOP
@@ -69,5 +73,5 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION workflow_refresh_statistics(bigint, real) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION workflow_refresh_statistics(bigint, real) TO workflow_runtime;
+REVOKE ALL ON FUNCTION workflow_refresh_statistics(bigint, real, real) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION workflow_refresh_statistics(bigint, real, real) TO workflow_runtime;

@@ -691,7 +691,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_refresh_statistics(p_min_changes bigint, p_growth real) RETURNS integer
+CREATE FUNCTION public.workflow_refresh_statistics(p_min_changes bigint, p_growth real, p_until_rows real) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -708,6 +708,7 @@ BEGIN
         JOIN pg_class c ON c.oid = s.relid
         WHERE s.schemaname = 'public'
           AND c.relowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)
+          AND c.reltuples < p_until_rows
           AND s.n_mod_since_analyze >= greatest(p_min_changes, p_growth * greatest(c.reltuples, 0))
         ORDER BY s.n_mod_since_analyze DESC
     LOOP

@@ -94,6 +94,27 @@ async def test_the_refresh_leaves_tables_that_changed_little_alone(
     assert await refresh_planner_statistics(db) == 0
 
 
+async def test_tables_analyzed_once_they_were_large_are_left_to_autovacuum(
+    admin: psycopg.AsyncConnection[Any],
+) -> None:
+    host_id = uuid.uuid4()
+    await add_ended_runs(admin, host_id, 1500)
+    await admin.execute("ANALYZE")
+    await add_ended_runs(admin, host_id, 3000)
+
+    async def refresh(until_rows: int) -> int:
+        cursor = await admin.execute(
+            "SELECT workflow_refresh_statistics(500, 1.0, %s) AS n", (until_rows,)
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        return int(row["n"])
+
+    assert await refresh(until_rows=1000) == 0
+    # The same tables, still young by a larger measure, are analyzed (the runs and tasks).
+    assert await refresh(until_rows=100_000) == 2
+
+
 async def generic_plan(admin: psycopg.AsyncConnection[Any], statement: str, types: str) -> str:
     """EXPLAIN of statement's generic plan (the plan a PL/pgSQL function keeps)."""
     await admin.execute("SET plan_cache_mode = force_generic_plan")
