@@ -1486,9 +1486,9 @@ CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING 
 
 CREATE INDEX workflow_process_finished_idx ON public.workflow_process USING btree (finished_ts) WHERE (finished_ts IS NOT NULL);
 
-CREATE INDEX workflow_process_live_deadline_idx ON public.workflow_process USING btree (deadline_ts) WHERE ((state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])) AND (deadline_ts IS NOT NULL));
+CREATE INDEX workflow_process_live_deadline_sweep_idx ON public.workflow_process USING btree (deadline_ts) WHERE ((state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])) AND (deadline_ts IS NOT NULL));
 
-CREATE INDEX workflow_process_live_host_idx ON public.workflow_process USING btree (host_id, process_id) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
+CREATE INDEX workflow_process_live_key_idx ON public.workflow_process USING btree (host_id, process_id) WHERE (state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text]));
 
 CREATE INDEX workflow_publication_operation_created_idx ON public.workflow_publication_operation_t USING btree (created_at);
 
@@ -1502,9 +1502,9 @@ CREATE INDEX workflow_task_ready_available_idx ON public.workflow_task USING btr
 
 CREATE INDEX workflow_task_ready_priority_idx ON public.workflow_task USING btree (execution_class, host_id, priority DESC, enqueued_ts) WHERE (state = 'ready'::text);
 
-CREATE INDEX workflow_task_running_host_idx ON public.workflow_task USING btree (host_id, task_id) WHERE (state = 'running'::text);
+CREATE INDEX workflow_task_running_key_idx ON public.workflow_task USING btree (host_id, task_id) WHERE (state = 'running'::text);
 
-CREATE INDEX workflow_task_running_lease_idx ON public.workflow_task USING btree (lease_expires_ts) WHERE ((state = 'running'::text) AND (lease_expires_ts IS NOT NULL));
+CREATE INDEX workflow_task_running_lease_sweep_idx ON public.workflow_task USING btree (lease_expires_ts) WHERE ((state = 'running'::text) AND (lease_expires_ts IS NOT NULL));
 
 CREATE INDEX workflow_tool_binding_decision_tool_idx ON public.workflow_tool_binding_decision_t USING btree (host_id, tool_id, decided_ts DESC);
 

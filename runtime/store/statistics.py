@@ -5,7 +5,7 @@ of the tables it reads change. Plans made in the first seconds of a fresh instal
 tables hold a handful of rows, may pick an index that reads every row of the host instead of
 the primary key, and autovacuum re-analyzes only once a minute and after a tenth of the table
 changed: under load that is tens of thousands of lookups at a cost growing with the table.
-The workflow_refresh_statistics function (migration 0029) analyzes the young tables that
+The workflow_refresh_statistics function (migration 0030) analyzes the young tables that
 changed enough; ANALYZE makes every connection plan those statements again with the new
 statistics. Past UNTIL_ROWS the statistics describe enough rows for plans to hold as the table
 grows, and autovacuum's own cadence keeps them current.
