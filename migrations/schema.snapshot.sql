@@ -323,6 +323,34 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     );
 
+    -- In the first second of a bucket, the buckets that closed and are still in the window are
+    -- folded into one row each (shard -1): the sums above then read one row per closed bucket
+    -- instead of one per shard that wrote it. A start still committing into a closed bucket
+    -- keeps its own shard row (the sums count both), and rows another admission is folding
+    -- are left to it.
+    IF counted_at < to_timestamp(this_second + 1) THEN
+        WITH folded AS (
+            DELETE FROM workflow_tool_start_count_t b
+            WHERE b.ctid IN (
+                SELECT o.ctid FROM workflow_tool_start_count_t o
+                WHERE o.host_id = p_host_id AND o.tool_id = p_tool_id
+                  AND ((NOT o.per_user AND o.end_user_subject = '')
+                       OR (o.per_user AND o.end_user_subject = p_end_user_subject))
+                  AND o.second >= first_second AND o.second < this_second AND o.shard >= 0
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING b.per_user, b.end_user_subject, b.second, b.starts
+        )
+        INSERT INTO workflow_tool_start_count_t AS b (
+            host_id, tool_id, per_user, end_user_subject, second, shard, starts
+        )
+        SELECT p_host_id, p_tool_id, f.per_user, f.end_user_subject, f.second, -1, sum(f.starts)
+        FROM folded f
+        GROUP BY f.per_user, f.end_user_subject, f.second
+        ON CONFLICT ON CONSTRAINT workflow_tool_start_count_pk
+            DO UPDATE SET starts = b.starts + EXCLUDED.starts;
+    END IF;
+
     -- detail: the first task, for the service to announce, or, claimed by p_worker_id, its
     -- lease for that executor to run it under.
     IF p_worker_id IS NOT NULL THEN

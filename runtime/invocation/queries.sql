@@ -19,7 +19,7 @@ LEFT JOIN wf_definition_version_t v
 WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s;
 
 -- admit_invoke --
--- workflow_invoke's whole admission in one statement (workflow_admit_invoke, migration 0026).
+-- workflow_invoke's whole admission in one statement (workflow_admit_invoke, migration 0031).
 SELECT outcome, process_id::text AS process_id, state, effect_state, deadline_ts, result, error,
        token_expires_ts, detail, lease_id::text AS lease_id, fencing_token, lease_expires_ts
 FROM workflow_admit_invoke(
