@@ -55,6 +55,10 @@ class OutcomeHub:
 
         return unsubscribe
 
+    def waits_here(self, process_id: str) -> bool:
+        """Whether a waiter of this process receives the run's outcomes now."""
+        return bool(self._receivers.get(process_id))
+
     def hold(self, process_id: str) -> bool:
         """True (and remember it) when a NOTIFY for the run arrives while it settles here."""
         if self._settling[process_id] <= 0:

@@ -585,3 +585,12 @@ SELECT pg_notify('workflow_task_ready', json_build_object('type', 'task', 'id', 
 SELECT pg_notify('workflow_process_state_' || right(id, 1),
                  json_build_object('type', 'process', 'id', id)::text)
 FROM unnest(%(process_ids)s::text[]) AS ended(id);
+
+-- notify_run_end_if_over --
+-- Sent right after a completion that would end the run, as a transaction of its own in the
+-- completion's round trip (runs.complete_at_once): a run that is not over (the completion was
+-- refused, or a deadline ends it on the other path) is not announced. Writes nothing.
+SELECT pg_notify('workflow_process_state_' || right(p.process_id::text, 1),
+                 json_build_object('type', 'process', 'id', p.process_id::text)::text)
+FROM workflow_process AS p
+WHERE p.host_id = %(host_id)s AND p.process_id = %(process_id)s AND p.finished_ts IS NOT NULL;

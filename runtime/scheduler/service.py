@@ -149,9 +149,15 @@ async def _complete_at_once(
     None means nothing was written: that end's error is worded on the transaction path.
     """
 
+    # A run with no waiter here has its end notified with the completion itself (one round
+    # trip, no second statement later); a waiter that leaves meanwhile gets announce_run_end.
+    notify_end = outcome.finish and not HUB.waits_here(lease.process_id)
+
     async def attempt() -> runs.CompletedAtOnce:
         async with db.connection() as conn:
-            return await runs.complete_at_once(conn, lease, outcome, successor)
+            return await runs.complete_at_once(
+                conn, lease, outcome, successor, announce_end=notify_end
+            )
 
     with HUB.settling(lease.process_id) as settlement:
         # Safe to repeat: a first try that committed before its answer was lost left the task
@@ -162,14 +168,15 @@ async def _complete_at_once(
             return None
         if done.outcome == "finished" and done.effect_state is not None:
             settlement.hand(_ended("COMPLETED", done.effect_state, result=outcome.run_result))
-    # Committed without a NOTIFY (migration 0018): announced now that it is durable, unless a
-    # waiter of this process was handed the end. The call that admitted the run waits in the
-    # process that admitted it, and a free slot of that process takes the run's first task,
-    # so this is the common case, and the NOTIFY would be a statement per call for nobody. A
-    # second waiter of the same run in another process (a retry of the call that landed
-    # there) then reads the run at its next poll instead (within a second: the result waiter's
-    # DEFAULT_POLL_INTERVAL_S).
-    if done.outcome == "finished" and done.effect_state is not None and not settlement.delivered:
+    # Committed without a NOTIFY (migration 0018). A waiter of this process is handed the end:
+    # the call that admitted the run waits in the process that admitted it, and a free slot of
+    # that process takes the run's first task, so this is the common case, and a NOTIFY would
+    # be a statement per call for nobody. A second waiter of the same run in another process
+    # (a retry of the call that landed there) then reads the run at its next poll instead
+    # (within a second: the result waiter's DEFAULT_POLL_INTERVAL_S). A run with no waiter
+    # here had its NOTIFY sent with the completion; one whose waiter left is announced now.
+    ended = done.outcome == "finished" and done.effect_state is not None
+    if ended and not settlement.delivered and not notify_end:
         wakeup.announce_run_end(db, lease.process_id)
     elif done.ready is not None:
         wakeup.announce_task(db, *done.ready)

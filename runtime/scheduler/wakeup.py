@@ -12,10 +12,13 @@ committed is announced afterwards:
   (sending it always made this process's executor claim twice, the second time for nothing);
 - a run's end is handed to this process's waiters by the completion itself
   (``runtime.scheduler.outcomes``); waiters of other processes get a NOTIFY, sent by a statement
-  that writes nothing (so its commit flushes nothing and the queue lock is brief), and batched:
-  the ends committed while one such statement is in flight go out together in the next. An end
-  handed to a waiter of this process is not notified at all (runtime.scheduler.service says
-  why); a second waiter elsewhere then reads the run at its next poll.
+  that writes nothing (so its commit flushes nothing and the queue lock is brief). A one-statement
+  completion of a run with no waiter here sends it in the completion's own round trip, as a
+  transaction of its own right after the completion's commit (``runs.complete_at_once``); other
+  ends are batched here: those committed while one such statement is in flight go out together
+  in the next. An end handed to a waiter of this process is not notified at all
+  (runtime.scheduler.service says why); a second waiter elsewhere then reads the run at its next
+  poll.
 
 NOTIFY is only a wake-up: one lost (a crash right after the commit) costs an executor's or a
 waiter's poll interval, never a task or a result.

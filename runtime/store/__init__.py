@@ -20,7 +20,14 @@ from runtime.store.errors import (
     wrap_errors,
 )
 from runtime.store.queries import Queries, QueryFileError, load_queries
-from runtime.store.rows import fetch_all, fetch_built, fetch_one, fetch_one_built, json_param
+from runtime.store.rows import (
+    fetch_all,
+    fetch_built,
+    fetch_one,
+    fetch_one_built,
+    fetch_one_built_then,
+    json_param,
+)
 
 if TYPE_CHECKING:
     from runtime.store.embedded import EmbeddedPostgres, EmbeddedPostgresError
@@ -46,6 +53,7 @@ __all__ = [
     "fetch_built",
     "fetch_one",
     "fetch_one_built",
+    "fetch_one_built_then",
     "is_connection_error",
     "json_param",
     "load_queries",

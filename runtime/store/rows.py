@@ -61,3 +61,30 @@ async def fetch_one_built(
     async with conn.cursor(row_factory=kwargs_row(row_type)) as cursor:
         await cursor.execute(query, params)
         return await cursor.fetchone()
+
+
+async def fetch_one_built_then(
+    conn: Connection,
+    query: str,
+    params: Mapping[str, Any],
+    row_type: type[RowT],
+    then: tuple[str, Mapping[str, Any]],
+) -> RowT | None:
+    """fetch_one_built on an autocommit connection, then `then` in a transaction of its own.
+
+    Both go out in one round trip: a Sync between them commits the first statement before the
+    second starts, so the second's locks (a NOTIFY's queue lock) are never held across the
+    first one's commit. An error of the first statement does not stop the second.
+    """
+    then_query, then_params = then
+    cursor = conn.cursor(row_factory=kwargs_row(row_type))
+    try:
+        async with conn.pipeline() as pipeline:
+            await cursor.execute(query, params)
+            # The public sync() would wait for the first result (a round trip): queue the Sync
+            # only; the pipeline's exit sends everything and reads both results.
+            pipeline._enqueue_sync()
+            await conn.execute(then_query, then_params)
+        return await cursor.fetchone()
+    finally:
+        await cursor.close()

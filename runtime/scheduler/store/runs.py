@@ -25,7 +25,7 @@ from runtime.scheduler.models import (
 )
 from runtime.scheduler.store.queue import ClaimRow, claimed_from_row
 from runtime.scheduler.store.sql import QUERIES, jsonb
-from runtime.store import Connection, fetch_one, fetch_one_built
+from runtime.store import Connection, fetch_one, fetch_one_built, fetch_one_built_then
 
 
 class ProcessRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -233,8 +233,14 @@ async def complete_at_once(
     lease: LeaseState,
     outcome: TaskOutcome,
     successor: Successor | None,
+    *,
+    announce_end: bool = False,
 ) -> CompletedAtOnce:
     """Complete the leased task in one autocommit statement (at most one next task).
+
+    With announce_end, a task that finishes the run is followed, in the same round trip but in
+    a transaction of its own, by the run-end NOTIFY for waiters in other processes (sent only
+    when the run is over by then).
 
     Raises LeaseLost (nothing written: a repeat of a completion that committed lands here too)
     or WORKFLOW_BUDGET_EXHAUSTED (nothing written).
@@ -261,7 +267,14 @@ async def complete_at_once(
             "overrun_ms": None if successor is None else successor.overrun_ms,
         }
     )
-    row = await fetch_one_built(conn, QUERIES["complete_task_at_once"], params, CompletionRow)
+    if announce_end and outcome.finish:
+        run_key = {"host_id": lease.host_id, "process_id": lease.process_id}
+        notify = (QUERIES["notify_run_end_if_over"], run_key)
+        row = await fetch_one_built_then(
+            conn, QUERIES["complete_task_at_once"], params, CompletionRow, notify
+        )
+    else:
+        row = await fetch_one_built(conn, QUERIES["complete_task_at_once"], params, CompletionRow)
     assert row is not None  # the function returns exactly one row
     done = row.outcome
     if done == "lost":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -19,10 +21,12 @@ from runtime.scheduler.models import (
     ClaimedTask,
     LeaseState,
     NewTask,
+    RunSnapshot,
     SchedulerSettings,
     Successor,
     TaskOutcome,
 )
+from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store import queue, runs
 from runtime.store import Database, StoreUnavailable
 from tests.support.scheduler import enqueue
@@ -53,6 +57,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     # Every statement goes through a cursor's execute (a connection's execute opens one).
     execute = psycopg.AsyncCursor.execute
     transaction = psycopg.AsyncConnection.transaction
+    pipeline = psycopg.AsyncConnection.pipeline
 
     async def counting_execute(self: Any, *args: Any, **kwargs: Any) -> Any:
         counts["execute"] += 1
@@ -62,8 +67,13 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         counts["transaction"] += 1
         return transaction(self, *args, **kwargs)
 
+    def counting_pipeline(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["pipeline"] += 1
+        return pipeline(self, *args, **kwargs)
+
     monkeypatch.setattr(psycopg.AsyncCursor, "execute", counting_execute)
     monkeypatch.setattr(psycopg.AsyncConnection, "transaction", counting_transaction)
+    monkeypatch.setattr(psycopg.AsyncConnection, "pipeline", counting_pipeline)
     return counts
 
 
@@ -110,8 +120,15 @@ async def test_a_one_task_runs_completion_is_one_statement_and_no_transaction(
     host_id, process_id, _, lease = await started(db)
     round_trips.clear()
     outcome = TaskOutcome.finish_run({"ok": True}, consume=BudgetAmounts(cost_units=3))
-    completion = await service.complete(db, lease, outcome)
+    # The call that admitted the run waits in this process (the common case): no NOTIFY.
+    handed: list[RunSnapshot | None] = []
+    unsubscribe = HUB.subscribe(process_id, handed.append)
+    try:
+        completion = await service.complete(db, lease, outcome)
+    finally:
+        unsubscribe()
     assert round_trips == Counter(execute=1)
+    assert handed and handed[0] is not None and handed[0].state == "COMPLETED"
     assert completion.successor is None
     run = await service.get_process(db, host_id, process_id)
     assert run is not None
@@ -121,6 +138,26 @@ async def test_a_one_task_runs_completion_is_one_statement_and_no_transaction(
         7,
     )
     assert run.finished_ts is not None
+
+
+async def test_a_run_with_no_waiter_here_has_its_end_notified_in_the_completions_round_trip(
+    db: Database, database_url: str, round_trips: Counter[str]
+) -> None:
+    _, process_id, _, lease = await started(db)
+    listener = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+    try:
+        await listener.execute(f"LISTEN workflow_process_state_{process_id[-1]}")
+        round_trips.clear()
+        await service.complete(db, lease, TaskOutcome.finish_run({"ok": True}))
+        # One pipeline: the completion, then the NOTIFY in a transaction of its own; nothing is
+        # left to send once complete() returns (a later statement would cost a round trip).
+        assert round_trips == Counter(pipeline=1, execute=2)
+        async with asyncio.timeout(10):
+            notify = await anext(listener.notifies())
+        assert json.loads(notify.payload) == {"type": "process", "id": process_id}
+        assert round_trips == Counter(pipeline=1, execute=2)
+    finally:
+        await listener.close()
 
 
 async def test_a_single_successor_is_claimed_by_the_completing_worker_in_the_same_statement(
@@ -158,9 +195,34 @@ async def test_a_stale_fencing_token_writes_nothing_and_raises_lease_lost(
         await service.complete(db, stale, outcome)
     with pytest.raises(LeaseLost):
         await service.complete(db, stale, TaskOutcome.then(NewTask("echo")), Successor("w1", 5_000))
-    assert round_trips == Counter(execute=2)
+    # Each refused in one round trip; the one that would have ended the run had its NOTIFY
+    # statement sent with it (nobody is notified: the run is not over).
+    assert round_trips == Counter(execute=3, pipeline=1)
     assert await rows(admin, process_id) == before
     await service.complete(db, fresh, TaskOutcome.finish_run({"by": "fresh"}))
+
+
+async def test_a_refused_completion_announces_no_run_end(
+    db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
+) -> None:
+    _, process_id, _, stale = await started(db)
+    await admin.execute(
+        "UPDATE workflow_task SET fencing_token = fencing_token + 1 WHERE task_id = %s",
+        (stale.task_id,),
+    )
+    channel = f"workflow_process_state_{process_id[-1]}"
+    listener = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+    try:
+        await listener.execute(f"LISTEN {channel}")
+        with pytest.raises(LeaseLost):
+            await service.complete(db, stale, TaskOutcome.finish_run({"by": "stale"}))
+        # Notifications arrive in commit order: the marker comes first when nothing was sent.
+        await admin.execute("SELECT pg_notify(%s, 'marker')", (channel,))
+        async with asyncio.timeout(10):
+            notify = await anext(listener.notifies())
+        assert notify.payload == "marker"
+    finally:
+        await listener.close()
 
 
 async def test_an_insufficient_budget_writes_nothing_and_raises_budget_exhausted(
