@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
 from runtime.collaborators import Services
+from runtime.engine.cel import prepare_parser
 from runtime.execution import ServiceTokenSettings, close_waiter, configure_waiter
 from runtime.security import (
     Authenticator,
@@ -78,6 +80,8 @@ async def build_services(
     settings: Settings,
 ) -> tuple[Services, Callable[[], Awaitable[None]]]:
     """Open the store (starting and migrating an embedded cluster when needed) and wire services."""
+    # Built here, off the event loop, not by the first call that evaluates an expression.
+    await asyncio.to_thread(prepare_parser)
     store = await open_store(settings.store)
     configure_waiter(
         store.database, listener_connections=settings.execution.wait_listener_connections

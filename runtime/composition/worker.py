@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import msgspec
 
+from runtime.engine.cel import prepare_parser
 from runtime.execution import WorkflowRuntime
 from runtime.scheduler.executor import Executor
 from runtime.scheduler.lease import TaskHandler
@@ -59,6 +60,8 @@ async def run_worker(
     store_settings = msgspec.structs.replace(
         settings.store, pool_min_size=1, pool_max_size=pool_max
     )
+    # Built before the first claim, off the event loop (celpy_seam says why it is lazy).
+    await asyncio.to_thread(prepare_parser)
     store = await open_store(store_settings, run_migrations=False)
     runtime = WorkflowRuntime.verifying(
         settings.execution.outbound,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -87,3 +89,17 @@ def test_the_console_script_and_the_historical_module_run_the_same_entry_point()
     module, _, attribute = script["workflow-mcp"].partition(":")
     assert getattr(importlib.import_module(module), attribute) is main
     assert importlib.import_module("runtime.cli").main is main
+
+
+def test_the_command_line_builds_no_cel_parser_until_a_command_needs_one() -> None:
+    # Building it takes about half a second: `runs`, `secrets`, `token` and `gateway` never parse
+    # CEL. (A service builds it while starting: runtime.composition.bootstrap.)
+    probe = (
+        "import workflow_mcp.cli\n"
+        "from runtime.engine.cel import celpy_seam\n"
+        "assert celpy_seam._ENVIRONMENT is None, 'built at import'\n"
+        "celpy_seam.parse('1 + 1')\n"
+        "assert celpy_seam._ENVIRONMENT is not None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

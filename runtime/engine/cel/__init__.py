@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from runtime.engine.cel.celpy_seam import prepare as prepare_parser
 from runtime.engine.cel.compiler import (
     DEFAULT_LIMITS,
     CelLimits,
@@ -41,5 +42,6 @@ __all__ = [
     "expression_text",
     "is_identifier",
     "json_to_cel",
+    "prepare_parser",
     "site_expression",
 ]

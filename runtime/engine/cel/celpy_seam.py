@@ -14,8 +14,12 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import Activation, CELEvalError, Evaluator
 
-# celpy raises the interpreter's recursion limit when an Environment is built; build exactly one.
-_ENVIRONMENT = celpy.Environment()
+# celpy raises the interpreter's recursion limit when an Environment is built; build exactly one,
+# on first use: building its parser takes about half a second, which commands that evaluate no
+# CEL (`workflow-mcp runs`, `secrets`, `gateway`, `token`) should not pay. A service builds it
+# while starting (prepare()), before it answers a call.
+_ENVIRONMENT: celpy.Environment | None = None
+_ENVIRONMENT_LOCK = threading.Lock()
 
 CelTree: TypeAlias = "lark.Tree[Any]"
 TreeClass = lark.Tree
@@ -134,10 +138,24 @@ class _MeteredEvaluator(Evaluator):  # type: ignore[misc]
         return value
 
 
+def prepare() -> None:
+    """Build the CEL parser now (it is otherwise built by the first parse)."""
+    _environment()
+
+
+def _environment() -> celpy.Environment:
+    global _ENVIRONMENT
+    with _ENVIRONMENT_LOCK:
+        if _ENVIRONMENT is None:
+            _ENVIRONMENT = celpy.Environment()
+        return _ENVIRONMENT
+
+
 def parse(text: str) -> CelTree:
     """Parse CEL source into its lark tree, or raise CelSyntaxError."""
+    environment = _ENVIRONMENT or _environment()
     try:
-        tree: CelTree = _ENVIRONMENT.compile(text)
+        tree: CelTree = environment.compile(text)
     except Exception as exc:  # celpy raises several parser error classes
         raise CelSyntaxError(_first_line(str(exc))) from None
     return tree
