@@ -42,13 +42,13 @@ migrate: venv
 test: venv lint typecheck test-only
 
 # Two pytest workers (pytest-xdist), each with its own embedded PostgreSQL: the suite waits on
-# processes and timers as much as it computes, so two cores finish it in about 60% of the time.
-# Tests marked with one xdist_group (the README walkthrough's fixed ports) share a worker.
-# TEST_WORKERS=0 runs everything in one process.
+# processes and timers as much as it computes, so two cores finish it in about half the time.
+# A file's tests run on one worker (--dist loadfile): tests that bind a fixed port (the README
+# walkthrough's) live in one file. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 
 test-only: venv
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/fuzz
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/fuzz
 
 # The edit loop: the unit tests only (no PostgreSQL, no service processes), under a minute.
 test-fast: venv

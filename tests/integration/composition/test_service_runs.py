@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +14,7 @@ from runtime.collaborators import Services
 from runtime.security import SecretToken
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, new_id
+from tests.support.cli import run_command
 from tests.support.execution import LocalServer, document, serving, set_tasks
 from tests.support.execution_runs import start_workflow_run
 from tests.support.human_tasks import approval_yaml
@@ -28,13 +27,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 async def _cli(database_url: str, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runtime.cli", *args, "--database-url", database_url,
-        cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await run_command(*args, "--database-url", database_url)
 
 
 async def _run_of(services: Services, host_id: str, token: str) -> str:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 
 from runtime.collaborators import Services
 from runtime.publication.pinned import host_secret
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST
+from tests.support.cli import run_command
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = "pk_live_operator_3c4d5e6f"
@@ -20,18 +18,12 @@ KEY = "pk_live_operator_3c4d5e6f"
 async def _cli(
     database_url: str, identity: DevIdentity, *args: str, stdin: str = ""
 ) -> tuple[int, str, str]:
-    env = dict(os.environ)
     # The service's keyring and trusted keys (not the development identity of `make run`).
-    env["WORKFLOW_SECURITY_JWKS_FILE"] = str(identity.paths.jwks)
-    env["WORKFLOW_SECURITY_KEYRING_FILE"] = str(identity.paths.keyring)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runtime.cli", "secrets", *args, "--database-url", database_url,
-        cwd=REPO, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await proc.communicate(stdin.encode())
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    env = {
+        "WORKFLOW_SECURITY_JWKS_FILE": str(identity.paths.jwks),
+        "WORKFLOW_SECURITY_KEYRING_FILE": str(identity.paths.keyring),
+    }
+    return await run_command("secrets", *args, "--database-url", database_url, stdin=stdin, env=env)
 
 
 async def test_an_operator_puts_lists_and_deletes_a_secret_whose_value_is_never_printed(
