@@ -50,9 +50,10 @@ TEST_WORKERS ?= 2
 test-only: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/fuzz
 
-# The edit loop: the unit tests only (no PostgreSQL, no service processes), under a minute.
+# The edit loop: the unit tests only (no PostgreSQL, no service processes), in two workers:
+# under a minute (64 s in one process on two busy cores, 47 s in two).
 test-fast: venv
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests/unit
 
 lint: venv
 	$(VENV)/bin/ruff check .
