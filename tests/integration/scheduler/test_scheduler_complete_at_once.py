@@ -51,24 +51,33 @@ async def admin(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]
 
 
 @pytest.fixture
-def round_trips(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Counts of statements executed and transactions opened on any connection."""
+def round_trips(monkeypatch: pytest.MonkeyPatch, database_url: str) -> Counter[str]:
+    """Counts of statements executed and transactions opened on the test's database.
+
+    Only this database's connections count: the event loop is the session's, and work an
+    earlier test left running (a poll, an announcement) talks to that test's database.
+    """
     counts: Counter[str] = Counter()
+    dbname = psycopg.conninfo.conninfo_to_dict(database_url)["dbname"]
     # Every statement goes through a cursor's execute (a connection's execute opens one).
     execute = psycopg.AsyncCursor.execute
     transaction = psycopg.AsyncConnection.transaction
     pipeline = psycopg.AsyncConnection.pipeline
 
+    def count(conn: psycopg.AsyncConnection[Any], what: str) -> None:
+        if conn.info.dbname == dbname:
+            counts[what] += 1
+
     async def counting_execute(self: Any, *args: Any, **kwargs: Any) -> Any:
-        counts["execute"] += 1
+        count(self.connection, "execute")
         return await execute(self, *args, **kwargs)
 
     def counting_transaction(self: Any, *args: Any, **kwargs: Any) -> Any:
-        counts["transaction"] += 1
+        count(self, "transaction")
         return transaction(self, *args, **kwargs)
 
     def counting_pipeline(self: Any, *args: Any, **kwargs: Any) -> Any:
-        counts["pipeline"] += 1
+        count(self, "pipeline")
         return pipeline(self, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.AsyncCursor, "execute", counting_execute)
