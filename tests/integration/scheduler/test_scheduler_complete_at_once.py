@@ -29,6 +29,7 @@ from runtime.scheduler.models import (
 from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store import queue, runs
 from runtime.store import Database, StoreUnavailable
+from tests.conftest import RUNTIME_ROLE
 from tests.support.scheduler import enqueue
 
 SETTINGS = SchedulerSettings()
@@ -48,6 +49,22 @@ async def admin(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]
         yield conn
     finally:
         await conn.close()
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """The runtime role's pool, full before the test starts.
+
+    The shared fixture's pool starts with one connection and opens more when asked, each with
+    a `SET ROLE` of its own: opened while statements are counted, that is a statement the
+    completion never sent (seen under two test workers).
+    """
+    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=4, max_size=4)
+    await database.open()
+    try:
+        yield database
+    finally:
+        await database.close()
 
 
 @pytest.fixture
