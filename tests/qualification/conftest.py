@@ -8,9 +8,8 @@ ones here); ``gateway_stack`` is a service and two Gateways as processes, for on
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 
 import httpx
 import pytest
@@ -21,7 +20,7 @@ from tests.conftest import PgCluster
 from tests.support.binding_builders import HOST, OWNER
 from tests.support.gateway import GatewayStack, run_gateway
 from tests.support.invocation import client
-from tests.support.live_stack import QualStack, running_stack
+from tests.support.live_stack import QualStack, environment, running_stack
 from tests.support.mcp import McpTestClient
 from tests.support.server import LiveServer, run_server, template_copy
 
@@ -81,7 +80,7 @@ def gateway_stack(
     with ExitStack() as stack:
         # Deadline-aware admission learns service times from held runs and would refuse the
         # short budgets here; the Tool's own admission rules (re-attach, limits) stay on.
-        with _environment({"WORKFLOW_CAPACITY_ENABLED": "false"}):
+        with environment({"WORKFLOW_CAPACITY_ENABLED": "false"}):
             server = stack.enter_context(
                 run_server(gateway_database, directory / "service", live_identity)
             )
@@ -94,20 +93,6 @@ def gateway_stack(
         yield GatewayStack(
             server, gateway_database, live_identity, directory, router, (first, second)
         )
-
-
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

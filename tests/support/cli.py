@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -22,6 +21,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from typing import IO, Any
 
 from runtime import telemetry
+from tests.support.live_stack import environment
 from workflow_mcp.cli import main
 
 # One command at a time: the environment, the standard streams and logging are the process's.
@@ -39,7 +39,7 @@ def _run(argv: list[str], stdin: str, env: dict[str, str]) -> tuple[int, str, st
     out, err = io.StringIO(), io.StringIO()
     with (
         _LOCK,
-        _environment(env),
+        environment(env),
         _logging_to(err),
         _stdin(stdin),
         redirect_stdout(out),
@@ -51,20 +51,6 @@ def _run(argv: list[str], stdin: str, env: dict[str, str]) -> tuple[int, str, st
             # argparse exits 2 on a usage error (0 for --help), as the process would.
             code = exit_.code if isinstance(exit_.code, int) else 1
     return code, out.getvalue(), err.getvalue()
-
-
-@contextmanager
-def _environment(extra: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextmanager

@@ -145,15 +145,16 @@ def prepare() -> None:
 
 def _environment() -> celpy.Environment:
     global _ENVIRONMENT
-    with _ENVIRONMENT_LOCK:
-        if _ENVIRONMENT is None:
-            _ENVIRONMENT = celpy.Environment()
-        return _ENVIRONMENT
+    if _ENVIRONMENT is None:
+        with _ENVIRONMENT_LOCK:
+            if _ENVIRONMENT is None:
+                _ENVIRONMENT = celpy.Environment()
+    return _ENVIRONMENT
 
 
 def parse(text: str) -> CelTree:
     """Parse CEL source into its lark tree, or raise CelSyntaxError."""
-    environment = _ENVIRONMENT or _environment()
+    environment = _environment()
     try:
         tree: CelTree = environment.compile(text)
     except Exception as exc:  # celpy raises several parser error classes
