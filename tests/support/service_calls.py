@@ -5,8 +5,6 @@ runs the tool through runtime.mcp.dispatch.ToolDispatcher with the served handle
 assertion, roles, every schema problem, conversion, the handler, output validation), past
 authentication only: the context stands for a verified bearer. It returns the receipt as a
 JSON-shaped dict and raises the WorkflowError a client would see as an isError result.
-publish_binding and decide_binding with an explicit DestinationPolicy still call the service
-directly: the dispatcher takes its policy from settings.
 """
 
 from __future__ import annotations
@@ -20,33 +18,19 @@ from generated import models
 from generated.routes import ROUTES
 from handlers import HANDLERS
 from runtime import publication
+from runtime.addresses import LOOPBACK_NETWORKS
 from runtime.binding_reach import Reach
 from runtime.collaborators import Services
-from runtime.mcp.call import InputFailure
 from runtime.mcp.dispatch import ToolDispatcher
 from runtime.mcp.tools import ToolRegistry
 from runtime.publication import bindings
-from runtime.publication.bindings import DestinationPolicy
 from runtime.publication.bindings.binding_problems import ordered
 from runtime.publication.bindings.field_rules import binding_field_problems
 from runtime.publication.bindings.reach_rules import reach_of, reach_problems
-from runtime.security import InvocationContext, Keyring, check_host_assertion
+from runtime.security import InvocationContext, Keyring
 from runtime.security.keyring import new_keyring_document
 from runtime.settings import Settings
 from runtime.store import Database
-
-
-def _typed(tool: str, ctx: InvocationContext, args: dict[str, Any]) -> Any:
-    """The generated input struct of args, or the failure the validator reports (raised)."""
-    if isinstance(args.get("hostId"), str):
-        check_host_assertion(ctx, args["hostId"])
-    route = ROUTES[tool]
-    route.validate_input(args)
-    return msgspec.convert(args, route.input_model, strict=False)
-
-
-def _failure(exc: JsonSchemaValueException) -> InputFailure:
-    return InputFailure(f"invalid arguments: {exc.message}", exc.name, tuple(exc.path), exc.rule)
 
 
 class _Verified:
@@ -68,9 +52,14 @@ async def _run(
     ctx: InvocationContext,
     args: dict[str, Any],
     db: Database,
+    *,
+    local_backends: bool = False,
 ) -> dict[str, Any]:
     """The tool's receipt through the dispatcher, or the WorkflowError it answers with."""
     settings = Settings()
+    if local_backends:
+        settings.publication.destinations.allowed_schemes = ["http", "https"]
+        settings.publication.destinations.allowed_networks = list(LOOPBACK_NETWORKS)
     # The context's roles are the ones configured for the tool: role checks are proven at the
     # endpoint (tests/integration/mcp), these tests are about the publication services.
     settings.security.tool_roles[tool] = sorted(ctx.roles)
@@ -119,50 +108,21 @@ async def sync_definition_grants(
 
 
 async def publish_binding(
-    db: Database,
-    ctx: InvocationContext,
-    args: dict[str, Any],
-    *,
-    policy: DestinationPolicy | None = None,
+    db: Database, ctx: InvocationContext, args: dict[str, Any], *, local_backends: bool = False
 ) -> dict[str, Any]:
-    """workflow_binding_publish, including the stored refusal of a schema-invalid section."""
-    tool = "workflow_binding_publish"
-    if policy is None:
-        return await _run(tool, ctx, args, db)
-    # An explicit policy: the service directly, with the steps the dispatcher runs before it.
-    try:
-        typed = _typed(tool, ctx, args)
-    except JsonSchemaValueException as exc:
-        failure = _failure(exc)
-        section = bindings.failed_section(failure.path, failure.rule)
-        envelope = bindings.publish_envelope(args) if section is not None else None
-        if section is None or envelope is None:
-            raise failure.error() from None
-        rejection = bindings.InvalidBindingRequest(section, failure.message)
-        refused = await bindings.refuse_publish_request(db, ctx, envelope, rejection, args)
-        return dict(msgspec.to_builtins(refused))
-    published = await bindings.publish_binding(db, ctx, typed, args, policy=policy)
-    return dict(msgspec.to_builtins(published))
+    """workflow_binding_publish, including the stored refusal of a schema-invalid section.
+
+    local_backends: endpoint targets on loopback over http are allowed (tests/hostile shows the
+    default refusal), as `make run` configures it.
+    """
+    return await _run("workflow_binding_publish", ctx, args, db, local_backends=local_backends)
 
 
 async def decide_binding(
-    db: Database,
-    ctx: InvocationContext,
-    args: dict[str, Any],
-    *,
-    policy: DestinationPolicy | None = None,
+    db: Database, ctx: InvocationContext, args: dict[str, Any]
 ) -> dict[str, Any]:
     """workflow_binding_decide."""
-    tool = "workflow_binding_decide"
-    if policy is None:
-        return await _run(tool, ctx, args, db)
-    # An explicit policy: the service directly, with the steps the dispatcher runs before it.
-    try:
-        typed = _typed(tool, ctx, args)
-    except JsonSchemaValueException as exc:
-        raise _failure(exc).error() from None
-    decided = await bindings.decide_binding(db, ctx, typed, args, policy=policy)
-    return dict(msgspec.to_builtins(decided))
+    return await _run("workflow_binding_decide", ctx, args, db)
 
 
 async def revoke_binding(

@@ -15,7 +15,6 @@ from runtime.execution import (
     close_waiter,
     wait_for_result,
 )
-from runtime.publication.bindings import DestinationPolicy
 from runtime.security import Keyring, SecretToken
 from runtime.security.keyring import new_keyring_document
 from runtime.store import Database
@@ -39,7 +38,6 @@ pytestmark = pytest.mark.requirement("000:Binding revisions")
 
 EVIDENCE = "sha256:" + "e" * 64
 TOKEN = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ1LTEiLCJleHAiOjQxMDI0NDQ4MDB9.c2ln"
-LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}), addresses=LOCAL_BACKENDS)
 
 
 def posting_definition(base: str, second_path: str, pause_s: int) -> str:
@@ -96,7 +94,7 @@ async def _bind(
 ) -> dict[str, Any]:
     value = write_binding(wf_def_id, tool_id, text)
     args = publish_args(value, expected, endpoint_targets=targets)
-    return await publish_binding(db, owner_ctx(), args, policy=LOCAL)
+    return await publish_binding(db, owner_ctx(), args, local_backends=True)
 
 
 async def _run(db: Database, keyring: Keyring, wf_def_id: str, binding_id: str) -> str:

@@ -16,7 +16,6 @@ import pytest
 from runtime.canonical import definition_digest
 from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
-from runtime.publication.bindings import DestinationPolicy
 from runtime.scheduler import Executor, capacity
 from tests.support.binding_builders import (
     endpoint_target,
@@ -24,7 +23,7 @@ from tests.support.binding_builders import (
     publish_args,
     write_binding,
 )
-from tests.support.execution import FAST, LOCAL_BACKENDS, Receive, Send, read_body, serving
+from tests.support.execution import FAST, Receive, Send, read_body, serving
 from tests.support.invocation import (
     Tool,
     invoke_args,
@@ -39,7 +38,6 @@ from tests.support.service_calls import publish_binding
 from tests.support.waiting import wait_until
 
 EVIDENCE = "sha256:" + "e" * 64
-LOCAL = DestinationPolicy(allowed_schemes=frozenset({"http", "https"}), addresses=LOCAL_BACKENDS)
 
 
 @dataclass
@@ -103,7 +101,7 @@ async def _write_tool(owner: McpTestClient, services: Services, base: str, **cha
     await publish_version(owner, wf_def_id, text, "1.2.0")
     value = write_binding(wf_def_id, tool_id, text, **changes)
     args = publish_args(value, 0, endpoint_targets=[endpoint_target("claims", f"{base}/claims")])
-    receipt = await publish_binding(services.database, owner_ctx(), args, policy=LOCAL)
+    receipt = await publish_binding(services.database, owner_ctx(), args, local_backends=True)
     assert receipt["status"] == "active", receipt
     return Tool(
         tool_id=tool_id,
