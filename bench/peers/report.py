@@ -115,6 +115,9 @@ def ratios(phases: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"{target} one-tool/8-tools peakOkPerS"] = _ratio(
             _peak(phases, "one-tool", target), _peak(phases, "8-tools", target)
         )
+    pairs = _find(phases, "one-tool", "ours-direct", OVERLOAD_PAIRS)
+    if pairs:
+        out["ours-direct overload pairs medianRatio"] = pairs["medianRatio"]
     direct = _find(phases, "one-tool", "ours-direct", "sequential")
     gateway = _find(phases, "one-tool", "ours-gateway", "sequential")
     if direct and gateway:
@@ -148,16 +151,57 @@ def _row(phases: list[dict[str, Any]], layout: str, target: str) -> str | None:
     else:
         cells += ["-", "-", "-", "-"]
     for s in mine:
-        if s["phase"] == "sequential":
+        if s["phase"] in ("sequential", OVERLOAD_PAIRS):
             continue
         refused = sum(s["refusedByCode"].values())
         at = f"@{s['offeredPerS']}: " if s["phase"] == "open 2xpeak" else ""
         cells.append(f"{at}{s['okPerS']:.0f} ({s['admitted']['p50']:.0f}/{s['admitted']['p99']:.0f}"
                      f"{f' r{refused}' if refused else ''})")  # fmt: skip
-    errors = sum(sum(s["transportErrors"].values()) for s in mine)
-    fives = sum(sum(s["http5xx"].values()) for s in mine)
+    # The overload pairs' rounds count too (their summary holds them).
+    counted = [s for s in mine if s["phase"] != OVERLOAD_PAIRS] + [
+        r[side] for s in mine if s["phase"] == OVERLOAD_PAIRS for r in s["rounds"]
+        for side in ("peak", "overload")
+    ]  # fmt: skip
+    errors = sum(sum(s["transportErrors"].values()) for s in counted)
+    fives = sum(sum(s["http5xx"].values()) for s in counted)
     cells.append(f"{errors}/{fives}")
     return "| " + " | ".join(cells) + " |"
+
+
+OVERLOAD_PAIRS = "overload pairs"
+
+
+def overload_pairs(
+    layout: str, target: str, callers: int, rounds: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The overload pairs' record: each round's goodput over its own peak, and the median."""
+    ratios = [_ratio(r["overload"]["okPerS"], r["peak"]["okPerS"]) for r in rounds]
+    known = sorted(r for r in ratios if r is not None)
+    refusals = [r["overload"]["refusal"].get("p50") for r in rounds]
+    return {
+        "layout": layout,
+        "target": target,
+        "phase": OVERLOAD_PAIRS,
+        "callers": callers,
+        "ratios": ratios,
+        "medianRatio": known[len(known) // 2] if known else None,
+        "refusalP50Ms": refusals,
+        "rounds": rounds,
+    }
+
+
+def print_overload_pairs(summary: dict[str, Any]) -> None:
+    """One line per round (peak, 2x goodput, ratio, refusal p50) and the median ratio."""
+    print(f"== {summary['layout']} {summary['target']} overload pairs "
+          f"(closed c={summary['callers']}, then open at 2x what it served):")  # fmt: skip
+    for number, (r, ratio) in enumerate(zip(summary["rounds"], summary["ratios"], strict=True), 1):
+        peak, over = r["peak"], r["overload"]
+        refused = sum(over["refusedByCode"].values())
+        print(f"   round {number}: peak {peak['okPerS']:.0f} ok/s, 2x @{over['offeredPerS']}: "
+              f"{over['okPerS']:.0f} ok/s = {ratio} of it; {refused} refused, p50 "
+              f"{over['refusal'].get('p50')} ms; admitted p99 "
+              f"{over['admitted'].get('p99')} ms")  # fmt: skip
+    print(f"   median ratio {summary['medianRatio']}", flush=True)
 
 
 def print_table(results: dict[str, Any]) -> None:
@@ -165,7 +209,11 @@ def print_table(results: dict[str, Any]) -> None:
     phases = results["phases"]
     # The interleaved Gateway phase has a summary per side: it goes into the ratios only.
     loops = list(
-        dict.fromkeys(s["phase"] for s in phases if not s["phase"].startswith("sequential"))
+        dict.fromkeys(
+            s["phase"]
+            for s in phases
+            if not s["phase"].startswith("sequential") and s["phase"] != OVERLOAD_PAIRS
+        )
     )
     print("\nok/s (admitted p50/p99 ms, rN = N refused); seq p50/p95/p99 ms; CPU ms/call (seq)")
     header = ["layout", "server", "seq p50/p95/p99", "server CPU", "PG CPU", "driver CPU"]
