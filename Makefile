@@ -105,8 +105,10 @@ $(PEER_STAMP): bench/peers/requirements.txt
 bench-peers: venv $(PEER_STAMP)
 	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python $(ARGS)
 
-bench-overload: venv
-	$(PY) -m bench.overload $(ARGS)
+# One Tool under overload (closed loops that retry refusals at once, open loops at 2x, the
+# overload pairs): the ours-direct target of bench-peers, with its lean driver.
+bench-overload: venv $(PEER_STAMP)
+	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python --only one-tool/ours-direct $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(PEER_VENV) .mypy_cache .ruff_cache

@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 
+from bench.peers import report
 from bench.peers.driver import (
     Connection,
     Sample,
@@ -111,3 +112,44 @@ async def test_the_raw_connection_reads_length_and_chunked_bodies_and_reuses_its
         assert await connection.post(head, b"{}") == (200, b"abc")
     connection.close()
     assert accepted == 1
+
+
+def _phase(phase: str, samples: list[Sample], window: float, **extra: object) -> dict[str, object]:
+    return {"layout": "one-tool", "target": "ours-direct", "phase": phase, **extra} | summarize(
+        samples, window, window
+    )
+
+
+def test_overload_pairs_judge_each_round_against_its_own_peak_and_stay_out_of_the_table(
+    capsys: object,
+) -> None:
+    def loop(ok: int, refused: int = 0, errors: int = 0) -> list[Sample]:
+        return (
+            [Sample(0.0, 0.01, "OK")] * ok
+            + [Sample(0.0, 0.002, "WORKFLOW_CAPACITY_EXHAUSTED", 50)] * refused
+            + [Sample(0.0, 0.5, "TRANSPORT_ReadError")] * errors
+        )
+
+    rounds = [
+        {
+            "peak": _phase("p", loop(10), 1.0),
+            "overload": _phase("o", loop(9, 12), 1.0, offeredPerS=20),
+        },
+        {
+            "peak": _phase("p", loop(10), 1.0),
+            "overload": _phase("o", loop(7, 14, 1), 1.0, offeredPerS=20),
+        },
+        {
+            "peak": _phase("p", loop(8), 1.0),
+            "overload": _phase("o", loop(8, 9), 1.0, offeredPerS=16),
+        },
+    ]
+    pairs = report.overload_pairs("one-tool", "ours-direct", 50, rounds)
+    assert pairs["ratios"] == [0.9, 0.7, 1.0]
+    assert pairs["medianRatio"] == 0.9
+    closed = _phase("closed c=10", loop(12), 1.0, callers=10)
+    phases = [closed, pairs]
+    assert report.ratios(phases)["ours-direct overload pairs medianRatio"] == 0.9
+    row = report._row(phases, "one-tool", "ours-direct")
+    # One loop cell (the closed loop), and the rounds' transport error counted.
+    assert row == "| one-tool | ours-direct | - | - | - | - | 12 (10/10) | 1/0 |"
