@@ -56,8 +56,17 @@ def cpu_seconds(pid: int) -> float:
 
 
 def tree_cpu_seconds(root_pid: int) -> float:
-    """CPU of root_pid and its direct children (the postmaster and its backends)."""
-    total = cpu_seconds(root_pid)
+    """CPU of root_pid and its direct children, live or reaped (the postmaster and backends).
+
+    A backend that exits takes its CPU out of the live children; once the postmaster reaps it,
+    that CPU is in the postmaster's cutime and cstime, which count here. Without them a peer
+    that closes connections during a phase measured negative PostgreSQL CPU.
+    """
+    try:
+        root = Path(f"/proc/{root_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    total = sum(int(field) for field in root[11:15]) / CLOCK_TICKS
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
