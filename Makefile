@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload e2e gateway clean
+.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-refusals e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -109,6 +109,10 @@ bench-peers: venv $(PEER_STAMP)
 # overload pairs): the ours-direct target of bench-peers, with its lean driver.
 bench-overload: venv $(PEER_STAMP)
 	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python --only one-tool/ours-direct $(ARGS)
+
+# What a refusal costs next to an admitted call (docs/PERFORMANCE.md): open loops on one Tool.
+bench-refusals: venv
+	$(PY) -m bench.refusals $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(PEER_VENV) .mypy_cache .ruff_cache

@@ -350,7 +350,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _settings(assignments: list[str]) -> dict[str, dict[str, Any]]:
+def setting_overrides(assignments: list[str]) -> dict[str, dict[str, Any]]:
     """--set SECTION.KEY=JSON as the service's extra configuration."""
     extra: dict[str, dict[str, Any]] = {}
     for assignment in assignments:
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = report.machine()
     with ExitStack() as stack:
         url, postmaster = stack.enter_context(database(fast=False))
-        service = stack.enter_context(running_service(url, postmaster, _settings(args.set)))
+        service = stack.enter_context(running_service(url, postmaster, setting_overrides(args.set)))
         tools = uvloop.run(publish(service, host_id, names))
         gateway = stack.enter_context(running_gateway(service, host_id, tools))
         peer = stack.enter_context(running_peer(args.peer_python, url, TOOLS, POOL_SIZE))

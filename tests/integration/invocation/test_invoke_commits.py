@@ -39,6 +39,8 @@ QUIET = SchedulerSettings(
     sweep_interval_ms=60_000, poll_interval_ms=60_000,
 )  # fmt: skip
 POOL_SIZE = 4
+# Longer than PGSTAT_MIN_INTERVAL (1 s): no live backend holds counters unpublished longer.
+STATS_QUIET_S = 1.2
 
 
 class Stats:
@@ -54,15 +56,21 @@ class Stats:
         return int(str(row[0]))
 
     async def commits(self) -> int:
-        """xact_commit once it stops moving (an exiting backend publishes right after it leaves)."""
+        """xact_commit once it has not moved for longer than a backend may hold its counters.
+
+        An exiting backend publishes at once, but a live one (the pool's fresh connections, the
+        listener) publishes when idle at most once a second (PGSTAT_MIN_INTERVAL): a reading
+        that settled sooner (50 ms, as before) let a loaded CI machine count 3 commits of one
+        window in the next (commits of one call: -3).
+        """
         query = "SELECT xact_commit FROM pg_stat_database WHERE datname = %s"
-        previous = await self._value(query)
-        while True:
+        previous, settled_at = await self._value(query), asyncio.get_running_loop().time()
+        while asyncio.get_running_loop().time() - settled_at < STATS_QUIET_S:
             await asyncio.sleep(0.05)
             current = await self._value(query)
-            if current == previous:
-                return current
-            previous = current
+            if current != previous:
+                previous, settled_at = current, asyncio.get_running_loop().time()
+        return previous
 
     async def until_sessions(self, predicate: str, expected: int) -> None:
         """Wait until exactly `expected` sessions of the database match the predicate."""
