@@ -201,21 +201,28 @@ async def overload_pairs(bench: Bench, layout: str, measured: Measured, callers:
     """
     profile, target = bench.profile, measured.target
     rounds: list[dict[str, Any]] = []
+    recorded = len(bench.phases)
     for number in range(1, profile.pair_rounds + 1):
         peak = await bench.measure(
             layout, measured, f"pair {number} closed c={callers}",
             lambda: driver.closed_loop(target, callers, profile.pair_s),
             window=profile.pair_s, callers=callers,
         )  # fmt: skip
-        rate = min(OPEN_RATE_CAP, max(1, round(2 * (peak["okPerS"] or 0.0))))
+        if peak["okPerS"] is None:
+            break  # the run's budget is spent (measure listed the phase as skipped)
+        rate = min(OPEN_RATE_CAP, max(1, round(2 * peak["okPerS"])))
         over = await bench.measure(
             layout, measured, f"pair {number} open 2x",
             lambda r=rate, n=number: driver.open_loop(target, r, profile.pair_s, seed=n),
             window=profile.pair_s, offeredPerS=rate,
         )  # fmt: skip
+        if over["okPerS"] is None:
+            break
         rounds.append({"peak": peak, "overload": over})
     # The rounds live in their own record, not as columns of the table.
-    del bench.phases[-2 * len(rounds) :]
+    del bench.phases[recorded:]
+    if not rounds:
+        return
     summary = report.overload_pairs(layout, target.name, callers, rounds)
     bench.phases.append(summary)
     report.print_overload_pairs(summary)
