@@ -184,12 +184,9 @@ async def database_url(pg_cluster: PgCluster, migrated_template: str) -> AsyncIt
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
     """An opened Database on the test's fresh database, connected as the runtime role."""
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=1, max_size=4)
-    await database.open()
-    try:
+    pool = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=1, max_size=4)
+    async with pool as database:
         yield database
-    finally:
-        await database.close()
 
 
 @pytest.fixture(scope="session")

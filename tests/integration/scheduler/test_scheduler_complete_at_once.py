@@ -59,12 +59,9 @@ async def db(database_url: str) -> AsyncIterator[Database]:
     a `SET ROLE` of its own: opened while statements are counted, that is a statement the
     completion never sent (seen under two test workers).
     """
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=4, max_size=4)
-    await database.open()
-    try:
+    pool = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=4, max_size=4)
+    async with pool as database:
         yield database
-    finally:
-        await database.close()
 
 
 @pytest.fixture
