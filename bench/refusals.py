@@ -106,7 +106,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=2, help="times over the rates")
     parser.add_argument(
         "--set", action="append", default=[], metavar="SECTION.KEY=JSON",
-        help="a setting of our service, e.g. capacity.door_concurrency=16 (repeatable)",
+        help="a setting of our service, e.g. capacity.door_concurrency=2 (repeatable)",
     )  # fmt: skip
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     return parser.parse_args(argv)

@@ -95,14 +95,13 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # Tools whose budgets this process remembers for the pre-transaction check.
     budget_cache_size: int = 4096
     # Calls past the front door whose run has not started, at most (runtime.scheduler.door);
-    # the others wait in arrival order. 0: no door. A place is held for about one admission
-    # statement, so a process admits at most door_concurrency / (that statement's round trip)
-    # calls per second: 2 allows about 700/s at a 3 ms round trip, more than one serving
-    # process can answer; raise it for a distant database. Every call past the door shares the
-    # event loop with the arrivals it must answer: on one Tool (same session, this 2-core
-    # machine) 2 against 16 served 360-395 against 290-330 ok/s at 2x overload, the refusals
-    # at p50 2-3 ms against 12-13 ms, and each admitted call cost the loop 2.0 ms against 2.3.
-    door_concurrency: int = 2
+    # the others wait in arrival order. 0: no door. As many as the interactive slots: a run
+    # that waits for a free slot keeps its place, so fewer places starve the executor. On one
+    # one-task Tool 2 places answered refusals at p50 2-3 ms against 12-13 ms and served more
+    # at 2x overload (360-395 against 290-330 ok/s), but bench-invoke's closed loops, whose runs
+    # wait for slots, fell from 188 to 131 ok/s (10 callers) and 230 to 156 (50) against 16
+    # (docs/PERFORMANCE.md). Earlier, 16 against 32 took c=50 from 362 to 428 ok/s.
+    door_concurrency: int = 16
     # The door's queue target (CoDel-style): once the oldest waiting call has waited longer,
     # a call predicted to wait longer still is refused on arrival. None: only deadlines count.
     # One Tool at 2x its peak (bench-peers, same session, fresh databases): 300 ms kept 76-80%
