@@ -1,7 +1,7 @@
 """Benchmark (not a test): what a refusal costs next to an admitted call, on ONE Tool.
 
     make bench-refusals ARGS="[--rates 400,800,1200,1600] [--seconds 5] [--repeat 2]
-                              [--set capacity.door_concurrency=2] [--out results.json]"
+                              [--set capacity.door_admitting=2] [--out results.json]"
 
 Starts PostgreSQL (fsync on), the example backend and our server (bench/harness.py), publishes
 one `decide` Tool as bench-peers does, and drives it with bench-peers' lean driver in open
@@ -12,7 +12,7 @@ fit of the server's CPU over every loop to (admitted calls, refused calls): the 
 milliseconds per admitted call and per refusal.
 
 `--set` takes the same SECTION.KEY=JSON settings as bench-peers, to compare door settings in
-separate runs (docs/PERFORMANCE.md: two door places against sixteen).
+separate runs (docs/PERFORMANCE.md: 2, 4 and 16 admissions at once).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=2, help="times over the rates")
     parser.add_argument(
         "--set", action="append", default=[], metavar="SECTION.KEY=JSON",
-        help="a setting of our service, e.g. capacity.door_concurrency=2 (repeatable)",
+        help="a setting of our service, e.g. capacity.door_admitting=2 (repeatable)",
     )  # fmt: skip
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     return parser.parse_args(argv)

@@ -96,12 +96,15 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     budget_cache_size: int = 4096
     # Calls past the front door whose run has not started, at most (runtime.scheduler.door);
     # the others wait in arrival order. 0: no door. As many as the interactive slots: a run
-    # that waits for a free slot keeps its place, so fewer places starve the executor. On one
-    # one-task Tool 2 places answered refusals at p50 2-3 ms against 12-13 ms and served more
-    # at 2x overload (360-395 against 290-330 ok/s), but bench-invoke's closed loops, whose runs
-    # wait for slots, fell from 188 to 131 ok/s (10 callers) and 230 to 156 (50) against 16
-    # (docs/PERFORMANCE.md). Earlier, 16 against 32 took c=50 from 362 to 428 ok/s.
+    # that waits for a free slot keeps its place, so fewer places starve the executor (2
+    # places took bench-invoke's closed loops from 188 to 131 ok/s, 10 callers, and 230 to
+    # 156, 50; docs/PERFORMANCE.md). Earlier, 16 against 32 took c=50 from 362 to 428 ok/s.
     door_concurrency: int = 16
+    # Of those, calls whose admission is not decided yet, at most (0: no bound of its own): the
+    # work that delays refusals on the event loop. One Tool at up to 4x its capacity (bench-
+    # refusals, alternating): refusal p50 10-15 ms with 16, 5-8 ms with 4, 2-3 ms with 2, and
+    # 4 and 2 served 10-35% more than 16; bench-invoke's closed loops: 4 as 16, 2 below 4.
+    door_admitting: int = 4
     # The door's queue target (CoDel-style): once the oldest waiting call has waited longer,
     # a call predicted to wait longer still is refused on arrival. None: only deadlines count.
     # One Tool at 2x its peak (bench-peers, same session, fresh databases): 300 ms kept 76-80%
@@ -118,8 +121,8 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
             raise ValueError("capacity: need 0 < sample_interval_ms <= stale_after_ms")
         if self.sojourn_interval_ms <= 0 or self.drain_window_ms <= 0:
             raise ValueError("capacity: sojourn_interval_ms and drain_window_ms must be > 0")
-        if self.door_concurrency < 0:
-            raise ValueError("capacity: door_concurrency must not be negative")
+        if self.door_concurrency < 0 or self.door_admitting < 0:
+            raise ValueError("capacity: door_concurrency and door_admitting must not be negative")
         if self.door_queue_target_ms is not None and self.door_queue_target_ms <= 0:
             raise ValueError("capacity: door_queue_target_ms must be positive (or null)")
 

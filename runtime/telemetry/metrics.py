@@ -95,6 +95,12 @@ DOOR_INSIDE = Gauge(
     multiprocess_mode="livesum",
     registry=REGISTRY,
 )
+DOOR_ADMITTING = Gauge(
+    "workflow_door_admitting",
+    "workflow_invoke calls past the front door whose admission is not decided yet",
+    multiprocess_mode="livesum",
+    registry=REGISTRY,
+)
 LEASE_RECLAIMS = Counter(
     "workflow_lease_reclaims",
     "Expired task leases the reaper handed back to the queue",
@@ -217,10 +223,11 @@ def record_slots(settings: SlotSettings, running_classes: Iterable[str]) -> None
             _slots_reported[name] = value
 
 
-def record_door(inside: int, waiting: int) -> None:
-    """The front door's occupancy after a call entered, waited or left."""
+def record_door(inside: int, waiting: int, admitting: int) -> None:
+    """The front door's occupancy after a call entered, waited, was admitted or left."""
     DOOR_INSIDE.set(inside)
     DOOR_WAITING.set(waiting)
+    DOOR_ADMITTING.set(admitting)
 
 
 def record_reclaims(count: int) -> None:

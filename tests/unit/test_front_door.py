@@ -245,6 +245,77 @@ async def test_a_calls_place_waits_for_its_run_to_start_only_when_the_run_was_qu
     door.reset()
 
 
+async def test_admissions_in_progress_have_their_own_smaller_bound(clock: Clock) -> None:
+    # Three places, one admission at a time: a call whose run waits for an executor slot keeps
+    # its place but no longer blocks the next admission (few admissions keep refusals quick,
+    # many places keep the executor fed).
+    front = door.reset(CapacitySettings(door_concurrency=3, door_admitting=1))
+    first = await front.enter()
+    second = asyncio.create_task(front.enter())
+    await _settle()
+    assert front.waiting == 1 and front.inside == 1 and front.admitting == 1
+    first.decided()  # admitted, its run queued
+    second_place = await second
+    assert front.inside == 2 and front.admitting == 1 and front.waiting == 0
+    first.decided()  # deciding twice frees one admission
+    assert front.admitting == 1
+    second_place.decided()
+    third = await front.enter()
+    assert front.inside == 3 and front.admitting == 1
+    third.decided()
+    # All places held by queued runs: the next call waits although nobody is admitting.
+    fourth = asyncio.create_task(front.enter())
+    await _settle()
+    assert front.waiting == 1 and front.admitting == 0
+    first.leave()  # its run started
+    fourth_place = await fourth
+    assert front.inside == 3 and front.admitting == 1
+    for place in (second_place, third, fourth_place):
+        place.leave()
+    assert front.inside == 0 and front.admitting == 0
+    door.reset()
+
+
+async def test_a_queued_run_frees_its_admission_at_once_and_its_place_when_it_starts() -> None:
+    front = door.reset(CapacitySettings(door_concurrency=2, door_admitting=1))
+    place = await front.enter()
+    door.passed(0.0, place)
+    door.expect_start("run-queued")
+    door.admitted(queued=True)
+    assert front.inside == 1 and front.admitting == 0
+    door.started("run-queued")
+    assert front.inside == 0 and front.admitting == 0
+    # A run started by an executor before its admission was reported decided: both go once.
+    place = await front.enter()
+    door.passed(0.0, place)
+    door.expect_start("run-early")
+    door.started("run-early")
+    door.admitted(queued=True)
+    assert front.inside == 0 and front.admitting == 0
+    door.reset()
+
+
+def test_door_admitting_must_not_be_negative() -> None:
+    with pytest.raises(ValueError):
+        CapacitySettings(door_admitting=-1)
+    assert CapacitySettings(door_admitting=0).door_admitting == 0
+
+
+async def test_door_admitting_zero_bounds_only_the_places(clock: Clock) -> None:
+    front = door.reset(CapacitySettings(door_concurrency=2, door_admitting=0))
+    places = [await front.enter(), await front.enter()]
+    assert front.admitting == 2
+    waiter = asyncio.create_task(front.enter())
+    await _settle()
+    assert front.waiting == 1
+    places[0].leave()
+    places.append(await waiter)
+    for place in places[1:]:
+        place.leave()
+    assert front.inside == 0
+    door.reset()
+
+
 async def test_closing_the_door_answers_the_calls_waiting_and_every_new_one(
     front: door.FrontDoor,
 ) -> None:
@@ -263,20 +334,23 @@ async def test_closing_the_door_answers_the_calls_waiting_and_every_new_one(
 
 
 async def test_the_doors_gauges_follow_its_calls(front: door.FrontDoor) -> None:
-    def gauges() -> tuple[float | None, float | None]:
+    def gauges() -> tuple[float | None, float | None, float | None]:
         registry = metrics.REGISTRY
         return (
             registry.get_sample_value("workflow_door_inside"),
             registry.get_sample_value("workflow_door_waiting"),
+            registry.get_sample_value("workflow_door_admitting"),
         )
 
     held = [await front.enter(), await front.enter()]
     waiter = asyncio.create_task(front.enter())
     await _settle()
-    assert gauges() == (2.0, 1.0)
+    assert gauges() == (2.0, 1.0, 2.0)
     held[0].leave()
     place = await waiter
-    assert gauges() == (2.0, 0.0)
+    assert gauges() == (2.0, 0.0, 2.0)
+    place.decided()
+    assert gauges() == (2.0, 0.0, 1.0)
     for last in (held[1], place):
         last.leave()
-    assert gauges() == (0.0, 0.0)
+    assert gauges() == (0.0, 0.0, 0.0)

@@ -143,6 +143,50 @@ async def test_a_queued_run_keeps_its_calls_place_until_an_executor_starts_it(
     assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
 
 
+async def test_a_queued_run_frees_its_admission_for_the_next_call_but_keeps_its_place(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> None:
+    # Two places, one admission at a time: the first call's run waits for a slot, yet the
+    # second call is admitted meanwhile; the third waits for a place.
+    door.DOOR.configure(CapacitySettings(door_concurrency=2, door_admitting=1))
+    owner = client(doorway, dev_identity, "owner-1")
+    limits = {
+        "maximumConcurrentRuns": 20,
+        "maximumConcurrentRunsPerUser": 3,
+        "startsPerMinute": 120,
+        "startsPerMinutePerUser": 10,
+    }
+    tool = await publish_tool(owner, syncWaitMs=10_000, admissionLimits=limits)
+    caller = client(doorway, dev_identity)
+    before = await _runs(services)
+    async with running_executor(services) as executor:
+        held = []
+        while (slot := executor.reserve("interactive")) is not None:
+            held.append(slot)
+
+        def call(n: int) -> asyncio.Task[Any]:
+            return asyncio.create_task(
+                caller.call_tool("workflow_invoke", invoke_args(tool, {"n": n}))
+            )
+
+        calls = [call(1), call(2)]
+
+        async def both_admitted() -> bool:
+            return await _runs(services) == before + 2
+
+        await wait_until(both_admitted, what="both calls admitted into the queue")
+        assert (door.DOOR.inside, door.DOOR.admitting) == (2, 0)
+        calls.append(call(3))
+        await wait_until(lambda: door.DOOR.waiting == 1, what="the third call waiting")
+        assert await _runs(services) == before + 2
+        for slot in held:
+            slot.release()
+        results: list[Any] = await asyncio.gather(*calls)
+    for result in results:
+        assert ok(result)["status"] == "completed"
+    assert (door.DOOR.inside, door.DOOR.admitting, door.DOOR.waiting) == (0, 0, 0)
+
+
 async def test_without_an_executor_here_a_call_gives_its_place_back_once_admitted(
     doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
 ) -> None:
