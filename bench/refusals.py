@@ -26,6 +26,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvloop
 
 from bench.harness import Service, cpu_seconds, database, new_id, running_service
@@ -54,6 +55,17 @@ def per_call_fit(loops: list[dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
+async def door_refusals(service: Service) -> float:
+    """The server's count of calls its front door refused (its /metrics)."""
+    url = service.mcp_url.rsplit("/mcp", 1)[0] + "/metrics"
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(url)).text
+    for line in text.splitlines():
+        if line.startswith("workflow_door_refusals_total "):
+            return float(line.split()[1])
+    return 0.0
+
+
 async def drive(service: Service, host_id: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every open loop, in order; one record each."""
     names = tool_names()[:1]
@@ -67,6 +79,7 @@ async def drive(service: Service, host_id: str, args: argparse.Namespace) -> lis
     await driver.sequential(target, WARMUP_CALLS, 30.0)
     loops = []
     for rate in [r for _ in range(args.repeat) for r in args.rates]:
+        door_before = await door_refusals(service)
         cpu, began = cpu_seconds(service.server.pid), time.perf_counter()
         samples = await driver.open_loop(target, rate, args.seconds, seed=rate + len(loops))
         elapsed = time.perf_counter() - began
@@ -76,6 +89,7 @@ async def drive(service: Service, host_id: str, args: argparse.Namespace) -> lis
             "ok": summary["ok"],
             "okPerS": summary["okPerS"],
             "refused": sum(summary["refusedByCode"].values()),
+            "refusedAtDoor": round(await door_refusals(service) - door_before),
             "refusalP50Ms": summary["refusal"]["p50"],
             "admittedP50Ms": summary["admitted"]["p50"],
             "serverCpuS": round(cpu_seconds(service.server.pid) - cpu, 3),
@@ -86,7 +100,8 @@ async def drive(service: Service, host_id: str, args: argparse.Namespace) -> lis
         loops.append(loop)
         print(
             f"open {rate}/s: {loop['okPerS']} ok/s ({loop['ok']} ok), {loop['refused']} refused"
-            f" at p50 {loop['refusalP50Ms']} ms, admitted p50 {loop['admittedP50Ms']} ms;"
+            f" ({loop['refusedAtDoor']} at the door) at p50 {loop['refusalP50Ms']} ms,"
+            f" admitted p50 {loop['admittedP50Ms']} ms;"
             f" server {loop['serverCpuS'] / elapsed:.2f} core",
             flush=True,
         )

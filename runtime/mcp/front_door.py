@@ -161,6 +161,7 @@ async def _refuse(send: Send, call: _Call, retry_after_ms: int) -> None:
         result = {"resultType": "complete", **result, "_meta": {SERVER_INFO_KEY: SERVER_INFO}}
     content = msgspec.json.encode(result_response(call.request_id, result))
     metrics.labelled(metrics.TOOL_CALLS, TOOL, "WORKFLOW_CAPACITY_EXHAUSTED").inc()
+    metrics.DOOR_REFUSALS.inc()
     await send(
         {
             "type": "http.response.start",

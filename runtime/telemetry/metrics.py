@@ -101,6 +101,11 @@ DOOR_ADMITTING = Gauge(
     multiprocess_mode="livesum",
     registry=REGISTRY,
 )
+DOOR_REFUSALS = Counter(
+    "workflow_door_refusals",
+    "workflow_invoke calls the front door refused on arrival (also in workflow_tool_calls)",
+    registry=REGISTRY,
+)
 LEASE_RECLAIMS = Counter(
     "workflow_lease_reclaims",
     "Expired task leases the reaper handed back to the queue",

@@ -21,6 +21,7 @@ from runtime.mcp.front_door import FrontDoor
 from runtime.scheduler import capacity, door
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.security.devtools import DevIdentity
+from runtime.telemetry import metrics
 from tests.support.invocation import (
     HOST,
     client,
@@ -78,6 +79,7 @@ async def test_a_refused_call_gets_its_eras_capacity_result_at_once_with_nothing
     crowd = await _crowd()
     try:
         before = await _runs(services)
+        refusals = _door_refusals()
         # The reply is checked against the era's MCP schema by the test client.
         body = refused(
             await caller.call_tool("workflow_invoke", invoke_args(tool)),
@@ -86,8 +88,13 @@ async def test_a_refused_call_gets_its_eras_capacity_result_at_once_with_nothing
         assert body["error"]["retryable"] is True and body["error"]["retryAfterMs"] > 0
         assert "workflowInstanceId" not in body
         assert await _runs(services) == before
+        assert _door_refusals() == refusals + 1
     finally:
         await _clear(crowd)
+
+
+def _door_refusals() -> float:
+    return metrics.REGISTRY.get_sample_value("workflow_door_refusals_total") or 0.0
 
 
 async def test_other_requests_pass_a_full_door_untouched(
