@@ -1,4 +1,5 @@
-"""Start-up of the serving app: the heap it built is frozen once, at serve start-up only."""
+"""Start-up of the serving app: the heap it built is frozen once, at serve start-up only, and
+the collector runs at the serving thresholds while it serves."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from handlers import HANDLERS
 from runtime.collaborators import Services
-from runtime.mcp.app import attach_services, create_app
+from runtime.mcp.app import SERVING_GC_THRESHOLDS, attach_services, create_app
 
 
 async def test_attaching_services_freezes_nothing(services: Services) -> None:
@@ -33,3 +34,24 @@ async def test_the_serving_lifespan_freezes_what_start_up_built(services: Servic
         assert gc.get_freeze_count() > 0
         assert app.state.services is services
     assert closed == [True]
+
+
+async def test_the_serving_lifespan_collects_at_the_serving_thresholds_and_restores_them(
+    services: Services,
+) -> None:
+    async def close() -> None:
+        return None
+
+    async def factory() -> tuple[Services, Callable[[], Awaitable[None]]]:
+        return services, close
+
+    before = gc.get_threshold()
+    assert before != SERVING_GC_THRESHOLDS
+    app = create_app(factory, HANDLERS)
+    try:
+        async with app.lifespan():
+            assert gc.get_threshold() == SERVING_GC_THRESHOLDS
+        assert gc.get_threshold() == before
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
