@@ -80,9 +80,10 @@ async def drive(service: Service, host_id: str, args: argparse.Namespace) -> lis
     loops = []
     for rate in [r for _ in range(args.repeat) for r in args.rates]:
         door_before = await door_refusals(service)
-        cpu, began = cpu_seconds(service.server.pid), time.perf_counter()
-        samples = await driver.open_loop(target, rate, args.seconds, seed=rate + len(loops))
-        elapsed = time.perf_counter() - began
+        with driver.collector_paused():
+            cpu, began = cpu_seconds(service.server.pid), time.perf_counter()
+            samples = await driver.open_loop(target, rate, args.seconds, seed=rate + len(loops))
+            elapsed = time.perf_counter() - began
         summary = driver.summarize(samples, elapsed, args.seconds)
         loop = {
             "offeredPerS": rate,

@@ -123,11 +123,12 @@ class Bench:
             self.skipped.append(f"{layout} {measured.target.name} {phase}")
             print(f"== {layout} {measured.target.name} {phase}: SKIPPED (run budget spent)")
             return {"okPerS": None}
-        before = self.read(measured.pids)
-        began = time.perf_counter()
-        samples = await body()
-        elapsed = time.perf_counter() - began
-        after = self.read(measured.pids)
+        with driver.collector_paused():
+            before = self.read(measured.pids)
+            began = time.perf_counter()
+            samples = await body()
+            elapsed = time.perf_counter() - began
+            after = self.read(measured.pids)
         summary = {"layout": layout, "target": measured.target.name, "phase": phase, **extra}
         summary |= driver.summarize(samples, elapsed, window)
         summary |= self._cpu(before, after, max(1, len(samples)))

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
+
+import pytest
 
 from bench.peers import report
 from bench.peers.driver import (
     Connection,
     Sample,
+    collector_paused,
     latency_summary,
     outcome_of,
     quantile,
@@ -17,6 +21,16 @@ from bench.peers.driver import (
     summarize,
     tool_call_caller,
 )
+
+
+def test_the_drivers_collector_is_paused_for_a_phase_and_back_after_it_even_on_failure() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a phase failed")
+    assert gc.isenabled()
 
 
 def test_prebuilt_body_is_the_tools_call_with_this_calls_score_and_request_id() -> None:
