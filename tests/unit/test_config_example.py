@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from gateway.settings import GatewayConfig
 from runtime.composition.config import load_settings
+from runtime.scheduler.capacity import CapacitySettings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
 
@@ -28,6 +31,15 @@ def test_the_example_shows_the_defaults_where_it_marks_none(tmp_path: Path) -> N
     assert example.server == defaults.server
     assert example.execution.scheduler() == defaults.execution.scheduler()
     assert example.security.clock_skew_seconds == defaults.security.clock_skew_seconds
+    assert example.capacity == defaults.capacity
+
+
+def test_the_example_shows_every_capacity_setting() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    section = text[text.index("\ncapacity:") : text.index("\ntelemetry:")]
+    names = [field.name for field in msgspec.structs.fields(CapacitySettings)]
+    missing = [name for name in names if f"\n  {name}:" not in section]
+    assert missing == []
 
 
 def test_the_environment_variables_the_example_shows_load_over_it() -> None:
