@@ -20,6 +20,7 @@ from runtime.collaborators import Services
 from runtime.mcp.front_door import FrontDoor
 from runtime.scheduler import capacity, door
 from runtime.scheduler.capacity import CapacitySettings
+from runtime.scheduler.executor import Executor, SlotReservation
 from runtime.security.devtools import DevIdentity
 from runtime.telemetry import metrics
 from tests.support.invocation import (
@@ -93,6 +94,14 @@ async def test_a_refused_call_gets_its_eras_capacity_result_at_once_with_nothing
         await _clear(crowd)
 
 
+def _hold_every_slot(executor: Executor) -> list[SlotReservation]:
+    """Reserve every free interactive slot of executor, so admitted runs wait in the queue."""
+    held = []
+    while (slot := executor.reserve("interactive")) is not None:
+        held.append(slot)
+    return held
+
+
 def _door_refusals() -> float:
     return metrics.REGISTRY.get_sample_value("workflow_door_refusals_total") or 0.0
 
@@ -123,9 +132,7 @@ async def test_a_queued_run_keeps_its_calls_place_until_an_executor_starts_it(
     before = await _runs(services)
     async with running_executor(services) as executor:
         # Every interactive slot is taken: the first call's run is admitted into the queue.
-        held = []
-        while (slot := executor.reserve("interactive")) is not None:
-            held.append(slot)
+        held = _hold_every_slot(executor)
         first = asyncio.create_task(
             caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1}))
         )
@@ -167,9 +174,7 @@ async def test_a_queued_run_frees_its_admission_for_the_next_call_but_keeps_its_
     caller = client(doorway, dev_identity)
     before = await _runs(services)
     async with running_executor(services) as executor:
-        held = []
-        while (slot := executor.reserve("interactive")) is not None:
-            held.append(slot)
+        held = _hold_every_slot(executor)
 
         def call(n: int) -> asyncio.Task[Any]:
             return asyncio.create_task(
