@@ -154,9 +154,18 @@ async def executor(db: Any, runtime: WorkflowRuntime) -> AsyncIterator[Executor]
 
 @asynccontextmanager
 async def worker_process(
-    database_url: str, name: str, *, faults: str = "", settings: dict[str, Any] | None = None
+    database_url: str,
+    name: str,
+    *,
+    faults: str = "",
+    settings: dict[str, Any] | None = None,
+    lease_ms: int = 600,
 ) -> AsyncIterator[asyncio.subprocess.Process]:
-    """A real worker process running the workflow handler, yielded once ready."""
+    """A real worker process running the workflow handler, yielded once ready.
+
+    Its leases are short (lease_ms) so that a killed worker's task is reclaimed within a
+    test; a worker whose own tasks must not be reclaimed on a loaded machine takes longer ones.
+    """
     env = dict(os.environ, WORKFLOW_FAULTS=faults)
     # The test configuration: local backends listen on loopback.
     env["WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_NETWORKS"] = json.dumps(LOOPBACK_NETWORKS)
@@ -165,7 +174,7 @@ async def worker_process(
         env[name] = value if isinstance(value, str) else json.dumps(value)
     args = [
         "--database-url", database_url, "--worker-id", name,
-        "--lease-ms", "600", "--renew-interval-ms", "150", "--reap-interval-ms", "150",
+        "--lease-ms", str(lease_ms), "--renew-interval-ms", "150", "--reap-interval-ms", "150",
         "--poll-interval-ms", "200",
     ]  # fmt: skip
     async with worker_command(args, env) as proc:
