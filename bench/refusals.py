@@ -57,9 +57,8 @@ def per_call_fit(loops: list[dict[str, Any]]) -> dict[str, float | None]:
 
 async def door_refusals(service: Service) -> float:
     """The server's count of calls its front door refused (its /metrics)."""
-    url = service.mcp_url.rsplit("/mcp", 1)[0] + "/metrics"
     async with httpx.AsyncClient() as http:
-        text = (await http.get(url)).text
+        text = (await http.get(f"{service.base_url}/metrics")).text
     for line in text.splitlines():
         if line.startswith("workflow_door_refusals_total "):
             return float(line.split()[1])
