@@ -36,7 +36,80 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_admission_batch_max() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$SELECT 8$$;
+
 CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone)
+    LANGUAGE sql
+    AS $$
+    SELECT * FROM workflow_admit_invoke_v2(
+        p_host_id, p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_check_evidence,
+        p_scope_digest, p_key_kind, p_process_id, p_principal_subject, p_input_digest,
+        p_definition_digest, p_result_replay_ms, p_deadline_ts, p_user_id, p_end_user_subject,
+        p_maximum_concurrent_runs, p_maximum_concurrent_runs_per_user, p_starts_per_minute,
+        p_starts_per_minute_per_user, p_execution_class, p_cancellation_policy, p_attempts,
+        p_nested_calls, p_request_bytes, p_intermediate_bytes, p_result_bytes, p_cost_units,
+        p_task_kind, p_payload, p_limits, p_key_id, p_nonce, p_ciphertext, p_token_expires_ts,
+        p_action_limit, p_shed, p_exclusive, false, p_worker_id, p_lease_ms, p_overrun_ms
+    )
+$$;
+
+CREATE FUNCTION public.workflow_admit_invoke_batch(p_calls jsonb) RETURNS TABLE(ordinal integer, outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone, refusal text, refusal_detail text)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    c jsonb;
+    n integer;
+    refused text;
+    counts text;
+BEGIN
+    IF jsonb_array_length(p_calls) > workflow_admission_batch_max() THEN
+        RAISE EXCEPTION 'workflow_admission_batch_too_large';
+    END IF;
+    FOR c, n IN
+        SELECT e.value, e.ordinality::integer
+        FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS e
+        ORDER BY e.value->>'scope_digest', e.ordinality
+    LOOP
+        BEGIN
+            RETURN QUERY SELECT n, a.*, NULL::text, NULL::text
+            FROM workflow_admit_invoke_v2(
+                (c->>'host_id')::uuid, (c->>'tool_id')::uuid, (c->>'binding_id')::uuid,
+                (c->>'wf_def_id')::uuid, (c->>'workflow_version')::text,
+                (c->>'check_evidence')::boolean, (c->>'scope_digest')::text,
+                (c->>'key_kind')::text, (c->>'process_id')::uuid,
+                (c->>'principal_subject')::text, (c->>'input_digest')::text,
+                (c->>'definition_digest')::text, (c->>'result_replay_ms')::bigint,
+                (c->>'deadline_ts')::timestamptz, (c->>'user_id')::text,
+                (c->>'end_user_subject')::text, (c->>'maximum_concurrent_runs')::bigint,
+                (c->>'maximum_concurrent_runs_per_user')::bigint,
+                (c->>'starts_per_minute')::bigint, (c->>'starts_per_minute_per_user')::bigint,
+                (c->>'execution_class')::text, (c->>'cancellation_policy')::text,
+                (c->>'attempts')::integer, (c->>'nested_calls')::integer,
+                (c->>'request_bytes')::bigint, (c->>'intermediate_bytes')::bigint,
+                (c->>'result_bytes')::bigint, (c->>'cost_units')::bigint,
+                (c->>'task_kind')::text, c->'payload', c->'limits', (c->>'key_id')::text,
+                decode(c->>'nonce', 'base64'), decode(c->>'ciphertext', 'base64'),
+                (c->>'token_expires_ts')::timestamptz, (c->>'action_limit')::integer,
+                (c->>'shed')::boolean, false, true, (c->>'worker_id')::text,
+                (c->>'lease_ms')::integer, (c->>'overrun_ms')::integer
+            ) AS a;
+        EXCEPTION WHEN raise_exception THEN
+            GET STACKED DIAGNOSTICS refused = MESSAGE_TEXT, counts = PG_EXCEPTION_DETAIL;
+            IF refused NOT IN ('workflow_capacity_shed', 'workflow_admission_near_limit',
+                               'workflow_admission_limit_reached') THEN
+                RAISE;
+            END IF;
+            RETURN QUERY SELECT n, NULL::text, NULL::uuid, NULL::text, NULL::text,
+                NULL::timestamptz, NULL::jsonb, NULL::jsonb, NULL::timestamptz, NULL::text,
+                NULL::uuid, NULL::bigint, NULL::timestamptz, refused, nullif(counts, '');
+        END;
+    END LOOP;
+END
+$$;
+
+CREATE FUNCTION public.workflow_admit_invoke_v2(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean, p_batched boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -187,17 +260,22 @@ BEGIN
     );
 
     -- The Tool's admission lock, shared while every limit is far away, exclusive near one.
-    -- Admissions in progress at any instant are at most one per database connection, so a call
-    -- whose counts stay more than max_connections under every limit cannot overspend it
+    -- Admissions in progress at any instant are at most workflow_admission_batch_max() per
+    -- database connection (one transaction admits at most that many), so a call whose counts
+    -- stay more than that many times max_connections under every limit cannot overspend it
     -- whatever the others do: those admissions share the lock and never wait on each other.
     -- Near a limit the count must be exact: the exclusive lock waits until every shared
     -- holder has committed (so it sees them all) and keeps the next ones out until it has.
     tool_lock := hashtextextended('workflow-tool-admission:' || p_host_id || ':' || p_tool_id, 0);
-    in_flight_bound := current_setting('max_connections')::bigint;
+    in_flight_bound := current_setting('max_connections')::bigint * workflow_admission_batch_max();
     shared_lock := NOT p_exclusive AND least(
         p_maximum_concurrent_runs, p_maximum_concurrent_runs_per_user, p_starts_per_minute,
         p_starts_per_minute_per_user
     ) > in_flight_bound;
+    IF p_batched AND NOT shared_lock THEN
+        -- Raised before the lock: the batch's subtransaction for this call rolls back whole.
+        RAISE EXCEPTION 'workflow_admission_near_limit';
+    END IF;
     IF shared_lock THEN
         PERFORM pg_advisory_xact_lock_shared(tool_lock);
     ELSE

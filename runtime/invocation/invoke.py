@@ -16,6 +16,7 @@ from runtime.errors import WorkflowError, policy_denied
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, first_task_payload, watch_run
 from runtime.execution.credential import token_expiry
 from runtime.invocation import rules, store
+from runtime.invocation.admission_batch import batcher_of
 from runtime.invocation.launch import refresh_credential, seal_for
 from runtime.invocation.requests import InvokeRequest
 from runtime.invocation.revisions import (
@@ -225,12 +226,13 @@ async def _admit_once(
     )
 
     async def admit() -> store.AdmitOutcome:
-        async with db.connection() as conn:
-            outcome = await store.admit_invoke(conn, params)
-            if outcome.outcome == "near_limit":
-                # Rolled back whole: the same call again, counted under the exclusive lock.
+        # Alone when the Tool is quiet, with the Tool's other waiting calls when it is busy.
+        outcome = await batcher_of(db).admit(params)
+        if outcome.outcome == "near_limit":
+            # Rolled back whole: the same call again, alone, counted under the exclusive lock.
+            async with db.connection() as conn:
                 outcome = await store.admit_invoke(conn, params, exclusive=True)
-            return outcome
+        return outcome
 
     outcome: store.AdmitOutcome | None = None
     try:

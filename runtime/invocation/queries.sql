@@ -19,10 +19,11 @@ LEFT JOIN wf_definition_version_t v
 WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s;
 
 -- admit_invoke --
--- workflow_invoke's whole admission in one statement (workflow_admit_invoke, migration 0031).
+-- workflow_invoke's whole admission in one statement (workflow_admit_invoke_v2, migration
+-- 0084), alone in its transaction.
 SELECT outcome, process_id::text AS process_id, state, effect_state, deadline_ts, result, error,
        token_expires_ts, detail, lease_id::text AS lease_id, fencing_token, lease_expires_ts
-FROM workflow_admit_invoke(
+FROM workflow_admit_invoke_v2(
     %(host_id)s::uuid, %(tool_id)s::uuid, %(binding_id)s::uuid, %(wf_def_id)s::uuid,
     %(workflow_version)s::text, %(check_evidence)s::boolean,
     %(scope_digest)s::text, %(key_kind)s::text, %(process_id)s::uuid,
@@ -37,8 +38,17 @@ FROM workflow_admit_invoke(
     %(task_kind)s::text, %(payload)s::jsonb, %(limits)s::jsonb,
     %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea,
     %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(shed)s::boolean,
-    %(exclusive)s::boolean, %(worker_id)s::text, %(lease_ms)s::integer, %(overrun_ms)s::integer
+    %(exclusive)s::boolean, false, %(worker_id)s::text, %(lease_ms)s::integer,
+    %(overrun_ms)s::integer
 );
+
+-- admit_invoke_batch --
+-- Several admissions of one Tool in one statement and transaction (migration 0084); calls: a
+-- JSON array of admit_invoke's parameters but exclusive.
+SELECT ordinal, outcome, process_id::text AS process_id, state, effect_state, deadline_ts,
+       result, error, token_expires_ts, detail, lease_id::text AS lease_id, fencing_token,
+       lease_expires_ts, refusal, refusal_detail
+FROM workflow_admit_invoke_batch(%(calls)s::jsonb);
 
 -- select_last_closed_status --
 -- The status of the Tool's most recently closed revision (revoked, retired, ...), if any.

@@ -7,6 +7,7 @@ Rows come back as frozen structs; a revision's JSON columns decode into their co
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,14 @@ from runtime.scheduler.models import (
     RunState,
 )
 from runtime.security import SealedSecret
-from runtime.store import Connection, fetch_one, fetch_one_built, json_param, load_queries
+from runtime.store import (
+    Connection,
+    fetch_built,
+    fetch_one,
+    fetch_one_built,
+    json_param,
+    load_queries,
+)
 
 QUERIES = load_queries(Path(__file__).resolve().with_name("queries.sql"))
 
@@ -199,6 +207,26 @@ class AdmitRow(msgspec.Struct, frozen=True, kw_only=True):
     lease_expires_ts: datetime | None
 
 
+class AdmitBatchRow(msgspec.Struct, frozen=True, kw_only=True):
+    """admit_invoke_batch's row of one call: its admission's row, or the refusal it raised."""
+
+    ordinal: int
+    outcome: str | None
+    process_id: str | None
+    state: RunState | None
+    effect_state: EffectState | None
+    deadline_ts: datetime | None
+    result: Any
+    error: dict[str, Any] | None
+    token_expires_ts: datetime | None
+    detail: str | None
+    lease_id: str | None
+    fencing_token: int | None
+    lease_expires_ts: datetime | None
+    refusal: str | None
+    refusal_detail: str | None
+
+
 class IdempotencyClaim(msgspec.Struct, frozen=True, kw_only=True):
     """claim_idempotency's parameters: the scope to reserve and what it is judged by."""
 
@@ -307,14 +335,58 @@ async def admit_invoke(
     try:
         row = await fetch_one_built(conn, QUERIES["admit_invoke"], values, AdmitRow)
     except psycopg.errors.RaiseException as exc:
-        if exc.diag.message_primary == _SHED:
-            return AdmitOutcome("shed", None, None, None, None)
-        if exc.diag.message_primary == _NEAR_LIMIT:
-            return AdmitOutcome("near_limit", None, None, None, None)
-        if exc.diag.message_primary != _LIMIT_REACHED or exc.diag.message_detail is None:
+        refused = _refused(exc.diag.message_primary, exc.diag.message_detail)
+        if refused is None:
             raise
-        raise AdmissionLimitReached(_counts(json.loads(exc.diag.message_detail))) from None
+        if isinstance(refused, AdmissionLimitReached):
+            raise refused from None
+        return refused
     assert row is not None  # the function returns exactly one row
+    return _outcome(row)
+
+
+async def admit_invoke_batch(
+    conn: Connection, calls: Sequence[AdmitParams]
+) -> list[AdmitOutcome | AdmissionLimitReached]:
+    """Admit calls of one Tool in one autocommit statement (one transaction), each on its own.
+
+    Each call's answer, in order, is what admit_invoke would return or raise for it alone;
+    near_limit means only that call must be repeated alone with exclusive.
+    """
+    batch = msgspec.json.encode([_batch_values(call) for call in calls]).decode()
+    rows = await fetch_built(conn, QUERIES["admit_invoke_batch"], {"calls": batch}, AdmitBatchRow)
+    answers: list[AdmitOutcome | AdmissionLimitReached | None] = [None] * len(calls)
+    for row in rows:
+        if row.refusal is None:
+            answers[row.ordinal - 1] = _outcome(row)
+        else:
+            answers[row.ordinal - 1] = _refused(row.refusal, row.refusal_detail)
+    assert all(answer is not None for answer in answers)  # one row per call, each known
+    return [answer for answer in answers if answer is not None]
+
+
+def _batch_values(params: AdmitParams) -> dict[str, Any]:
+    # workflow_admit_invoke_batch reads each call's parameters by name (bytea as base64).
+    values: dict[str, Any] = msgspec.to_builtins(params)
+    secret: dict[str, Any] = values.pop("secret")
+    return values | secret
+
+
+def _refused(
+    message: str | None, detail: str | None
+) -> AdmitOutcome | AdmissionLimitReached | None:
+    """The answer of an admission the function refused by raising message; None: not a refusal."""
+    if message == _SHED:
+        return AdmitOutcome("shed", None, None, None, None)
+    if message == _NEAR_LIMIT:
+        return AdmitOutcome("near_limit", None, None, None, None)
+    if message != _LIMIT_REACHED or detail is None:
+        return None
+    return AdmissionLimitReached(_counts(json.loads(detail)))
+
+
+def _outcome(row: AdmitRow | AdmitBatchRow) -> AdmitOutcome:
+    assert row.outcome is not None  # a row that is no refusal has its outcome
     run = None if row.state is None else _admitted_run(row, row.state)
     lease = None
     if row.lease_id is not None:
@@ -323,7 +395,7 @@ async def admit_invoke(
     return AdmitOutcome(row.outcome, row.process_id, run, row.token_expires_ts, row.detail, lease)
 
 
-def _admitted_run(row: AdmitRow, state: RunState) -> AdmittedRun:
+def _admitted_run(row: AdmitRow | AdmitBatchRow, state: RunState) -> AdmittedRun:
     # A row that names a run has all of its columns.
     assert row.effect_state is not None and row.deadline_ts is not None
     return AdmittedRun(

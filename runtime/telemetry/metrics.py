@@ -106,6 +106,12 @@ DOOR_REFUSALS = Counter(
     "workflow_invoke calls the front door refused on arrival (also in workflow_tool_calls)",
     registry=REGISTRY,
 )
+ADMISSION_STATEMENTS = Counter(
+    "workflow_admission_statements",
+    "workflow_invoke admission statements sent, by how many calls each admitted (1, or the batch)",
+    ["calls"],
+    registry=REGISTRY,
+)
 LEASE_RECLAIMS = Counter(
     "workflow_lease_reclaims",
     "Expired task leases the reaper handed back to the queue",
@@ -233,6 +239,11 @@ def record_door(inside: int, waiting: int, admitting: int) -> None:
     DOOR_INSIDE.set(inside)
     DOOR_WAITING.set(waiting)
     DOOR_ADMITTING.set(admitting)
+
+
+def record_admission_statement(calls: int) -> None:
+    """One admission statement sent for calls calls (1: a call alone; more: a batch)."""
+    ADMISSION_STATEMENTS.labels(str(calls)).inc()
 
 
 def record_reclaims(count: int) -> None:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from runtime.invocation import store
+from runtime.invocation.admission_batch import BATCH_MAX
 from runtime.store.queries import query_usage_problems
 
 INVOCATION = Path(store.__file__).parent
@@ -16,19 +17,21 @@ def test_every_query_block_is_used_and_every_used_name_exists() -> None:
     assert query_usage_problems(INVOCATION / "queries.sql", sources) == []
 
 
-# The admission function as it stands: 0025 wrote it, 0026 replaced it.
+# The admission function as it stands: 0025 wrote it, 0026-0031 replaced it, 0084 made it v2.
 MIGRATIONS = INVOCATION.parent.parent / "migrations"
-ADMIT_FUNCTION = MIGRATIONS / "0026_invocation_admit_sharded_claimed.sql"
+ADMIT_FUNCTION = MIGRATIONS / "0084_invocation_admit_batches.sql"
 
 
 def _admit_function_body() -> str:
     text = ADMIT_FUNCTION.read_text(encoding="utf-8")
-    text = text[text.index("CREATE FUNCTION workflow_admit_invoke(") :]
-    return text[text.index("LANGUAGE plpgsql") :]
+    text = text[text.index("CREATE FUNCTION workflow_admit_invoke_v2(") :]
+    text = text[text.index("LANGUAGE plpgsql") :]
+    return text[: text.index("$$;")]
 
 
 def test_admission_is_one_statement_of_the_admit_function() -> None:
-    assert "workflow_admit_invoke(" in store.QUERIES["admit_invoke"]
+    assert "workflow_admit_invoke_v2(" in store.QUERIES["admit_invoke"]
+    assert "workflow_admit_invoke_batch(" in store.QUERIES["admit_invoke_batch"]
     # The cached revision is read without a lock; the function takes the locks.
     assert "FOR SHARE" not in store.QUERIES["select_active_revision"]
 
@@ -45,6 +48,21 @@ def test_admission_locks_the_version_then_the_head_and_the_tool_lock_last() -> N
     for write in ("workflow_enqueue_run(", "workflow_record_run_spec(", "INSERT INTO"):
         assert body.index(write) < tool_lock
     assert body.index("workflow_claim_idempotency_v2(") < tool_lock
+
+
+def test_the_service_batches_no_more_calls_than_the_statement_admits() -> None:
+    text = ADMIT_FUNCTION.read_text(encoding="utf-8")
+    declared = re.search(
+        r"workflow_admission_batch_max\(\) RETURNS integer\n.*'SELECT (\d+)'", text
+    )
+    assert declared is not None and int(declared.group(1)) == BATCH_MAX
+
+
+def test_a_batched_admission_never_takes_the_tools_lock_exclusively() -> None:
+    body = _admit_function_body()
+    batched = body.index("IF p_batched AND NOT shared_lock THEN")
+    assert "RAISE EXCEPTION 'workflow_admission_near_limit'" in body[batched : batched + 200]
+    assert batched < body.index("pg_advisory_xact_lock")
 
 
 # The scheduler's own tables (migrations 0010-0012): invocation reads run state only through

@@ -5,6 +5,9 @@ superuser session, so admissions pile up holding the version and head share lock
 republish or retire started then must wait for them, and every admission must answer with a
 typed result once the lock is let go. Other callers keep calling throughout, each recording
 when it started, so a call started after a receipt must see the new head.
+
+Every call here has an admission statement of its own (the subject is the database's locks);
+test_mcp_invoke_admission_batches.py races batches of one Tool's calls.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from runtime.invocation import store
+from runtime.scheduler import capacity
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, binding, new_id, publish_args
 from tests.support.invocation import Tool, client, invoke_args, ok, publish_tool, refused
@@ -41,6 +45,12 @@ LOOPERS = 4
 ADMITTED = "WORKFLOW_TIMEOUT"
 
 Admin = psycopg.AsyncConnection[dict[str, Any]]
+
+
+@pytest.fixture(autouse=True)
+def statement_per_call() -> None:
+    """As many admission statements in flight per Tool as any test here makes calls."""
+    capacity.reset(capacity.CapacitySettings(admission_statements_per_tool=64))
 
 
 @pytest.fixture

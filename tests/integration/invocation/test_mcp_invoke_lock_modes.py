@@ -1,9 +1,10 @@
 """The Tool's admission lock: shared far from every limit, exclusive near one, never overspent.
 
-At most one admission per server connection is in progress at any instant, so an admission
-whose counts stay more than max_connections under every limit cannot overspend one and takes
-the Tool's lock in shared mode (a popular Tool's admissions never wait on each other); near a
-limit the lock is exclusive and the count exact (migration 0025).
+At most workflow_admission_batch_max() admissions per server connection are in progress at any
+instant (one transaction admits a batch at most that large), so an admission whose counts stay
+more than that many times max_connections under every limit cannot overspend one and takes the
+Tool's lock in shared mode (a popular Tool's admissions never wait on each other); near a limit
+the lock is exclusive and the count exact (migrations 0025, 0084).
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ def _key(tool: Tool) -> str:
     return f"workflow-tool-admission:{HOST}:{tool.tool_id}"
 
 
-async def _max_connections(admin: Admin) -> int:
-    row = await (
-        await admin.execute("SELECT current_setting('max_connections')::int AS n")
-    ).fetchone()
+async def _in_flight_bound(admin: Admin) -> int:
+    """The admissions other transactions may have in progress at most (migration 0084)."""
+    query = "SELECT current_setting('max_connections')::int * workflow_admission_batch_max() AS n"
+    row = await (await admin.execute(query)).fetchone()
     assert row is not None
     return int(row["n"])
 
@@ -63,7 +64,7 @@ async def _call(caller: McpTestClient, tool: Tool, n: int) -> dict[str, Any]:
 async def test_an_admission_far_from_every_limit_takes_the_tool_lock_shared(
     owner: McpTestClient, wide: httpx.AsyncClient, dev_identity: DevIdentity, admin: Admin
 ) -> None:
-    far = await _max_connections(admin) * 10
+    far = await _in_flight_bound(admin) * 2
     tool = await publish_tool(owner, syncWaitMs=50, admissionLimits=_limits(far))
     caller = client(wide, dev_identity, "far-caller")
     await admin.execute("SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))", (_key(tool),))
@@ -132,8 +133,10 @@ async def test_racing_admissions_near_a_limit_above_max_connections_never_oversp
     services: Services,
 ) -> None:
     # A limit large enough for the shared lock while the Tool is idle, reached for real here:
-    # the admissions start shared, find themselves near it, and finish exclusive and exact.
-    cap = await _max_connections(admin) + 2 * REMAINING
+    # the admissions start shared, find themselves near it, and finish exclusive and exact
+    # (the ones that waited while the first statement was in flight went as a batch, which
+    # answers near_limit for each: each is repeated alone).
+    cap = await _in_flight_bound(admin) + 2 * REMAINING
     tool = await publish_tool(owner, syncWaitMs=50, admissionLimits=_limits(cap))
     await _fill_live_runs(admin, tool, cap - REMAINING)
     callers = [client(wide, dev_identity, f"racer-{n}") for n in range(REMAINING + 1)]
