@@ -15,8 +15,7 @@ from runtime import telemetry
 from runtime.errors import WorkflowError, policy_denied
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, first_task_payload, watch_run
 from runtime.execution.credential import token_expiry
-from runtime.invocation import rules, store
-from runtime.invocation.admission_batch import batcher_of
+from runtime.invocation import admission_batch, rules, store
 from runtime.invocation.launch import refresh_credential, seal_for
 from runtime.invocation.requests import InvokeRequest
 from runtime.invocation.revisions import (
@@ -227,7 +226,7 @@ async def _admit_once(
 
     async def admit() -> store.AdmitOutcome:
         # Alone when the Tool is quiet, with the Tool's other waiting calls when it is busy.
-        outcome = await batcher_of(db).admit(params)
+        outcome = await admission_batch.admit(db, params)
         if outcome.outcome == "near_limit":
             # Rolled back whole: the same call again, alone, counted under the exclusive lock.
             async with db.connection() as conn:

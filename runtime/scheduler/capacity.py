@@ -115,7 +115,7 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # arrive meanwhile wait and then go together, up to 8 in one statement and commit
     # (runtime.invocation.admission_batch). One Tool, closed c=10 then open at 2x, six rounds
     # each, alternating (docs/PERFORMANCE.md): 1 served a median 497 and 430 ok/s with
-    # refusals at p99 6-8 ms; 2 served 490 and 418 (p99 10-44 ms); 64 (no batch) 468 and 406.
+    # refusals at p99 6-8 ms; 2 served 491 and 418 (p99 10-44 ms); 64 (no batch) 468 and 406.
     admission_statements_per_tool: int = 1
 
     def __post_init__(self) -> None:

@@ -70,7 +70,7 @@ class Busy:
     database: Database
 
     def waiting(self, tool: Tool) -> int:
-        return batcher_of(self.database).waiting(HOST, tool.tool_id)
+        return batcher_of(self.database).waiting((HOST, tool.tool_id))
 
 
 @pytest.fixture
