@@ -645,6 +645,41 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_complete_task_batch(p_calls jsonb) RETURNS TABLE(ordinal integer, outcome text, backlog boolean, effect_state text, host_id uuid, task_id uuid, process_id uuid, step_no integer, kind text, payload jsonb, execution_class text, idempotent boolean, attempts integer, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone, deadline_ts timestamp with time zone, cancellation_policy text)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    c jsonb;
+    n integer;
+BEGIN
+    IF jsonb_array_length(p_calls) > workflow_completion_batch_max() THEN
+        RAISE EXCEPTION 'workflow_completion_batch_too_large';
+    END IF;
+    FOR c, n IN
+        SELECT e.value, e.ordinality::integer
+        FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS e
+        ORDER BY e.value->>'process_id', e.ordinality
+    LOOP
+        RETURN QUERY SELECT n, d.*
+        FROM workflow_complete_task(
+            (c->>'host_id')::uuid, (c->>'task_id')::uuid, (c->>'lease_id')::uuid,
+            (c->>'fencing_token')::bigint, nullif(c->'result', 'null'),
+            (c->>'consume')::boolean, (c->>'attempts')::integer, (c->>'nested_calls')::integer,
+            (c->>'request_bytes')::bigint, (c->>'intermediate_bytes')::bigint,
+            (c->>'result_bytes')::bigint, (c->>'cost_units')::bigint, (c->>'finish')::boolean,
+            nullif(c->'run_result', 'null'), (c->>'next')::boolean, (c->>'step_no')::integer,
+            (c->>'kind')::text, nullif(c->'payload', 'null'), (c->>'priority')::smallint,
+            (c->>'available_at')::timestamptz, (c->>'idempotent')::boolean,
+            (c->>'worker_id')::text, (c->>'lease_ms')::integer, (c->>'overrun_ms')::integer
+        ) AS d;
+    END LOOP;
+END
+$$;
+
+CREATE FUNCTION public.workflow_completion_batch_max() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$SELECT 16$$;
+
 CREATE FUNCTION public.workflow_counter_shard() RETURNS smallint
     LANGUAGE plpgsql
     AS $$

@@ -117,6 +117,10 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # each, alternating (docs/PERFORMANCE.md): 1 served a median 497 and 430 ok/s with
     # refusals at p99 6-8 ms; 2 served 491 and 418 (p99 10-44 ms); 64 (no batch) 468 and 406.
     admission_statements_per_tool: int = 1
+    # Task completions this process has in flight at once in one-statement completions; the
+    # ones that end meanwhile wait and go together, up to 16 in one statement and commit
+    # (runtime.scheduler.service).
+    completion_statements: int = 1
 
     def __post_init__(self) -> None:
         if self.safety_factor <= 0 or not 0 < self.ewma_alpha <= 1:
@@ -129,8 +133,10 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
             raise ValueError("capacity: sojourn_interval_ms and drain_window_ms must be > 0")
         if self.door_concurrency < 0 or self.door_admitting < 0:
             raise ValueError("capacity: door_concurrency and door_admitting must not be negative")
-        if self.admission_statements_per_tool < 1:
-            raise ValueError("capacity: admission_statements_per_tool must be at least 1")
+        if self.admission_statements_per_tool < 1 or self.completion_statements < 1:
+            raise ValueError(
+                "capacity: admission_statements_per_tool and completion_statements must be >= 1"
+            )
         if self.door_queue_target_ms is not None and self.door_queue_target_ms <= 0:
             raise ValueError("capacity: door_queue_target_ms must be positive (or null)")
 
@@ -642,6 +648,11 @@ def record_job(execution_class: str, seconds: float) -> None:
 def admission_statements_per_tool() -> int:
     """Admission statements one Tool may have in flight at once in this process."""
     return ESTIMATOR.settings.admission_statements_per_tool
+
+
+def completion_statements() -> int:
+    """One-statement task completions this process may have in flight at once."""
+    return ESTIMATOR.settings.completion_statements
 
 
 def reset(settings: CapacitySettings | None = None) -> CapacityEstimator:

@@ -245,6 +245,14 @@ SELECT * FROM workflow_complete_task(
     %(lease_ms)s::integer, %(overrun_ms)s::integer
 );
 
+-- complete_task_batch --
+-- Several completions in one statement and transaction (workflow_complete_task_batch, 0085);
+-- calls: a JSON array of complete_task_at_once's parameters and each task's process_id.
+SELECT ordinal, outcome, backlog, effect_state, host_id, task_id, process_id, step_no, kind,
+       payload, execution_class, idempotent, attempts, lease_id, fencing_token,
+       lease_expires_ts, deadline_ts, cancellation_policy
+FROM workflow_complete_task_batch(%(calls)s::jsonb);
+
 -- fail_task --
 -- Mark a task failed (or cancelled) under its lease.
 UPDATE workflow_task

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+import weakref
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, input_invalid
-from runtime.scheduler import faults, wakeup
+from runtime.scheduler import capacity, faults, wakeup
 from runtime.scheduler.errors import (
     cancelled_error,
     ending_state,
@@ -36,6 +38,8 @@ from runtime.scheduler.models import (
 from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Connection, Database, retry_on_connection_error
+from runtime.store.batches import BatchStatements, StatementBatcher
+from runtime.telemetry import metrics
 
 CANCEL_LOCKED_POINT = "cancel_locked"
 DEFAULT_BUDGET = BudgetAmounts(
@@ -154,10 +158,11 @@ async def _complete_at_once(
     notify_end = outcome.finish and not HUB.waits_here(lease.process_id)
 
     async def attempt() -> runs.CompletedAtOnce:
+        if not notify_end:
+            # With the process's other completions waiting meanwhile, in one statement.
+            return await _completions_of(db).run(None, runs.Completing(lease, outcome, successor))
         async with db.connection() as conn:
-            return await runs.complete_at_once(
-                conn, lease, outcome, successor, announce_end=notify_end
-            )
+            return await runs.complete_at_once(conn, lease, outcome, successor, announce_end=True)
 
     with HUB.settling(lease.process_id) as settlement:
         # Safe to repeat: a first try that committed before its answer was lost left the task
@@ -181,6 +186,39 @@ async def _complete_at_once(
     elif done.ready is not None:
         wakeup.announce_task(db, *done.ready)
     return Completion(done.backlog, done.claimed)
+
+
+# workflow_completion_batch_max() of migration 0085: the statement refuses a larger batch.
+COMPLETION_BATCH_MAX = 16
+CompletionBatcher = StatementBatcher[None, runs.Completing, runs.CompletedAtOnce]
+_COMPLETIONS: weakref.WeakKeyDictionary[Database, CompletionBatcher] = weakref.WeakKeyDictionary()
+
+
+def _completions_of(db: Database) -> CompletionBatcher:
+    """The process's completions of one database: alone while quiet, batched while busy."""
+    batcher = _COMPLETIONS.get(db)
+    if batcher is None:
+
+        async def alone(done: runs.Completing) -> runs.CompletedAtOnce:
+            async with db.connection() as conn:
+                return await runs.complete_at_once(conn, done.lease, done.outcome, done.successor)
+
+        async def together(
+            batch: Sequence[runs.Completing],
+        ) -> Sequence[runs.CompletedAtOnce | BaseException]:
+            async with db.connection() as conn:
+                return await runs.complete_at_once_batch(conn, batch)
+
+        batcher = _COMPLETIONS[db] = StatementBatcher(
+            BatchStatements(
+                alone=alone,
+                together=together,
+                batch_max=COMPLETION_BATCH_MAX,
+                in_flight=capacity.completion_statements,
+                sent=metrics.record_completion_statement,
+            )
+        )
+    return batcher
 
 
 async def _complete_in_transaction(

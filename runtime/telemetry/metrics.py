@@ -112,6 +112,12 @@ ADMISSION_STATEMENTS = Counter(
     ["calls"],
     registry=REGISTRY,
 )
+COMPLETION_STATEMENTS = Counter(
+    "workflow_completion_statements",
+    "One-statement task completions sent, by how many completions each carried (1, or the batch)",
+    ["calls"],
+    registry=REGISTRY,
+)
 LEASE_RECLAIMS = Counter(
     "workflow_lease_reclaims",
     "Expired task leases the reaper handed back to the queue",
@@ -244,6 +250,11 @@ def record_door(inside: int, waiting: int, admitting: int) -> None:
 def record_admission_statement(calls: int) -> None:
     """One admission statement sent for calls calls (1: a call alone; more: a batch)."""
     ADMISSION_STATEMENTS.labels(str(calls)).inc()
+
+
+def record_completion_statement(calls: int) -> None:
+    """One completion statement sent for calls completions (1: alone; more: a batch)."""
+    COMPLETION_STATEMENTS.labels(str(calls)).inc()
 
 
 def record_reclaims(count: int) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from runtime.scheduler import faults
+from runtime.scheduler import faults, service
 from runtime.scheduler.models import BudgetAmounts, SchedulerSettings
 from runtime.scheduler.store.sql import QUERIES, QUERIES_PATH
 from runtime.store.queries import query_usage_problems
@@ -75,3 +76,11 @@ async def test_a_fault_point_runs_its_hook_and_configured_raise() -> None:
         faults.set_hook("unit_point", None)
         faults.configure("")
     assert reached == ["hook"]
+
+
+def test_the_service_batches_no_more_completions_than_the_statement_takes() -> None:
+    text = (MIGRATIONS / "0085_scheduler_complete_batches.sql").read_text(encoding="utf-8")
+    declared = re.search(
+        r"workflow_completion_batch_max\(\) RETURNS integer\n.*'SELECT (\d+)'", text
+    )
+    assert declared is not None and int(declared.group(1)) == service.COMPLETION_BATCH_MAX

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +28,13 @@ from runtime.scheduler.models import (
 )
 from runtime.scheduler.store.queue import ClaimRow, claimed_from_row
 from runtime.scheduler.store.sql import QUERIES, jsonb
-from runtime.store import Connection, fetch_one, fetch_one_built, fetch_one_built_then
+from runtime.store import (
+    Connection,
+    fetch_built,
+    fetch_one,
+    fetch_one_built,
+    fetch_one_built_then,
+)
 
 
 class ProcessRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,6 +148,12 @@ class CompletionRow(msgspec.Struct, frozen=True, kw_only=True):
     cancellation_policy: CancellationPolicy | None
 
 
+class CompletionBatchRow(CompletionRow, frozen=True, kw_only=True):
+    """workflow_complete_task_batch's row: a completion's position in the batch, then its row."""
+
+    ordinal: int
+
+
 class CancelSignal(msgspec.Struct, frozen=True):
     """Whether a run asks to be cancelled, dispatched an effect, and is past its deadline."""
 
@@ -245,28 +260,8 @@ async def complete_at_once(
     Raises LeaseLost (nothing written: a repeat of a completion that committed lands here too)
     or WORKFLOW_BUDGET_EXHAUSTED (nothing written).
     """
-    task = outcome.next_tasks[0] if outcome.next_tasks else None
-    amounts = outcome.consume or _NOTHING
-    params = (
-        lease.fence()
-        | amounts.as_params()
-        | {
-            "result": jsonb(outcome.output),
-            "consume": outcome.consume is not None,
-            "finish": outcome.finish,
-            "run_result": jsonb(outcome.run_result),
-            "next": task is not None,
-            "step_no": None if task is None else _step_no(lease, task),
-            "kind": None if task is None else task.kind,
-            "payload": None if task is None else jsonb(task.payload),
-            "priority": None if task is None else task.priority,
-            "available_at": None if task is None else task.available_at,
-            "idempotent": None if task is None else task.idempotent,
-            "worker_id": None if successor is None else successor.worker_id,
-            "lease_ms": None if successor is None else successor.lease_ms,
-            "overrun_ms": None if successor is None else successor.overrun_ms,
-        }
-    )
+    values = _completion_values(lease, outcome, successor)
+    params = values | {name: jsonb(values[name]) for name in ("result", "run_result", "payload")}
     if announce_end and outcome.finish:
         run_key = {"host_id": lease.host_id, "process_id": lease.process_id}
         notify = (QUERIES["notify_run_end_if_over"], run_key)
@@ -276,11 +271,91 @@ async def complete_at_once(
     else:
         row = await fetch_one_built(conn, QUERIES["complete_task_at_once"], params, CompletionRow)
     assert row is not None  # the function returns exactly one row
+    completed = _completed(row, lease, outcome)
+    if isinstance(completed, BaseException):
+        raise completed
+    return completed
+
+
+@dataclass(frozen=True)
+class Completing:
+    """One completion of a batch: what complete_at_once takes (never announcing the end)."""
+
+    lease: LeaseState
+    outcome: TaskOutcome
+    successor: Successor | None
+
+
+async def complete_at_once_batch(
+    conn: Connection, completions: Sequence[Completing]
+) -> list[CompletedAtOnce | BaseException]:
+    """Several completions in one autocommit statement (one transaction), each on its own.
+
+    Each completion's answer, in order, is what complete_at_once returns or raises for it.
+    """
+    batch = json.dumps(
+        [
+            _completion_values(done.lease, done.outcome, done.successor)
+            | {"process_id": done.lease.process_id}
+            for done in completions
+        ],
+        default=_iso_instant,
+    )
+    rows = await fetch_built(
+        conn, QUERIES["complete_task_batch"], {"calls": batch}, CompletionBatchRow
+    )
+    answers: list[CompletedAtOnce | BaseException | None] = [None] * len(completions)
+    for row in rows:
+        done = completions[row.ordinal - 1]
+        answers[row.ordinal - 1] = _completed(row, done.lease, done.outcome)
+    assert all(answer is not None for answer in answers)  # one row per completion
+    return [answer for answer in answers if answer is not None]
+
+
+def _iso_instant(value: Any) -> str:
+    # The one non-JSON value a completion's own parameters hold: a next task's available_at.
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _completion_values(
+    lease: LeaseState, outcome: TaskOutcome, successor: Successor | None
+) -> dict[str, Any]:
+    """workflow_complete_task's parameters by name, the JSON ones as plain values."""
+    task = outcome.next_tasks[0] if outcome.next_tasks else None
+    amounts = outcome.consume or _NOTHING
+    return (
+        lease.fence()
+        | amounts.as_params()
+        | {
+            "result": outcome.output,
+            "consume": outcome.consume is not None,
+            "finish": outcome.finish,
+            "run_result": outcome.run_result,
+            "next": task is not None,
+            "step_no": None if task is None else _step_no(lease, task),
+            "kind": None if task is None else task.kind,
+            "payload": None if task is None else task.payload,
+            "priority": None if task is None else task.priority,
+            "available_at": None if task is None else task.available_at,
+            "idempotent": None if task is None else task.idempotent,
+            "worker_id": None if successor is None else successor.worker_id,
+            "lease_ms": None if successor is None else successor.lease_ms,
+            "overrun_ms": None if successor is None else successor.overrun_ms,
+        }
+    )
+
+
+def _completed(
+    row: CompletionRow | CompletionBatchRow, lease: LeaseState, outcome: TaskOutcome
+) -> CompletedAtOnce | BaseException:
+    """What one row of workflow_complete_task says, or the error its completion raises."""
     done = row.outcome
     if done == "lost":
-        raise LeaseLost(lease.task_id, "consume" if outcome.consume is not None else "complete")
+        return LeaseLost(lease.task_id, "consume" if outcome.consume is not None else "complete")
     if done == "exhausted":
-        raise budget_exhausted()
+        return budget_exhausted()
     claimed = None
     if done == "claimed":
         # Every claim column is set on this outcome; the conversion checks that it is.
