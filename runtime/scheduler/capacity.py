@@ -117,10 +117,13 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # each, alternating (docs/PERFORMANCE.md): 1 served a median 497 and 430 ok/s with
     # refusals at p99 6-8 ms; 2 served 491 and 418 (p99 10-44 ms); 64 (no batch) 468 and 406.
     admission_statements_per_tool: int = 1
-    # Task completions this process has in flight at once in one-statement completions; the
-    # ones that end meanwhile wait and go together, up to 16 in one statement and commit
-    # (runtime.scheduler.service).
-    completion_statements: int = 1
+    # One-statement task completions this process has in flight at once; the ones that end
+    # meanwhile wait and go together, up to 16 in one statement and commit
+    # (runtime.scheduler.service). One Tool at 2x its capacity, six rounds each, alternating
+    # (docs/PERFORMANCE.md): 4 served a median 472 ok/s (0.91-0.97 of the peak in every
+    # round); no batch (64) 450; 2 only 426 and 1 swung from 357 to 535 (one statement at a
+    # time left the machine a quarter idle: completions queued behind each commit's flush).
+    completion_statements: int = 4
 
     def __post_init__(self) -> None:
         if self.safety_factor <= 0 or not 0 < self.ewma_alpha <= 1:
