@@ -207,22 +207,12 @@ class AdmitRow(msgspec.Struct, frozen=True, kw_only=True):
     lease_expires_ts: datetime | None
 
 
-class AdmitBatchRow(msgspec.Struct, frozen=True, kw_only=True):
+class AdmitBatchRow(AdmitRow, frozen=True, kw_only=True):
     """admit_invoke_batch's row of one call: its admission's row, or the refusal it raised."""
 
+    # NULL on a refusal's row (its refusal set instead).
+    outcome: str | None  # type: ignore[assignment]
     ordinal: int
-    outcome: str | None
-    process_id: str | None
-    state: RunState | None
-    effect_state: EffectState | None
-    deadline_ts: datetime | None
-    result: Any
-    error: dict[str, Any] | None
-    token_expires_ts: datetime | None
-    detail: str | None
-    lease_id: str | None
-    fencing_token: int | None
-    lease_expires_ts: datetime | None
     refusal: str | None
     refusal_detail: str | None
 
@@ -385,7 +375,7 @@ def _refused(
     return AdmissionLimitReached(_counts(json.loads(detail)))
 
 
-def _outcome(row: AdmitRow | AdmitBatchRow) -> AdmitOutcome:
+def _outcome(row: AdmitRow) -> AdmitOutcome:
     assert row.outcome is not None  # a row that is no refusal has its outcome
     run = None if row.state is None else _admitted_run(row, row.state)
     lease = None
@@ -395,7 +385,7 @@ def _outcome(row: AdmitRow | AdmitBatchRow) -> AdmitOutcome:
     return AdmitOutcome(row.outcome, row.process_id, run, row.token_expires_ts, row.detail, lease)
 
 
-def _admitted_run(row: AdmitRow | AdmitBatchRow, state: RunState) -> AdmittedRun:
+def _admitted_run(row: AdmitRow, state: RunState) -> AdmittedRun:
     # A row that names a run has all of its columns.
     assert row.effect_state is not None and row.deadline_ts is not None
     return AdmittedRun(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
@@ -31,16 +32,27 @@ def fresh_capacity_estimator() -> Iterator[None]:
     door.reset()
 
 
-@pytest.fixture
-async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    """An app on a pool of many connections, so admissions really run in parallel."""
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=12, max_size=16)
+@asynccontextmanager
+async def app_on_pool(
+    services: Services, database_url: str, min_size: int, max_size: int
+) -> AsyncIterator[tuple[httpx.AsyncClient, Database]]:
+    """An app (and its client) on a pool of its own, with that pool."""
+    database = Database(
+        database_url, runtime_role=RUNTIME_ROLE, min_size=min_size, max_size=max_size
+    )
     await database.open()
     app = create_app()
     attach_services(app, dataclasses.replace(services, database=database), HANDLERS)
     try:
         async with asgi_client(app) as http:
-            yield http
+            yield http, database
     finally:
         await close_waiter(database)
         await database.close()
+
+
+@pytest.fixture
+async def wide(services: Services, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An app on a pool of many connections, so admissions really run in parallel."""
+    async with app_on_pool(services, database_url, 12, 16) as (http, _):
+        yield http

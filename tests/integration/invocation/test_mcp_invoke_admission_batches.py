@@ -18,17 +18,14 @@ import httpx
 import psycopg
 import pytest
 
-from handlers import HANDLERS
 from runtime.collaborators import Services
-from runtime.execution import close_waiter
 from runtime.invocation import store
 from runtime.invocation.admission_batch import batcher_of
-from runtime.mcp.app import attach_services, create_app
 from runtime.scheduler import capacity
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
 from runtime.telemetry import metrics
-from tests.conftest import RUNTIME_ROLE
+from tests.integration.conftest import app_on_pool
 from tests.integration.invocation.test_mcp_invoke_admission_races import (
     ADMITTED,
     ADVISORY_WAITERS,
@@ -42,7 +39,7 @@ from tests.integration.invocation.test_mcp_invoke_admission_races import (
 )
 from tests.support.binding_builders import HOST, new_id
 from tests.support.invocation import Tool, client, invoke_args, ok, publish_tool
-from tests.support.mcp import McpTestClient, asgi_client
+from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("000:Concurrency and rate limits")
@@ -76,16 +73,8 @@ class Busy:
 @pytest.fixture
 async def busy(services: Services, database_url: str) -> AsyncIterator[Busy]:
     capacity.reset(capacity.CapacitySettings(admission_statements_per_tool=1))
-    database = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=8, max_size=16)
-    await database.open()
-    app = create_app()
-    attach_services(app, dataclasses.replace(services, database=database), HANDLERS)
-    try:
-        async with asgi_client(app) as http:
-            yield Busy(http, database)
-    finally:
-        await close_waiter(database)
-        await database.close()
+    async with app_on_pool(services, database_url, 8, 16) as (http, database):
+        yield Busy(http, database)
 
 
 def _statements(calls: int) -> float:
