@@ -9,12 +9,11 @@ Tools never share a statement: one transaction then holds only one Tool's locks.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 from runtime.invocation import store
 from runtime.scheduler import capacity
-from runtime.store import Database
+from runtime.store import Database, PerDatabase
 from runtime.store.batches import BatchStatements, StatementBatcher
 from runtime.telemetry import metrics
 
@@ -45,15 +44,10 @@ def _statements(db: Database) -> BatchStatements[store.AdmitParams, store.AdmitO
     )
 
 
-_BATCHERS: weakref.WeakKeyDictionary[Database, AdmissionBatcher] = weakref.WeakKeyDictionary()
-
-
-def batcher_of(db: Database) -> AdmissionBatcher:
-    """The admission batcher of one database (batches never mix databases)."""
-    batcher = _BATCHERS.get(db)
-    if batcher is None:
-        batcher = _BATCHERS[db] = StatementBatcher(_statements(db))
-    return batcher
+# The admission batcher of each database (batches never mix databases).
+batcher_of: PerDatabase[AdmissionBatcher] = PerDatabase(
+    lambda db: StatementBatcher(_statements(db))
+)
 
 
 async def admit(db: Database, params: store.AdmitParams) -> store.AdmitOutcome:

@@ -10,7 +10,6 @@ retired revision.
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -21,7 +20,7 @@ from runtime.execution import SpecLimits
 from runtime.invocation import rules, store
 from runtime.scheduler import BudgetAmounts
 from runtime.scheduler.models import CancellationPolicy, ExecutionClass
-from runtime.store import Database
+from runtime.store import Database, PerDatabase
 
 # Tools per process whose revision is kept; the least recently admitted goes first.
 CACHE_SIZE = 1024
@@ -125,15 +124,8 @@ class RevisionCache:
         self._entries.pop((host_id, tool_id), None)
 
 
-_CACHES: weakref.WeakKeyDictionary[Database, RevisionCache] = weakref.WeakKeyDictionary()
-
-
-def cache_of(db: Database) -> RevisionCache:
-    """The revision cache of one database (caches never mix databases)."""
-    cache = _CACHES.get(db)
-    if cache is None:
-        cache = _CACHES[db] = RevisionCache()
-    return cache
+# The revision cache of each database (caches never mix databases).
+cache_of: PerDatabase[RevisionCache] = PerDatabase(lambda db: RevisionCache())
 
 
 async def read_active_revision(db: Database, host_id: str, tool_id: str) -> ActiveRevision:

@@ -33,6 +33,7 @@ from runtime.store import (
     json_param,
     load_queries,
 )
+from runtime.store.batches import in_call_order
 
 QUERIES = load_queries(Path(__file__).resolve().with_name("queries.sql"))
 
@@ -345,14 +346,16 @@ async def admit_invoke_batch(
     """
     batch = msgspec.json.encode([_batch_values(call) for call in calls]).decode()
     rows = await fetch_built(conn, QUERIES["admit_invoke_batch"], {"calls": batch}, AdmitBatchRow)
-    answers: list[AdmitOutcome | AdmissionLimitReached | None] = [None] * len(calls)
-    for row in rows:
-        if row.refusal is None:
-            answers[row.ordinal - 1] = _outcome(row)
-        else:
-            answers[row.ordinal - 1] = _refused(row.refusal, row.refusal_detail)
-    assert all(answer is not None for answer in answers)  # one row per call, each known
-    return [answer for answer in answers if answer is not None]
+    return in_call_order(len(calls), ((row.ordinal, _batch_answer(row)) for row in rows))
+
+
+def _batch_answer(row: AdmitBatchRow) -> AdmitOutcome | AdmissionLimitReached:
+    if row.refusal is None:
+        return _outcome(row)
+    refused = _refused(row.refusal, row.refusal_detail)
+    # The batch function reports only the refusals it knows (it re-raises any other).
+    assert refused is not None
+    return refused
 
 
 def _batch_values(params: AdmitParams) -> dict[str, Any]:

@@ -120,9 +120,10 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # One-statement task completions this process has in flight at once; the ones that end
     # meanwhile wait and go together, up to 16 in one statement and commit
     # (runtime.scheduler.service). One Tool at 2x its capacity, six rounds each, alternating
-    # (docs/PERFORMANCE.md): 4 served a median 472 ok/s (0.91-0.97 of the peak in every
-    # round); no batch (64) 450; 2 only 426 and 1 swung from 357 to 535 (one statement at a
-    # time left the machine a quarter idle: completions queued behind each commit's flush).
+    # (docs/PERFORMANCE.md): 4 served a median 472 ok/s (0.91-0.97 of the peak in that run,
+    # 0.80-0.93 in a slower one later); no batch (64) 450; 2 only 426 and 1 swung from 357 to
+    # 535 (one statement at a time left the machine a quarter idle: completions queued behind
+    # each commit's flush).
     completion_statements: int = 4
 
     def __post_init__(self) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,7 +36,7 @@ from runtime.scheduler.models import (
 )
 from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store import ledgers, queue, runs
-from runtime.store import Connection, Database, retry_on_connection_error
+from runtime.store import Connection, Database, PerDatabase, retry_on_connection_error
 from runtime.store.batches import BatchStatements, StatementBatcher
 from runtime.telemetry import metrics
 
@@ -191,34 +190,32 @@ async def _complete_at_once(
 # workflow_completion_batch_max() of migration 0085: the statement refuses a larger batch.
 COMPLETION_BATCH_MAX = 16
 CompletionBatcher = StatementBatcher[None, runs.Completing, runs.CompletedAtOnce]
-_COMPLETIONS: weakref.WeakKeyDictionary[Database, CompletionBatcher] = weakref.WeakKeyDictionary()
 
 
-def _completions_of(db: Database) -> CompletionBatcher:
-    """The process's completions of one database: alone while quiet, batched while busy."""
-    batcher = _COMPLETIONS.get(db)
-    if batcher is None:
+def _completion_statements(db: Database) -> BatchStatements[runs.Completing, runs.CompletedAtOnce]:
+    async def alone(done: runs.Completing) -> runs.CompletedAtOnce:
+        async with db.connection() as conn:
+            return await runs.complete_at_once(conn, done.lease, done.outcome, done.successor)
 
-        async def alone(done: runs.Completing) -> runs.CompletedAtOnce:
-            async with db.connection() as conn:
-                return await runs.complete_at_once(conn, done.lease, done.outcome, done.successor)
+    async def together(
+        batch: Sequence[runs.Completing],
+    ) -> Sequence[runs.CompletedAtOnce | BaseException]:
+        async with db.connection() as conn:
+            return await runs.complete_at_once_batch(conn, batch)
 
-        async def together(
-            batch: Sequence[runs.Completing],
-        ) -> Sequence[runs.CompletedAtOnce | BaseException]:
-            async with db.connection() as conn:
-                return await runs.complete_at_once_batch(conn, batch)
+    return BatchStatements(
+        alone=alone,
+        together=together,
+        batch_max=COMPLETION_BATCH_MAX,
+        in_flight=capacity.completion_statements,
+        sent=metrics.record_completion_statement,
+    )
 
-        batcher = _COMPLETIONS[db] = StatementBatcher(
-            BatchStatements(
-                alone=alone,
-                together=together,
-                batch_max=COMPLETION_BATCH_MAX,
-                in_flight=capacity.completion_statements,
-                sent=metrics.record_completion_statement,
-            )
-        )
-    return batcher
+
+# The process's completions of each database: alone while quiet, batched while busy.
+_completions_of: PerDatabase[CompletionBatcher] = PerDatabase(
+    lambda db: StatementBatcher(_completion_statements(db))
+)
 
 
 async def _complete_in_transaction(

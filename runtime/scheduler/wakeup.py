@@ -33,7 +33,7 @@ from typing import Protocol
 
 from runtime.scheduler.models import ClaimedTask, LeaseState
 from runtime.scheduler.store import queue
-from runtime.store import Database
+from runtime.store import Database, PerDatabase
 
 log = logging.getLogger(__name__)
 
@@ -170,12 +170,9 @@ class _RunEnds:
                 log.debug("run-end notification not sent: %s", type(exc).__name__)
 
 
-_RUN_ENDS: weakref.WeakKeyDictionary[Database, _RunEnds] = weakref.WeakKeyDictionary()
+_run_ends_of: PerDatabase[_RunEnds] = PerDatabase(_RunEnds)
 
 
 def announce_run_end(db: Database, process_id: str) -> None:
     """Wake other processes' waiters of a run whose end this process committed (soon)."""
-    ends = _RUN_ENDS.get(db)
-    if ends is None:
-        ends = _RUN_ENDS[db] = _RunEnds(db)
-    ends.add(process_id)
+    _run_ends_of(db).add(process_id)

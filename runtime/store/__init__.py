@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from runtime.store.database import Connection, Database
+from runtime.store.database import Connection, Database, PerDatabase
 from runtime.store.errors import (
     StoreUnavailable,
     is_connection_error,
@@ -46,6 +46,7 @@ __all__ = [
     "EmbeddedPostgres",
     "EmbeddedPostgresError",
     "MigrationError",
+    "PerDatabase",
     "Queries",
     "QueryFileError",
     "StoreUnavailable",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -144,6 +144,16 @@ class StatementBatcher(Generic[KeyT, CallT, AnswerT]):
         except Exception as exc:
             outcome = exc
         _settle(answer, outcome)
+
+
+def in_call_order(count: int, answered: Iterable[tuple[int, AnswerT]]) -> list[AnswerT]:
+    """A batch statement's answers by ordinal (1-based, one each) as a list in call order."""
+    answers: list[AnswerT | None] = [None] * count
+    for ordinal, answer in answered:
+        answers[ordinal - 1] = answer
+    # The statement answers every call of the batch exactly once.
+    assert all(answer is not None for answer in answers)
+    return [answer for answer in answers if answer is not None]
 
 
 def _settle(answer: asyncio.Future[AnswerT], outcome: AnswerT | BaseException) -> None:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from psycopg import AsyncConnection, AsyncTransaction, IsolationLevel, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from runtime.store.errors import is_connection_error, wrap_errors
+
+T = TypeVar("T")
 
 Connection = AsyncConnection[DictRow]
 Isolation = Literal["read committed", "repeatable read", "serializable"]
@@ -177,3 +180,18 @@ class Database:
             await conn.set_isolation_level(None)
         if conn.read_only is not None:
             await conn.set_read_only(None)
+
+
+class PerDatabase(Generic[T]):
+    """One T per Database, made on first use and forgotten with the database."""
+
+    def __init__(self, make: Callable[[Database], T]) -> None:
+        self._make = make
+        self._made: weakref.WeakKeyDictionary[Database, T] = weakref.WeakKeyDictionary()
+
+    def __call__(self, db: Database) -> T:
+        """The database's T (made now when it has none yet)."""
+        made = self._made.get(db)
+        if made is None:
+            made = self._made[db] = self._make(db)
+        return made

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import psycopg
 import pytest
 
-from runtime.store.batches import BatchStatements, StatementBatcher
+from runtime.store.batches import BatchStatements, StatementBatcher, in_call_order
 
 
 class Statements:
@@ -134,3 +134,9 @@ async def test_a_caller_that_went_away_while_waiting_is_not_sent() -> None:
         await calls[1]
     assert statements.sent == [[1], [3]]
     assert batcher.waiting("tool") == 0
+
+
+def test_a_batch_statements_answers_come_back_in_call_order_whatever_order_it_ran_them() -> None:
+    assert in_call_order(3, [(2, "b"), (3, "c"), (1, "a")]) == ["a", "b", "c"]
+    with pytest.raises(AssertionError):
+        in_call_order(3, [(1, "a"), (3, "c")])

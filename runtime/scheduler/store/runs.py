@@ -35,6 +35,7 @@ from runtime.store import (
     fetch_one_built,
     fetch_one_built_then,
 )
+from runtime.store.batches import in_call_order
 
 
 class ProcessRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -304,12 +305,12 @@ async def complete_at_once_batch(
     rows = await fetch_built(
         conn, QUERIES["complete_task_batch"], {"calls": batch}, CompletionBatchRow
     )
-    answers: list[CompletedAtOnce | BaseException | None] = [None] * len(completions)
-    for row in rows:
+
+    def answer(row: CompletionBatchRow) -> CompletedAtOnce | BaseException:
         done = completions[row.ordinal - 1]
-        answers[row.ordinal - 1] = _completed(row, done.lease, done.outcome)
-    assert all(answer is not None for answer in answers)  # one row per completion
-    return [answer for answer in answers if answer is not None]
+        return _completed(row, done.lease, done.outcome)
+
+    return in_call_order(len(completions), ((row.ordinal, answer(row)) for row in rows))
 
 
 def _iso_instant(value: Any) -> str:
