@@ -9,12 +9,10 @@ Tools never share a statement: one transaction then holds only one Tool's locks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from runtime.invocation import store
 from runtime.scheduler import capacity
 from runtime.store import Database, PerDatabase
-from runtime.store.batches import BatchStatements, StatementBatcher
+from runtime.store.batches import StatementBatcher, on_pool
 from runtime.telemetry import metrics
 
 # workflow_admission_batch_max() of migration 0084: the statement refuses a larger batch.
@@ -24,29 +22,18 @@ ToolKey = tuple[str, str]
 AdmissionBatcher = StatementBatcher[ToolKey, store.AdmitParams, store.AdmitOutcome]
 
 
-def _statements(db: Database) -> BatchStatements[store.AdmitParams, store.AdmitOutcome]:
-    async def alone(params: store.AdmitParams) -> store.AdmitOutcome:
-        async with db.connection() as conn:
-            return await store.admit_invoke(conn, params)
-
-    async def together(
-        calls: Sequence[store.AdmitParams],
-    ) -> Sequence[store.AdmitOutcome | BaseException]:
-        async with db.connection() as conn:
-            return await store.admit_invoke_batch(conn, calls)
-
-    return BatchStatements(
-        alone=alone,
-        together=together,
+# The admission batcher of each database (batches never mix databases).
+batcher_of: PerDatabase[AdmissionBatcher] = PerDatabase(
+    lambda db: on_pool(
+        db,
+        # Looked up at each statement, as a call in place of them would be (fault injection
+        # replaces them on the module).
+        lambda conn, params: store.admit_invoke(conn, params),
+        lambda conn, calls: store.admit_invoke_batch(conn, calls),
         batch_max=BATCH_MAX,
         in_flight=capacity.admission_statements_per_tool,
         sent=metrics.record_admission_statement,
     )
-
-
-# The admission batcher of each database (batches never mix databases).
-batcher_of: PerDatabase[AdmissionBatcher] = PerDatabase(
-    lambda db: StatementBatcher(_statements(db))
 )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,7 +36,7 @@ from runtime.scheduler.models import (
 from runtime.scheduler.outcomes import HUB
 from runtime.scheduler.store import ledgers, queue, runs
 from runtime.store import Connection, Database, PerDatabase, retry_on_connection_error
-from runtime.store.batches import BatchStatements, StatementBatcher
+from runtime.store.batches import StatementBatcher, on_pool
 from runtime.telemetry import metrics
 
 CANCEL_LOCKED_POINT = "cancel_locked"
@@ -192,29 +191,16 @@ COMPLETION_BATCH_MAX = 16
 CompletionBatcher = StatementBatcher[None, runs.Completing, runs.CompletedAtOnce]
 
 
-def _completion_statements(db: Database) -> BatchStatements[runs.Completing, runs.CompletedAtOnce]:
-    async def alone(done: runs.Completing) -> runs.CompletedAtOnce:
-        async with db.connection() as conn:
-            return await runs.complete_at_once(conn, done.lease, done.outcome, done.successor)
-
-    async def together(
-        batch: Sequence[runs.Completing],
-    ) -> Sequence[runs.CompletedAtOnce | BaseException]:
-        async with db.connection() as conn:
-            return await runs.complete_at_once_batch(conn, batch)
-
-    return BatchStatements(
-        alone=alone,
-        together=together,
+# The process's completions of each database: alone while quiet, batched while busy.
+_completions_of: PerDatabase[CompletionBatcher] = PerDatabase(
+    lambda db: on_pool(
+        db,
+        runs.complete_completing,
+        runs.complete_at_once_batch,
         batch_max=COMPLETION_BATCH_MAX,
         in_flight=capacity.completion_statements,
         sent=metrics.record_completion_statement,
     )
-
-
-# The process's completions of each database: alone while quiet, batched while busy.
-_completions_of: PerDatabase[CompletionBatcher] = PerDatabase(
-    lambda db: StatementBatcher(_completion_statements(db))
 )
 
 

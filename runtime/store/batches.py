@@ -13,8 +13,9 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from runtime.store.database import Connection, Database
 from runtime.store.errors import is_connection_error
 
 KeyT = TypeVar("KeyT", bound=Hashable)
@@ -42,6 +43,28 @@ class BatchStatements(Generic[CallT, AnswerT]):
     in_flight: Callable[[], int]
     # Told the size of each statement sent (1: a call alone).
     sent: Callable[[int], None] = lambda calls: None
+
+
+def on_pool(
+    db: Database,
+    alone: Callable[[Connection, CallT], Awaitable[AnswerT]],
+    together: Callable[[Connection, Sequence[CallT]], Awaitable[Sequence[AnswerT | BaseException]]],
+    *,
+    batch_max: int,
+    in_flight: Callable[[], int],
+    sent: Callable[[int], None],
+) -> StatementBatcher[Any, CallT, AnswerT]:
+    """A batcher whose statements each take a connection of db's pool (alone or together)."""
+
+    async def one(call: CallT) -> AnswerT:
+        async with db.connection() as conn:
+            return await alone(conn, call)
+
+    async def several(calls: Sequence[CallT]) -> Sequence[AnswerT | BaseException]:
+        async with db.connection() as conn:
+            return await together(conn, calls)
+
+    return StatementBatcher(BatchStatements(one, several, batch_max, in_flight, sent))
 
 
 class StatementBatcher(Generic[KeyT, CallT, AnswerT]):

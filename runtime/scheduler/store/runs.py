@@ -287,6 +287,11 @@ class Completing:
     successor: Successor | None
 
 
+async def complete_completing(conn: Connection, done: Completing) -> CompletedAtOnce:
+    """complete_at_once of one batchable completion, alone in its statement."""
+    return await complete_at_once(conn, done.lease, done.outcome, done.successor)
+
+
 async def complete_at_once_batch(
     conn: Connection, completions: Sequence[Completing]
 ) -> list[CompletedAtOnce | BaseException]:
