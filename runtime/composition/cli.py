@@ -36,7 +36,7 @@ from runtime.composition.secrets import add_secrets_parser, secrets_command
 from runtime.composition.worker import run_worker
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
-from runtime.mcp.front_door import FrontDoor
+from runtime.mcp.front_door import FrontDoor, answer_on_arrival
 from runtime.publication import policy_from_settings
 from runtime.scheduler import door
 from runtime.security.devtools import DEV_HOST_ID
@@ -120,6 +120,7 @@ def serve(args: argparse.Namespace) -> int:
         keep_alive_timeout_s=server.keep_alive_timeout_s,
         shutdown_grace_s=server.shutdown_grace_s,
         on_drain=drain,
+        early_answer=answer_on_arrival,
     )
     return 0
 

@@ -10,6 +10,12 @@ A call the door refuses is answered here, in a fraction of a millisecond: the to
 of its era with isError and WORKFLOW_CAPACITY_EXHAUSTED (retryable, retryAfterMs). It is
 refused before its bearer is verified: the refusal names no Tool and no host, so it tells an
 unauthenticated caller nothing but that the service is overloaded.
+
+`serve` judges a call earlier still: its HTTP server hands each POST, once read, to
+answer_on_arrival before any task serves it (runtime.composition.http_protocol), so a
+refusal is written in the same turn of the event loop instead of waiting for a task's turn
+behind the admissions in progress. FrontDoor then only queues the calls let through; under
+any other server (the tests' ASGI transports) it reads and judges them itself, the same way.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ TOOL = "workflow_invoke"
 # Bodies above this are left to the app (which bounds request sizes itself).
 MAX_READ_BYTES = 1024 * 1024
 _NEEDLE = TOOL.encode()
+# The scope key under which answer_on_arrival leaves what it judged for FrontDoor.
+ARRIVAL = "workflow.front_door.arrival"
 
 
 class FrontDoor:
@@ -52,6 +60,14 @@ class FrontDoor:
         if not _maybe_invoke(scope) or door.DOOR.limit <= 0:
             await self.app(scope, receive, send)
             return
+        arrival = scope.get(ARRIVAL)
+        if isinstance(arrival, _Arrival):
+            # Judged on arrival by the HTTP server (answer_on_arrival), and let through.
+            if arrival.call is None:
+                await self.app(scope, receive, send)
+            else:
+                await self._through(arrival.at, arrival.call, scope, receive, send)
+            return
         arrived_at = time.monotonic()
         body, complete = await _read_body(receive)
         replay = _replaying(body, complete, receive)
@@ -61,19 +77,45 @@ class FrontDoor:
             return
         retry_after = door.DOOR.judge(arrived_at, call.fingerprint)
         if retry_after is not None:
-            await _refuse(send, call, retry_after)
+            await _send_json(send, _refusal(call, retry_after))
             return
+        await self._through(arrived_at, call, scope, replay, send)
+
+    async def _through(
+        self, arrived_at: float, call: _Call, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Wait for a place past the door, then serve the call with it."""
         try:
             place = await door.DOOR.enter(arrived_at)
         except door.DoorClosed:
             # Shutting down: answered now (retryable) instead of cut off by the grace period.
-            await _refuse(send, call, door.DOOR.settings.retry_after_min_ms)
+            await _send_json(send, _refusal(call, door.DOOR.settings.retry_after_min_ms))
             return
         door.passed(arrived_at, place)
         try:
-            await self.app(scope, replay, send)
+            await self.app(scope, receive, send)
         finally:
             place.leave()
+
+
+def answer_on_arrival(scope: Scope, body: bytes) -> bytes | None:
+    """The JSON answer of a workflow_invoke call the door refuses on arrival; else None.
+
+    The HTTP server calls it as soon as a POST is read whole (runtime.composition.http_protocol),
+    before any task serves the request: a refusal is answered in the same turn of the event
+    loop. What the door learnt of a call it lets through is left in the scope, so FrontDoor
+    does not read or judge it again.
+    """
+    if not _maybe_invoke(scope) or door.DOOR.limit <= 0:
+        return None
+    arrived_at = time.monotonic()
+    call = _invoke_call(body, scope) if len(body) <= MAX_READ_BYTES else None
+    if call is not None:
+        retry_after = door.DOOR.judge(arrived_at, call.fingerprint)
+        if retry_after is not None:
+            return _refusal(call, retry_after)
+    scope[ARRIVAL] = _Arrival(arrived_at, call)
+    return None
 
 
 def _maybe_invoke(scope: Scope) -> bool:
@@ -122,6 +164,13 @@ class _Call(msgspec.Struct, frozen=True):
     fingerprint: int | None
 
 
+class _Arrival(msgspec.Struct, frozen=True):
+    """A request judged on arrival and let through: when it came, and the call (None: not one)."""
+
+    at: float
+    call: _Call | None
+
+
 def _invoke_call(body: bytes, scope: Scope) -> _Call | None:
     """The id and era of a tools/call of workflow_invoke; None for anything else."""
     if _NEEDLE not in body:
@@ -155,13 +204,17 @@ def _fingerprint(arguments: object) -> int | None:
         return None
 
 
-async def _refuse(send: Send, call: _Call, retry_after_ms: int) -> None:
+def _refusal(call: _Call, retry_after_ms: int) -> bytes:
+    """The JSON answer refusing call (its era's tools/call result), counted as refused."""
     result = error_outcome(capacity_exhausted("interactive", retry_after_ms)).to_call_result()
     if call.era is Era.MODERN:
         result = {"resultType": "complete", **result, "_meta": {SERVER_INFO_KEY: SERVER_INFO}}
-    content = msgspec.json.encode(result_response(call.request_id, result))
     metrics.labelled(metrics.TOOL_CALLS, TOOL, "WORKFLOW_CAPACITY_EXHAUSTED").inc()
     metrics.DOOR_REFUSALS.inc()
+    return msgspec.json.encode(result_response(call.request_id, result))
+
+
+async def _send_json(send: Send, content: bytes) -> None:
     await send(
         {
             "type": "http.response.start",

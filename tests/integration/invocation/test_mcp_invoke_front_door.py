@@ -4,6 +4,10 @@ A call the door refuses gets its era's tools/call result (isError, WORKFLOW_CAPA
 retryAfterMs) at once, with nothing written; every other request passes untouched; a call past
 the door keeps its place while its run waits in the queue, and gives it to the next call as
 soon as an executor starts the run.
+
+Every test runs twice: over an ASGI transport (FrontDoor reads and judges each call itself),
+and over real HTTP served as `workflow-mcp serve` serves it (uvicorn with the protocol that
+hands each POST to answer_on_arrival before any task serves it).
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from litestar import Litestar
 
 from runtime.collaborators import Services
-from runtime.mcp.front_door import FrontDoor
+from runtime.composition.http_protocol import answering
+from runtime.mcp.front_door import FrontDoor, answer_on_arrival
 from runtime.scheduler import capacity, door
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.executor import Executor, SlotReservation
 from runtime.security.devtools import DevIdentity
 from runtime.telemetry import metrics
+from tests.support.execution import free_port
 from tests.support.invocation import (
     HOST,
     client,
@@ -38,13 +45,35 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 
 
-@pytest.fixture
-async def doorway(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
+@pytest.fixture(params=["asgi", "served"])
+async def doorway(
+    app: Litestar, request: pytest.FixtureRequest
+) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client on the app behind the front door, as `workflow-mcp serve` runs it."""
     door.DOOR.configure(CapacitySettings(door_concurrency=1))
-    transport = httpx.ASGITransport(app=FrontDoor(app))
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
-        yield http
+    if request.param == "asgi":
+        transport = httpx.ASGITransport(app=FrontDoor(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+            yield http
+        return
+    port = free_port()
+    config = uvicorn.Config(
+        FrontDoor(app),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        http=answering(answer_on_arrival),
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    await wait_until(lambda: server.started, what="the server listening")
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            yield http
+    finally:
+        server.should_exit = True
+        await serving
 
 
 async def _runs(services: Services) -> int:
@@ -274,3 +303,28 @@ async def test_an_immediate_retry_of_a_refused_call_waits_its_turn_instead_of_sp
         (await waiting).leave()
         assert ok(await retry)["status"] == "completed"
     assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
+
+
+async def test_a_call_is_judged_once_whichever_way_it_came(
+    doorway: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Served, the HTTP protocol judges it on arrival and FrontDoor only queues it: judged
+    # twice, a call would count twice among the arrivals the door's queue target compares.
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner)
+    caller = client(doorway, dev_identity)
+    judged: list[int | None] = []
+    judge = door.DOOR.judge
+
+    def counting(now: float | None = None, fingerprint: int | None = None) -> int | None:
+        judged.append(fingerprint)
+        return judge(now, fingerprint)
+
+    monkeypatch.setattr(door.DOOR, "judge", counting)
+    async with running_executor(services):
+        result = await caller.call_tool("workflow_invoke", invoke_args(tool))
+    assert ok(result)["status"] == "completed"
+    assert len(judged) == 1
