@@ -17,12 +17,15 @@ held, then answered or started, in its turn).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, MutableMapping
 from typing import Any, ClassVar, cast
 
 from uvicorn._types import ASGI3Application
 from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+log = logging.getLogger("workflow.http")
 
 # (the request's ASGI scope, its whole body) -> the JSON body of a 200 answer, or None.
 EarlyAnswer = Callable[[MutableMapping[str, Any], bytes], bytes | None]
@@ -71,7 +74,13 @@ class EarlyAnswerProtocol(HttpToolsProtocol):
             return
         # uvicorn types the scope as a TypedDict; the hook, like ASGI middleware, may add keys.
         scope = cast(MutableMapping[str, Any], cycle.scope)
-        answer = type(self).early_answer(scope, bytes(cycle.body))
+        try:
+            answer = type(self).early_answer(scope, bytes(cycle.body))
+        except Exception:
+            # Raised out of data_received it would drop the connection unanswered: the app,
+            # which answers every request, serves it instead.
+            log.exception("the early answer failed; the app serves the request")
+            answer = None
         if answer is None:
             super()._start_asgi_task(cycle, app)
         else:

@@ -33,6 +33,8 @@ class Recorder:
 
     def early_answer(self, scope: MutableMapping[str, Any], body: bytes) -> bytes | None:
         self.judged.append(body)
+        if body == b"raise":
+            raise RuntimeError("the hook failed")
         scope["test.judged"] = True
         return EARLY if body == b"refuse" else None
 
@@ -172,4 +174,13 @@ async def test_an_http_1_0_answer_closes_its_connection(served: Recorder) -> Non
     _, headers, body = await read_answer(reader)
     assert body == EARLY and headers["connection"] == "close"
     assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+
+
+async def test_a_hook_that_raises_leaves_the_request_to_the_app(served: Recorder) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    writer.write(post(b"raise"))
+    assert (await read_answer(reader))[2] == b"app:raise"
+    writer.write(post(b"refuse"))
+    assert (await read_answer(reader))[2] == EARLY
     writer.close()
