@@ -13,6 +13,10 @@ Left to uvicorn unchanged: every other method; a POST that expects `100 Continue
 comes only once the app asks for it); a body over uvicorn's own read-ahead bound (the task
 starts when reading pauses, so the app's `receive` resumes it); pipelined requests (each is
 held, then answered or started, in its turn).
+
+It extends uvicorn's protocol where uvicorn starts a task (`_start_asgi_task`), which is not
+public API: uvicorn is pinned, and tests/integration/composition/test_http_early_answer.py
+checks each case above on the wire against the pinned version.
 """
 
 from __future__ import annotations

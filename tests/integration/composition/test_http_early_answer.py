@@ -184,3 +184,17 @@ async def test_a_hook_that_raises_leaves_the_request_to_the_app(served: Recorder
     writer.write(post(b"refuse"))
     assert (await read_answer(reader))[2] == EARLY
     writer.close()
+
+
+async def test_a_chunked_post_and_an_empty_post_are_judged_whole(served: Recorder) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    writer.write(head + b"3\r\nref\r\n")
+    await writer.drain()
+    await asyncio.sleep(0.05)
+    writer.write(b"3\r\nuse\r\n0\r\n\r\n")
+    assert (await read_answer(reader))[2] == EARLY
+    writer.write(post(b""))
+    assert (await read_answer(reader))[2] == b"judged:"
+    assert served.judged == [b"refuse", b""] and served.served == [b""]
+    writer.close()
