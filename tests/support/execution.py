@@ -121,15 +121,23 @@ App = TypeVar("App", bound=Servable)
 @asynccontextmanager
 async def serving(app: App) -> AsyncIterator[App]:
     """Serve app with uvicorn on a free 127.0.0.1 port for the duration."""
-    app.port = free_port()
+    async with on_free_port(app) as port:
+        app.port = port
+        yield app
+
+
+@asynccontextmanager
+async def on_free_port(app: Any, **options: Any) -> AsyncIterator[int]:
+    """Serve any ASGI app with uvicorn (options: more uvicorn.Config) on a free 127.0.0.1 port."""
+    port = free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=app.port, log_level="warning", lifespan="off"
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", **options
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     await wait_until(lambda: server.started, what="the local server listening")
     try:
-        yield app
+        yield port
     finally:
         server.should_exit = True
         await task

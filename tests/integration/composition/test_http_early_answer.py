@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import uvicorn
 
 from runtime.composition.http_protocol import answering
-from tests.support.execution import free_port
-from tests.support.waiting import wait_until
+from tests.support.execution import on_free_port
 
 EARLY = b'{"early":true}'
 
@@ -55,23 +53,10 @@ class Recorder:
 
 @pytest.fixture
 async def served() -> AsyncIterator[Recorder]:
-    recorder = Recorder(port=free_port())
-    config = uvicorn.Config(
-        recorder,
-        host="127.0.0.1",
-        port=recorder.port,
-        log_level="warning",
-        lifespan="off",
-        http=answering(recorder.early_answer),
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    await wait_until(lambda: server.started, what="the server listening")
-    try:
+    recorder = Recorder()
+    async with on_free_port(recorder, http=answering(recorder.early_answer)) as port:
+        recorder.port = port
         yield recorder
-    finally:
-        server.should_exit = True
-        await task
 
 
 def post(body: bytes, *, version: str = "1.1", extra: str = "") -> bytes:

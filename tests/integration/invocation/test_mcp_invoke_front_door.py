@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from litestar import Litestar
 
 from runtime.collaborators import Services
@@ -29,7 +28,7 @@ from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.executor import Executor, SlotReservation
 from runtime.security.devtools import DevIdentity
 from runtime.telemetry import metrics
-from tests.support.execution import free_port
+from tests.support.execution import on_free_port
 from tests.support.invocation import (
     HOST,
     client,
@@ -56,24 +55,9 @@ async def doorway(
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield http
         return
-    port = free_port()
-    config = uvicorn.Config(
-        FrontDoor(app),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="off",
-        http=answering(answer_on_arrival),
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    await wait_until(lambda: server.started, what="the server listening")
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            yield http
-    finally:
-        server.should_exit = True
-        await serving
+    served = on_free_port(FrontDoor(app), http=answering(answer_on_arrival))
+    async with served as port, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        yield http
 
 
 async def _runs(services: Services) -> int:
