@@ -99,6 +99,8 @@ class CapacitySampler:
                     healthy = False
                 asleep = loop.time()
                 await asyncio.sleep(self.interval_s)
-                capacity.ESTIMATOR.record_loop_lag(loop.time() - asleep - self.interval_s)
+                lag_s = max(0.0, loop.time() - asleep - self.interval_s)
+                capacity.ESTIMATOR.record_loop_lag(lag_s)
+                metrics.EVENT_LOOP_LAG_SECONDS.observe(lag_s)
         finally:
             await db.close()

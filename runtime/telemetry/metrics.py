@@ -49,6 +49,13 @@ ADMISSION_SECONDS = Histogram(
     buckets=_LATENCY_BUCKETS,
     registry=REGISTRY,
 )
+EVENT_LOOP_LAG_SECONDS = Histogram(
+    "workflow_event_loop_lag_seconds",
+    "How late this process's event loop ran a timer due now (sampled every "
+    "capacity.sample_interval_ms): the wait every request and lease renewal here shares",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
 QUEUE_DEPTH = Gauge(
     "workflow_queue_depth",
     "Runnable (ready, due) tasks in the shared queue per execution class, last sample",

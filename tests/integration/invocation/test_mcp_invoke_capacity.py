@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from runtime.scheduler import capacity
 from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.capacity_sampler import sample_once
 from runtime.store import Database
+from runtime.telemetry import metrics
 from tests.support.binding_builders import HOST, definition_yaml
 from tests.support.execution_runs import start_workflow_run
 from tests.support.invocation import invoke_args, ok, publish_tool, refused, running_executor
@@ -248,3 +250,30 @@ async def test_the_sampler_job_reads_the_queue_on_its_own_connection(
         await job.stop()
     assert fresh.load["interactive"].ready == 3
     assert fresh.load["interactive"].oldest_ready_ms >= 0
+
+
+def _loop_lag_samples(at_least_s: float) -> float:
+    """Samples of workflow_event_loop_lag_seconds at or above a bucket bound."""
+    total = metrics.REGISTRY.get_sample_value("workflow_event_loop_lag_seconds_count") or 0.0
+    below = metrics.REGISTRY.get_sample_value(
+        "workflow_event_loop_lag_seconds_bucket", {"le": str(at_least_s)}
+    )
+    return total - (below or 0.0)
+
+
+async def test_the_sampler_job_exports_how_late_the_event_loop_runs(services: Services) -> None:
+    job = capacity_job(services)
+    late_before = _loop_lag_samples(0.05)
+    count_before = metrics.REGISTRY.get_sample_value("workflow_event_loop_lag_seconds_count")
+    job.start()
+    try:
+        await asyncio.sleep(0.3)
+        # A callback that holds the loop: the sampler's next timer fires that much late.
+        time.sleep(0.12)
+        async with asyncio.timeout(30):
+            while _loop_lag_samples(0.05) == late_before:
+                await asyncio.sleep(0.02)
+    finally:
+        await job.stop()
+    count = metrics.REGISTRY.get_sample_value("workflow_event_loop_lag_seconds_count")
+    assert count is not None and count > (count_before or 0.0) + 1
