@@ -10,6 +10,7 @@ syncWaitMs) before the app heard of the stop. The real server process runs here
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -30,7 +31,7 @@ from tests.support.answers import (
     tasks_running,
 )
 from tests.support.binding_builders import OWNER, definition_yaml
-from tests.support.invocation import client, publish_tool
+from tests.support.invocation import client, invoke_args, publish_tool
 from tests.support.server import run_server
 from tests.support.waiting import wait_until
 
@@ -93,6 +94,58 @@ async def test_sigterm_answers_every_in_flight_sync_call_and_the_process_exits(
         assert exited - signalled < EXIT_BOUND_S
     # Durable: the stop released the runs, none ended (another process, or a restart, goes on).
     assert await runs_in_state(database_url, ("ACCEPTED", "RUNNING", "WAITING")) == IN_FLIGHT
+
+
+async def test_a_post_half_sent_at_sigterm_is_answered_when_its_body_arrives(
+    database_url: str, live_identity: DevIdentity, tmp_path: Path
+) -> None:
+    # serve holds a POST until its body is read (runtime.composition.http_protocol): one still
+    # coming in at SIGTERM is in flight without a task. Once read it meets the closed door and
+    # gets a retryable refusal, and the process still exits within its bound.
+    with run_server(database_url, tmp_path, live_identity) as server:
+        assert server.process is not None
+        url = urlsplit(server.base_url)
+        assert url.hostname is not None and url.port is not None
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=60.0) as http:
+            owner = client(http, live_identity, OWNER)
+            caller = client(http, live_identity)
+            tool = await publish_tool(owner)
+        name = "workflow_invoke"
+        message = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": caller.params_with_meta({"name": name, "arguments": invoke_args(tool)}),
+        }
+        body = json.dumps(message).encode()
+        headers = {**caller.envelope_headers("tools/call", name), **caller.auth}
+        head = f"POST /mcp HTTP/1.1\r\nHost: {url.hostname}:{url.port}\r\n"
+        head += "".join(f"{key}: {value}\r\n" for key, value in headers.items())
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        reader, writer = await asyncio.open_connection(url.hostname, url.port)
+        writer.write(head.encode() + body[:-10])
+        await writer.drain()
+        await asyncio.sleep(0.3)
+        signalled = time.monotonic()
+        os.killpg(server.process.pid, signal.SIGTERM)
+        await asyncio.sleep(1.0)
+        writer.write(body[-10:])
+        await writer.drain()
+        async with asyncio.timeout(ANSWER_BOUND_S):
+            answer = await reader.read()
+        writer.close()
+        exit_code = await asyncio.to_thread(server.process.wait, EXIT_BOUND_S)
+        exited = time.monotonic()
+    status, _, payload = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert b"connection: close" in status.lower()
+    result = json.loads(payload)["result"]["structuredContent"]
+    assert result["error"]["code"] == "WORKFLOW_CAPACITY_EXHAUSTED", result
+    assert result["error"]["retryable"] is True
+    assert exit_code in (0, -signal.SIGTERM), server.log_tail()
+    assert exited - signalled < EXIT_BOUND_S
+    # Nothing was admitted for it.
+    assert await runs_in_state(database_url, ("ACCEPTED", "RUNNING", "WAITING")) == 0
 
 
 @pytest.mark.slow
