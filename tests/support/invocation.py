@@ -199,6 +199,17 @@ def invoke_args(tool: Tool, data: dict[str, Any] | None = None, **extra: Any) ->
     return args
 
 
+def revoke_args(tool: Tool) -> dict[str, Any]:
+    """workflow_binding_revoke arguments for the Tool's active binding (a fresh operation)."""
+    return {
+        "hostId": HOST,
+        "bindingId": tool.binding_id,
+        "expectedBindingDigest": tool.binding_digest,
+        "comment": "no longer approved",
+        "operationId": new_id(),
+    }
+
+
 @asynccontextmanager
 async def running_executor(
     services: Services, settings: ExecutionSettings | None = None

@@ -37,8 +37,8 @@ from tests.integration.invocation.test_mcp_invoke_admission_races import (
     runs_of,
     until,
 )
-from tests.support.binding_builders import HOST, new_id
-from tests.support.invocation import Tool, client, invoke_args, ok, publish_tool
+from tests.support.binding_builders import HOST
+from tests.support.invocation import Tool, client, invoke_args, ok, publish_tool, revoke_args
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
 
@@ -160,13 +160,7 @@ async def test_a_batch_holding_the_head_is_admitted_whole_before_a_revoke_and_no
 ) -> None:
     tool = await publish_tool(owner, syncWaitMs=50, admissionLimits=OPEN)
     caller = client(busy.http, dev_identity, "revoke-racer")
-    revoke = {
-        "hostId": HOST,
-        "bindingId": tool.binding_id,
-        "expectedBindingDigest": tool.binding_digest,
-        "comment": "no longer approved",
-        "operationId": new_id(),
-    }
+    revoke = revoke_args(tool)
     async with asyncio.timeout(30):
         async with admission_lock_held(admin, tool):
             first, *batched = await _pile(

@@ -28,7 +28,15 @@ from runtime.invocation import store
 from runtime.scheduler import capacity
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, binding, new_id, publish_args
-from tests.support.invocation import Tool, client, invoke_args, ok, publish_tool, refused
+from tests.support.invocation import (
+    Tool,
+    client,
+    invoke_args,
+    ok,
+    publish_tool,
+    refused,
+    revoke_args,
+)
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
 
@@ -209,13 +217,7 @@ async def test_a_revoke_waits_for_admissions_in_flight_and_no_run_is_admitted_af
     owner: McpTestClient, wide: httpx.AsyncClient, dev_identity: DevIdentity, admin: Admin
 ) -> None:
     tool = await publish_tool(owner, syncWaitMs=50, admissionLimits=OPEN)
-    revoke = {
-        "hostId": HOST,
-        "bindingId": tool.binding_id,
-        "expectedBindingDigest": tool.binding_digest,
-        "comment": "no longer approved",
-        "operationId": new_id(),
-    }
+    revoke = revoke_args(tool)
     piled, loopers, received, stored = await race_a_move(
         admin,
         tool,
@@ -610,13 +612,7 @@ async def test_an_answer_lost_before_a_revoke_still_returns_the_run_it_admitted(
     caller = client(wide, dev_identity, "dropped-revoked")
     real = store.admit_invoke
     answers: list[store.AdmitOutcome] = []
-    revoke = {
-        "hostId": HOST,
-        "bindingId": tool.binding_id,
-        "expectedBindingDigest": tool.binding_digest,
-        "comment": "no longer approved",
-        "operationId": new_id(),
-    }
+    revoke = revoke_args(tool)
 
     async def lossy(
         conn: Any, params: store.AdmitParams, *, exclusive: bool = False

@@ -22,6 +22,7 @@ from tests.support.invocation import (
     ok,
     publish_tool,
     refused,
+    revoke_args,
     running_executor,
     until_settled,
 )
@@ -106,13 +107,7 @@ async def test_a_revoked_revision_is_refused_on_the_next_call(
 ) -> None:
     tool = await publish_tool(owner)
     ok(await caller.call_tool("workflow_invoke", invoke_args(tool)))
-    revoke = {
-        "hostId": HOST,
-        "bindingId": tool.binding_id,
-        "expectedBindingDigest": tool.binding_digest,
-        "comment": "no longer approved",
-        "operationId": new_id(),
-    }
+    revoke = revoke_args(tool)
     ok(await owner.call_tool("workflow_binding_revoke", revoke))
     body = refused(
         await caller.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_POLICY_DENIED"
