@@ -79,6 +79,21 @@ def tree_cpu_seconds(root_pid: int) -> float:
     return total
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine spent busy so far (/proc/stat: not idle, not iowait).
+
+    On a machine whose cores the driver, PostgreSQL and the servers share, what a phase costs
+    all of them together is what bounds its goodput; 0 where /proc/stat is unreadable.
+    """
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0
+    # user nice system idle iowait irq softirq steal: steal is time the machine did not get.
+    return (sum(fields) - fields[3] - fields[4] - fields[7]) / CLOCK_TICKS
+
+
 @dataclass
 class Service:
     """A running stack: its URLs, identity, and the pids whose CPU is measured."""

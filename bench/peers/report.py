@@ -186,8 +186,21 @@ def overload_pairs(
         "ratios": ratios,
         "medianRatio": known[len(known) // 2] if known else None,
         "refusalP50Ms": refusals,
+        # The whole machine's CPU per admitted call, at the peak and at 2x: what the refusals
+        # (and everything else 2x adds) cost every process on the cores they share.
+        "machineMsPerOk": [
+            [machine_ms_per_ok(r["peak"]), machine_ms_per_ok(r["overload"])] for r in rounds
+        ],
         "rounds": rounds,
     }
+
+
+def machine_ms_per_ok(phase: dict[str, Any]) -> float | None:
+    """The machine's busy CPU (every process, the driver's too) per OK call of a phase, in ms."""
+    per_call, ok = phase.get("machineCpuMsPerCall"), phase.get("ok")
+    if per_call is None or not ok:
+        return None
+    return round(per_call * phase["calls"] / ok, 2)
 
 
 def print_overload_pairs(summary: dict[str, Any]) -> None:
@@ -200,7 +213,9 @@ def print_overload_pairs(summary: dict[str, Any]) -> None:
         print(f"   round {number}: peak {peak['okPerS']:.0f} ok/s, 2x @{over['offeredPerS']}: "
               f"{over['okPerS']:.0f} ok/s = {ratio} of it; {refused} refused, p50 "
               f"{over['refusal'].get('p50')} ms; admitted p99 "
-              f"{over['admitted'].get('p99')} ms")  # fmt: skip
+              f"{over['admitted'].get('p99')} ms; machine {peak.get('machineCores')} -> "
+              f"{over.get('machineCores')} cores, {machine_ms_per_ok(peak)} -> "
+              f"{machine_ms_per_ok(over)} ms per OK")  # fmt: skip
     print(f"   median ratio {summary['medianRatio']}", flush=True)
 
 

@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from bench.harness import machine_busy_seconds
 from bench.peers import report
 from bench.peers.driver import (
     Connection,
@@ -167,3 +168,16 @@ def test_overload_pairs_judge_each_round_against_its_own_peak_and_stay_out_of_th
     row = report._row(phases, "one-tool", "ours-direct")
     # One loop cell (the closed loop), and the rounds' transport error counted.
     assert row == "| one-tool | ours-direct | - | - | - | - | 12 (10/10) | 1/0 |"
+
+
+def test_the_machine_cost_of_an_ok_call_counts_the_refusals_of_its_phase() -> None:
+    # 20 calls of which 10 admitted, 1.5 ms of the machine each: 3 ms per admitted call.
+    assert report.machine_ms_per_ok({"machineCpuMsPerCall": 1.5, "calls": 20, "ok": 10}) == 3.0
+    assert report.machine_ms_per_ok({"machineCpuMsPerCall": 1.5, "calls": 20, "ok": 0}) is None
+    assert report.machine_ms_per_ok({"calls": 20, "ok": 10}) is None
+
+
+def test_the_machine_meter_counts_busy_cpu_time_and_never_goes_back() -> None:
+    first = machine_busy_seconds()
+    sum(range(2_000_000))
+    assert machine_busy_seconds() >= first > 0
