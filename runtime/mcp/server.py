@@ -176,8 +176,9 @@ class McpServer:
             )
             result = outcome.to_call_result()
             # A tool's own _meta (the Gateway's workflow ids) travels beside the server's.
-            merged_meta = {**result.get("_meta", {}), **meta}
-            return {"resultType": "complete", **result, "_meta": merged_meta}
+            if tool_meta := result.get("_meta"):
+                meta = {**tool_meta, **meta}
+            return {"resultType": "complete", **result, "_meta": meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
 
 
