@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from litestar import Litestar, Request, Response, get, post, route
@@ -23,7 +23,7 @@ from runtime.mcp.http_checks import (
     is_json_content_type,
     unsupported_media_fault,
 )
-from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault
+from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault, decoded_before
 from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
 from runtime.mcp.server import HttpReply, McpServer, decode_json
 from runtime.mcp.tools import ToolRegistry, ToolRoute
@@ -82,7 +82,9 @@ async def mcp_post(request: Request[Any, Any, Any], state: State) -> Response[by
         return _reply(refusal, request)
     body = await request.body()
     server: McpServer = state.mcp_server
-    return _reply(await server.handle_post(body, headers), request)
+    # litestar types its scope as a TypedDict; the front door, like any ASGI middleware, adds keys.
+    decoded = decoded_before(cast("MutableMapping[str, Any]", request.scope), body)
+    return _reply(await server.handle_post(body, headers, decoded), request)
 
 
 @route("/mcp", http_method=["GET", "DELETE"], status_code=405)

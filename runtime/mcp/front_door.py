@@ -27,7 +27,13 @@ from typing import Any
 import msgspec
 
 from runtime.mcp.dispatch import error_outcome
-from runtime.mcp.jsonrpc import JsonRpcFault, decode_body, is_request_id, result_response
+from runtime.mcp.jsonrpc import (
+    JsonRpcFault,
+    decode_body,
+    is_request_id,
+    remember_decoded,
+    result_response,
+)
 from runtime.mcp.protocol import SERVER_INFO_KEY, Era, resolve_era
 from runtime.mcp.server import SERVER_INFO
 from runtime.scheduler import door
@@ -179,6 +185,7 @@ def _invoke_call(body: bytes, scope: Scope) -> _Call | None:
         message = decode_body(body)
     except JsonRpcFault:
         return None
+    remember_decoded(scope, body, message)  # the app's, not decoded again
     if not isinstance(message, dict) or message.get("method") != "tools/call":
         return None
     params = message.get("params")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, NoReturn, TypeGuard
+from collections.abc import MutableMapping
+from typing import Any, NamedTuple, NoReturn, TypeGuard
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -180,3 +181,30 @@ def decode_body(body: bytes) -> Any:
             data={"reason": "lone-surrogate"},
         )
     return decoded
+
+
+# The ASGI scope key under which a body decoded in front of the app (by the front door, which
+# reads workflow_invoke calls before litestar) waits for the app, so the app does not decode it
+# a second time: decoding is most of what the MCP layer spends on a call's body, and more in
+# the 2026-07-28 form (its params._meta adds three objects to check for duplicate members).
+DECODED_BODY = "workflow.mcp.decoded_body"
+
+
+class DecodedBody(NamedTuple):
+    """A request body and what decode_body made of it."""
+
+    body: bytes
+    message: Any
+
+
+def remember_decoded(scope: MutableMapping[str, Any], body: bytes, message: Any) -> None:
+    """Leave decode_body(body) in the request's scope for the app (decoded_before)."""
+    scope[DECODED_BODY] = DecodedBody(body, message)
+
+
+def decoded_before(scope: MutableMapping[str, Any], body: bytes) -> DecodedBody | None:
+    """What was decoded in front of the app, taken from the scope, if it is of this very body."""
+    decoded = scope.pop(DECODED_BODY, None)
+    if isinstance(decoded, DecodedBody) and decoded.body == body:
+        return decoded
+    return None

@@ -10,6 +10,7 @@ from runtime.mcp.bearer_gate import BearerGate
 from runtime.mcp.jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    DecodedBody,
     JsonRpcFault,
     RequestId,
     decode_body,
@@ -70,10 +71,16 @@ class McpServer:
         self.page_size = page_size
         self.list_ttl_ms = list_ttl_ms
 
-    async def handle_post(self, body: bytes, headers: Mapping[str, str]) -> HttpReply:
-        """Answer one POST body; headers are keyed by lower-case name."""
+    async def handle_post(
+        self, body: bytes, headers: Mapping[str, str], decoded: DecodedBody | None = None
+    ) -> HttpReply:
+        """Answer one POST body; headers are keyed by lower-case name.
+
+        decoded: the body as decode_body already made it in front of the app (the front door's
+        read of a workflow_invoke call), so it is decoded once.
+        """
         try:
-            message = decode_json(body)
+            message = decoded.message if decoded is not None else decode_json(body)
         except JsonRpcFault as parse_failure:
             return _fault_reply(parse_failure, None)
         if not isinstance(message, dict):

@@ -22,6 +22,7 @@ from litestar import Litestar
 
 from runtime.collaborators import Services
 from runtime.composition.http_protocol import answering
+from runtime.mcp import jsonrpc
 from runtime.mcp.front_door import FrontDoor, answer_on_arrival
 from runtime.scheduler import capacity, door
 from runtime.scheduler.capacity import CapacitySettings
@@ -312,3 +313,33 @@ async def test_a_call_is_judged_once_whichever_way_it_came(
         result = await caller.call_tool("workflow_invoke", invoke_args(tool))
     assert ok(result)["status"] == "completed"
     assert len(judged) == 1
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+async def test_a_calls_body_is_decoded_once_whichever_way_it_came(
+    doorway: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+    era: str,
+) -> None:
+    # The door decodes the body to judge the call and hands the decoding to the app: decoded
+    # twice, every call would pay the decoder again, the 2026-07-28 form (its params._meta)
+    # most of all.
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner)
+    caller = client(doorway, dev_identity)
+    caller.era = era
+    decoded: list[str] = []
+    decode = jsonrpc._DECODER.decode
+
+    def counting(text: str) -> Any:
+        decoded.append(text)
+        return decode(text)
+
+    # The decoder every decode_body uses, whichever module imported decode_body.
+    monkeypatch.setattr(jsonrpc._DECODER, "decode", counting)
+    async with running_executor(services):
+        result = await caller.call_tool("workflow_invoke", invoke_args(tool))
+    assert ok(result)["status"] == "completed"
+    assert len([text for text in decoded if '"workflow_invoke"' in text]) == 1
