@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from runtime.addresses import Resolver, SystemResolver
+from runtime.admission import Admission
 from runtime.store.migrations import DEFAULT_DIRECTORY, applied_migrations, discover_migrations
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Services:
-    """Settings, the database, the authenticator and the sealing keyring."""
+    """Settings, the database, the authenticator, the sealing keyring and admission."""
 
     settings: Settings
     database: Database
@@ -27,6 +28,9 @@ class Services:
     executor_alive: Callable[[], bool] | None = None
     # Resolves outbound host names for the destination policy (a test drives its own).
     resolver: Resolver = field(default_factory=SystemResolver)
+    # This process's admission (front door, capacity controller, batches): `serve` builds it
+    # before the app, since the HTTP server's front door uses it too (runtime.admission.state).
+    admission: Admission = field(default_factory=Admission)
 
     async def readiness(self) -> dict[str, bool]:
         """Database reachable, every migration applied, a usable sealing key loaded."""

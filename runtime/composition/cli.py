@@ -19,6 +19,7 @@ import msgspec
 
 from handlers import HANDLERS
 from runtime import telemetry
+from runtime.admission import Admission
 from runtime.collaborators import Services
 from runtime.composition.bootstrap import (
     apply_dev_identity,
@@ -36,9 +37,8 @@ from runtime.composition.secrets import add_secrets_parser, secrets_command
 from runtime.composition.worker import run_worker
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
-from runtime.mcp.front_door import FrontDoor, answer_on_arrival
+from runtime.mcp.front_door import FrontDoor
 from runtime.publication import policy_from_settings
-from runtime.scheduler import door
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.settings import Settings
@@ -97,7 +97,9 @@ def serve(args: argparse.Namespace) -> int:
         settings.execution.workers_enabled = False
     identity = apply_dev_identity(settings)
     dev = identity is not None
-    app = create_app(with_service_jobs(lambda: build_services(settings)), HANDLERS)
+    # One admission for the process: the HTTP server's front door and the handlers share it.
+    admission = Admission(settings.capacity)
+    app = create_app(with_service_jobs(lambda: build_services(settings, admission)), HANDLERS)
     if identity is not None:
         for route in dev_token_routes(identity):
             app.register(route)
@@ -108,19 +110,20 @@ def serve(args: argparse.Namespace) -> int:
         # Services exist once the lifespan started them (a stop during start-up has none).
         services: Services | None = app.state.get("services")
         # Calls still waiting at the front door are answered too (retryable).
-        door.DOOR.close()
+        admission.door.close()
         if services is not None:
             stop_waiting(services.database)
 
+    front_door = FrontDoor(app, admission)
     run_http_server(
-        # workflow_invoke's front door stands before litestar (runtime.scheduler.door).
-        FrontDoor(app),
+        # workflow_invoke's front door stands before litestar (runtime.admission.door).
+        front_door,
         host=server.host,
         port=server.port,
         keep_alive_timeout_s=server.keep_alive_timeout_s,
         shutdown_grace_s=server.shutdown_grace_s,
         on_drain=drain,
-        early_answer=answer_on_arrival,
+        early_answer=front_door.answer_on_arrival,
     )
     return 0
 

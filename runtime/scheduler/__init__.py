@@ -16,6 +16,7 @@ from runtime.scheduler.models import (
     SchedulerSettings,
     TaskOutcome,
 )
+from runtime.scheduler.probe import ClassLoadRow, QueueProbe, read_class_load
 from runtime.scheduler.service import enqueue_process, get_process
 from runtime.scheduler.store.queue import claimed_first_task
 from runtime.scheduler.wakeup import (
@@ -28,10 +29,12 @@ from runtime.scheduler.wakeup import (
 __all__ = [
     "BudgetAmounts",
     "ClaimedTask",
+    "ClassLoadRow",
     "DispatchBudgeted",
     "Executor",
     "LeaseLost",
     "NewTask",
+    "QueueProbe",
     "Reservation",
     "SchedulerSettings",
     "TaskHandler",
@@ -42,6 +45,7 @@ __all__ = [
     "enqueue_process",
     "executors_here",
     "get_process",
+    "read_class_load",
     "reserve_local_slot",
     "timeout_error",
 ]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from runtime.admission.batches import BATCH_MAX
 from runtime.invocation import store
-from runtime.invocation.admission_batch import BATCH_MAX
 from runtime.store.queries import query_usage_problems
 
 INVOCATION = Path(store.__file__).parent

@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from generated.models import WorkflowStartOutput
+from runtime.admission.launch import RunPlan, seal_for, write_run
+from runtime.admission.state import Admission
+from runtime.admission.token_cover import check_token_covers_run
 from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.errors import WorkflowError
 from runtime.invocation import rules, store
-from runtime.invocation.launch import RunPlan, seal_for, write_run
 from runtime.invocation.requests import StartRequest
-from runtime.invocation.token_cover import check_token_covers_run
-from runtime.scheduler import capacity
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
 from runtime.store import Connection, Database
@@ -124,6 +124,7 @@ async def start_workflow(
     request: StartRequest,
     keyring: Keyring,
     *,
+    admission: Admission,
     can_exchange: bool = False,
     start_roles: frozenset[str] | None = None,
 ) -> WorkflowStartOutput:
@@ -180,7 +181,7 @@ async def start_workflow(
             )
         if claim.outcome == "accepted":
             check_token_covers_run(ctx, definition, plan.deadline_ts, can_exchange=can_exchange)
-            capacity.admit(
+            admission.estimator.admit(
                 plan.execution_class, (plan.deadline_ts - admitted).total_seconds() * 1000
             )
             await write_run(conn, ctx, plan, sealed, principal)
