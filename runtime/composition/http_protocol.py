@@ -15,8 +15,11 @@ starts when reading pauses, so the app's `receive` resumes it); pipelined reques
 held, then answered or started, in its turn).
 
 It extends uvicorn's protocol where uvicorn starts a task (`_start_asgi_task`), which is not
-public API: uvicorn is pinned, and tests/integration/composition/test_http_early_answer.py
-checks each case above on the wire against the pinned version.
+public API; it is the one module of the service that reaches below uvicorn's public API
+(PRIVATE_NAMES lists what it uses). uvicorn is pinned; tests/unit/test_pinned_internals.py
+fails, naming this module, when the installed version differs from the pin or lacks a name
+used here, and tests/integration/composition/test_http_early_answer.py checks each case above
+on the wire against the pinned version.
 """
 
 from __future__ import annotations
@@ -35,6 +38,22 @@ log = logging.getLogger("workflow.http")
 EarlyAnswer = Callable[[MutableMapping[str, Any], bytes], bytes | None]
 
 _Held = tuple[RequestResponseCycle, ASGI3Application]
+
+# uvicorn's non-public names this module uses: methods of HttpToolsProtocol, attributes a
+# RequestResponseCycle sets in its __init__ (checked against the installed uvicorn by a test).
+PRIVATE_NAMES = {
+    "HttpToolsProtocol": ("_start_asgi_task", "on_body", "on_message_complete", "server_state"),
+    "RequestResponseCycle": (
+        "body",
+        "more_body",
+        "waiting_for_100_continue",
+        "response_started",
+        "response_complete",
+        "disconnected",
+        "keep_alive",
+        "on_response",
+    ),
+}
 
 
 class EarlyAnswerProtocol(HttpToolsProtocol):
