@@ -48,12 +48,16 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # refusals, alternating): refusal p50 10-15 ms with 16, 5-8 ms with 4, 2-3 ms with 2, and
     # 4 and 2 served 10-35% more than 16; bench-invoke's closed loops: 4 as 16, 2 below 4.
     door_admitting: int = 4
-    # The door's queue target (CoDel-style): once the oldest waiting call has waited longer,
-    # a call predicted to wait longer still is refused on arrival. None: only deadlines count.
-    # One Tool at 2x its peak (bench-peers, same session, fresh databases): 300 ms kept 76-80%
-    # of the peak with admitted p50 0.5 s and p99 1.0-1.2 s; 2 s kept 60-78% with p50 2.6-3.3 s
-    # and p99 5-6 s (the standing queue is the wait every admitted call pays).
-    door_queue_target_ms: int | None = 300
+    # Opt-in: the door's queue target (CoDel-style): once the oldest waiting call has waited
+    # longer, and fresh calls outpace the calls let through, a call predicted to wait longer
+    # still is refused on arrival. None (the default): only deadlines count, as seed 001 says
+    # ("rejects before acceptance when the remaining deadline cannot be met"). With 300 ms,
+    # 200 callers that send a new call after each refusal (wrk, one Tool with a 20 s syncWaitMs)
+    # were refused 6,000-7,500 times a second and served a quarter of what 50 callers were,
+    # although all 200 calls fit their deadline (docs/PERFORMANCE.md). An operator who would
+    # rather turn callers away than let them wait sets it: at twice a Tool's capacity (an open
+    # loop), 300 ms kept admitted p99 about 1 s, 100 ms 0.2-0.4 s.
+    door_queue_target_ms: int | None = None
     # Admission statements one Tool may have in flight at once in this process; its calls that
     # arrive meanwhile wait and then go together, up to 8 in one statement and commit
     # (runtime.admission.batches). One Tool, closed c=10 then open at 2x, six rounds

@@ -99,8 +99,9 @@ class FrontDoor:
         finally:
             place.leave()
 
-    def answer_on_arrival(self, scope: Scope, body: bytes) -> bytes | None:
-        """The JSON answer of a workflow_invoke call the door refuses on arrival; else None.
+    def answer_on_arrival(self, scope: Scope, body: bytes) -> tuple[bytes, int] | None:
+        """The JSON answer of a workflow_invoke call the door refuses on arrival, with its
+        retryAfterMs (the HTTP server paces a client refused again sooner); else None.
 
         The HTTP server calls it as soon as a POST is read whole
         (runtime.composition.http_protocol), before any task serves the request: a refusal is
@@ -114,7 +115,7 @@ class FrontDoor:
         if call is not None:
             retry_after = self.door.judge(arrived_at, call.fingerprint)
             if retry_after is not None:
-                return _refusal(call, retry_after)
+                return _refusal(call, retry_after), retry_after
         scope[ARRIVAL] = _Arrival(arrived_at, call)
         return None
 
