@@ -350,3 +350,22 @@ async def test_the_doors_gauges_follow_its_calls(front: door.FrontDoor) -> None:
     for last in (held[1], place):
         last.leave()
     assert gauges() == (0.0, 0.0, 0.0)
+
+
+async def test_by_default_a_growing_queue_whose_wait_fits_the_deadline_is_not_refused(
+    clock: Clock,
+) -> None:
+    # Seed 001: refuse only when the remaining deadline cannot be met. A queue that stood for
+    # 500 ms and grows (fresh calls outpace the passes) is no reason while every call fits.
+    admission = Admission(CapacitySettings(door_concurrency=1), clock=clock)
+    admission.estimator.longest_budget = 20_000.0
+    front = admission.door
+    held = await front.enter()
+    waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
+    await _settle()
+    clock.now += 0.5
+    assert [front.judge(fingerprint=n) for n in range(10)] == [None] * 10
+    # Once the wait no longer fits the longest deadline known, it is refused.
+    admission.estimator.longest_budget = 100.0
+    assert front.judge(fingerprint=11) is not None
+    await _drain([held, *waiters])

@@ -195,6 +195,7 @@ async def _answer_after(reader: asyncio.StreamReader, began: float) -> tuple[byt
     return body, asyncio.get_running_loop().time() - began
 
 
+@pytest.mark.requirement("001:Capacity And Availability")
 async def test_a_client_refused_again_before_its_retry_is_up_gets_the_answer_no_sooner(
     served: Recorder,
 ) -> None:
