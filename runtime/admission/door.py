@@ -6,7 +6,7 @@ the deadline-aware controller (runtime.admission.controller) spoke, while the ev
 saturated with the calls it had already taken. Goodput fell to a quarter of the peak at twice
 the capacity, and admitted calls waited out most of their deadline.
 
-The door sits in front of all of that (runtime.mcp.front_door reads only the JSON-RPC id and
+The door sits in front of all of that (runtime.composition.front_door reads only the JSON-RPC id and
 era of the body). At most `door_concurrency` calls are past the door and not yet started at
 once; the others wait in arrival order, costing a suspended coroutine and nothing else. A call
 leaves the door when its run starts (its first task is claimed by an executor of this
@@ -305,9 +305,10 @@ class FrontDoor:
         metrics.record_door(self.inside, len(self._waiting), self.admitting)
 
 
-# The call this task serves: when it arrived at the door, and its place past the door. The ASGI
-# front door (runtime.mcp.front_door) sets it for the task that then runs the handler, so the
-# place travels with the call through the protocol layers without each of them carrying it.
+# The call this task serves: when it arrived at the door, and its place past the door. The
+# ASGI front door (runtime.composition.front_door) sets it for the task that then runs the
+# handler, so the place travels with the call through the protocol layers without each of
+# them carrying it.
 # It is per task (per request), not process state: the process's door is the FrontDoor above.
 _CALL: contextvars.ContextVar[tuple[float, Pass] | None] = contextvars.ContextVar(
     "front_door_call", default=None

@@ -30,6 +30,7 @@ from runtime.composition.check import run_check
 from runtime.composition.config import load_settings
 from runtime.composition.convert_command import add_convert_parser
 from runtime.composition.environment import EnvironmentSettingError
+from runtime.composition.front_door import FrontDoor
 from runtime.composition.http_server import run_http_server
 from runtime.composition.jobs import with_service_jobs
 from runtime.composition.runs import add_runs_parser, runs_command
@@ -37,7 +38,6 @@ from runtime.composition.secrets import add_secrets_parser, secrets_command
 from runtime.composition.worker import run_worker
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
-from runtime.mcp.front_door import FrontDoor
 from runtime.publication import policy_from_settings
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main

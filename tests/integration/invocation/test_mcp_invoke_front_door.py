@@ -1,4 +1,4 @@
-"""workflow_invoke's front door in front of the app (runtime.mcp.front_door), through POST /mcp.
+"""workflow_invoke's front door in front of the app (runtime.composition.front_door), by POST.
 
 A call the door refuses gets its era's tools/call result (isError, WORKFLOW_CAPACITY_EXHAUSTED,
 retryAfterMs) at once, with nothing written; every other request passes untouched; a call past
@@ -22,8 +22,8 @@ from litestar import Litestar
 
 from runtime.admission import CapacitySettings, door
 from runtime.collaborators import Services
+from runtime.composition.front_door import FrontDoor
 from runtime.composition.http_protocol import answering
-from runtime.mcp.front_door import FrontDoor
 from runtime.scheduler.executor import Executor, SlotReservation
 from runtime.security.devtools import DevIdentity
 from runtime.telemetry import metrics
