@@ -68,11 +68,11 @@ from runtime.execution.credential import (
     token_check_for,
 )
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
+from runtime.execution.outbound.transport import outbound_client
 from runtime.execution.service_token import SecretOpener, ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
-from runtime.execution.transport import outbound_client
 from runtime.publication.pinned import host_secret
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error

@@ -11,7 +11,7 @@ from runtime.binding_reach import Dependency, EndpointTarget
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution.credential import open_credential, seal_credential, select_run_token
 from runtime.execution.effects import matching_grant
-from runtime.execution.endpoint_label import endpoint_label
+from runtime.execution.outbound.endpoint_label import endpoint_label
 from runtime.execution.store import QUERIES, QUERIES_PATH
 from runtime.execution.targets import on_origin, origin_of, policy_for
 from runtime.publication.pinned import LiveGrant
