@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from runtime import human_tasks
 from runtime.addresses import AddressPolicy, Resolver, SystemResolver
 from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
@@ -59,7 +60,7 @@ from runtime.engine.run import (
 from runtime.engine.run.interpreter import holds_ask
 from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
-from runtime.execution import human_tasks, store
+from runtime.execution import store
 from runtime.execution.credential import (
     RunToken,
     TokenCheck,
@@ -73,12 +74,12 @@ from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
 from runtime.execution.transport import outbound_client
+from runtime.human_tasks import HUMAN_TASK_KEY
 from runtime.publication.pinned import host_secret
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import BudgetAmounts, ClaimedTask, NewTask, TaskOutcome
-from runtime.scheduler.parking import HUMAN_TASK_KEY
 from runtime.security import (
     Keyring,
     KeyringError,

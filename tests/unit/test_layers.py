@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.invocation",),
     ("runtime.settings",),
     ("runtime.execution",),
+    ("runtime.human_tasks",),
     ("runtime.publication", "runtime.scheduler"),
     ("runtime.engine", "runtime.store", "runtime.security", "runtime.telemetry"),
     (

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from runtime.execution.human_tasks import sample_open_tasks
+from runtime.human_tasks import sample_open_tasks
 from runtime.store import Database
 from runtime.telemetry import metrics
 from tests.support.human_tasks import (

@@ -27,10 +27,10 @@ from generated.models import (
 )
 from runtime.canonical import timestamp
 from runtime.errors import WorkflowError
-from runtime.execution.human_tasks import Assignee, answer_output
-from runtime.execution.human_tasks import store as tasks
-from runtime.execution.human_tasks.store import AssignedTask
-from runtime.scheduler.parking import announce_woken, wake_parked
+from runtime.human_tasks import store as tasks
+from runtime.human_tasks.parking import answer_output
+from runtime.human_tasks.resume import announce_woken, wake_parked
+from runtime.human_tasks.store import AssignedTask, Assignee
 from runtime.security import InvocationContext
 from runtime.store import Database
 from runtime.telemetry import metrics

@@ -106,6 +106,13 @@ class RunHumanTask(msgspec.Struct, frozen=True, kw_only=True):
     answered_ts: datetime | None
 
 
+class WokenTask(msgspec.Struct, frozen=True):
+    """A parked task made available: its id and execution class."""
+
+    task_id: str
+    execution_class: str
+
+
 class _TaskId(msgspec.Struct, frozen=True):
     task_id: str
 
@@ -196,6 +203,21 @@ async def count_open(conn: Connection) -> int:
     """How many human tasks are open on every host (a metric sample)."""
     row = await fetch_one(conn, QUERIES["count_open_tasks"], {}, _Count)
     return 0 if row is None else row.open
+
+
+async def wake_parked_task(
+    conn: Connection, host_id: str, process_id: str, human_task_id: str
+) -> tuple[str, str] | None:
+    """The parked task made available now (task id, execution class), or None if none waits."""
+    params = {"host_id": host_id, "process_id": process_id, "human_task_id": human_task_id}
+    row = await fetch_one(conn, QUERIES["wake_parked_task"], params, WokenTask)
+    return None if row is None else (row.task_id, row.execution_class)
+
+
+async def resume_waiting_run(conn: Connection, host_id: str, process_id: str) -> None:
+    """A WAITING run becomes RUNNING (its parked task was claimed)."""
+    params = {"host_id": host_id, "process_id": process_id}
+    await conn.execute(QUERIES["resume_waiting_run"], params)
 
 
 def _jsonb(value: Any) -> Jsonb | None:

@@ -1,7 +1,7 @@
 """A run's ask at run time: open its human task and park, or settle the answer to resume with.
 
 The runner parks a run as its next scheduler task, left ready until the human task's due time
-(runtime.scheduler.parking). When that task is claimed, ``settle`` reads the human task: an
+(runtime.human_tasks.resume). When that task is claimed, ``settle`` reads the human task: an
 answer (or a timeout that has passed, recorded here under the row's lock so a late completion
 gets a conflict) is handed to the interpreter; an open task not yet due parks the run again.
 """
@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime.engine.run import AskRequest
-from runtime.execution.human_tasks import store
-from runtime.scheduler import parking
+from runtime.human_tasks import resume, store
 from runtime.scheduler.models import ClaimedTask
 from runtime.store import Database
 from runtime.telemetry import metrics
@@ -40,7 +39,7 @@ async def settle(
                 continue
             answers[row.ask_key] = {"failed": True} if output is None else {"output": output}
         if rows:
-            await parking.resume_waiting(conn, task.host_id, task.process_id)
+            await resume.resume_waiting(conn, task.host_id, task.process_id)
     for action in timeouts:
         metrics.record_human_timeout(action)
     return answers

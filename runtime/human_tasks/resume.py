@@ -6,8 +6,8 @@ time (its timer); these are the only writes other domains make to it, through th
 
 from __future__ import annotations
 
-from runtime.scheduler import wakeup
-from runtime.scheduler.store import parking
+from runtime.human_tasks import store
+from runtime.scheduler import announce_task
 from runtime.store import Connection, Database
 
 # The payload key naming the human task a parked task waits for (migration 0080's trigger).
@@ -18,15 +18,15 @@ async def wake_parked(
     conn: Connection, host_id: str, process_id: str, human_task_id: str
 ) -> tuple[str, str] | None:
     """In the answering transaction: the parked task is ready now; announce it after commit."""
-    return await parking.wake_parked_task(conn, host_id, process_id, human_task_id)
+    return await store.wake_parked_task(conn, host_id, process_id, human_task_id)
 
 
 def announce_woken(db: Database, woken: tuple[str, str] | None) -> None:
     """After the commit: wake the executors for a woken task (this process's first)."""
     if woken is not None:
-        wakeup.announce_task(db, *woken)
+        announce_task(db, *woken)
 
 
 async def resume_waiting(conn: Connection, host_id: str, process_id: str) -> None:
     """A parked run whose task runs again is RUNNING."""
-    await parking.resume_waiting_run(conn, host_id, process_id)
+    await store.resume_waiting_run(conn, host_id, process_id)
