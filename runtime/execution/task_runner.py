@@ -74,7 +74,6 @@ from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
 from runtime.execution.transport import outbound_client
-from runtime.human_tasks import HUMAN_TASK_KEY
 from runtime.publication.pinned import host_secret
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
@@ -290,13 +289,14 @@ class WorkflowRuntime:
         """Open the ask's human task; the next task waits, unleased, until it is answered.
 
         Its available_at is the task's due time (the timer: the claim fires it) or, with no
-        timeout, the point the run must stop; an answer makes it available at once.
+        timeout, the point the run must stop; an answer makes it available at once. Its insert
+        parks the run (migration 0080's trigger, runtime/human_tasks/parking.py).
         """
         await _check_deadline(db, task, self.settings)
         human_task_id, due = await human_tasks.park(
             db, task, loaded.spec.wf_def_id, waiting.request
         )
-        payload = {"state": waiting.state, HUMAN_TASK_KEY: human_task_id}
+        payload = human_tasks.parked_task_payload(waiting.state, human_task_id)
         wake_at = due if due is not None else _stop_at(task, self.settings)
         next_task = NewTask(
             WORKFLOW_TASK_KIND, payload, step_no=task.step_no + CALL_SLOTS, available_at=wake_at

@@ -92,9 +92,12 @@ async def complete_task(
     value = args.value if isinstance(args.value, str) else None
     digest = _answer_digest(value, comment, ctx.user_id)
     async with db.transaction() as conn:
+        # Locked: migration 0080's park trigger waits for this answer or this for its insert.
         row = await tasks.select_assigned(conn, ctx.host_id, task_id, _assignee(ctx))
         if row is None:
             raise _not_found()
+        # Closed: answered, timed out at a claim (parking.settle), or cancelled by its run's
+        # end (migration 0081's trigger).
         if row.state != "open":
             return _receipt_of_repeat(row, args.operation_id, digest)
         _check_value(row.question, value)

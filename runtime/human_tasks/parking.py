@@ -1,9 +1,18 @@
 """A run's ask at run time: open its human task and park, or settle the answer to resume with.
 
-The runner parks a run as its next scheduler task, left ready until the human task's due time
-(runtime.human_tasks.resume). When that task is claimed, ``settle`` reads the human task: an
-answer (or a timeout that has passed, recorded here under the row's lock so a late completion
-gets a conflict) is handed to the interpreter; an open task not yet due parks the run again.
+How a run parks: the runner opens the ask's task (``park``) and ends its scheduler task with a
+next task whose payload is ``parked_task_payload`` and whose available_at is the human task's
+due time, or the point the run must stop: a ready task no lease holds, the claim's available_at
+filter its timer. The scheduler's completion inserts that task, and the insert fires migration
+0080's trigger ``workflow_task_park_on_human_task`` (BEFORE INSERT ON workflow_task, only for a
+payload holding HUMAN_TASK_KEY; function ``workflow_park_on_human_task``). The trigger locks the
+human task (FOR SHARE), then makes the parked task available now if the task was answered
+between ``park`` and that insert, else turns the run WAITING in the same commit: no Python
+writes WAITING. Its lock orders it with an answer (runtime.human_tasks.resume).
+
+When that task is claimed, ``settle`` reads the human task: an answer (or a timeout that has
+passed, recorded here under the row's lock so a late completion gets a conflict) is handed to
+the interpreter; an open task not yet due parks the run again.
 """
 
 from __future__ import annotations
@@ -16,6 +25,10 @@ from runtime.human_tasks import resume, store
 from runtime.scheduler.models import ClaimedTask
 from runtime.store import Database
 from runtime.telemetry import metrics
+
+# The payload key naming the human task a parked task waits for: migration 0080's trigger fires
+# on it, and wake_parked_task finds the parked task by it.
+HUMAN_TASK_KEY = "humanTaskId"
 
 
 async def settle(
@@ -76,6 +89,12 @@ async def park(
         )
     assert opened is not None  # inserted or already there, in this transaction
     return opened.task_id, opened.due_ts
+
+
+def parked_task_payload(state: dict[str, Any], human_task_id: str) -> dict[str, Any]:
+    """The parked task's payload: the run's checkpoint and the human task it waits for."""
+    # Inserting a task with this payload is what parks the run (the module docstring).
+    return {"state": state, HUMAN_TASK_KEY: human_task_id}
 
 
 def answer_output(

@@ -1,7 +1,16 @@
-"""Runs parked on a human task: woken by an answer, resumed when their task is claimed.
+"""How a run parked on a human task resumes: woken by an answer, resumed when its task is claimed.
 
-A parked run's next task is an ordinary ready task whose available_at is the human task's due
-time (its timer); these are the only writes other domains make to it, through this module.
+An answer (``inbox.complete_task``) locks the human task (FOR UPDATE), records it and, in the
+same transaction, wakes the parked task (``wake_parked``: available now, the run RUNNING);
+after the commit ``announce_woken`` hands it to this process's executors first
+(runtime.scheduler.wakeup). Migration 0080's park trigger locks the same row, so an answer that
+commits before the parked task is inserted is seen by the trigger (the task goes in available
+now), and one that commits after finds the parked task here. A timeout needs no waking: the
+parked task's available_at is the due time. The claimed task's runner calls
+``parking.settle``, which reads the answers and makes the run RUNNING (``resume_waiting``).
+
+A parked task and its run's state are the scheduler's rows; these are the only writes other
+rooms make to them, through this module (and the trigger).
 """
 
 from __future__ import annotations
@@ -9,9 +18,6 @@ from __future__ import annotations
 from runtime.human_tasks import store
 from runtime.scheduler import announce_task
 from runtime.store import Connection, Database
-
-# The payload key naming the human task a parked task waits for (migration 0080's trigger).
-HUMAN_TASK_KEY = "humanTaskId"
 
 
 async def wake_parked(

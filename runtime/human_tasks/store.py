@@ -1,4 +1,13 @@
-"""Storage helpers of human tasks: each takes a connection and never commits."""
+"""Storage helpers of human tasks: each takes a connection and never commits.
+
+A task leaves 'open' once: 'answered' (``answer_task``), 'timedOut' (``time_out_task``), or
+'cancelled' when its run ends, which no statement here writes: migration 0081's trigger
+``workflow_process_close_human_tasks`` (AFTER UPDATE OF state ON workflow_process, function
+``workflow_close_human_tasks_of_ended_run``) closes a run's open tasks in the commit that ends
+it, whoever ends it (the caller's cancel, the deadline sweep, the executor). It fires only for
+a run leaving WAITING or an unbound (workflow_start) run. ``wake_parked_task`` and
+``resume_waiting_run`` write a parked run's scheduler rows (runtime.human_tasks.resume).
+"""
 
 from __future__ import annotations
 
