@@ -128,7 +128,8 @@ def _receipt(row: AssignedTask, state: str, output: dict[str, Any]) -> WorkflowT
         "taskId": row.task_id,
         "workflowInstanceId": row.process_id,
         "state": state,
-        "answeredAt": output["answeredAt"],
+        # Written again: an answer stored before answers took this form has three digits.
+        "answeredAt": timestamp(datetime.fromisoformat(output["answeredAt"])),
     }
     if output.get("value") is not None:  # an optional task answered without a value has none
         receipt["value"] = output["value"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.canonical import timestamp
 from runtime.engine.run import AskRequest
 from runtime.human_tasks import resume, store
 from runtime.scheduler.models import ClaimedTask
@@ -108,7 +109,7 @@ def answer_output(
     if comment is not None:
         output["comment"] = comment
     output["answeredBy"] = answered_by
-    output["answeredAt"] = _now()
+    output["answeredAt"] = timestamp(datetime.now(UTC))
     return output
 
 
@@ -128,7 +129,3 @@ def _label(question: dict[str, Any], value: Any) -> str | None:
             label = option.get("label")
             return label if isinstance(label, str) else None
     return None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
