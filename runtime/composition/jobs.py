@@ -14,7 +14,7 @@ from runtime.admission import CapacitySampler
 from runtime.cancellation import reraise_if_cancelled
 from runtime.collaborators import Services
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
-from runtime.execution.human_tasks import sample_open_tasks
+from runtime.human_tasks import sample_open_tasks
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from runtime.invocation.inbox import complete_task, get_task, list_tasks
 from runtime.invocation.lifecycle import cancel, get_result, get_status, wait_result
 from runtime.invocation.requests import InvokeRequest, StartRequest, given
 from runtime.invocation.rules import (
@@ -21,12 +20,9 @@ __all__ = [
     "cancel",
     "canonical_input",
     "check_request_bytes",
-    "complete_task",
     "get_result",
     "get_status",
-    "get_task",
     "given",
-    "list_tasks",
     "schema_check",
     "wait_result",
 ]

@@ -1,7 +1,9 @@
 """The durable task queue: fair fenced claiming, wake-up, leases, effect and budget ledgers.
 
 Other domains change run state only through ``runtime.scheduler.service`` and read it in SQL
-only through the ``workflow_run_state`` view (migration 0023), never the scheduler's tables.
+only through the ``workflow_run_state`` view (migration 0023), never the scheduler's tables;
+the one exception is a run parked on a human task, which ``runtime.human_tasks`` wakes and
+resumes (its queries ``wake_parked_task`` and ``resume_waiting_run``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.admission",),
     ("runtime.invocation",),
     ("runtime.execution",),
+    ("runtime.human_tasks",),
     ("runtime.publication", "runtime.scheduler"),
     ("runtime.engine", "runtime.store", "runtime.security", "runtime.telemetry"),
     (
