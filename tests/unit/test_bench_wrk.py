@@ -1,4 +1,4 @@
-"""The pure pieces of bench-peers' wrk phases: requests, config, command, summary."""
+"""The pure pieces of bench-peers' wrk phases: requests, config, summary, targets, the table."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from bench.peers import wrk
+from bench.peers import report, wrk
 from bench.peers.driver import tool_call_caller
+from bench.peers.run import FULL, Bench
 
 URL = "http://127.0.0.1:8123/mcp"
 
@@ -142,6 +143,132 @@ def test_a_phase_without_an_admitted_call_has_no_latency() -> None:
     assert summary["ok"] == 0 and summary["okPerS"] == 0.0
     assert summary["admitted"]["n"] == 0 and math.isnan(summary["admitted"]["p99"])
     assert summary["admittedOrWaiting"]["n"] == 0
+
+
+def _phase(
+    target: str, policy: str, callers: int, ok_per_s: float, p99: float = 500.0,
+    era: str = wrk.MODERN, server_ms: float = 2.0,
+) -> dict[str, Any]:  # fmt: skip
+    return {
+        "layout": "wrk", "target": target, "phase": wrk.phase_name(policy, callers, era),
+        "policy": policy, "callers": callers, "era": era, "okPerS": ok_per_s, "ok": 100,
+        "calls": 150, "serverCpuMsPerCall": server_ms, "windowS": 5.0,
+        "admitted": {"n": 100, "p50": p99 / 2, "p99": p99},
+        "admittedOrWaiting": {"n": 120, "p50": p99 / 2, "p99": p99},
+        "refusedByCode": {"WORKFLOW_CAPACITY_EXHAUSTED": 50}, "transportErrors": {},
+        "http5xx": {},
+    }  # fmt: skip
+
+
+def _judged(targets: list[dict[str, Any]]) -> dict[str, tuple[float | None, bool | None]]:
+    return {t["target"]: (t["value"], t["holds"]) for t in targets}
+
+
+def test_the_targets_judge_overload_against_c50_the_peer_and_the_eras_per_client() -> None:
+    phases = [
+        _phase("ours-direct", "resend", 50, 300.0),
+        _phase("ours-direct", "resend", 50, 297.0, era=wrk.LEGACY_VERSION, server_ms=2.08),
+        _phase("ours-direct", "resend", 200, 280.0, p99=1500.0),
+        _phase("ours-direct", "resend", 400, 260.0, p99=2100.0),
+        _phase("ours-direct", "fresh", 50, 290.0),
+        _phase("ours-direct", "fresh", 50, 280.0, era=wrk.LEGACY_VERSION, server_ms=2.2),
+        _phase("ours-direct", "fresh", 200, 70.0, p99=900.0),
+        _phase("dbos", "fresh", 50, 95.0),
+        _phase("dbos", "fresh", 200, 80.0),
+        # Another layout's phases never count.
+        {**_phase("ours-direct", "fresh", 400, 1.0), "layout": "one-tool"},
+    ]
+    judged = _judged(report.wrk_targets(phases))
+    assert judged == {
+        "resend c=200 keeps >= 90% of c=50's goodput": (0.93, True),
+        "resend c=200 admitted p99 < 2000 ms": (1500.0, True),
+        "resend c=400 keeps >= 90% of c=50's goodput": (0.87, False),
+        "resend c=400 admitted p99 < 2000 ms": (2100.0, False),
+        "resend c=50 >= 3x the peer's goodput": (3.16, True),
+        "resend c=50: 2025-11-25 costs the server within 5% of 2026-07-28 per OK call": (
+            1.04, True,
+        ),
+        "fresh c=200 keeps >= 90% of c=50's goodput": (0.24, False),
+        "fresh c=200 admitted p99 < 2000 ms": (900.0, True),
+        "fresh c=50 >= 3x the peer's goodput": (3.05, True),
+        "fresh c=50: 2025-11-25 costs the server within 5% of 2026-07-28 per OK call": (
+            1.1, False,
+        ),
+    }  # fmt: skip
+    assert report.wrk_over_peer(phases) == {
+        "resend c=50": 3.16, "resend c=200": 3.5, "fresh c=50": 3.05, "fresh c=200": 0.88,
+    }  # fmt: skip
+
+
+def test_without_the_peers_wrk_phase_the_drivers_figure_is_used_and_named() -> None:
+    phases = [_phase("ours-direct", "resend", 50, 300.0)]
+    (fallback,) = report.wrk_targets(phases, peer_fallback=120.0)
+    assert (fallback["value"], fallback["holds"], fallback["peerSource"]) == (
+        2.5, False, "driver closed",
+    )  # fmt: skip
+    (unmeasured,) = report.wrk_targets(phases)
+    assert (unmeasured["value"], unmeasured["holds"]) == (None, None)
+    # No admitted call at c=200, none in flight: no p99 to judge, and the target does not hold.
+    starved = {**_phase("ours-direct", "resend", 200, 0.0), "admitted": {"n": 0}}
+    starved["admittedOrWaiting"] = {"n": 0}
+    judged = _judged(report.wrk_targets([*phases, starved]))
+    assert judged["resend c=200 admitted p99 < 2000 ms"] == (None, False)
+    assert judged["resend c=200 keeps >= 90% of c=50's goodput"] == (0.0, False)
+
+
+def test_a_wait_longer_than_the_rest_of_the_phase_counts_against_the_p99() -> None:
+    answered = {"n": 50, "p50": 400.0, "p99": 900.0}
+    waiting = {"n": 60, "p50": 450.0, "p99": 2400.0}
+    over = {**_phase("ours-direct", "fresh", 400, 280.0), "admitted": answered}
+    over |= {"admittedOrWaiting": waiting, "inFlight": {"n": 10, "max": 2600.0}}
+    (_, p99, _) = report.wrk_targets([_phase("ours-direct", "fresh", 50, 300.0), over])
+    assert (p99["value"], p99["holds"]) == (2400.0, False)
+    assert (p99["answeredP99"], p99["inFlightMax"]) == (900.0, 2600.0)
+    # A phase of 2 s cannot show a wait of more than 2 s: not judged.
+    (_, short, _) = report.wrk_targets(
+        [_phase("ours-direct", "fresh", 50, 300.0), {**over, "windowS": 2.0}]
+    )
+    assert (short["value"], short["holds"]) == (2400.0, None)
+
+
+def test_the_wrk_record_and_table_show_every_client_and_concurrency(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    phases = [
+        _phase("ours-direct", "resend", 50, 300.0),
+        _phase("ours-direct", "fresh", 50, 290.0),
+        _phase("ours-direct", "fresh", 200, 70.0, p99=900.0),
+        _phase("ours-direct", "resend", 50, 297.0, era=wrk.LEGACY_VERSION),
+        _phase("dbos", "fresh", 50, 95.0),
+        {"layout": "one-tool", "target": "dbos", "phase": "closed c=50", "okPerS": 90.0},
+    ]
+    record = report.wrk_results(phases, "wrk 4.1.0")
+    assert record["version"] == "wrk 4.1.0"
+    assert record["oursOverPeer"] == {"resend c=50": 3.16, "fresh c=50": 3.05}
+    report.print_wrk(phases, record)
+    lines = capsys.readouterr().out.splitlines()
+    table = [line for line in lines if line.startswith("| ")]
+    assert table == [
+        "| server | era | client | c=50 | c=200 | transport err/5xx |",
+        "| ours-direct | 2026-07-28 | resend | 300 (250/500 r50) | - | 0/0 |",
+        "| ours-direct | 2026-07-28 | fresh | 290 (250/500 r50) | 70 (450/900 r50) | 0/0 |",
+        "| ours-direct | 2025-11-25 | resend | 297 (250/500 r50) | - | 0/0 |",
+        "| dbos | 2026-07-28 | fresh | 95 (250/500 r50) | - | 0/0 |",
+    ]
+    assert any("fresh c=200 keeps >= 90% of c=50's goodput: 0.24 DOES NOT HOLD" in line
+               for line in lines)  # fmt: skip
+
+
+def test_only_picks_a_target_or_a_whole_layout() -> None:
+    def bench(*only: str) -> Bench:
+        return Bench(lambda: 0.0, {}, FULL, deadline=0.0, only=set(only))
+
+    assert bench().selected("wrk", "dbos")
+    assert bench("wrk").selected("wrk", "dbos")
+    assert bench("wrk/ours-direct").selected("wrk", "ours-direct")
+    assert not bench("wrk/ours-direct").selected("wrk", "dbos")
+    assert not bench("wrk").selected("one-tool", "ours-direct")
+    assert bench("one-tool/ours-direct").selected("one-tool", "ours-direct")
 
 
 def test_without_wrk_and_root_the_benchmark_says_how_to_get_it(
