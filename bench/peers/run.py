@@ -494,7 +494,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; 0 when it completed (figures are reported, not judged)."""
+    """Run the benchmark; 0 when it completed (figures are reported, targets printed), 2 when
+    the wrk phases are asked for and wrk is missing."""
     args = _parse(argv)
     profile = QUICK if args.quick else FULL
     if args.seconds is not None:
@@ -506,7 +507,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.wrk_policy:
         profile.wrk_policies = tuple(dict.fromkeys(args.wrk_policy))
     with_wrk = not args.only or any(o.split("/")[0] == "wrk" for o in args.only)
-    wrk_path = wrk.ensure_wrk() if with_wrk else ""
+    try:
+        wrk_path = wrk.ensure_wrk() if with_wrk else ""
+    except RuntimeError as error:
+        print(f"bench-peers: {error}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, _terminate)
     # A shell's background job inherits SIGINT ignored; Ctrl-C (kill -INT) must still unwind.
     signal.signal(signal.SIGINT, signal.default_int_handler)
