@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-refusals e2e gateway clean
+.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-wrk bench-refusals e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -109,6 +109,12 @@ bench-peers: venv $(PEER_STAMP)
 # overload pairs): the ours-direct target of bench-peers, with its lean driver.
 bench-overload: venv $(PEER_STAMP)
 	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python --only one-tool/ours-direct $(ARGS)
+
+# The wrk layout of bench-peers alone: Debian's wrk 4.1 (installed when missing and root) on one
+# Tool, c=1/10/50/200/400, a client that resends refusals and one that sends new calls, both eras
+# at c=50, the DBOS peer beside it. make bench-wrk ARGS="--wrk-seconds 15" (docs/PERFORMANCE.md)
+bench-wrk: venv $(PEER_STAMP)
+	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python --only wrk $(ARGS)
 
 # What a refusal costs next to an admitted call (docs/PERFORMANCE.md): open loops on one Tool.
 bench-refusals: venv
