@@ -84,7 +84,9 @@ def test_history_check_refuses_edited_removed_and_renamed_files(tmp_path: Path) 
 def test_the_repository_migrations_are_well_formed() -> None:
     files = discover_migrations(DEFAULT_DIRECTORY)
     assert files[0].version == 1 and files[0].name == "roles"
-    check_order(files, authored_functions(discover_functions(DEFAULT_DIRECTORY)))
+    authored = authored_functions(discover_functions(DEFAULT_DIRECTORY))
+    assert authored["workflow_admit_invoke_v2"].name == "invocation_admission"
+    check_order(files, authored)
 
 
 def write_function(directory: Path, name: str, text: str) -> None:
