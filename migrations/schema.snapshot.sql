@@ -1028,6 +1028,22 @@ BEGIN
 END
 $$;
 
+CREATE TABLE public.schema_function_history (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE public.schema_function_history ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.schema_function_history_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE public.schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
@@ -1517,6 +1533,9 @@ CREATE TABLE public.workflow_tool_start_count_t (
     CONSTRAINT workflow_tool_start_count_scope_check CHECK ((per_user OR ((end_user_subject)::text = ''::text))),
     CONSTRAINT workflow_tool_start_count_starts_check CHECK ((starts > 0))
 );
+
+ALTER TABLE ONLY public.schema_function_history
+    ADD CONSTRAINT schema_function_history_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 from runtime.addresses import Resolver, SystemResolver
 from runtime.admission import Admission
-from runtime.store.migrations import DEFAULT_DIRECTORY, applied_migrations, discover_migrations
+from runtime.store.migrations import (
+    DEFAULT_DIRECTORY,
+    applied_migrations,
+    discover_functions,
+    discover_migrations,
+    installed_functions,
+)
 
 if TYPE_CHECKING:
     from runtime.security import Authenticator, Keyring
@@ -33,7 +39,11 @@ class Services:
     admission: Admission = field(default_factory=Admission)
 
     async def readiness(self) -> dict[str, bool]:
-        """Database reachable, every migration applied, a usable sealing key loaded."""
+        """Database reachable, every migration applied, a usable sealing key loaded.
+
+        Every function file must have been installed, at this release's text or another's
+        (a rolling upgrade's newer release may have installed its own since).
+        """
         database_ok = migrations_ok = False
         try:
             async with self.database.connection() as conn:
@@ -41,7 +51,9 @@ class Services:
                 database_ok = True
                 applied = {row.version for row in await applied_migrations(conn)}
                 expected = {file.version for file in discover_migrations(DEFAULT_DIRECTORY)}
-                migrations_ok = expected <= applied
+                installed = set(await installed_functions(conn))
+                authored = {file.name for file in discover_functions(DEFAULT_DIRECTORY)}
+                migrations_ok = expected <= applied and authored <= installed
         except Exception:
             # Readiness reports, it does not raise: a broken store is "not ready".
             pass

@@ -17,7 +17,8 @@ from runtime.store import Database
 from runtime.store.batches import StatementBatcher, on_pool
 from runtime.telemetry import metrics
 
-# workflow_admission_batch_max() of migration 0084: the statement refuses a larger batch.
+# workflow_admission_batch_max() (migrations/functions/invocation_admission.sql): the
+# statement refuses a larger batch.
 BATCH_MAX = 8
 
 ToolKey = tuple[str, str]

@@ -43,7 +43,7 @@ from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.settings import Settings
 from runtime.store.bootstrap import resolve_conninfo
-from runtime.store.migrations import migrate
+from runtime.store.migrations import migrate, summary
 
 PROG = "workflow-mcp"
 DESCRIPTION = (
@@ -154,20 +154,19 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _migrate(settings: Settings) -> int:
+async def _migrate(settings: Settings) -> str:
     conninfo, embedded = await resolve_conninfo(settings.store)
     try:
-        applied = await migrate(conninfo)
+        done = await migrate(conninfo)
     finally:
         if embedded is not None and not embedded.reused:
             await asyncio.to_thread(embedded.stop)
-    return len(applied)
+    return summary(done)
 
 
 def migrate_command(args: argparse.Namespace) -> int:
-    """Apply pending migrations to the configured database."""
-    count = asyncio.run(_migrate(_settings(args)))
-    print(f"applied {count} migration(s)")
+    """Apply pending migrations and install changed function files on the configured database."""
+    print(asyncio.run(_migrate(_settings(args))))
     return 0
 
 
@@ -255,7 +254,9 @@ def build_parser(
     )
     run.set_defaults(run=serve)
     _worker_parser(commands)
-    run = commands.add_parser("migrate", help="apply pending database migrations")
+    run = commands.add_parser(
+        "migrate", help="apply pending database migrations and changed function files"
+    )
     _config_option(run)
     run.add_argument("--database-url", default=None, help="overrides store.database_url")
     run.set_defaults(run=migrate_command)

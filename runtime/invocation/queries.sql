@@ -19,8 +19,8 @@ LEFT JOIN wf_definition_version_t v
 WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s;
 
 -- admit_invoke --
--- workflow_invoke's whole admission in one statement (workflow_admit_invoke_v2, migration
--- 0084), alone in its transaction.
+-- workflow_invoke's whole admission in one statement (workflow_admit_invoke_v2,
+-- migrations/functions/invocation_admission.sql), alone in its transaction.
 SELECT outcome, process_id::text AS process_id, state, effect_state, deadline_ts, result, error,
        token_expires_ts, detail, lease_id::text AS lease_id, fencing_token, lease_expires_ts
 FROM workflow_admit_invoke_v2(
@@ -43,8 +43,9 @@ FROM workflow_admit_invoke_v2(
 );
 
 -- admit_invoke_batch --
--- Several admissions of one Tool in one statement and transaction (migration 0084); calls: a
--- JSON array of admit_invoke's parameters but exclusive.
+-- Several admissions of one Tool in one statement and transaction (workflow_admit_invoke_batch,
+-- migrations/functions/invocation_admission.sql); calls: a JSON array of admit_invoke's
+-- parameters but exclusive.
 SELECT ordinal, outcome, process_id::text AS process_id, state, effect_state, deadline_ts,
        result, error, token_expires_ts, detail, lease_id::text AS lease_id, fencing_token,
        lease_expires_ts, refusal, refusal_detail
@@ -66,7 +67,8 @@ FROM wf_definition_t
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s;
 
 -- claim_idempotency --
--- Reserve an idempotency scope, or judge the existing reservation (one atomic path).
+-- Reserve an idempotency scope, or judge the existing reservation (one atomic path:
+-- workflow_claim_idempotency_v2, migrations/functions/invocation_admission.sql).
 SELECT outcome, process_id::text AS process_id
 FROM workflow_claim_idempotency_v2(
     %(host_id)s, %(scope_digest)s, %(operation)s, %(key_kind)s, %(process_id)s,

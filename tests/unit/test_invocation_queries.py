@@ -17,14 +17,14 @@ def test_every_query_block_is_used_and_every_used_name_exists() -> None:
     assert query_usage_problems(INVOCATION / "queries.sql", sources) == []
 
 
-# The admission function as it stands: 0025 wrote it, 0026-0031 replaced it, 0084 made it v2.
+# The admission function family, defined once (0025-0084 hold its history).
 MIGRATIONS = INVOCATION.parent.parent / "migrations"
-ADMIT_FUNCTION = MIGRATIONS / "0084_invocation_admit_batches.sql"
+ADMIT_FUNCTION = MIGRATIONS / "functions" / "invocation_admission.sql"
 
 
 def _admit_function_body() -> str:
     text = ADMIT_FUNCTION.read_text(encoding="utf-8")
-    text = text[text.index("CREATE FUNCTION workflow_admit_invoke_v2(") :]
+    text = text[text.index("CREATE OR REPLACE FUNCTION workflow_admit_invoke_v2(") :]
     text = text[text.index("LANGUAGE plpgsql") :]
     return text[: text.index("$$;")]
 
