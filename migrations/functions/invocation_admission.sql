@@ -1,11 +1,13 @@
--- workflow_invoke's admission: the function family, defined here once.
+-- The admission of a new run, workflow_invoke's and workflow_start's: the function family,
+-- defined here once.
 --
 -- The migration runner (runtime/store/migrations.py) installs this file after the numbered
 -- migrations whenever its text changes: change a function by editing it here, never by
 -- restating it in a numbered migration. Migrations 0020-0084 hold how it came to be (0020 the
 -- idempotency claim, 0025 the one-statement admission, 0026-0031 its counters and shards, 0036
--- the claim after a retention sweep, 0084 workflow_admit_invoke_v2 and its batches); the
--- definitions below are their latest, unchanged.
+-- the claim after a retention sweep, 0084 workflow_admit_invoke_v2 and its batches); since
+-- then workflow_start admits through the same steps here (workflow_admit_start) instead of
+-- restating them in Python.
 --
 -- Who calls what:
 --   runtime/invocation/store.py admit_invoke (queries.sql admit_invoke)
@@ -13,8 +15,11 @@
 --   runtime/invocation/store.py admit_invoke_batch (queries.sql admit_invoke_batch)
 --       -> workflow_admit_invoke_batch: up to workflow_admission_batch_max() calls of one Tool
 --          in one transaction, each in a subtransaction of its own, in idempotency-scope order
---   runtime/invocation/store.py claim_idempotency (queries.sql; workflow_start's admission)
---       -> workflow_claim_idempotency_v2
+--   runtime/invocation/store.py admit_start (queries.sql admit_start; workflow_start)
+--       -> workflow_admit_start, alone in its transaction (autocommit)
+--   both admissions -> workflow_admit_claimed_run (the claim, the refusal of a new run, the
+--       run, its spec, its authority) -> workflow_claim_idempotency_v2; and
+--       workflow_record_invocation (the owner record)
 --   workflow_admit_invoke: the previous release's entry, kept while a service of it may still
 --       run during an upgrade; the same admission (not batched)
 --   the run-end trigger workflow_tool_live_end (0025) -> workflow_tool_live_add
@@ -28,24 +33,45 @@
 --   4. The approval evidence of the revision's write tasks (missing_evidence).
 --   5. The idempotency claim (workflow_claim_idempotency_v2: the reservation row inserted, or
 --      locked FOR UPDATE and judged): attach, replay and conflict return here, before anything
---      is counted.
+--      is counted; a new run while shed raises workflow_capacity_shed.
 --   6. The new run: workflow_enqueue_run (scheduler, functions/scheduler_enqueue.sql: the run,
 --      its budget, its first task, claimed by p_worker_id when no ready task waits),
 --      workflow_record_run_spec (execution, 0016: its spec and sealed credential), its action
---      authority.
+--      authority. Steps 5 and 6 are workflow_admit_claimed_run.
 --   7. Last, the Tool's advisory admission lock: shared while every limit is more than
 --      max_connections times workflow_admission_batch_max() away, else exclusive (never in a
 --      batch: near a limit a batched call answers near_limit and is repeated alone). Under it
 --      the counts (live runs from workflow_tool_live_count_t, starts per minute from the
 --      ten-second buckets of workflow_tool_start_count_t), then the owner record
---      (workflow_invocation_t, stamped with the counting instant), the live counter and the
---      start bucket in a shard no other transaction in progress writes (workflow_counter_shard),
---      and the sweep and fold of old buckets.
+--      (workflow_record_invocation, stamped with the counting instant), the live counter and
+--      the start bucket in a shard no other transaction in progress writes
+--      (workflow_counter_shard), and the sweep and fold of old buckets.
 -- A refusal raises (workflow_capacity_shed, workflow_admission_near_limit, or
 -- workflow_admission_limit_reached with the counts in DETAIL), so nothing of the call stays.
 --
--- Checked by tests/unit/test_invocation_queries.py (the order above, read from this file) and
--- tests/integration/invocation/ (limit races, lock modes, batches, live counts, retries).
+-- workflow_admit_start: steps 5 and 6 (workflow_admit_claimed_run), then the owner record;
+-- in that order, its lock order. What differs from an invoke, and why:
+--   - No head or version lock (steps 3-4): a start runs the saved definition head, which the
+--     service reads without a lock in a statement of its own and judges in Python (found,
+--     expectedDefinitionDigest, active, the parse, the input schema), as workflow_start always
+--     did; the document itself goes into the run's spec, so a head saved meanwhile changes
+--     nothing of this run. There is no evidence to check (no binding).
+--   - No step 1: the service retries a start whose connection was lost with the same
+--     process id and key, and the claim itself finds a first try that committed (the
+--     same call under a key that never expires while its run lives or after).
+--   - p_refuse_new instead of p_shed: the token-cover verdict (a run that calls out must hold
+--     a token lasting to its deadline, or an exchange) and the capacity verdict, both decided
+--     before the statement, refuse only a new run: attach, replay and conflict pass.
+--   - Key kind and operation 'start', replay window NULL (once the run ends its key replays
+--     forever: workflow_idempotency_window_end, 0020), no worker (the first task is left ready) and a NOTIFY
+--     inside (no Tool lock is held through the commit, so nothing waits on the queue's lock).
+--   - No Tool, so no admissionLimits, counters or Tool lock (step 7): the owner record (with
+--     the starter roles) is written right after the run, stamped with its default clock.
+--   - One row: the outcome and, but for a conflict, the run as the receipt shows it.
+--
+-- Checked by tests/unit/test_invocation_queries.py (the orders above, read from this file) and
+-- tests/integration/invocation/ (limit races, lock modes, batches, live counts, retries, start
+-- races and shedding).
 
 -- The most admissions one transaction holds in progress (the service's batches are no larger:
 -- runtime/invocation/admission_batch.py BATCH_MAX).
@@ -204,6 +230,202 @@ BEGIN
         updated_ts = now()
     WHERE i.host_id = p_host_id AND i.scope_digest = p_scope_digest;
     RETURN QUERY SELECT 'accepted'::text, p_process_id;
+END
+$$;
+
+-- The steps both admissions share, in this order (their lock order after the head):
+-- the idempotency claim (workflow_claim_idempotency_v2) under p_operation, which is also the
+-- reservation's operation and the authority's credential kind ('invoke' or 'start'); a new
+-- run refused when p_refuse_new (raised, so the claim's new reservation rolls back with the
+-- statement); else the run (workflow_enqueue_run, its first task claimed by p_worker_id when
+-- no ready task waits, announced inside when p_notify), its spec and sealed credential
+-- (workflow_record_run_spec) and its action authority (no LONG grant, seed 000: the run id is
+-- its grant id). Attach, replay and conflict return the claimed run with task_id NULL and
+-- write nothing. The owner record is the caller's (workflow_record_invocation): invoke writes
+-- it last, under the Tool's lock, stamped with the counting instant.
+CREATE OR REPLACE FUNCTION workflow_admit_claimed_run(
+    p_host_id uuid,
+    p_operation text,
+    p_scope_digest text,
+    p_key_kind text,
+    p_process_id uuid,
+    p_principal_subject text,
+    p_input_digest text,
+    p_definition_digest text,
+    p_result_replay_ms bigint,
+    p_deadline_ts timestamptz,
+    p_refuse_new boolean,
+    p_wf_def_id uuid,
+    p_workflow_version text,
+    p_definition jsonb,
+    p_binding_id uuid,
+    p_user_id text,
+    p_execution_class text,
+    p_cancellation_policy text,
+    p_attempts integer,
+    p_nested_calls integer,
+    p_request_bytes bigint,
+    p_intermediate_bytes bigint,
+    p_result_bytes bigint,
+    p_cost_units bigint,
+    p_task_kind text,
+    p_payload jsonb,
+    p_limits jsonb,
+    p_key_id text,
+    p_nonce bytea,
+    p_ciphertext bytea,
+    p_token_expires_ts timestamptz,
+    p_action_limit integer,
+    p_notify boolean,
+    p_worker_id text,
+    p_lease_ms integer,
+    p_overrun_ms integer
+) RETURNS TABLE (outcome text, process_id uuid, task_id uuid)
+LANGUAGE plpgsql AS $$
+DECLARE
+    claim record;
+    new_task_id uuid;
+BEGIN
+    SELECT c.outcome, c.process_id INTO claim
+    FROM workflow_claim_idempotency_v2(
+        p_host_id, p_scope_digest, p_operation, p_key_kind, p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts
+    ) AS c;
+
+    IF claim.outcome = 'accepted' AND p_refuse_new THEN
+        -- A new run, which the caller's verdict refuses (invoke: the load; the key's window
+        -- may have closed since its look before the claim).
+        RAISE EXCEPTION 'workflow_capacity_shed';
+    END IF;
+    IF claim.outcome <> 'accepted' THEN
+        RETURN QUERY SELECT claim.outcome, claim.process_id, NULL::uuid;
+        RETURN;
+    END IF;
+
+    new_task_id := workflow_enqueue_run(
+        p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
+        p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
+        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false,
+        p_notify, p_worker_id, p_lease_ms, p_overrun_ms
+    );
+    PERFORM workflow_record_run_spec(
+        p_host_id, p_process_id, p_wf_def_id, p_workflow_version, p_definition, p_binding_id,
+        p_user_id, p_limits, p_key_id, p_nonce, p_ciphertext, p_token_expires_ts, p_deadline_ts
+    );
+    INSERT INTO workflow_action_authority_t (
+        host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
+    ) VALUES (
+        p_host_id, p_process_id::text, p_process_id, p_user_id, p_deadline_ts, p_action_limit,
+        p_operation
+    );
+    RETURN QUERY SELECT 'accepted'::text, p_process_id, new_task_id;
+END
+$$;
+
+-- A new run's owner record: who admitted it and through what (the lifecycle tools check it).
+-- p_created_ts NULL: the column's default (clock_timestamp()).
+CREATE OR REPLACE FUNCTION workflow_record_invocation(
+    p_host_id uuid,
+    p_process_id uuid,
+    p_operation text,
+    p_user_id text,
+    p_end_user_subject text,
+    p_principal_subject text,
+    p_tool_id uuid,
+    p_binding_id uuid,
+    p_wf_def_id uuid,
+    p_workflow_version text,
+    p_definition_digest text,
+    p_starter_roles text[],
+    p_created_ts timestamptz
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO workflow_invocation_t (
+        host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
+        binding_id, wf_def_id, workflow_version, definition_digest, starter_roles, created_ts
+    ) VALUES (
+        p_host_id, p_process_id, p_operation, p_user_id, p_end_user_subject, p_principal_subject,
+        p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest,
+        p_starter_roles, coalesce(p_created_ts, clock_timestamp())
+    );
+END
+$$;
+
+-- workflow_start's whole admission, alone in its transaction (autocommit): the saved head it
+-- runs was read without a lock and judged by the service (found, digest, active, its input),
+-- as was p_refuse_new (the token-cover and capacity verdicts, which refuse only a new run).
+-- Then workflow_admit_claimed_run (operation and key kind 'start', replay window NULL: a
+-- terminal run replays until its deadline; NOTIFY inside, no executor claims the task here)
+-- and the owner record with the starter roles. One row: the outcome and, but for a conflict,
+-- the run as the receipt shows it (its state, the owner record's digest, its creation).
+CREATE OR REPLACE FUNCTION workflow_admit_start(
+    p_host_id uuid,
+    p_wf_def_id uuid,
+    p_definition jsonb,
+    p_scope_digest text,
+    p_process_id uuid,
+    p_principal_subject text,
+    p_input_digest text,
+    p_definition_digest text,
+    p_deadline_ts timestamptz,
+    p_user_id text,
+    p_end_user_subject text,
+    p_starter_roles text[],
+    p_execution_class text,
+    p_cancellation_policy text,
+    p_attempts integer,
+    p_nested_calls integer,
+    p_request_bytes bigint,
+    p_intermediate_bytes bigint,
+    p_result_bytes bigint,
+    p_cost_units bigint,
+    p_task_kind text,
+    p_payload jsonb,
+    p_limits jsonb,
+    p_key_id text,
+    p_nonce bytea,
+    p_ciphertext bytea,
+    p_token_expires_ts timestamptz,
+    p_action_limit integer,
+    p_refuse_new boolean
+) RETURNS TABLE (
+    outcome text,
+    process_id uuid,
+    state text,
+    definition_digest text,
+    created_ts timestamptz
+)
+LANGUAGE plpgsql AS $$
+DECLARE
+    claim record;
+BEGIN
+    SELECT a.outcome, a.process_id INTO claim
+    FROM workflow_admit_claimed_run(
+        p_host_id, 'start', p_scope_digest, 'start', p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, NULL, p_deadline_ts, p_refuse_new, p_wf_def_id,
+        NULL, p_definition, NULL, p_user_id, p_execution_class, p_cancellation_policy,
+        p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes, p_result_bytes,
+        p_cost_units, p_task_kind, p_payload, p_limits, p_key_id, p_nonce, p_ciphertext,
+        p_token_expires_ts, p_action_limit, true, NULL, NULL, NULL
+    ) AS a;
+    IF claim.outcome = 'conflict' THEN
+        RETURN QUERY SELECT claim.outcome, claim.process_id, NULL::text, NULL::text,
+            NULL::timestamptz;
+        RETURN;
+    END IF;
+    IF claim.outcome = 'accepted' THEN
+        PERFORM workflow_record_invocation(
+            p_host_id, p_process_id, 'start', p_user_id, p_end_user_subject,
+            p_principal_subject, NULL, NULL, p_wf_def_id, NULL, p_definition_digest,
+            p_starter_roles, NULL
+        );
+    END IF;
+    RETURN QUERY
+    SELECT claim.outcome, claim.process_id, p.state, i.definition_digest, p.created_ts
+    FROM workflow_invocation_t i
+    JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
+    WHERE i.host_id = p_host_id AND i.process_id = claim.process_id;
 END
 $$;
 
@@ -381,16 +603,21 @@ BEGIN
         END IF;
     END IF;
 
-    SELECT c.outcome, c.process_id INTO claim
-    FROM workflow_claim_idempotency_v2(
-        p_host_id, p_scope_digest, 'invoke', p_key_kind, p_process_id, p_principal_subject,
-        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts
-    ) AS c;
-
-    IF claim.outcome = 'accepted' AND p_shed THEN
-        -- The key's window closed since the look above: a new run, which the load refuses.
-        RAISE EXCEPTION 'workflow_capacity_shed';
-    END IF;
+    -- Steps 5 and 6, shared with workflow_start (workflow_admit_claimed_run): the claim, the
+    -- refusal of a new run while shedding, the run, its spec and its authority.
+    SELECT a.outcome, a.process_id, a.task_id INTO claim
+    FROM workflow_admit_claimed_run(
+        p_host_id, 'invoke', p_scope_digest, p_key_kind, p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts, p_shed,
+        p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id, p_execution_class,
+        p_cancellation_policy, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
+        p_result_bytes, p_cost_units, p_task_kind, p_payload, p_limits, p_key_id, p_nonce,
+        p_ciphertext, p_token_expires_ts, p_action_limit,
+        -- No NOTIFY inside: the service announces the task once this statement committed (a
+        -- notifying commit holds the notification queue's lock, and with it the Tool's lock,
+        -- through its WAL flush).
+        false, p_worker_id, p_lease_ms, p_overrun_ms
+    ) AS a;
     IF claim.outcome <> 'accepted' THEN
         -- Re-attach and replay never count as starts; conflict names the run holding the key.
         RETURN QUERY
@@ -404,27 +631,7 @@ BEGIN
                ON c.host_id = p.host_id AND c.process_id = p.process_id;
         RETURN;
     END IF;
-
-    -- No NOTIFY inside: the service announces the task once this statement committed (a
-    -- notifying commit holds the notification queue's lock, and with it the Tool's lock,
-    -- through its WAL flush).
-    new_task_id := workflow_enqueue_run(
-        p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
-        p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
-        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false, false,
-        p_worker_id, p_lease_ms, p_overrun_ms
-    );
-    PERFORM workflow_record_run_spec(
-        p_host_id, p_process_id, p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id,
-        p_limits, p_key_id, p_nonce, p_ciphertext, p_token_expires_ts, p_deadline_ts
-    );
-    -- Seed 000: an invoke run has no LONG grant, so the run id is its grant id.
-    INSERT INTO workflow_action_authority_t (
-        host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
-    ) VALUES (
-        p_host_id, p_process_id::text, p_process_id, p_user_id, p_deadline_ts, p_action_limit,
-        'invoke'
-    );
+    new_task_id := claim.task_id;
 
     -- The Tool's admission lock, shared while every limit is far away, exclusive near one.
     -- Admissions in progress at any instant are at most workflow_admission_batch_max() per
@@ -535,12 +742,10 @@ BEGIN
         )::text;
     END IF;
 
-    INSERT INTO workflow_invocation_t (
-        host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
-        binding_id, wf_def_id, workflow_version, definition_digest, created_ts
-    ) VALUES (
+    PERFORM workflow_record_invocation(
         p_host_id, p_process_id, 'invoke', p_user_id, p_end_user_subject, p_principal_subject,
-        p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, counted_at
+        p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, NULL,
+        counted_at
     );
     PERFORM workflow_tool_live_add(p_host_id, p_tool_id, p_end_user_subject, 1);
     -- A shard of the second no other transaction in progress writes (the one the live counts

@@ -6,12 +6,14 @@
 -- workflow_enqueued_task; the definitions below are 0019's, unchanged).
 --
 -- Who calls what:
---   runtime/scheduler/store/runs.py insert_run (queries.sql insert_run; workflow_start's road
---       through runtime.execution.admit_run and runtime.scheduler.service.enqueue_process)
---       -> workflow_enqueue_run, notifying
---   workflow_admit_invoke_v2 (functions/invocation_admission.sql)
---       -> workflow_enqueue_run without a NOTIFY (the service announces the task after the
---          commit), with the admitting process's worker, then workflow_enqueued_task
+--   runtime/scheduler/store/runs.py insert_run (queries.sql insert_run; through
+--       runtime.execution.admit_run and runtime.scheduler.service.enqueue_process, which only
+--       the tests' in-process runs use now) -> workflow_enqueue_run, notifying
+--   workflow_admit_claimed_run (functions/invocation_admission.sql), for both admissions:
+--       workflow_admit_invoke_v2 -> workflow_enqueue_run without a NOTIFY (the service
+--          announces the task after the commit), with the admitting process's worker, then
+--          workflow_enqueued_task
+--       workflow_admit_start -> workflow_enqueue_run, notifying, no worker
 --
 -- The run in ACCEPTED state, its budget row and its first task. When the caller's executor has
 -- a slot kept free (p_worker_id) and no other ready task waits, the task is inserted already

@@ -256,6 +256,8 @@ class CapacityEstimator:
         budget_ms: float | None = None,
         key: tuple[str, str, str] | None = None,
         arrival: Arrival | None = None,
+        *,
+        count: bool = True,
     ) -> None:
         """Refuse (WORKFLOW_CAPACITY_EXHAUSTED, retryAfterMs) a run that cannot finish in time.
 
@@ -263,6 +265,8 @@ class CapacityEstimator:
         next call's pre-transaction check. A call that passed that check (arrival, what
         check_invoke returned) is judged again here with what it has left: one that waited out
         its deadline for a connection is refused (rolled back) rather than queued to time out.
+        count: count the run as admitted here now; False when only a new run is counted, once
+        known (count_admitted: workflow_start judges before its statement knows).
         """
         waited_ms = 0.0
         if arrival is not None and not arrival.measured:
@@ -278,6 +282,11 @@ class CapacityEstimator:
         known = key is None or key in self.budgets
         if not known and budget_ms is not None and execution_class in EXECUTION_CLASSES:
             self._remember(key, execution_class, budget_ms)  # type: ignore[arg-type]
+        if count:
+            self.count_admitted(execution_class)
+
+    def count_admitted(self, execution_class: str) -> None:
+        """A run of the class admitted here since the last sample (it queues ahead of others)."""
         counts = self.admitted_since_sample
         counts[execution_class] = counts.get(execution_class, 0) + 1
 

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from generated.models import WorkflowStartOutput
-from runtime.admission.launch import RunPlan, seal_for, write_run
+from runtime import telemetry
+from runtime.admission.launch import seal_for
 from runtime.admission.state import Admission
 from runtime.admission.token_cover import check_token_covers_run
 from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.errors import WorkflowError
+from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_task_payload
+from runtime.execution.credential import token_expiry
 from runtime.invocation import rules, store
 from runtime.invocation.requests import StartRequest
+from runtime.scheduler.models import ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
-from runtime.store import Connection, Database
+from runtime.store import Database, retry_on_connection_error
 
 # workflow_start runs are root starts of editors and schedulers: the standard class, the
 # default budget, and seed 000's 30-day deadline ("workflow_start hard-codes ... a 30-day
@@ -26,6 +32,7 @@ from runtime.store import Connection, Database
 # deadline (token_cover), so such a definition states a shorter `timeout`.
 START_DEADLINE = timedelta(days=30)
 START_KEY_KIND = "start"
+START_CLASS: ExecutionClass = "standard"
 
 
 # The parsed saved heads, by definition digest: a digest names one document, so its parse is
@@ -81,31 +88,16 @@ def _deadline(definition: WorkflowDefinition, admitted: datetime) -> datetime:
     return admitted + min(timedelta(milliseconds=definition.timeout_ms), START_DEADLINE)
 
 
-async def _receipt(
-    conn: Connection, host_id: str, process_id: str, wf_def_id: str
-) -> WorkflowStartOutput:
-    run = await store.select_owned_run(conn, host_id, process_id)
-    assert run is not None  # written or claimed in this transaction
+def _receipt(admitted: store.StartOutcome, wf_def_id: str) -> WorkflowStartOutput:
+    # A row that names a run has its state, digest and creation.
+    assert admitted.process_id is not None and admitted.state is not None
+    assert admitted.definition_digest is not None and admitted.created_ts is not None
     return WorkflowStartOutput(
-        workflow_instance_id=process_id,
-        state=run.state,
+        workflow_instance_id=admitted.process_id,
+        state=admitted.state,
         wf_def_id=wf_def_id,
-        definition_digest=run.definition_digest,
-        submitted_at=timestamp(run.created_ts),
-    )
-
-
-def _authority(ctx: InvocationContext, plan: RunPlan) -> store.AuthorityInsert:
-    # Like an invoke run, a start run has no LONG grant: the run id is its grant id. The seed
-    # names no credential kind for it, so it gets its own ('start', migration 0060).
-    return store.AuthorityInsert(
-        host_id=ctx.host_id,
-        grant_id=plan.process_id,
-        process_id=plan.process_id,
-        user_id=ctx.user_id,
-        deadline_ts=plan.deadline_ts,
-        action_limit=plan.budget.nested_calls,
-        credential_kind="start",
+        definition_digest=admitted.definition_digest,
+        submitted_at=timestamp(admitted.created_ts),
     )
 
 
@@ -116,6 +108,105 @@ def _sealed_or_none(
     if not keyring.has_usable_key:
         return None
     return seal_for(keyring, ctx, process_id)
+
+
+def _refusal(judge: Callable[[], None]) -> WorkflowError | None:
+    """judge's refusal of a new run (its WorkflowError), or None when it lets one start."""
+    try:
+        judge()
+    except WorkflowError as refusal:
+        return refusal
+    return None
+
+
+def _verdict(
+    admission: Admission,
+    ctx: InvocationContext,
+    definition: WorkflowDefinition,
+    admitted: datetime,
+    deadline_ts: datetime,
+    can_exchange: bool,
+) -> WorkflowError | None:
+    """What refuses a new run, judged before the statement and applied only to a new run
+    (seed 000: a re-attach or replay skips capacity checks): the token must cover the run,
+    then the class must have capacity (counted only once a run is admitted)."""
+    return _refusal(
+        lambda: check_token_covers_run(ctx, definition, deadline_ts, can_exchange=can_exchange)
+    ) or _refusal(
+        lambda: admission.estimator.admit(
+            START_CLASS, (deadline_ts - admitted).total_seconds() * 1000, count=False
+        )
+    )
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A start's values fixed before any round trip (a retry keeps them)."""
+
+    ctx: InvocationContext
+    request: StartRequest
+    wf_def_id: str
+    key: str
+    process_id: str
+    sealed: SealedSecret | None
+    start_roles: frozenset[str] | None
+
+
+def _start_params(
+    call: _Call,
+    head: store.SavedHead,
+    document: dict[str, Any],
+    input_digest: str,
+    deadline_ts: datetime,
+    refuse_new: bool,
+) -> store.StartParams:
+    ctx = call.ctx
+    spec = RunSpec(
+        host_id=ctx.host_id,
+        process_id=call.process_id,
+        wf_def_id=call.wf_def_id,
+        workflow_version=None,
+        definition=document,
+        binding_id=None,
+        user_id=ctx.user_id,
+        # A workflow_start run's limits are the defaults (no binding bounds it).
+        limits=SpecLimits(),
+    )
+    budget = DEFAULT_BUDGET
+    roles = call.start_roles
+    return store.StartParams(
+        host_id=ctx.host_id,
+        wf_def_id=call.wf_def_id,
+        definition=document,
+        scope_digest=rules.scope_digest(
+            START_KEY_KIND, ctx.host_id, call.wf_def_id, ctx.subject, call.key
+        ),
+        process_id=call.process_id,
+        principal_subject=rules.principal_of(ctx),
+        input_digest=input_digest,
+        definition_digest=head.definition_digest,
+        deadline_ts=deadline_ts,
+        user_id=ctx.user_id,
+        end_user_subject=ctx.subject,
+        starter_roles=None if roles is None else sorted(ctx.roles & roles),
+        execution_class=START_CLASS,
+        cancellation_policy="before-effects-only",
+        attempts=budget.attempts,
+        nested_calls=budget.nested_calls,
+        request_bytes=budget.request_bytes,
+        intermediate_bytes=budget.intermediate_bytes,
+        result_bytes=budget.result_bytes,
+        cost_units=budget.cost_units,
+        task_kind=WORKFLOW_TASK_KIND,
+        payload=first_task_payload(spec, call.request.input),
+        limits=spec.limits,
+        secret=call.sealed,
+        token_expires_ts=token_expiry(ctx.user_token) or ctx.user_token_expires_at,
+        # Like an invoke run, a start run has no LONG grant: the run id is its grant id, its
+        # credential kind 'start' (migration 0060).
+        action_limit=budget.nested_calls,
+        refuse_new=refuse_new,
+    )
 
 
 async def start_workflow(
@@ -132,59 +223,49 @@ async def start_workflow(
 
     can_exchange: a token exchange endpoint is configured, so the run may outlive the token.
     start_roles: the roles allowed to start (security.tool_roles); None when none are checked.
+
+    Two statements on one autocommit connection: the saved head, read without a lock (as
+    ever: a head saved meanwhile does not stop a start of the one it read), and the admission
+    (workflow_admit_start, migrations/functions/invocation_admission.sql).
     """
-    wf_def_id = str(uuid.UUID(request.wf_def_id))
-    key = request.idempotency_key or str(uuid.uuid4())
     process_id = str(uuid.uuid4())
-    sealed = _sealed_or_none(keyring, ctx, process_id)
-    async with db.transaction() as conn:
-        head = await store.select_head(conn, ctx.host_id, wf_def_id)
-        document, definition = _head_document(head, request.expected_definition_digest)
-        assert head is not None
-        input_digest = rules.check_input(request.input, None, document)
-        admitted = datetime.now(UTC)
-        plan = RunPlan(
-            process_id=process_id,
-            operation="start",
-            input=request.input,
-            wf_def_id=wf_def_id,
-            definition=document,
-            definition_digest=head.definition_digest,
-            deadline_ts=_deadline(definition, admitted),
-            execution_class="standard",
-            cancellation_policy="before-effects-only",
-            budget=DEFAULT_BUDGET,
-            starter_roles=None if start_roles is None else tuple(sorted(ctx.roles & start_roles)),
-        )
-        principal = rules.principal_of(ctx)
-        claim = await store.claim_idempotency(
-            conn,
-            store.IdempotencyClaim(
-                host_id=ctx.host_id,
-                scope_digest=rules.scope_digest(
-                    START_KEY_KIND, ctx.host_id, wf_def_id, ctx.subject, key
-                ),
-                operation="start",
-                key_kind=START_KEY_KIND,
-                process_id=process_id,
-                principal_subject=principal,
-                input_digest=input_digest,
-                definition_digest=head.definition_digest,
-                result_replay_ms=None,
-                deadline_ts=plan.deadline_ts,
-            ),
-        )
-        if claim.outcome == "conflict":
-            raise WorkflowError(
-                "WORKFLOW_IDEMPOTENCY_CONFLICT",
-                "this idempotencyKey was used with another input, definition or client",
+    call = _Call(
+        ctx=ctx,
+        request=request,
+        wf_def_id=str(uuid.UUID(request.wf_def_id)),
+        key=request.idempotency_key or str(uuid.uuid4()),
+        process_id=process_id,
+        sealed=_sealed_or_none(keyring, ctx, process_id),
+        start_roles=start_roles,
+    )
+
+    async def admit() -> tuple[store.StartOutcome, WorkflowError | None]:
+        async with db.connection() as conn:
+            head = await store.select_head(conn, ctx.host_id, call.wf_def_id)
+            document, definition = _head_document(head, request.expected_definition_digest)
+            assert head is not None
+            input_digest = rules.check_input(request.input, None, document)
+            admitted = datetime.now(UTC)
+            deadline_ts = _deadline(definition, admitted)
+            refusal = _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
+            params = _start_params(
+                call, head, document, input_digest, deadline_ts, refusal is not None
             )
-        if claim.outcome == "accepted":
-            check_token_covers_run(ctx, definition, plan.deadline_ts, can_exchange=can_exchange)
-            admission.estimator.admit(
-                plan.execution_class, (plan.deadline_ts - admitted).total_seconds() * 1000
-            )
-            await write_run(conn, ctx, plan, sealed, principal)
-            await store.insert_action_authority(conn, _authority(ctx, plan))
-        receipt = await _receipt(conn, ctx.host_id, claim.process_id, wf_def_id)
-    return receipt
+            return await store.admit_start(conn, params), refusal
+
+    # A connection found dropped is tried again with the same process id (as a transaction's
+    # BEGIN was): a first try that committed holds the key for this very call, so the retry
+    # attaches to or replays it.
+    outcome, refusal = await retry_on_connection_error(admit, attempts=2)
+    if outcome.outcome == "refused":
+        assert refusal is not None
+        raise refusal
+    if outcome.outcome == "conflict":
+        raise WorkflowError(
+            "WORKFLOW_IDEMPOTENCY_CONFLICT",
+            "this idempotencyKey was used with another input, definition or client",
+        )
+    if outcome.outcome == "accepted":
+        admission.estimator.count_admitted(START_CLASS)
+        telemetry.run_admitted(process_id)
+    return _receipt(outcome, call.wf_def_id)
