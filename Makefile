@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-refusals e2e gateway clean
+.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-wrk bench-refusals e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,10 +50,16 @@ TEST_WORKERS ?= 2
 test-only: venv
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/fuzz
 
-# The edit loop: the unit tests only (no PostgreSQL, no service processes), in two workers:
-# under a minute (64 s in one process on two busy cores, 47 s in two).
+# The edit loop: tests/unit only (no PostgreSQL, no service processes), in two workers: 20 s of
+# CPU (user+sys, /usr/bin/time -v) and 14 s on two quiet cores, 22-24 s of CPU while other jobs
+# share them (75-86 s when it held tests/contracts). The contract and codegen tests
+# (tests/contracts: the code generator's subprocesses, hypothesis) run in `make test`. Every
+# pytest process would import the schemathesis, Faker and typeguard plugins, which no unit test
+# uses (schemathesis alone pulls in hypothesis): left out, they cost nothing.
+UNIT_PLUGINS_OFF := -p no:schemathesis -p no:faker -p no:typeguard
+
 test-fast: venv
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests/unit
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(UNIT_PLUGINS_OFF) tests/unit
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -109,6 +115,12 @@ bench-peers: venv $(PEER_STAMP)
 # overload pairs): the ours-direct target of bench-peers, with its lean driver.
 bench-overload: venv $(PEER_STAMP)
 	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python --only one-tool/ours-direct $(ARGS)
+
+# The wrk layout of bench-peers alone: Debian's wrk 4.1 (installed when missing and root) on one
+# Tool, c=1/10/50/200/400, a client that resends refusals and one that sends new calls, both eras
+# at c=50, the DBOS peer beside it. make bench-wrk ARGS="--wrk-seconds 15" (docs/PERFORMANCE.md)
+bench-wrk: venv $(PEER_STAMP)
+	$(PY) -m bench.peers.run --peer-python $(PEER_VENV)/bin/python --only wrk $(ARGS)
 
 # What a refusal costs next to an admitted call (docs/PERFORMANCE.md): open loops on one Tool.
 bench-refusals: venv

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from generated.models import WorkflowInvokeInput, WorkflowInvokeOutput
-from runtime.invocation import InvokeRequest, given, invoke_tool
+from runtime.admission import invoke_tool
+from runtime.invocation import InvokeRequest, given
 from runtime.mcp.call import ToolCall
 
 
@@ -18,4 +19,10 @@ async def handle(args: WorkflowInvokeInput, call: ToolCall) -> WorkflowInvokeOut
         parent_action_id=given(args.parent_action_id),
     )
     services = call.services
-    return await invoke_tool(services.database, call.context, request, services.keyring)
+    return await invoke_tool(
+        services.database,
+        call.context,
+        request,
+        services.keyring,
+        admission=services.admission,
+    )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from generated.models import WorkflowStartInput, WorkflowStartOutput
 from runtime import telemetry
-from runtime.invocation import StartRequest, given, start_workflow
+from runtime.admission import start_workflow
+from runtime.invocation import StartRequest, given
 from runtime.mcp.call import ToolCall
 
 
@@ -25,6 +26,7 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
             call.context,
             request,
             services.keyring,
+            admission=services.admission,
             can_exchange=exchange.configured,
             start_roles=services.settings.security.roles_for("workflow_start"),
         ),

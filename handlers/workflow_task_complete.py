@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generated.models import WorkflowTaskCompleteInput, WorkflowTaskCompleteOutput
-from runtime.invocation import complete_task
+from runtime.human_tasks import complete_task
 from runtime.mcp.call import ToolCall
 
 

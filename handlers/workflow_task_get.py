@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generated.models import WorkflowTaskGetInput, WorkflowTaskGetOutput
-from runtime.invocation import get_task
+from runtime.human_tasks import get_task
 from runtime.mcp.call import ToolCall
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generated.models import WorkflowTaskListInput, WorkflowTaskListOutput
-from runtime.invocation import list_tasks
+from runtime.human_tasks import list_tasks
 from runtime.mcp.call import ToolCall
 
 

@@ -40,6 +40,49 @@ CREATE FUNCTION public.workflow_admission_batch_max() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$SELECT 8$$;
 
+CREATE FUNCTION public.workflow_admit_claimed_run(p_host_id uuid, p_operation text, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_refuse_new boolean, p_wf_def_id uuid, p_workflow_version text, p_definition jsonb, p_binding_id uuid, p_user_id text, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_notify boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer) RETURNS TABLE(outcome text, process_id uuid, task_id uuid)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    claim record;
+    new_task_id uuid;
+BEGIN
+    SELECT c.outcome, c.process_id INTO claim
+    FROM workflow_claim_idempotency_v2(
+        p_host_id, p_scope_digest, p_operation, p_key_kind, p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts
+    ) AS c;
+
+    IF claim.outcome = 'accepted' AND p_refuse_new THEN
+        -- A new run, which the caller's verdict refuses (invoke: the load; the key's window
+        -- may have closed since its look before the claim).
+        RAISE EXCEPTION 'workflow_capacity_shed';
+    END IF;
+    IF claim.outcome <> 'accepted' THEN
+        RETURN QUERY SELECT claim.outcome, claim.process_id, NULL::uuid;
+        RETURN;
+    END IF;
+
+    new_task_id := workflow_enqueue_run(
+        p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
+        p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
+        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false,
+        p_notify, p_worker_id, p_lease_ms, p_overrun_ms
+    );
+    PERFORM workflow_record_run_spec(
+        p_host_id, p_process_id, p_wf_def_id, p_workflow_version, p_definition, p_binding_id,
+        p_user_id, p_limits, p_key_id, p_nonce, p_ciphertext, p_token_expires_ts, p_deadline_ts
+    );
+    INSERT INTO workflow_action_authority_t (
+        host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
+    ) VALUES (
+        p_host_id, p_process_id::text, p_process_id, p_user_id, p_deadline_ts, p_action_limit,
+        p_operation
+    );
+    RETURN QUERY SELECT 'accepted'::text, p_process_id, new_task_id;
+END
+$$;
+
 CREATE FUNCTION public.workflow_admit_invoke(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone)
     LANGUAGE sql
     AS $$
@@ -214,16 +257,21 @@ BEGIN
         END IF;
     END IF;
 
-    SELECT c.outcome, c.process_id INTO claim
-    FROM workflow_claim_idempotency_v2(
-        p_host_id, p_scope_digest, 'invoke', p_key_kind, p_process_id, p_principal_subject,
-        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts
-    ) AS c;
-
-    IF claim.outcome = 'accepted' AND p_shed THEN
-        -- The key's window closed since the look above: a new run, which the load refuses.
-        RAISE EXCEPTION 'workflow_capacity_shed';
-    END IF;
+    -- Steps 5 and 6, shared with workflow_start (workflow_admit_claimed_run): the claim, the
+    -- refusal of a new run while shedding, the run, its spec and its authority.
+    SELECT a.outcome, a.process_id, a.task_id INTO claim
+    FROM workflow_admit_claimed_run(
+        p_host_id, 'invoke', p_scope_digest, p_key_kind, p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, p_result_replay_ms, p_deadline_ts, p_shed,
+        p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id, p_execution_class,
+        p_cancellation_policy, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
+        p_result_bytes, p_cost_units, p_task_kind, p_payload, p_limits, p_key_id, p_nonce,
+        p_ciphertext, p_token_expires_ts, p_action_limit,
+        -- No NOTIFY inside: the service announces the task once this statement committed (a
+        -- notifying commit holds the notification queue's lock, and with it the Tool's lock,
+        -- through its WAL flush).
+        false, p_worker_id, p_lease_ms, p_overrun_ms
+    ) AS a;
     IF claim.outcome <> 'accepted' THEN
         -- Re-attach and replay never count as starts; conflict names the run holding the key.
         RETURN QUERY
@@ -237,27 +285,7 @@ BEGIN
                ON c.host_id = p.host_id AND c.process_id = p.process_id;
         RETURN;
     END IF;
-
-    -- No NOTIFY inside: the service announces the task once this statement committed (a
-    -- notifying commit holds the notification queue's lock, and with it the Tool's lock,
-    -- through its WAL flush).
-    new_task_id := workflow_enqueue_run(
-        p_host_id, p_process_id, p_execution_class, p_deadline_ts, p_cancellation_policy,
-        p_binding_id, p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes,
-        p_result_bytes, p_cost_units, 0, p_task_kind, p_payload, 0::smallint, NULL, false, false,
-        p_worker_id, p_lease_ms, p_overrun_ms
-    );
-    PERFORM workflow_record_run_spec(
-        p_host_id, p_process_id, p_wf_def_id, p_workflow_version, NULL, p_binding_id, p_user_id,
-        p_limits, p_key_id, p_nonce, p_ciphertext, p_token_expires_ts, p_deadline_ts
-    );
-    -- Seed 000: an invoke run has no LONG grant, so the run id is its grant id.
-    INSERT INTO workflow_action_authority_t (
-        host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
-    ) VALUES (
-        p_host_id, p_process_id::text, p_process_id, p_user_id, p_deadline_ts, p_action_limit,
-        'invoke'
-    );
+    new_task_id := claim.task_id;
 
     -- The Tool's admission lock, shared while every limit is far away, exclusive near one.
     -- Admissions in progress at any instant are at most workflow_admission_batch_max() per
@@ -368,12 +396,10 @@ BEGIN
         )::text;
     END IF;
 
-    INSERT INTO workflow_invocation_t (
-        host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
-        binding_id, wf_def_id, workflow_version, definition_digest, created_ts
-    ) VALUES (
+    PERFORM workflow_record_invocation(
         p_host_id, p_process_id, 'invoke', p_user_id, p_end_user_subject, p_principal_subject,
-        p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, counted_at
+        p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, NULL,
+        counted_at
     );
     PERFORM workflow_tool_live_add(p_host_id, p_tool_id, p_end_user_subject, 1);
     -- A shard of the second no other transaction in progress writes (the one the live counts
@@ -440,6 +466,41 @@ BEGIN
         CASE WHEN task_state = 'running' THEN 'RUNNING' ELSE 'ACCEPTED' END, 'none'::text,
         p_deadline_ts, NULL::jsonb, NULL::jsonb, p_token_expires_ts, new_task_id::text,
         task_lease, task_token, task_lease_expires;
+END
+$$;
+
+CREATE FUNCTION public.workflow_admit_start(p_host_id uuid, p_wf_def_id uuid, p_definition jsonb, p_scope_digest text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_starter_roles text[], p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_refuse_new boolean) RETURNS TABLE(outcome text, process_id uuid, state text, definition_digest text, created_ts timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    claim record;
+BEGIN
+    SELECT a.outcome, a.process_id INTO claim
+    FROM workflow_admit_claimed_run(
+        p_host_id, 'start', p_scope_digest, 'start', p_process_id, p_principal_subject,
+        p_input_digest, p_definition_digest, NULL, p_deadline_ts, p_refuse_new, p_wf_def_id,
+        NULL, p_definition, NULL, p_user_id, p_execution_class, p_cancellation_policy,
+        p_attempts, p_nested_calls, p_request_bytes, p_intermediate_bytes, p_result_bytes,
+        p_cost_units, p_task_kind, p_payload, p_limits, p_key_id, p_nonce, p_ciphertext,
+        p_token_expires_ts, p_action_limit, true, NULL, NULL, NULL
+    ) AS a;
+    IF claim.outcome = 'conflict' THEN
+        RETURN QUERY SELECT claim.outcome, claim.process_id, NULL::text, NULL::text,
+            NULL::timestamptz;
+        RETURN;
+    END IF;
+    IF claim.outcome = 'accepted' THEN
+        PERFORM workflow_record_invocation(
+            p_host_id, p_process_id, 'start', p_user_id, p_end_user_subject,
+            p_principal_subject, NULL, NULL, p_wf_def_id, NULL, p_definition_digest,
+            p_starter_roles, NULL
+        );
+    END IF;
+    RETURN QUERY
+    SELECT claim.outcome, claim.process_id, p.state, i.definition_digest, p.created_ts
+    FROM workflow_invocation_t i
+    JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
+    WHERE i.host_id = p_host_id AND i.process_id = claim.process_id;
 END
 $$;
 
@@ -810,6 +871,21 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_record_invocation(p_host_id uuid, p_process_id uuid, p_operation text, p_user_id text, p_end_user_subject text, p_principal_subject text, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_definition_digest text, p_starter_roles text[], p_created_ts timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO workflow_invocation_t (
+        host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
+        binding_id, wf_def_id, workflow_version, definition_digest, starter_roles, created_ts
+    ) VALUES (
+        p_host_id, p_process_id, p_operation, p_user_id, p_end_user_subject, p_principal_subject,
+        p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest,
+        p_starter_roles, coalesce(p_created_ts, clock_timestamp())
+    );
+END
+$$;
+
 CREATE FUNCTION public.workflow_record_run_spec(p_host_id uuid, p_process_id uuid, p_wf_def_id uuid, p_workflow_version text, p_definition jsonb, p_binding_id uuid, p_user_id text, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_expires_ts timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
     AS $$
@@ -1027,6 +1103,22 @@ BEGIN
     );
 END
 $$;
+
+CREATE TABLE public.schema_function_history (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE public.schema_function_history ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.schema_function_history_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 CREATE TABLE public.schema_migrations (
     version integer NOT NULL,
@@ -1517,6 +1609,9 @@ CREATE TABLE public.workflow_tool_start_count_t (
     CONSTRAINT workflow_tool_start_count_scope_check CHECK ((per_user OR ((end_user_subject)::text = ''::text))),
     CONSTRAINT workflow_tool_start_count_starts_check CHECK ((starts > 0))
 );
+
+ALTER TABLE ONLY public.schema_function_history
+    ADD CONSTRAINT schema_function_history_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from runtime.addresses import Resolver, SystemResolver
-from runtime.store.migrations import DEFAULT_DIRECTORY, applied_migrations, discover_migrations
+from runtime.admission import Admission
+from runtime.store.migrations import (
+    DEFAULT_DIRECTORY,
+    applied_migrations,
+    discover_functions,
+    discover_migrations,
+    installed_functions,
+)
 
 if TYPE_CHECKING:
     from runtime.security import Authenticator, Keyring
@@ -17,7 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Services:
-    """Settings, the database, the authenticator and the sealing keyring."""
+    """Settings, the database, the authenticator, the sealing keyring and admission."""
 
     settings: Settings
     database: Database
@@ -27,9 +34,16 @@ class Services:
     executor_alive: Callable[[], bool] | None = None
     # Resolves outbound host names for the destination policy (a test drives its own).
     resolver: Resolver = field(default_factory=SystemResolver)
+    # This process's admission (front door, capacity controller, batches): `serve` builds it
+    # before the app, since the HTTP server's front door uses it too (runtime.admission.state).
+    admission: Admission = field(default_factory=Admission)
 
     async def readiness(self) -> dict[str, bool]:
-        """Database reachable, every migration applied, a usable sealing key loaded."""
+        """Database reachable, every migration applied, a usable sealing key loaded.
+
+        Every function file must have been installed, at this release's text or another's
+        (a rolling upgrade's newer release may have installed its own since).
+        """
         database_ok = migrations_ok = False
         try:
             async with self.database.connection() as conn:
@@ -37,7 +51,9 @@ class Services:
                 database_ok = True
                 applied = {row.version for row in await applied_migrations(conn)}
                 expected = {file.version for file in discover_migrations(DEFAULT_DIRECTORY)}
-                migrations_ok = expected <= applied
+                installed = set(await installed_functions(conn))
+                authored = {file.name for file in discover_functions(DEFAULT_DIRECTORY)}
+                migrations_ok = expected <= applied and authored <= installed
         except Exception:
             # Readiness reports, it does not raise: a broken store is "not ready".
             pass

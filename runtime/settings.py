@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import msgspec
 
+from runtime.admission.settings import CapacitySettings
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.publication.publication_settings import PublicationSettings
-from runtime.scheduler.capacity import CapacitySettings
 from runtime.security.settings import SecuritySettings
 from runtime.store.settings import StoreSettings
 from runtime.telemetry.settings import TelemetrySettings

@@ -13,13 +13,17 @@ One run, one embedded PostgreSQL 15 (fsync on), three servers, one load driver
 Layout one-tool: every caller (8 users round-robin) calls the one Tool of one host: sequential,
 closed loops c=10/50/200, open loops at 100/s, 150/s and 2x the server's closed-loop peak.
 Layout 8-tools: the closed and open loops again, spread over 8 Tools on that one host (ours) and
-8 tools of the one peer process (DBOS). Prints every phase, a table with ratios, writes JSON.
+8 tools of the one peer process (DBOS). Layout wrk: Debian's wrk 4.1 (installed when missing and
+root) on the one Tool, c=1/10/50/200/400, a client that resends refused calls and one that sends
+a new call instead, both eras at c=50, the peer beside it (bench/peers/wrk.py). Prints every
+phase, a table with ratios, writes JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import signal
 import sys
@@ -34,6 +38,7 @@ import httpx
 import uvloop
 
 from bench.harness import (
+    MODERN,
     Service,
     cpu_seconds,
     database,
@@ -42,7 +47,7 @@ from bench.harness import (
     new_id,
     running_service,
 )
-from bench.peers import driver, report
+from bench.peers import driver, report, wrk
 from bench.peers.driver import Caller, Sample, Target, tool_call_caller
 from bench.peers.stack import DEFAULT_PEER_PYTHON, Process, running_gateway, running_peer
 from bench.workload import CALLER_ROLES, OWNER, Tool, decide_definition, publish_text_tool
@@ -57,7 +62,7 @@ OPEN_RATE_CAP = 1500
 
 @dataclass
 class Profile:
-    """Sizes of one run: full (under 10 minutes) or --quick (about 2)."""
+    """Sizes of one run: full (under 10 minutes) or --quick (about 3)."""
 
     sequential_calls: int
     sequential_max_s: float
@@ -73,12 +78,23 @@ class Profile:
     # followed at once by an open loop at twice what it served, each this long.
     pair_rounds: int
     pair_s: float
+    # The wrk layout: its connection counts, whole seconds per phase (wrk's -d), our clients.
+    wrk_callers: tuple[int, ...]
+    wrk_s: int
+    wrk_policies: tuple[str, ...] = wrk.POLICIES
 
 
 # Nine overload pairs: one round's ratio swings by about 0.07 with this machine's drift, so a
 # median of five fell on either side of 0.9 from run to run with the same code.
-FULL = Profile(200, 60.0, (10, 50, 200), 8.0, (100, 150), 6.0, 30, 3.0, 540.0, 9, 5.0)
-QUICK = Profile(50, 15.0, (10, 50, 200), 2.0, (100, 150), 2.0, 10, 2.0, 240.0, 1, 2.0)
+# The wrk phases run 5 s in the full run (issue 41 measured 15 s: --wrk-seconds 15) so that
+# their 17 phases fit in its budget.
+WRK_CALLERS = (1, 10, 50, 200, 400)
+FULL = Profile(
+    200, 60.0, (10, 50, 200), 8.0, (100, 150), 6.0, 30, 3.0, 540.0, 9, 5.0, WRK_CALLERS, 5
+)
+QUICK = Profile(
+    50, 15.0, (10, 50, 200), 2.0, (100, 150), 2.0, 10, 2.0, 300.0, 1, 2.0, WRK_CALLERS, 2
+)
 
 
 @dataclass
@@ -101,6 +117,12 @@ class Bench:
     phases: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     only: set[str] = field(default_factory=set)
+    # The wrk executable (the wrk layout's phases; "" when they are not in this run).
+    wrk_path: str = ""
+
+    def selected(self, layout: str, target: str) -> bool:
+        """Whether --only (LAYOUT/SERVER or a whole LAYOUT) leaves this target in the run."""
+        return not self.only or f"{layout}/{target}" in self.only or layout in self.only
 
     def read(self, pids: dict[str, int]) -> dict[str, float]:
         """CPU seconds of pids, PostgreSQL and the driver, and the clock."""
@@ -127,23 +149,38 @@ class Bench:
         window: float | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """Run one phase, summarize it with CPU per call, print and record it.
+        """Run one phase of the driver, summarize it with CPU per call, print and record it.
 
         Past the run's budget a phase is skipped and listed as such, never silently dropped.
         """
+
+        async def summarized() -> dict[str, Any]:
+            began = time.perf_counter()
+            samples = await body()
+            return driver.summarize(samples, time.perf_counter() - began, window)
+
+        return await self.metered(layout, measured, phase, summarized, **extra)
+
+    async def metered(
+        self,
+        layout: str,
+        measured: Measured,
+        phase: str,
+        body: Callable[[], Awaitable[dict[str, Any]]],
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Run one phase that summarizes itself (the driver's, or wrk's), with CPU per call."""
         if time.monotonic() > self.deadline:
             self.skipped.append(f"{layout} {measured.target.name} {phase}")
             print(f"== {layout} {measured.target.name} {phase}: SKIPPED (run budget spent)")
             return {"okPerS": None}
         with driver.collector_paused():
             before = self.read(measured.pids)
-            began = time.perf_counter()
-            samples = await body()
-            elapsed = time.perf_counter() - began
+            measured_summary = await body()
             after = self.read(measured.pids)
         summary = {"layout": layout, "target": measured.target.name, "phase": phase, **extra}
-        summary |= driver.summarize(samples, elapsed, window)
-        summary |= self._cpu(before, after, max(1, len(samples)))
+        summary |= measured_summary
+        summary |= self._cpu(before, after, max(1, summary["calls"]))
         self.phases.append(summary)
         report.print_phase(summary)
         # Let the previous phase's stragglers (cancelled open-loop calls) settle.
@@ -260,18 +297,21 @@ def user_tokens(service: Service, host_id: str) -> list[dict[str, str]]:
     ]  # fmt: skip
 
 
+def invoke_arguments(tool: Tool) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The workflow_invoke arguments of tool around a decide input (as the Gateway sends them)."""
+    return lambda decide_input: {
+        "stableToolRef": tool.tool_id,
+        "expectedBindingDigest": tool.binding_digest,
+        "expectedDefinitionDigest": tool.definition_digest,
+        "input": decide_input,
+    }
+
+
 def direct_callers(tools: list[Tool], auths: list[dict[str, str]]) -> list[Caller]:
     """workflow_invoke Callers, tools varying fastest, then users."""
-
-    def wrap(tool: Tool) -> Callable[[dict[str, Any]], dict[str, Any]]:
-        return lambda decide_input: {
-            "stableToolRef": tool.tool_id,
-            "expectedBindingDigest": tool.binding_digest,
-            "expectedDefinitionDigest": tool.definition_digest,
-            "input": decide_input,
-        }
-
-    return [tool_call_caller("workflow_invoke", a, wrap(t)) for a in auths for t in tools]
+    return [
+        tool_call_caller("workflow_invoke", a, invoke_arguments(t)) for a in auths for t in tools
+    ]
 
 
 def named_callers(names: list[str], auths: list[dict[str, str]]) -> list[Caller]:
@@ -318,17 +358,69 @@ async def bench_main(
              {"server": peer.pid}),
         ],
     }  # fmt: skip
+    users = [{"Authorization": a["Authorization"]} for a in auths]
+    (direct, _), (relayed, _), (dbos, _) = layouts["one-tool"]
+    wrk_targets = [
+        WrkTarget(Measured(direct, ours), {
+            era: wrk.request(service.mcp_url, "workflow_invoke", auths, era,
+                             invoke_arguments(one[0]))
+            for era in wrk.ERAS
+        }, bench.profile.wrk_policies),
+        # The peer refuses nothing: its one client sends a new call each time.
+        WrkTarget(Measured(dbos, {"server": peer.pid}),
+                  {MODERN: wrk.request(peer.mcp_url, names[0], users)}, ("fresh",)),
+    ]  # fmt: skip
     await bench.measure_idle()
     print(f"idle CPU s/s: {bench.idle}", flush=True)
     for layout, targets in layouts.items():
         for target, pids in targets:
-            if bench.only and f"{layout}/{target.name}" not in bench.only:
+            if not bench.selected(layout, target.name):
                 continue
             print(f"\n### {layout} / {target.name} ({len(target.callers)} callers)", flush=True)
             await run_target(bench, layout, Measured(target, pids), layout == "one-tool")
-    direct, gateway = (target for target, _ in layouts["one-tool"][:2])
-    if not bench.only or {"one-tool/ours-direct", "one-tool/ours-gateway"} <= bench.only:
-        await gateway_interleaved(bench, direct, gateway)
+    if all(bench.selected("one-tool", name) for name in ("ours-direct", "ours-gateway")):
+        await gateway_interleaved(bench, direct, relayed)
+    selected = [t for t in wrk_targets if bench.selected("wrk", t.measured.target.name)]
+    if selected:
+        await wrk_layout(bench, selected)
+
+
+@dataclass
+class WrkTarget:
+    """A server of the wrk layout: its meters, its request in each era, its clients."""
+
+    measured: Measured
+    requests: dict[str, wrk.Request]
+    policies: tuple[str, ...]
+
+
+async def wrk_layout(bench: Bench, targets: list[WrkTarget]) -> None:
+    """wrk on the one Tool: per concurrency, ours with each client (both eras at c=50), the peer.
+
+    The servers and eras alternate within a concurrency, so their ratios are taken at the same
+    minute of a machine whose speed drifts.
+    """
+    profile = bench.profile
+    names = ", ".join(t.measured.target.name for t in targets)
+    print(f"\n### wrk / {names} (one wrk thread, {profile.wrk_s} s a phase, {USERS} users"
+          " round-robin)", flush=True)  # fmt: skip
+    for wrk_target in targets:
+        target = wrk_target.measured.target
+        await driver.sequential(target, profile.warmup_calls, profile.sequential_max_s)
+    for callers in profile.wrk_callers:
+        for wrk_target in targets:
+            target = wrk_target.measured.target
+            eras = list(wrk_target.requests) if callers == wrk.BASE_CALLERS else [MODERN]
+            for policy in wrk_target.policies:
+                for era in eras:
+                    run = functools.partial(
+                        wrk.run, bench.wrk_path, target.url, wrk_target.requests[era], policy,
+                        callers, profile.wrk_s, target.phase_prefix(),
+                    )  # fmt: skip
+                    await bench.metered(
+                        "wrk", wrk_target.measured, wrk.phase_name(policy, callers, era), run,
+                        policy=policy, callers=callers, era=era,
+                    )  # fmt: skip
 
 
 async def gateway_interleaved(bench: Bench, direct: Target, gateway: Target) -> None:
@@ -364,7 +456,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--peer-python", type=Path, default=DEFAULT_PEER_PYTHON)
     parser.add_argument(
         "--only", action="append", default=[], metavar="LAYOUT/SERVER",
-        help="run only these targets, e.g. one-tool/ours-direct (repeatable; experiments)",
+        help="run only these targets, e.g. one-tool/ours-direct, or a whole layout, e.g. wrk"
+        " (repeatable; experiments)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--wrk-seconds", type=int, default=None, help="whole seconds per wrk phase"
+    )  # fmt: skip
+    parser.add_argument(
+        "--wrk-callers", default=None, metavar="C,C,...",
+        help=f"the wrk phases' connection counts (default {','.join(map(str, WRK_CALLERS))})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--wrk-policy", action="append", default=[], choices=wrk.POLICIES,
+        help="the wrk phases' client: resend a refused call, or send a fresh one (repeatable;"
+        " default both)",
     )  # fmt: skip
     parser.add_argument(
         "--set", action="append", default=[], metavar="SECTION.KEY=JSON",
@@ -389,11 +494,24 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; 0 when it completed (figures are reported, not judged)."""
+    """Run the benchmark; 0 when it completed (figures are reported, targets printed), 2 when
+    the wrk phases are asked for and wrk is missing."""
     args = _parse(argv)
     profile = QUICK if args.quick else FULL
     if args.seconds is not None:
         profile.closed_s = profile.open_s = args.seconds
+    if args.wrk_seconds is not None:
+        profile.wrk_s = max(1, args.wrk_seconds)
+    if args.wrk_callers:
+        profile.wrk_callers = tuple(int(c) for c in args.wrk_callers.split(","))
+    if args.wrk_policy:
+        profile.wrk_policies = tuple(dict.fromkeys(args.wrk_policy))
+    with_wrk = not args.only or any(o.split("/")[0] == "wrk" for o in args.only)
+    try:
+        wrk_path = wrk.ensure_wrk() if with_wrk else ""
+    except RuntimeError as error:
+        print(f"bench-peers: {error}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, _terminate)
     # A shell's background job inherits SIGINT ignored; Ctrl-C (kill -INT) must still unwind.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -411,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             profile,
             deadline=time.monotonic() + profile.budget_s - (time.perf_counter() - began),
             only=set(args.only),
+            wrk_path=wrk_path,
         )
         print(f"published {len(tools)} decide Tools on host {host_id}; servers up", flush=True)
         # The driver's event loop is uvloop's, as the servers' are: on two cores shared with
@@ -426,6 +545,8 @@ def main(argv: list[str] | None = None) -> int:
         "ratios": report.ratios(bench.phases),
         "totalS": round(time.perf_counter() - began, 1),
     }
+    if any(s["layout"] == "wrk" for s in bench.phases):
+        results["wrk"] = report.wrk_results(bench.phases, wrk.version(wrk_path))
     report.print_table(results)
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -10,6 +10,7 @@ from litestar import asgi
 from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
+from runtime.admission import Admission
 from runtime.collaborators import Services
 from runtime.engine.cel import prepare_parser
 from runtime.execution import ServiceTokenSettings, close_waiter, configure_waiter
@@ -77,9 +78,12 @@ def dev_token_routes(identity: DevIdentity) -> list[ASGIRouteHandler]:
 
 
 async def build_services(
-    settings: Settings,
+    settings: Settings, admission: Admission | None = None
 ) -> tuple[Services, Callable[[], Awaitable[None]]]:
-    """Open the store (starting and migrating an embedded cluster when needed) and wire services."""
+    """Open the store (starting and migrating an embedded cluster when needed) and wire services.
+
+    admission: the process's admission when its HTTP server's front door already uses it.
+    """
     # Built here, off the event loop, not by the first call that evaluates an expression.
     await asyncio.to_thread(prepare_parser)
     store = await open_store(settings.store)
@@ -92,6 +96,7 @@ async def build_services(
         database=store.database,
         authenticator=Authenticator(settings.security, keyset),
         keyring=load_configured_keyring(settings.security),
+        admission=admission or Admission(settings.capacity),
     )
 
     async def close() -> None:

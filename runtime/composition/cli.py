@@ -19,6 +19,7 @@ import msgspec
 
 from handlers import HANDLERS
 from runtime import telemetry
+from runtime.admission import Admission
 from runtime.collaborators import Services
 from runtime.composition.bootstrap import (
     apply_dev_identity,
@@ -29,6 +30,7 @@ from runtime.composition.check import run_check
 from runtime.composition.config import load_settings
 from runtime.composition.convert_command import add_convert_parser
 from runtime.composition.environment import EnvironmentSettingError
+from runtime.composition.front_door import FrontDoor
 from runtime.composition.http_server import run_http_server
 from runtime.composition.jobs import with_service_jobs
 from runtime.composition.runs import add_runs_parser, runs_command
@@ -36,14 +38,12 @@ from runtime.composition.secrets import add_secrets_parser, secrets_command
 from runtime.composition.worker import run_worker
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
-from runtime.mcp.front_door import FrontDoor, answer_on_arrival
 from runtime.publication import policy_from_settings
-from runtime.scheduler import door
 from runtime.security.devtools import DEV_HOST_ID
 from runtime.security.devtools import main as devtools_main
 from runtime.settings import Settings
 from runtime.store.bootstrap import resolve_conninfo
-from runtime.store.migrations import migrate
+from runtime.store.migrations import migrate, summary
 
 PROG = "workflow-mcp"
 DESCRIPTION = (
@@ -97,7 +97,9 @@ def serve(args: argparse.Namespace) -> int:
         settings.execution.workers_enabled = False
     identity = apply_dev_identity(settings)
     dev = identity is not None
-    app = create_app(with_service_jobs(lambda: build_services(settings)), HANDLERS)
+    # One admission for the process: the HTTP server's front door and the handlers share it.
+    admission = Admission(settings.capacity)
+    app = create_app(with_service_jobs(lambda: build_services(settings, admission)), HANDLERS)
     if identity is not None:
         for route in dev_token_routes(identity):
             app.register(route)
@@ -108,19 +110,20 @@ def serve(args: argparse.Namespace) -> int:
         # Services exist once the lifespan started them (a stop during start-up has none).
         services: Services | None = app.state.get("services")
         # Calls still waiting at the front door are answered too (retryable).
-        door.DOOR.close()
+        admission.door.close()
         if services is not None:
             stop_waiting(services.database)
 
+    front_door = FrontDoor(app, admission)
     run_http_server(
-        # workflow_invoke's front door stands before litestar (runtime.scheduler.door).
-        FrontDoor(app),
+        # workflow_invoke's front door stands before litestar (runtime.admission.door).
+        front_door,
         host=server.host,
         port=server.port,
         keep_alive_timeout_s=server.keep_alive_timeout_s,
         shutdown_grace_s=server.shutdown_grace_s,
         on_drain=drain,
-        early_answer=answer_on_arrival,
+        early_answer=front_door.answer_on_arrival,
     )
     return 0
 
@@ -151,20 +154,19 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _migrate(settings: Settings) -> int:
+async def _migrate(settings: Settings) -> str:
     conninfo, embedded = await resolve_conninfo(settings.store)
     try:
-        applied = await migrate(conninfo)
+        done = await migrate(conninfo)
     finally:
         if embedded is not None and not embedded.reused:
             await asyncio.to_thread(embedded.stop)
-    return len(applied)
+    return summary(done)
 
 
 def migrate_command(args: argparse.Namespace) -> int:
-    """Apply pending migrations to the configured database."""
-    count = asyncio.run(_migrate(_settings(args)))
-    print(f"applied {count} migration(s)")
+    """Apply pending migrations and install changed function files on the configured database."""
+    print(asyncio.run(_migrate(_settings(args))))
     return 0
 
 
@@ -252,7 +254,9 @@ def build_parser(
     )
     run.set_defaults(run=serve)
     _worker_parser(commands)
-    run = commands.add_parser("migrate", help="apply pending database migrations")
+    run = commands.add_parser(
+        "migrate", help="apply pending database migrations and changed function files"
+    )
     _config_option(run)
     run.add_argument("--database-url", default=None, help="overrides store.database_url")
     run.set_defaults(run=migrate_command)

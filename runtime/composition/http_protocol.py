@@ -9,18 +9,31 @@ is written at once and ends the request, or None, and the task starts as uvicorn
 started it (the app reads the same body from `receive`). Measured on one Tool at twice its
 capacity, see docs/PERFORMANCE.md.
 
+Paced refusals: an early answer may say when its client should come back (a refusal's
+retryAfterMs). A client that sends its next request on the same connection before then and is
+refused again gets that answer no sooner than the moment the earlier refusal named: repeating a
+refusal at once is then no cheaper for a client than waiting retryAfterMs, so an impatient
+client (an agent retrying at once, a load generator) cannot spin on refusals and take the CPU
+the admitted calls need. A client that waits retryAfterMs, or is let through, is never held.
+A held answer holds the connection's later pipelined requests behind it, as any slow answer
+would; at shutdown it is written at once.
+
 Left to uvicorn unchanged: every other method; a POST that expects `100 Continue` (its body
 comes only once the app asks for it); a body over uvicorn's own read-ahead bound (the task
 starts when reading pauses, so the app's `receive` resumes it); pipelined requests (each is
 held, then answered or started, in its turn).
 
 It extends uvicorn's protocol where uvicorn starts a task (`_start_asgi_task`), which is not
-public API: uvicorn is pinned, and tests/integration/composition/test_http_early_answer.py
-checks each case above on the wire against the pinned version.
+public API; it is the one module of the service that reaches below uvicorn's public API
+(PRIVATE_NAMES lists what it uses). uvicorn is pinned; tests/unit/test_pinned_internals.py
+fails, naming this module, when the installed version differs from the pin or lacks a name
+used here, and tests/integration/composition/test_http_early_answer.py checks each case above
+on the wire against the pinned version.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, MutableMapping
 from typing import Any, ClassVar, cast
@@ -31,10 +44,35 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 
 log = logging.getLogger("workflow.http")
 
-# (the request's ASGI scope, its whole body) -> the JSON body of a 200 answer, or None.
-EarlyAnswer = Callable[[MutableMapping[str, Any], bytes], bytes | None]
+# (the request's ASGI scope, its whole body) -> the JSON body of a 200 answer and the time (ms)
+# before which its client should not come back (0: any time), or None: the app serves it.
+EarlyAnswer = Callable[[MutableMapping[str, Any], bytes], tuple[bytes, int] | None]
 
 _Held = tuple[RequestResponseCycle, ASGI3Application]
+
+# uvicorn's non-public names this module uses: methods of HttpToolsProtocol, attributes a
+# RequestResponseCycle sets in its __init__ (checked against the installed uvicorn by a test).
+PRIVATE_NAMES = {
+    "HttpToolsProtocol": (
+        "_start_asgi_task",
+        "on_body",
+        "on_message_complete",
+        "shutdown",
+        "server_state",
+        "transport",
+        "loop",
+    ),
+    "RequestResponseCycle": (
+        "body",
+        "more_body",
+        "waiting_for_100_continue",
+        "response_started",
+        "response_complete",
+        "disconnected",
+        "keep_alive",
+        "on_response",
+    ),
+}
 
 
 class EarlyAnswerProtocol(HttpToolsProtocol):
@@ -42,6 +80,10 @@ class EarlyAnswerProtocol(HttpToolsProtocol):
 
     early_answer: ClassVar[EarlyAnswer]
     _held: _Held | None = None
+    # Loop time before which this connection's client was told not to come back.
+    _come_back_at: float = 0.0
+    # An answer written later (a paced refusal): its cycle, body and timer.
+    _paced: tuple[RequestResponseCycle, bytes, asyncio.TimerHandle] | None = None
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
         if cycle.scope["method"] != "POST" or cycle.waiting_for_100_continue:
@@ -69,9 +111,21 @@ class EarlyAnswerProtocol(HttpToolsProtocol):
             self._answer_or_start(*held)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """A held request dies with its connection (no task was started for it)."""
+        """A held request, or a paced answer, dies with its connection."""
         self._held = None
+        paced, self._paced = self._paced, None
+        if paced is not None:
+            paced[2].cancel()
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        """Graceful shutdown: a paced answer is written now (then the connection closes)."""
+        paced = self._paced
+        if paced is not None:
+            paced[2].cancel()
+            paced[0].keep_alive = False
+            self._write_paced()
+        super().shutdown()
 
     def _answer_or_start(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
         if cycle.response_complete or cycle.disconnected:
@@ -87,8 +141,23 @@ class EarlyAnswerProtocol(HttpToolsProtocol):
             answer = None
         if answer is None:
             super()._start_asgi_task(cycle, app)
+            return
+        body, come_back_ms = answer
+        now = self.loop.time()
+        write_at = self._come_back_at
+        if come_back_ms > 0:
+            self._come_back_at = max(now, write_at) + come_back_ms / 1000
+        if write_at <= now:
+            self._write_answer(cycle, body)
         else:
-            self._write_answer(cycle, answer)
+            # Refused again before the last refusal's retryAfterMs was up: answered then.
+            timer = self.loop.call_at(write_at, self._write_paced)
+            self._paced = (cycle, body, timer)
+
+    def _write_paced(self) -> None:
+        paced, self._paced = self._paced, None
+        if paced is not None and not (paced[0].disconnected or self.transport.is_closing()):
+            self._write_answer(paced[0], paced[1])
 
     def _write_answer(self, cycle: RequestResponseCycle, body: bytes) -> None:
         """Write a whole 200 JSON answer in one write, and end the request as uvicorn does."""

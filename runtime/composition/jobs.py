@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runtime.admission import CapacitySampler
 from runtime.cancellation import reraise_if_cancelled
 from runtime.collaborators import Services
 from runtime.execution import WorkflowRuntime, forget_expired_credentials
-from runtime.execution.human_tasks import sample_open_tasks
+from runtime.human_tasks import sample_open_tasks
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sweep_operation_receipts
-from runtime.scheduler import Executor, capacity, door
-from runtime.scheduler.capacity_sampler import CapacitySampler
+from runtime.scheduler import Executor, SchedulerSettings
+from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.statistics import refresh_planner_statistics
 
@@ -152,6 +154,14 @@ def _conninfo(services: Services) -> str:
     return conninfo
 
 
+def scheduler_settings(settings: Settings) -> SchedulerSettings:
+    """The executor's settings: the `execution` section's, with the completion batches'."""
+    return dataclasses.replace(
+        settings.execution.scheduler(),
+        completion_statements=settings.capacity.completion_statements,
+    )
+
+
 def executor_job(services: Services) -> ExecutorJob:
     """The workflow executor of this process, configured by the `execution` settings."""
     section = services.settings.execution
@@ -175,7 +185,13 @@ def executor_job(services: Services) -> ExecutorJob:
         max_size=min(slots, EXECUTOR_POOL_SLOTS) + EXECUTOR_POOL_SPARE,
         name="workflow-executor",
     )
-    executor = Executor(database, runtime.handlers(), section.scheduler())
+    executor = Executor(
+        database,
+        runtime.handlers(),
+        scheduler_settings(services.settings),
+        # What it measures reaches this process's admission (runtime.scheduler.probe).
+        probe=services.admission,
+    )
     job = ExecutorJob("workflow-executor", executor, runtime, database=database)
     services.executor_alive = job.alive
     return job
@@ -190,11 +206,13 @@ def capacity_job(services: Services) -> CapacitySampler:
         "standard": execution.standard_slots,
         "batch": execution.batch_slots,
     }
-    capacity.ESTIMATOR.configure(settings.capacity, slots if execution.workers_enabled else {})
-    door.DOOR.configure(settings.capacity)
+    services.admission.configure(settings.capacity, slots if execution.workers_enabled else {})
     conninfo = _conninfo(services)
     return CapacitySampler(
-        conninfo, services.database.runtime_role, settings.capacity.sample_interval_ms / 1000
+        services.admission.estimator,
+        conninfo,
+        services.database.runtime_role,
+        settings.capacity.sample_interval_ms / 1000,
     )
 
 
@@ -243,8 +261,8 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
     if settings.capacity.enabled:
         jobs.append(capacity_job(services))
     else:
-        # Disabled must reach the process's estimator too, or it keeps the defaults (enabled).
-        capacity.ESTIMATOR.configure(settings.capacity)
+        # Disabled must reach the process's admission too, or it keeps the defaults (enabled).
+        services.admission.configure(settings.capacity)
     return jobs
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from runtime.errors import WorkflowError
-from runtime.execution.human_tasks import store as human_tasks
+from runtime.human_tasks import store as human_tasks
 from runtime.invocation.waiting import cancel_run
 from runtime.scheduler.inspection import RUN_STATES, list_runs, show_run
 from runtime.settings import Settings

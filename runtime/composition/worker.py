@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import msgspec
 
+from runtime.composition.jobs import scheduler_settings
 from runtime.engine.cel import prepare_parser
 from runtime.execution import WorkflowRuntime
 from runtime.scheduler.executor import Executor
@@ -73,7 +74,7 @@ async def run_worker(
     )
     task_handlers = runtime.handlers() if handlers is None else load_handlers(handlers)
     executor = Executor(
-        store.database, task_handlers, settings.execution.scheduler(), worker_id=worker_id
+        store.database, task_handlers, scheduler_settings(settings), worker_id=worker_id
     )
     try:
         await executor.start()

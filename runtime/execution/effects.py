@@ -26,7 +26,7 @@ from runtime.errors import WorkflowError
 from runtime.execution import store
 from runtime.execution.credential import RunToken
 from runtime.execution.outbound import GatewayUnauthorized, encode_body, send_http, send_mcp
-from runtime.execution.outbound_auth import SecretSource, policy_header, with_credential
+from runtime.execution.outbound.auth import SecretSource, policy_header, with_credential
 from runtime.execution.service_token import ServiceTokenError, ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import HttpPolicy

@@ -46,8 +46,9 @@ async def admit_run(
 ) -> None:
     """Write a run inside the caller's transaction: process, first task, spec, sealed credential.
 
-    workflow_start's admission commits the run together with its own rows (the idempotency
-    reservation, the invocation record, the action authority).
+    The tests' in-process runs (tests/support/execution_runs.py) write runs this way; both
+    admissions write theirs in one statement of the function family instead
+    (migrations/functions/invocation_admission.sql, workflow_admit_claimed_run).
     """
     await enqueue_process(
         conn,

@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from runtime import human_tasks
 from runtime.addresses import AddressPolicy, Resolver, SystemResolver
 from runtime.binding_reach import Reach
 from runtime.engine import WorkflowDefinition, parse_definition
@@ -59,7 +60,7 @@ from runtime.engine.run import (
 from runtime.engine.run.interpreter import holds_ask
 from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
-from runtime.execution import human_tasks, store
+from runtime.execution import store
 from runtime.execution.credential import (
     RunToken,
     TokenCheck,
@@ -68,17 +69,16 @@ from runtime.execution.credential import (
     token_check_for,
 )
 from runtime.execution.effects import CALL_SLOTS, CallContext, DurableEffects, RunDeadlineExpired
+from runtime.execution.outbound.transport import outbound_client
 from runtime.execution.service_token import SecretOpener, ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
-from runtime.execution.transport import outbound_client
 from runtime.publication.pinned import host_secret
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import BudgetAmounts, ClaimedTask, NewTask, TaskOutcome
-from runtime.scheduler.parking import HUMAN_TASK_KEY
 from runtime.security import (
     Keyring,
     KeyringError,
@@ -289,13 +289,14 @@ class WorkflowRuntime:
         """Open the ask's human task; the next task waits, unleased, until it is answered.
 
         Its available_at is the task's due time (the timer: the claim fires it) or, with no
-        timeout, the point the run must stop; an answer makes it available at once.
+        timeout, the point the run must stop; an answer makes it available at once. Its insert
+        parks the run (migration 0080's trigger, runtime/human_tasks/parking.py).
         """
         await _check_deadline(db, task, self.settings)
         human_task_id, due = await human_tasks.park(
             db, task, loaded.spec.wf_def_id, waiting.request
         )
-        payload = {"state": waiting.state, HUMAN_TASK_KEY: human_task_id}
+        payload = human_tasks.parked_task_payload(waiting.state, human_task_id)
         wake_at = due if due is not None else _stop_at(task, self.settings)
         next_task = NewTask(
             WORKFLOW_TASK_KIND, payload, step_no=task.step_no + CALL_SLOTS, available_at=wake_at

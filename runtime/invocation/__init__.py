@@ -1,9 +1,7 @@
-"""Admission of workflow_invoke and workflow_start, idempotency, limits, waiting and results."""
+"""Invocation rules, idempotency, lifecycle, waiting and results (admission: runtime.admission)."""
 
 from __future__ import annotations
 
-from runtime.invocation.inbox import complete_task, get_task, list_tasks
-from runtime.invocation.invoke import invoke_tool
 from runtime.invocation.lifecycle import cancel, get_result, get_status, wait_result
 from runtime.invocation.requests import InvokeRequest, StartRequest, given
 from runtime.invocation.rules import (
@@ -12,7 +10,6 @@ from runtime.invocation.rules import (
     check_request_bytes,
     schema_check,
 )
-from runtime.invocation.start import start_workflow
 from runtime.invocation.waiting import MAX_WAIT_MS
 
 __all__ = [
@@ -23,14 +20,9 @@ __all__ = [
     "cancel",
     "canonical_input",
     "check_request_bytes",
-    "complete_task",
     "get_result",
     "get_status",
-    "get_task",
     "given",
-    "invoke_tool",
-    "list_tasks",
     "schema_check",
-    "start_workflow",
     "wait_result",
 ]

@@ -11,7 +11,7 @@ from generated.models import (
     WorkflowGetStatusOutput,
 )
 from runtime.errors import WorkflowError
-from runtime.execution.human_tasks import store as human_tasks
+from runtime.human_tasks import store as human_tasks
 from runtime.invocation import rules, store
 from runtime.invocation.results import not_visible, result_document, status_document
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run

@@ -19,8 +19,8 @@ LEFT JOIN wf_definition_version_t v
 WHERE h.host_id = %(host_id)s AND h.tool_id = %(tool_id)s;
 
 -- admit_invoke --
--- workflow_invoke's whole admission in one statement (workflow_admit_invoke_v2, migration
--- 0084), alone in its transaction.
+-- workflow_invoke's whole admission in one statement (workflow_admit_invoke_v2,
+-- migrations/functions/invocation_admission.sql), alone in its transaction.
 SELECT outcome, process_id::text AS process_id, state, effect_state, deadline_ts, result, error,
        token_expires_ts, detail, lease_id::text AS lease_id, fencing_token, lease_expires_ts
 FROM workflow_admit_invoke_v2(
@@ -43,8 +43,9 @@ FROM workflow_admit_invoke_v2(
 );
 
 -- admit_invoke_batch --
--- Several admissions of one Tool in one statement and transaction (migration 0084); calls: a
--- JSON array of admit_invoke's parameters but exclusive.
+-- Several admissions of one Tool in one statement and transaction (workflow_admit_invoke_batch,
+-- migrations/functions/invocation_admission.sql); calls: a JSON array of admit_invoke's
+-- parameters but exclusive.
 SELECT ordinal, outcome, process_id::text AS process_id, state, effect_state, deadline_ts,
        result, error, token_expires_ts, detail, lease_id::text AS lease_id, fencing_token,
        lease_expires_ts, refusal, refusal_detail
@@ -65,24 +66,20 @@ SELECT wf_def_id::text AS wf_def_id, definition, definition_digest, active
 FROM wf_definition_t
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s;
 
--- claim_idempotency --
--- Reserve an idempotency scope, or judge the existing reservation (one atomic path).
-SELECT outcome, process_id::text AS process_id
-FROM workflow_claim_idempotency_v2(
-    %(host_id)s, %(scope_digest)s, %(operation)s, %(key_kind)s, %(process_id)s,
-    %(principal_subject)s, %(input_digest)s, %(definition_digest)s, %(result_replay_ms)s,
-    %(deadline_ts)s
-);
-
--- insert_invocation --
--- Record who admitted a run and through what.
-INSERT INTO workflow_invocation_t (
-    host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
-    binding_id, wf_def_id, workflow_version, definition_digest, starter_roles
-) VALUES (
-    %(host_id)s, %(process_id)s, %(operation)s, %(user_id)s, %(end_user_subject)s,
-    %(principal_subject)s, %(tool_id)s, %(binding_id)s, %(wf_def_id)s, %(workflow_version)s,
-    %(definition_digest)s, %(starter_roles)s
+-- admit_start --
+-- workflow_start's whole admission in one statement (workflow_admit_start,
+-- migrations/functions/invocation_admission.sql), alone in its transaction.
+SELECT outcome, process_id::text AS process_id, state, definition_digest, created_ts
+FROM workflow_admit_start(
+    %(host_id)s::uuid, %(wf_def_id)s::uuid, %(definition)s::jsonb, %(scope_digest)s::text,
+    %(process_id)s::uuid, %(principal_subject)s::text, %(input_digest)s::text,
+    %(definition_digest)s::text, %(deadline_ts)s::timestamptz, %(user_id)s::text,
+    %(end_user_subject)s::text, %(starter_roles)s::text[], %(execution_class)s::text,
+    %(cancellation_policy)s::text, %(attempts)s::integer, %(nested_calls)s::integer,
+    %(request_bytes)s::bigint, %(intermediate_bytes)s::bigint, %(result_bytes)s::bigint,
+    %(cost_units)s::bigint, %(task_kind)s::text, %(payload)s::jsonb, %(limits)s::jsonb,
+    %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea,
+    %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(refuse_new)s::boolean
 );
 
 -- replace_credential --
@@ -104,16 +101,6 @@ SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.end_user_subj
 FROM workflow_invocation_t i
 JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
 WHERE i.host_id = %(host_id)s AND i.process_id = %(process_id)s;
-
--- insert_action_authority --
--- The run's action authority (grant id = run id for workflow_invoke and workflow_start runs),
--- written in the transaction that admits the run.
-INSERT INTO workflow_action_authority_t (
-    host_id, grant_id, process_id, user_id, deadline_ts, action_limit, credential_kind
-) VALUES (
-    %(host_id)s, %(grant_id)s, %(process_id)s, %(user_id)s, %(deadline_ts)s, %(action_limit)s,
-    %(credential_kind)s
-);
 
 -- sweep_retention --
 -- Remove expired idempotency reservations and finished runs past the retention window (bounded).

@@ -97,13 +97,6 @@ class SavedHead(msgspec.Struct, frozen=True):
     active: bool
 
 
-class Claim(msgspec.Struct, frozen=True):
-    """What the idempotency claim decided and which run it names."""
-
-    outcome: str  # accepted | attach | replay | conflict
-    process_id: str
-
-
 class AdmissionCounts(msgspec.Struct, frozen=True):
     """A Tool's live runs and starts in the last minute, overall and for one end user."""
 
@@ -218,48 +211,55 @@ class AdmitBatchRow(AdmitRow, frozen=True, kw_only=True):
     refusal_detail: str | None
 
 
-class IdempotencyClaim(msgspec.Struct, frozen=True, kw_only=True):
-    """claim_idempotency's parameters: the scope to reserve and what it is judged by."""
+class StartParams(msgspec.Struct, frozen=True, kw_only=True):
+    """admit_start's parameters: the saved head, the call, its run and its verdict.
+
+    payload holds plain JSON values, limits the run spec's limits (both sent as jsonb); the
+    sealed token (None: no usable key) goes out as its three columns.
+    """
 
     host_id: str
+    wf_def_id: str
+    definition: dict[str, Any]
     scope_digest: str
-    operation: str
-    key_kind: str
     process_id: str
     principal_subject: str
     input_digest: str
     definition_digest: str
-    result_replay_ms: int | None
     deadline_ts: datetime
-
-
-class InvocationInsert(msgspec.Struct, frozen=True, kw_only=True):
-    """insert_invocation's parameters: who admitted a run, and through what."""
-
-    host_id: str
-    process_id: str
-    operation: str
     user_id: str
     end_user_subject: str
-    principal_subject: str
-    tool_id: str | None
-    binding_id: str | None
-    wf_def_id: str
-    workflow_version: str | None
-    definition_digest: str
     starter_roles: list[str] | None
-
-
-class AuthorityInsert(msgspec.Struct, frozen=True, kw_only=True):
-    """insert_action_authority's parameters: a run's grant, its deadline and action limit."""
-
-    host_id: str
-    grant_id: str
-    process_id: str
-    user_id: str
-    deadline_ts: datetime
+    execution_class: ExecutionClass
+    cancellation_policy: CancellationPolicy
+    attempts: int
+    nested_calls: int
+    request_bytes: int
+    intermediate_bytes: int
+    result_bytes: int
+    cost_units: int
+    task_kind: str
+    payload: dict[str, Any]
+    limits: msgspec.Struct
+    secret: SealedSecret | None
+    token_expires_ts: datetime | None
     action_limit: int
-    credential_kind: str
+    # A verdict decided before the statement refuses a new run (attach, replay, conflict pass).
+    refuse_new: bool
+
+
+class StartOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """admit_start's one row: the outcome and, but for a conflict, the run as the receipt shows.
+
+    outcome: accepted | attach | replay | conflict, or refused (a new run the verdict refused;
+    nothing was written).
+    """
+
+    outcome: str
+    process_id: str | None
+    state: RunState | None
+    definition_digest: str | None
+    created_ts: datetime | None
 
 
 class ClosedRevision(msgspec.Struct, frozen=True):
@@ -432,17 +432,28 @@ async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> SavedHe
     return await fetch_one(conn, QUERIES["select_head"], params, SavedHead)
 
 
-async def claim_idempotency(conn: Connection, claim: IdempotencyClaim) -> Claim:
-    """Reserve or judge one idempotency scope through workflow_claim_idempotency_v2."""
-    params = msgspec.structs.asdict(claim)
-    row = await fetch_one(conn, QUERIES["claim_idempotency"], params, Claim)
-    assert row is not None  # the function always returns one row
+async def admit_start(conn: Connection, params: StartParams) -> StartOutcome:
+    """Run workflow_start's admission as one autocommit statement (its own transaction)."""
+    values = msgspec.structs.asdict(params)
+    secret = values.pop("secret")
+    values |= {
+        "definition": Jsonb(params.definition),
+        "payload": Jsonb(params.payload),
+        "limits": json_param(params.limits),
+        "key_id": None if secret is None else secret.key_id,
+        "nonce": None if secret is None else secret.nonce,
+        "ciphertext": None if secret is None else secret.ciphertext,
+    }
+    try:
+        row = await fetch_one_built(conn, QUERIES["admit_start"], values, StartOutcome)
+    except psycopg.errors.RaiseException as exc:
+        if exc.diag.message_primary != _SHED:
+            raise
+        return StartOutcome(
+            outcome="refused", process_id=None, state=None, definition_digest=None, created_ts=None
+        )
+    assert row is not None  # the reservation names a run written with its owner record
     return row
-
-
-async def insert_invocation(conn: Connection, row: InvocationInsert) -> None:
-    """Record who admitted a run and through what."""
-    await conn.execute(QUERIES["insert_invocation"], msgspec.structs.asdict(row))
 
 
 async def replace_credential(
@@ -471,11 +482,6 @@ async def select_owned_run(conn: Connection, host_id: str, process_id: str) -> O
     """A run admitted here with its owner and state, or None."""
     params = {"host_id": host_id, "process_id": process_id}
     return await fetch_one(conn, QUERIES["select_owned_run"], params, OwnedRun)
-
-
-async def insert_action_authority(conn: Connection, row: AuthorityInsert) -> None:
-    """Write a run's action authority row (once, in its admission transaction)."""
-    await conn.execute(QUERIES["insert_action_authority"], msgspec.structs.asdict(row))
 
 
 async def sweep_retention(conn: Connection, retention_s: float, batch: int) -> tuple[int, int]:

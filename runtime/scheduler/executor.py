@@ -25,7 +25,7 @@ from typing import Any
 from runtime import telemetry
 from runtime.cancellation import reraise_if_cancelled
 from runtime.errors import WorkflowError
-from runtime.scheduler import capacity, door, faults, maintenance, service, wakeup
+from runtime.scheduler import faults, maintenance, service, wakeup
 from runtime.scheduler.errors import LeaseLost, task_failed, uncertain_effect_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
 from runtime.scheduler.models import (
@@ -37,6 +37,7 @@ from runtime.scheduler.models import (
     StepRecord,
     Successor,
 )
+from runtime.scheduler.probe import NoProbe, QueueProbe
 from runtime.scheduler.store import ledgers, queue
 from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
 from runtime.store import Database
@@ -120,6 +121,7 @@ class Executor:
         worker_id: str | None = None,
         conninfo: str | None = None,
         on_claim: ClaimObserver | None = None,
+        probe: QueueProbe | None = None,
     ) -> None:
         self._db = db
         self._handlers = dict(handlers)
@@ -127,6 +129,8 @@ class Executor:
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._conninfo = conninfo or _pool_conninfo(db)
         self._on_claim = on_claim
+        # Admission in this process hears what this executor measures (runtime.scheduler.probe).
+        self._probe: QueueProbe = probe or NoProbe()
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._running: dict[str, _Running] = {}
@@ -148,6 +152,7 @@ class Executor:
 
     async def start(self) -> None:
         """LISTEN first, then start claiming (so nothing inserted meanwhile is missed)."""
+        service.use_completion_statements(self._db, self.settings.completion_statements)
         listener = NotificationListener(self._conninfo, [TASK_READY_CHANNEL], self._notified)
         try:
             await listener.start()
@@ -314,7 +319,9 @@ class Executor:
             # One statement is its own transaction: autocommit saves BEGIN and COMMIT trips.
             async with self._db.connection() as conn:
                 claimed = await queue.claim_tasks(conn, request, self.settings)
-            capacity.record_claim(time.perf_counter() - began)
+            seconds = time.perf_counter() - began
+            self._probe.claimed(seconds)
+            telemetry.metrics.observe_claim(seconds)
             if claimed and log.isEnabledFor(logging.DEBUG):
                 log.debug(
                     "claim round %d claimed %d task(s)",
@@ -336,9 +343,8 @@ class Executor:
         running = _Running(task, lease, borrowed)
         self._running[task.task_id] = running
         # A run admitted through this process's front door started: its call's place frees.
-        door.started(task.process_id)
+        self._probe.started(task)
         running.job = asyncio.create_task(self._execute(task, lease), name=f"task-{task.task_id}")
-        capacity.record_sojourn(task.execution_class, task.sojourn_ms)
         telemetry.metrics.record_slots(self.settings, self._running_classes())
         if self._on_claim is not None:
             self._on_claim(task)
@@ -356,7 +362,7 @@ class Executor:
                 current = await self._execute_one(*current)
         finally:
             # Claim to the end of the chain: the service time a queued run holds a slot for.
-            capacity.record_job(task.execution_class, time.perf_counter() - began)
+            self._probe.job_done(task.execution_class, time.perf_counter() - began)
 
     async def _execute_one(
         self, task: ClaimedTask, lease: LeaseState
@@ -384,7 +390,7 @@ class Executor:
             await self._fail_quietly(lease, task_failed())
         finally:
             running = self._running.pop(task.task_id, None)
-            capacity.record_service(task.execution_class, time.perf_counter() - began)
+            telemetry.metrics.observe_service(task.execution_class, time.perf_counter() - began)
             telemetry.metrics.record_slots(self.settings, self._running_classes())
             successor = completion.successor
             if successor is not None and running is not None:

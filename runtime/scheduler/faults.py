@@ -32,8 +32,8 @@ _actions: dict[str, str] = _parse(os.environ.get(ENV_VAR, ""))
 
 def configure(spec: str) -> None:
     """Replace the configured actions (the WORKFLOW_FAULTS syntax)."""
-    global _actions
-    _actions = _parse(spec)
+    _actions.clear()
+    _actions.update(_parse(spec))
 
 
 def set_hook(name: str, hook: Hook | None) -> None:

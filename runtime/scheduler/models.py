@@ -204,6 +204,9 @@ class SchedulerSettings:
     # claimed, leased and left running: the write overrun (execution.outbound.write_overrun_s).
     # At deadline + overrun such a run stops like any other, so none holds a slot for ever.
     overrun_ms: int = 30_000
+    # One-statement task completions in flight at once per database; the ones that end
+    # meanwhile go together in the next statement (`capacity.completion_statements`).
+    completion_statements: int = 4
 
     @property
     def effective_borrow_slots(self) -> int:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runtime.errors import WorkflowError, input_invalid
-from runtime.scheduler import capacity, faults, wakeup
+from runtime.scheduler import faults, wakeup
 from runtime.scheduler.errors import (
     cancelled_error,
     ending_state,
@@ -30,6 +30,7 @@ from runtime.scheduler.models import (
     ReconcileOutcome,
     RunSnapshot,
     RunState,
+    SchedulerSettings,
     Successor,
     TaskOutcome,
 )
@@ -158,7 +159,9 @@ async def _complete_at_once(
     async def attempt() -> runs.CompletedAtOnce:
         if not notify_end:
             # With the process's other completions waiting meanwhile, in one statement.
-            return await _completions_of(db).run(None, runs.Completing(lease, outcome, successor))
+            return await _completions_of(db).batcher.run(
+                None, runs.Completing(lease, outcome, successor)
+            )
         async with db.connection() as conn:
             return await runs.complete_at_once(conn, lease, outcome, successor, announce_end=True)
 
@@ -191,17 +194,28 @@ COMPLETION_BATCH_MAX = 16
 CompletionBatcher = StatementBatcher[None, runs.Completing, runs.CompletedAtOnce]
 
 
-# The process's completions of each database: alone while quiet, batched while busy.
-_completions_of: PerDatabase[CompletionBatcher] = PerDatabase(
-    lambda db: on_pool(
-        db,
-        runs.complete_completing,
-        runs.complete_at_once_batch,
-        batch_max=COMPLETION_BATCH_MAX,
-        in_flight=capacity.completion_statements,
-        sent=metrics.record_completion_statement,
-    )
-)
+class _Completions:
+    """The completions of one database: alone while quiet, batched while busy."""
+
+    def __init__(self, db: Database) -> None:
+        # Set by the executor on this database (SchedulerSettings.completion_statements).
+        self.statements = SchedulerSettings().completion_statements
+        self.batcher: CompletionBatcher = on_pool(
+            db,
+            runs.complete_completing,
+            runs.complete_at_once_batch,
+            batch_max=COMPLETION_BATCH_MAX,
+            in_flight=lambda: self.statements,
+            sent=metrics.record_completion_statement,
+        )
+
+
+_completions_of: PerDatabase[_Completions] = PerDatabase(_Completions)
+
+
+def use_completion_statements(db: Database, statements: int) -> None:
+    """How many one-statement completions on db may be in flight at once (the rest batch)."""
+    _completions_of(db).statements = statements
 
 
 async def _complete_in_transaction(

@@ -19,6 +19,7 @@ import msgspec
 from psycopg.rows import kwargs_row
 
 from runtime.store.database import Connection
+from runtime.store.psycopg_internals import queue_sync
 
 RowT = TypeVar("RowT", bound=msgspec.Struct)
 
@@ -83,7 +84,7 @@ async def fetch_one_built_then(
             await cursor.execute(query, params)
             # The public sync() would wait for the first result (a round trip): queue the Sync
             # only; the pipeline's exit sends everything and reads both results.
-            pipeline._enqueue_sync()
+            queue_sync(pipeline)
             await conn.execute(then_query, then_params)
         return await cursor.fetchone()
     finally:

@@ -1,7 +1,8 @@
 """Split a SQL script into statements, respecting quotes, dollar quotes and comments.
 
-Only non-transactional migrations need this: PostgreSQL runs a multi-statement query string
-as one implicit transaction, where ``CREATE INDEX CONCURRENTLY`` is not allowed.
+Non-transactional migrations need this: PostgreSQL runs a multi-statement query string as one
+implicit transaction, where ``CREATE INDEX CONCURRENTLY`` is not allowed. The migration runner
+also reads the statements of every file (``code_of``) to check what they create and call.
 """
 
 from __future__ import annotations
@@ -35,6 +36,38 @@ def split_statements(script: str) -> list[str]:
             i += 1
     statements.append(script[start:])
     return [s.strip() for s in statements if _has_code(s)]
+
+
+def code_of(statement: str, *, literals: bool = True) -> str:
+    """statement without its comments and, unless literals, its quoted and dollar-quoted text.
+
+    Each piece removed becomes one space, so the words on either side stay apart.
+    """
+    kept: list[str] = []
+    start = 0
+    i = 0
+    while i < len(statement):
+        char = statement[i]
+        if char == '"':
+            i = _skip_quoted(statement, i, char)
+            continue
+        if char == "'":
+            end, drop = _skip_quoted(statement, i, char), not literals
+        elif statement.startswith("--", i):
+            end, drop = _skip_to(statement, "\n", i + 2), True
+        elif statement.startswith("/*", i):
+            end, drop = _skip_block_comment(statement, i), True
+        elif char == "$" and (tag := _DOLLAR_TAG.match(statement, i)) is not None:
+            end, drop = _skip_to(statement, tag.group(0), tag.end()), not literals
+        else:
+            i += 1
+            continue
+        if drop:
+            kept.append(statement[start:i] + " ")
+            start = end
+        i = end
+    kept.append(statement[start:])
+    return "".join(kept)
 
 
 def _skip_quoted(script: str, i: int, quote: str) -> int:

@@ -1,10 +1,11 @@
-"""Fixtures of the integration suite beside tests/conftest.py's: a fresh capacity estimator
-and an app on a wide pool, for every domain folder (the Gateway's are in gateway/conftest.py)."""
+"""Fixtures of the integration suite beside tests/conftest.py's: an app on a wide pool, for
+every domain folder (the Gateway's are in gateway/conftest.py). Each test's Services has an
+admission of its own (runtime.admission.state), so no measurement of one test sheds the next."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -14,22 +15,9 @@ from handlers import HANDLERS
 from runtime.collaborators import Services
 from runtime.execution import close_waiter
 from runtime.mcp.app import attach_services, create_app
-from runtime.scheduler import capacity, door
 from runtime.store import Database
 from tests.conftest import RUNTIME_ROLE
 from tests.support.mcp import asgi_client
-
-
-@pytest.fixture(autouse=True)
-def fresh_capacity_estimator() -> Iterator[None]:
-    """Each test starts with no load measurements: the estimator is per process, and what an
-    earlier test's executors measured (or a test's own simulated backlog) must not shed the
-    calls of the next one."""
-    capacity.reset()
-    door.reset()
-    yield
-    capacity.reset()
-    door.reset()
 
 
 @asynccontextmanager

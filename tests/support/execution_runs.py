@@ -1,8 +1,9 @@
 """Workflow runs started in-process: a run written as workflow_start writes one, and a wait.
 
 start_workflow_run takes an inline definition (or a published version) and commits the run
-through runtime.execution.admit_run in its own transaction, the write workflow_start's admission
-makes inside its own; the deadline is capped by the definition's workflow `timeout`, as there.
+through runtime.execution.admit_run in its own transaction (the run, first task, spec and
+credential workflow_start's admission writes in its statement, without the reservation, owner
+record and authority); the deadline is capped by the definition's workflow `timeout`, as there.
 """
 
 from __future__ import annotations

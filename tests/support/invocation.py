@@ -221,6 +221,8 @@ async def running_executor(
         destinations=services.settings.publication.destinations.address_policy(),
         resolver=services.resolver,
     )
-    async with Executor(services.database, runtime.handlers(), FAST) as executor:
+    async with Executor(
+        services.database, runtime.handlers(), FAST, probe=services.admission
+    ) as executor:
         yield executor
     await runtime.aclose()

@@ -6,15 +6,16 @@ import functools
 import itertools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import jsonschema
-import pydantic
 from litestar import Litestar
-from mcp import types
 
 from tests.support.shared import has_shared, shared_path
+
+if TYPE_CHECKING:
+    import pydantic
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -31,18 +32,34 @@ def mcp_schema(version: str) -> dict[str, Any]:
     return json.loads(shared_path(schema_path(version)).read_text(encoding="utf-8"))
 
 
-# Without ../shared, replies are checked with the official SDK's protocol types instead:
-# the model of the definition, and for the typed errors the code the schema pins.
-SDK_MODELS: dict[str, tuple[type[pydantic.BaseModel], int | None]] = {
-    "JSONRPCErrorResponse": (types.JSONRPCError, None),
-    "JSONRPCResultResponse": (types.JSONRPCResponse, None),
-    "HeaderMismatchError": (types.JSONRPCError, -32020),
-    "UnsupportedProtocolVersionError": (types.JSONRPCError, -32022),
-    "ListToolsResult": (types.ListToolsResult, None),
-    "CallToolResult": (types.CallToolResult, None),
-    "InitializeResult": (types.InitializeResult, None),
-    "DiscoverResult": (types.DiscoverResult, None),
-}
+def assert_valid_with_sdk(definition: str, instance: Any) -> None:
+    """Without ../shared, check a reply with the official SDK's protocol types instead.
+
+    The model of the definition, and for the typed errors the code the schema pins. The SDK is
+    imported here, not at the top: the conftest imports this module in every pytest process,
+    and the SDK's types cost each about 0.6 s of CPU that a run with ../shared never uses.
+    """
+    from mcp import types
+
+    models: dict[str, tuple[type[pydantic.BaseModel], int | None]] = {
+        "JSONRPCErrorResponse": (types.JSONRPCError, None),
+        "JSONRPCResultResponse": (types.JSONRPCResponse, None),
+        "HeaderMismatchError": (types.JSONRPCError, -32020),
+        "UnsupportedProtocolVersionError": (types.JSONRPCError, -32022),
+        "ListToolsResult": (types.ListToolsResult, None),
+        "CallToolResult": (types.CallToolResult, None),
+        "InitializeResult": (types.InitializeResult, None),
+        "DiscoverResult": (types.DiscoverResult, None),
+    }
+    model, code = models[definition]
+    if model is types.JSONRPCError and "id" not in instance:
+        # The schema lets an error that answers no readable request omit its id; the SDK not.
+        assert instance["jsonrpc"] == "2.0" and set(instance) == {"jsonrpc", "error"}, instance
+        types.ErrorData.model_validate(instance["error"])
+    else:
+        model.model_validate(instance)
+    if code is not None:
+        assert instance["error"]["code"] == code, instance
 
 
 def assert_valid_mcp(version: str, definition: str, instance: Any) -> None:
@@ -55,15 +72,7 @@ def assert_valid_mcp(version: str, definition: str, instance: Any) -> None:
         root["$ref"] = f"#/$defs/{definition}"
         jsonschema.Draft202012Validator(root).validate(instance)
         return
-    model, code = SDK_MODELS[definition]
-    if model is types.JSONRPCError and "id" not in instance:
-        # The schema lets an error that answers no readable request omit its id; the SDK not.
-        assert instance["jsonrpc"] == "2.0" and set(instance) == {"jsonrpc", "error"}, instance
-        types.ErrorData.model_validate(instance["error"])
-    else:
-        model.model_validate(instance)
-    if code is not None:
-        assert instance["error"]["code"] == code, instance
+    assert_valid_with_sdk(definition, instance)
 
 
 @dataclass

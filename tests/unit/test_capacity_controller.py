@@ -7,14 +7,10 @@ import time
 
 import pytest
 
+from runtime.admission.controller import CapacityEstimator, invoke_key
+from runtime.admission.prediction import ClassController, ClassLoad
+from runtime.admission.settings import CapacitySettings
 from runtime.errors import WorkflowError
-from runtime.scheduler.capacity import (
-    CapacityEstimator,
-    CapacitySettings,
-    ClassController,
-    ClassLoad,
-    invoke_key,
-)
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 
@@ -158,17 +154,18 @@ def test_the_pre_transaction_check_knows_only_tools_this_process_admitted() -> N
     estimator.record_service("interactive", 0.1)
     estimator.record_sample({"interactive": ClassLoad(ready=4)})
     arrived = clock()
-    estimator.check_invoke("host-1", "tool-1", "digest-1", arrived)  # unknown: judged later
-    estimator.admit("interactive", 1000, KEY)  # the admission remembers the budget
+    # Unknown: judged later, by the admission, which remembers the budget.
+    arrival = estimator.check_invoke("host-1", "tool-1", "digest-1", arrived)
+    estimator.admit("interactive", 1000, KEY, arrival)
     estimator.record_sample({"interactive": ClassLoad(ready=400, running=4)})  # 10 s of queue
     with pytest.raises(WorkflowError) as refused:
         estimator.check_invoke("host-1", "tool-1", "digest-1", arrived)
     assert refused.value.retry_after_ms == 5000  # clamped
     # Another revision of the Tool is not judged by this one's budget.
-    estimator.check_invoke("host-1", "tool-1", "digest-2", arrived)
+    arrival = estimator.check_invoke("host-1", "tool-1", "digest-2", arrived)
     # Inside the transaction a call is judged again with what it has left, then counted.
     with pytest.raises(WorkflowError):
-        estimator.admit("interactive", 1000, KEY)
+        estimator.admit("interactive", 1000, KEY, arrival)
     estimator.record_sample({"interactive": ClassLoad(ready=4)})
     estimator.admit("interactive", 1000, KEY)
     assert estimator.admitted_since_sample["interactive"] == 1
@@ -224,9 +221,9 @@ def test_a_standing_wait_to_be_admitted_counts_against_the_deadline() -> None:
     estimator.admit("interactive", 1000, KEY)
     estimator.admit("interactive", 3000, roomy)
     estimator.record_sample({"interactive": ClassLoad()})
-    estimator.check_invoke("host-1", "tool-3", "digest-3", clock())
+    arrival = estimator.check_invoke("host-1", "tool-3", "digest-3", clock())
     clock.advance(0.95)
-    estimator.admit("interactive", 3000, roomy)
+    estimator.admit("interactive", 3000, roomy, arrival)
     estimator.record_sample({"interactive": ClassLoad()})
     with pytest.raises(WorkflowError):
         estimator.check_invoke("host-1", "tool-1", "digest-1", clock())

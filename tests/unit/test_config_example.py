@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 
 from gateway.settings import GatewayConfig
+from runtime.admission import CapacitySettings
 from runtime.composition.config import load_settings
-from runtime.scheduler.capacity import CapacitySettings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
 

@@ -14,7 +14,7 @@ from runtime.engine import DefinitionError, parse_definition
 from runtime.engine.model import CredentialPolicy, HttpCallSpec, walk_tasks
 from runtime.engine.run import HttpRequest
 from runtime.execution.credential import RunToken
-from runtime.execution.outbound_auth import with_credential
+from runtime.execution.outbound.auth import with_credential
 from runtime.security import SecretToken
 
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}

@@ -1,6 +1,6 @@
 """The front door of workflow_invoke: bounded work in progress, arrival order, refusals on arrival.
 
-runtime.scheduler.door, with a hand-driven clock: what it lets through, in which order, and when
+runtime.admission.door, with a hand-driven clock: what it lets through, in which order, and when
 it refuses a call at once (no Tool's deadline could be met) with a bounded retryAfterMs.
 """
 
@@ -10,8 +10,7 @@ import asyncio
 
 import pytest
 
-from runtime.scheduler import capacity, door
-from runtime.scheduler.capacity import CapacitySettings
+from runtime.admission import Admission, CapacitySettings, door
 from runtime.telemetry import metrics
 
 pytestmark = pytest.mark.requirement("001:Capacity And Availability")
@@ -34,8 +33,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def front(clock: Clock) -> door.FrontDoor:
-    capacity.reset()
-    made = door.FrontDoor(clock)
+    made = Admission(clock=clock).door
     made.configure(
         CapacitySettings(door_concurrency=2, safety_factor=1.5, door_queue_target_ms=None)
     )
@@ -98,7 +96,7 @@ async def test_nothing_is_refused_while_nobody_waits_or_before_any_budget_is_kno
     assert front.judge() is None  # full, but nobody waits yet
     waiter = asyncio.create_task(front.enter())
     await _settle()
-    assert capacity.ESTIMATOR.longest_budget_ms() is None
+    assert front.estimator is not None and front.estimator.longest_budget_ms() is None
     assert front.judge() is None  # no Tool's budget known: the controller judges later
     for place in held:
         place.leave()
@@ -108,7 +106,8 @@ async def test_nothing_is_refused_while_nobody_waits_or_before_any_budget_is_kno
 async def test_a_call_no_tools_deadline_could_fit_is_refused_with_a_bounded_retry(
     front: door.FrontDoor, clock: Clock
 ) -> None:
-    capacity.ESTIMATOR.longest_budget = 1000.0
+    assert front.estimator is not None
+    front.estimator.longest_budget = 1000.0
     held = [await front.enter(), await front.enter()]  # two passes within the last second
     waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
     await _settle()
@@ -118,7 +117,7 @@ async def test_a_call_no_tools_deadline_could_fit_is_refused_with_a_bounded_retr
     assert retry is not None
     assert settings.retry_after_min_ms <= retry <= settings.retry_after_max_ms
     # With a budget that fits the wait, the same queue is no reason to refuse.
-    capacity.ESTIMATOR.longest_budget = 10_000.0
+    front.estimator.longest_budget = 10_000.0
     assert front.judge() is None
     for place in held:
         place.leave()
@@ -127,7 +126,7 @@ async def test_a_call_no_tools_deadline_could_fit_is_refused_with_a_bounded_retr
 
 
 async def test_the_door_can_be_switched_off(clock: Clock) -> None:
-    off = door.FrontDoor(clock)
+    off = Admission(clock=clock).door
     off.configure(CapacitySettings(door_concurrency=0))
     places = [await off.enter() for _ in range(100)]
     assert off.inside == 0 and off.judge() is None
@@ -140,9 +139,9 @@ async def test_the_door_can_be_switched_off(clock: Clock) -> None:
 async def test_a_standing_queue_past_its_target_refuses_who_would_wait_longer_still(
     clock: Clock,
 ) -> None:
-    capacity.reset()
-    capacity.ESTIMATOR.longest_budget = 60_000.0  # no deadline is at stake
-    front = door.FrontDoor(clock)
+    admission = Admission(clock=clock)
+    admission.estimator.longest_budget = 60_000.0  # no deadline is at stake
+    front = admission.door
     front.configure(CapacitySettings(door_concurrency=1, door_queue_target_ms=200))
     held = await front.enter()
     waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
@@ -161,9 +160,9 @@ async def test_a_standing_queue_past_its_target_refuses_who_would_wait_longer_st
 
 async def _standing_queue(clock: Clock, target_ms: int) -> tuple[door.FrontDoor, list[object]]:
     """A door of one place, held, with three calls waiting since 500 ms (past the target)."""
-    capacity.reset()
-    capacity.ESTIMATOR.longest_budget = 60_000.0  # no deadline is at stake
-    front = door.FrontDoor(clock)
+    admission = Admission(clock=clock)
+    admission.estimator.longest_budget = 60_000.0  # no deadline is at stake
+    front = admission.door
     front.configure(CapacitySettings(door_concurrency=1, door_queue_target_ms=target_ms))
     held = await front.enter()
     waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
@@ -215,13 +214,14 @@ async def test_an_early_retry_is_still_refused_when_no_deadline_could_be_met(clo
     front.judge(fingerprint=7)
     retry_after = front.judge(fingerprint=8)
     assert retry_after is not None
-    capacity.ESTIMATOR.longest_budget = 100.0  # a 100 ms budget: three ahead at one per second
+    assert front.estimator is not None
+    front.estimator.longest_budget = 100.0  # a 100 ms budget: three ahead at one per second
     assert front.judge(fingerprint=8) is not None
     await _drain(parts)
 
 
 async def test_a_calls_place_waits_for_its_run_to_start_only_when_the_run_was_queued() -> None:
-    front = door.reset(CapacitySettings(door_concurrency=1))
+    front = Admission(CapacitySettings(door_concurrency=1)).door
 
     async def call(process_id: str, *, queued: bool) -> door.Pass:
         place = await front.enter()
@@ -236,20 +236,19 @@ async def test_a_calls_place_waits_for_its_run_to_start_only_when_the_run_was_qu
     # Left in the queue: the place is kept until an executor here starts the run.
     await asyncio.create_task(call("run-2", queued=True))
     assert front.inside == 1
-    door.started("run-other")
+    front.started("run-other")
     assert front.inside == 1
-    door.started("run-2")
+    front.started("run-2")
     assert front.inside == 0
-    door.started("run-2")  # a later task of the same run changes nothing
+    front.started("run-2")  # a later task of the same run changes nothing
     assert front.inside == 0
-    door.reset()
 
 
 async def test_admissions_in_progress_have_their_own_smaller_bound(clock: Clock) -> None:
     # Three places, one admission at a time: a call whose run waits for an executor slot keeps
     # its place but no longer blocks the next admission (few admissions keep refusals quick,
     # many places keep the executor fed).
-    front = door.reset(CapacitySettings(door_concurrency=3, door_admitting=1))
+    front = Admission(CapacitySettings(door_concurrency=3, door_admitting=1)).door
     first = await front.enter()
     second = asyncio.create_task(front.enter())
     await _settle()
@@ -273,26 +272,24 @@ async def test_admissions_in_progress_have_their_own_smaller_bound(clock: Clock)
     for place in (second_place, third, fourth_place):
         place.leave()
     assert front.inside == 0 and front.admitting == 0
-    door.reset()
 
 
 async def test_a_queued_run_frees_its_admission_at_once_and_its_place_when_it_starts() -> None:
-    front = door.reset(CapacitySettings(door_concurrency=2, door_admitting=1))
+    front = Admission(CapacitySettings(door_concurrency=2, door_admitting=1)).door
     place = await front.enter()
     door.passed(0.0, place)
     door.expect_start("run-queued")
     door.admitted(queued=True)
     assert front.inside == 1 and front.admitting == 0
-    door.started("run-queued")
+    front.started("run-queued")
     assert front.inside == 0 and front.admitting == 0
     # A run started by an executor before its admission was reported decided: both go once.
     place = await front.enter()
     door.passed(0.0, place)
     door.expect_start("run-early")
-    door.started("run-early")
+    front.started("run-early")
     door.admitted(queued=True)
     assert front.inside == 0 and front.admitting == 0
-    door.reset()
 
 
 def test_door_admitting_must_not_be_negative() -> None:
@@ -302,7 +299,7 @@ def test_door_admitting_must_not_be_negative() -> None:
 
 
 async def test_door_admitting_zero_bounds_only_the_places(clock: Clock) -> None:
-    front = door.reset(CapacitySettings(door_concurrency=2, door_admitting=0))
+    front = Admission(CapacitySettings(door_concurrency=2, door_admitting=0)).door
     places = [await front.enter(), await front.enter()]
     assert front.admitting == 2
     waiter = asyncio.create_task(front.enter())
@@ -313,7 +310,6 @@ async def test_door_admitting_zero_bounds_only_the_places(clock: Clock) -> None:
     for place in places[1:]:
         place.leave()
     assert front.inside == 0
-    door.reset()
 
 
 async def test_closing_the_door_answers_the_calls_waiting_and_every_new_one(
@@ -354,3 +350,22 @@ async def test_the_doors_gauges_follow_its_calls(front: door.FrontDoor) -> None:
     for last in (held[1], place):
         last.leave()
     assert gauges() == (0.0, 0.0, 0.0)
+
+
+async def test_by_default_a_growing_queue_whose_wait_fits_the_deadline_is_not_refused(
+    clock: Clock,
+) -> None:
+    # Seed 001: refuse only when the remaining deadline cannot be met. A queue that stood for
+    # 500 ms and grows (fresh calls outpace the passes) is no reason while every call fits.
+    admission = Admission(CapacitySettings(door_concurrency=1), clock=clock)
+    admission.estimator.longest_budget = 20_000.0
+    front = admission.door
+    held = await front.enter()
+    waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
+    await _settle()
+    clock.now += 0.5
+    assert [front.judge(fingerprint=n) for n in range(10)] == [None] * 10
+    # Once the wait no longer fits the longest deadline known, it is refused.
+    admission.estimator.longest_budget = 100.0
+    assert front.judge(fingerprint=11) is not None
+    await _drain([held, *waiters])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from runtime.admission.batches import BATCH_MAX
 from runtime.invocation import store
-from runtime.invocation.admission_batch import BATCH_MAX
 from runtime.store.queries import query_usage_problems
 
 INVOCATION = Path(store.__file__).parent
@@ -17,16 +17,24 @@ def test_every_query_block_is_used_and_every_used_name_exists() -> None:
     assert query_usage_problems(INVOCATION / "queries.sql", sources) == []
 
 
-# The admission function as it stands: 0025 wrote it, 0026-0031 replaced it, 0084 made it v2.
+# The admission function family, defined once (0025-0084 hold its history).
 MIGRATIONS = INVOCATION.parent.parent / "migrations"
-ADMIT_FUNCTION = MIGRATIONS / "0084_invocation_admit_batches.sql"
+ADMIT_FUNCTION = MIGRATIONS / "functions" / "invocation_admission.sql"
+
+
+def _function_body(name: str) -> str:
+    text = ADMIT_FUNCTION.read_text(encoding="utf-8")
+    text = text[text.index(f"CREATE OR REPLACE FUNCTION {name}(") :]
+    text = text[text.index("LANGUAGE plpgsql") :]
+    return text[: text.index("$$;")]
 
 
 def _admit_function_body() -> str:
-    text = ADMIT_FUNCTION.read_text(encoding="utf-8")
-    text = text[text.index("CREATE FUNCTION workflow_admit_invoke_v2(") :]
-    text = text[text.index("LANGUAGE plpgsql") :]
-    return text[: text.index("$$;")]
+    """workflow_admit_invoke_v2's body with the steps it shares with workflow_admit_start
+    (workflow_admit_claimed_run) read where it calls them."""
+    body = _function_body("workflow_admit_invoke_v2")
+    call = body.index("FROM workflow_admit_claimed_run(")
+    return body[:call] + _function_body("workflow_admit_claimed_run") + body[call:]
 
 
 def test_admission_is_one_statement_of_the_admit_function() -> None:
@@ -48,6 +56,37 @@ def test_admission_locks_the_version_then_the_head_and_the_tool_lock_last() -> N
     for write in ("workflow_enqueue_run(", "workflow_record_run_spec(", "INSERT INTO"):
         assert body.index(write) < tool_lock
     assert body.index("workflow_claim_idempotency_v2(") < tool_lock
+
+
+def test_start_admits_through_the_shared_steps_in_one_statement_without_a_head_lock() -> None:
+    assert "workflow_admit_start(" in store.QUERIES["admit_start"]
+    # The saved head is read without a lock (as workflow_start always did) and never locked.
+    assert "FOR SHARE" not in store.QUERIES["select_head"]
+    body = _function_body("workflow_admit_start")
+    assert "FOR SHARE" not in body and "FOR UPDATE" not in body
+    assert "pg_advisory_xact_lock" not in body
+    # The claim, the run, its spec and its authority are invoke's own steps; the owner record
+    # is written by the same function as invoke's, after them.
+    shared = body.index("FROM workflow_admit_claimed_run(")
+    assert shared < body.index("workflow_record_invocation(")
+    for step in ("workflow_claim_idempotency_v2(", "workflow_enqueue_run(", "INSERT INTO"):
+        assert step not in body
+    assert "workflow_record_invocation(" in _function_body("workflow_admit_invoke_v2")
+
+
+def test_the_shared_steps_claim_then_refuse_then_write_the_run() -> None:
+    body = _function_body("workflow_admit_claimed_run")
+    claim = body.index("workflow_claim_idempotency_v2(")
+    refuse = body.index("RAISE EXCEPTION 'workflow_capacity_shed'")
+    writes = [
+        body.index(step)
+        for step in (
+            "workflow_enqueue_run(",
+            "workflow_record_run_spec(",
+            "INSERT INTO workflow_action_authority_t",
+        )
+    ]
+    assert claim < refuse < writes[0] < writes[1] < writes[2]
 
 
 def test_the_service_batches_no_more_calls_than_the_statement_admits() -> None:

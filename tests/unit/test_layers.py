@@ -25,9 +25,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("handlers",),
     ("runtime.mcp",),
     ("runtime.collaborators",),
-    ("runtime.invocation",),
     ("runtime.settings",),
+    ("runtime.admission",),
+    ("runtime.invocation",),
     ("runtime.execution",),
+    ("runtime.human_tasks",),
     ("runtime.publication", "runtime.scheduler"),
     ("runtime.engine", "runtime.store", "runtime.security", "runtime.telemetry"),
     (
@@ -183,3 +185,15 @@ def test_no_runtime_folder_holds_more_than_fifteen_modules() -> None:
         if count > MAX_MODULES_PER_FOLDER
     }
     assert crowded == {}
+
+
+def test_no_runtime_module_rebinds_a_global() -> None:
+    # Process state lives in objects the composition builds and hands on (runtime.admission's
+    # Admission, the per-database registries), never in module names a function rebinds.
+    rebinding = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "runtime").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Global)
+    ]
+    assert rebinding == []

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from runtime.admission import CapacitySettings
+from runtime.admission.controller import CapacityEstimator
+from runtime.admission.prediction import ClassLoad
 from runtime.errors import WorkflowError
-from runtime.scheduler.capacity import CapacityEstimator, CapacitySettings, ClassLoad
 
 DOC = Path(__file__).parents[2] / "docs" / "OPERATIONS.md"
 

@@ -11,7 +11,7 @@ from runtime.binding_reach import EndpointTarget
 from runtime.engine.run import EffectFailure
 from runtime.engine.run.call_dispatch import expand_template
 from runtime.errors import WorkflowError
-from runtime.execution.decoding import BodyDecoder
+from runtime.execution.outbound.decoding import BodyDecoder
 from runtime.execution.targets import policy_for
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.store.sqlsplit import split_statements
+from runtime.store.sqlsplit import code_of, split_statements
 
 
 def test_statements_split_on_semicolons_outside_literals_and_comments() -> None:
@@ -30,3 +30,17 @@ def test_dollar_quoted_bodies_stay_whole() -> None:
 
 def test_comment_only_and_empty_pieces_are_dropped() -> None:
     assert split_statements(";;\n-- only a comment\n;  SELECT 1  ") == ["SELECT 1"]
+
+
+def test_code_of_drops_comments_and_on_request_literals() -> None:
+    statement = (
+        "-- f() in a comment\nCREATE FUNCTION g(a text DEFAULT 'x') RETURNS int\n"
+        'LANGUAGE plpgsql AS $b$ BEGIN RETURN f(); END $b$ /* f() */, "odd--name"'
+    )
+    assert code_of(statement) == (
+        " CREATE FUNCTION g(a text DEFAULT 'x') RETURNS int\n"
+        'LANGUAGE plpgsql AS $b$ BEGIN RETURN f(); END $b$  , "odd--name"'
+    )
+    assert code_of(statement, literals=False) == (
+        ' CREATE FUNCTION g(a text DEFAULT  ) RETURNS int\nLANGUAGE plpgsql AS    , "odd--name"'
+    )

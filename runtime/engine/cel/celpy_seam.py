@@ -18,7 +18,8 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator
 # on first use: building its parser takes about half a second, which commands that evaluate no
 # CEL (`workflow-mcp runs`, `secrets`, `gateway`, `token`) should not pay. A service builds it
 # while starting (prepare()), before it answers a call.
-_ENVIRONMENT: celpy.Environment | None = None
+# (A list: building it fills the list instead of rebinding a module name.)
+_ENVIRONMENT: list[celpy.Environment] = []
 _ENVIRONMENT_LOCK = threading.Lock()
 
 CelTree: TypeAlias = "lark.Tree[Any]"
@@ -144,12 +145,11 @@ def prepare() -> None:
 
 
 def _environment() -> celpy.Environment:
-    global _ENVIRONMENT
-    if _ENVIRONMENT is None:
+    if not _ENVIRONMENT:
         with _ENVIRONMENT_LOCK:
-            if _ENVIRONMENT is None:
-                _ENVIRONMENT = celpy.Environment()
-    return _ENVIRONMENT
+            if not _ENVIRONMENT:
+                _ENVIRONMENT.append(celpy.Environment())
+    return _ENVIRONMENT[0]
 
 
 def parse(text: str) -> CelTree:

@@ -29,12 +29,17 @@ class Recorder:
     served: list[bytes] = field(default_factory=list)
     port: int = 0
 
-    def early_answer(self, scope: MutableMapping[str, Any], body: bytes) -> bytes | None:
+    def early_answer(
+        self, scope: MutableMapping[str, Any], body: bytes
+    ) -> tuple[bytes, int] | None:
         self.judged.append(body)
         if body == b"raise":
             raise RuntimeError("the hook failed")
         scope["test.judged"] = True
-        return EARLY if body == b"refuse" else None
+        if body.startswith(b"come-back:"):
+            # A refusal telling its client to come back in that many milliseconds.
+            return EARLY, int(body.removeprefix(b"come-back:"))
+        return (EARLY, 0) if body == b"refuse" else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = b""
@@ -182,4 +187,60 @@ async def test_a_chunked_post_and_an_empty_post_are_judged_whole(served: Recorde
     writer.write(post(b""))
     assert (await read_answer(reader))[2] == b"judged:"
     assert served.judged == [b"refuse", b""] and served.served == [b""]
+    writer.close()
+
+
+async def _answer_after(reader: asyncio.StreamReader, began: float) -> tuple[bytes, float]:
+    body = (await read_answer(reader))[2]
+    return body, asyncio.get_running_loop().time() - began
+
+
+@pytest.mark.requirement("001:Capacity And Availability")
+async def test_a_client_refused_again_before_its_retry_is_up_gets_the_answer_no_sooner(
+    served: Recorder,
+) -> None:
+    # The impatient client: refused, it sends again at once and is refused again. The second
+    # refusal comes when the first one told it to come back, not at once.
+    loop = asyncio.get_running_loop()
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    began = loop.time()
+    writer.write(post(b"come-back:600"))
+    first, _ = await _answer_after(reader, began)
+    writer.write(post(b"come-back:600"))
+    second, waited = await _answer_after(reader, began)
+    assert first == second == EARLY
+    assert waited >= 0.6
+    # A request let through is never held, whatever the client was told.
+    writer.write(post(b"come-back:5000") + post(b"hello"))
+    third, _ = await _answer_after(reader, began)
+    assert third == EARLY
+    writer.close()
+
+
+async def test_a_held_refusal_holds_only_its_own_connection(served: Recorder) -> None:
+    loop = asyncio.get_running_loop()
+    impatient_reader, impatient = await asyncio.open_connection("127.0.0.1", served.port)
+    impatient.write(post(b"come-back:5000"))
+    await read_answer(impatient_reader)
+    impatient.write(post(b"come-back:5000"))  # held for five seconds
+    other_reader, other = await asyncio.open_connection("127.0.0.1", served.port)
+    began = loop.time()
+    other.write(post(b"come-back:5000"))
+    body, waited = await _answer_after(other_reader, began)
+    assert body == EARLY and waited < 4.0
+    assert not impatient_reader.at_eof() and len(served.judged) == 3
+    impatient.close()
+    other.close()
+
+
+async def test_pipelined_requests_behind_a_held_refusal_are_answered_after_it(
+    served: Recorder,
+) -> None:
+    loop = asyncio.get_running_loop()
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    began = loop.time()
+    writer.write(post(b"come-back:500") + post(b"come-back:500") + post(b"hello"))
+    answers = [await _answer_after(reader, began) for _ in range(3)]
+    assert [body for body, _ in answers] == [EARLY, EARLY, b"judged:hello"]
+    assert answers[1][1] >= 0.5 and answers[2][1] >= answers[1][1]
     writer.close()

@@ -13,7 +13,7 @@ import httpx
 
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
-from runtime.store.migrations import DEFAULT_DIRECTORY, discover_migrations
+from runtime.store.migrations import DEFAULT_DIRECTORY, discover_functions, discover_migrations
 from tests.conftest import PgCluster
 from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.invocation import client as invocation_client
@@ -42,10 +42,11 @@ async def test_migrate_brings_an_empty_database_to_the_latest_schema_once(
     name = pg_cluster.new_name("cli-migrate")
     url = await pg_cluster.create_database(name)
     try:
-        expected = len(discover_migrations(DEFAULT_DIRECTORY))
+        migrations = len(discover_migrations(DEFAULT_DIRECTORY))
+        functions = len(discover_functions(DEFAULT_DIRECTORY))
         assert await _run("migrate", "--database-url", url) == (
             0,
-            f"applied {expected} migration(s)\n",
+            f"applied {migrations} migration(s), installed {functions} function file(s)\n",
         )
         assert await _run("migrate", "--database-url", url) == (0, "applied 0 migration(s)\n")
     finally:

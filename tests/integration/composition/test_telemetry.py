@@ -8,8 +8,8 @@ import uuid
 import httpx
 import pytest
 
+from runtime.admission.sampler import sample_once
 from runtime.collaborators import Services
-from runtime.scheduler.capacity_sampler import sample_once
 from tests.support.execution import LocalServer, serving
 from tests.support.invocation import invoke_args, ok, publish_tool, refused, until_settled
 from tests.support.log_scan import SCAN
@@ -100,7 +100,7 @@ async def test_metrics_count_calls_by_tool_and_code_and_report_every_family(
             ok(await until_settled(lambda: caller.call_tool("workflow_invoke", invoke_args(tool))))
         wrong = invoke_args(tool, expectedDefinitionDigest="sha256:" + "0" * 64)
         refused(await caller.call_tool("workflow_invoke", wrong), "WORKFLOW_DEFINITION_MISMATCH")
-    await sample_once(services.database)
+    await sample_once(services.database, services.admission.estimator)
     reply = await http.get("/metrics")
     assert reply.status_code == 200
     assert reply.headers["content-type"].startswith("text/plain")

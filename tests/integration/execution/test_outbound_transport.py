@@ -8,8 +8,8 @@ from runtime.addresses import LOOPBACK_NETWORKS, AddressPolicy, SystemResolver
 from runtime.engine.run import HttpRequest, McpRequest
 from runtime.errors import WorkflowError
 from runtime.execution.outbound import send_http, send_mcp
+from runtime.execution.outbound.transport import outbound_client
 from runtime.execution.targets import HttpPolicy
-from runtime.execution.transport import outbound_client
 from tests.support.execution import LocalServer, serving
 
 pytestmark = pytest.mark.requirement("001:Underlying API And MCP Calls")

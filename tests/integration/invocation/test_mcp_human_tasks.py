@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from runtime.execution.human_tasks import sample_open_tasks
+from runtime.canonical import timestamp
+from runtime.human_tasks import sample_open_tasks
 from runtime.store import Database
 from runtime.telemetry import metrics
 from tests.support.human_tasks import (
@@ -344,3 +345,30 @@ async def test_an_ask_in_a_for_body_parks_per_iteration_and_resumes_where_it_sto
     answered = {"workflowInstanceId": instance, "state": "answered"}
     listed = ok(await approver.call_tool("workflow_task_list", answered))["tasks"]
     assert [t["prompt"] for t in listed] == ["Approve c1?", "Approve c2?"]
+
+
+async def test_a_receipt_has_the_one_timestamp_form_even_for_a_task_answered_before_it_did(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: Any,
+    workers: Any,
+    db: Database,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    _, task = await started_waiting(owner, caller, approver, approval_yaml())
+    answer = _complete(task, value="APPROVED")
+    receipt = ok(await approver.call_tool("workflow_task_complete", answer))
+    # runtime.canonical.timestamp's form (six fractional digits, Z), as createdAt has.
+    assert receipt["answeredAt"] == timestamp(datetime.fromisoformat(receipt["answeredAt"]))
+    assert task["createdAt"] == timestamp(datetime.fromisoformat(task["createdAt"]))
+    # An answer stored before then kept three digits; the repeat's receipt still has six.
+    async with db.transaction() as conn:
+        await conn.execute(
+            "UPDATE workflow_human_task"
+            " SET output = jsonb_set(output, '{answeredAt}', to_jsonb(%s::text))"
+            " WHERE task_id = %s",
+            ("2026-12-01T10:00:00.250Z", task["taskId"]),
+        )
+    repeat = ok(await approver.call_tool("workflow_task_complete", answer))
+    assert repeat == {**receipt, "answeredAt": "2026-12-01T10:00:00.250000Z"}

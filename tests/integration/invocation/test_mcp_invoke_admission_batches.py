@@ -1,4 +1,4 @@
-"""A busy Tool's admissions in batches (migration 0084, runtime.invocation.admission_batch).
+"""A busy Tool's admissions in batches (migration 0084, runtime.admission.batches).
 
 With one admission statement in flight per Tool, the Tool's next calls wait in the process and
 then go as one statement: each gets the answer it would get alone (its own run, an attach to a
@@ -18,10 +18,9 @@ import httpx
 import psycopg
 import pytest
 
+from runtime.admission import Admission, CapacitySettings
 from runtime.collaborators import Services
 from runtime.invocation import store
-from runtime.invocation.admission_batch import batcher_of
-from runtime.scheduler import capacity
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
 from runtime.telemetry import metrics
@@ -65,16 +64,17 @@ class Busy:
 
     http: httpx.AsyncClient
     database: Database
+    admission: Admission
 
     def waiting(self, tool: Tool) -> int:
-        return batcher_of(self.database).waiting((HOST, tool.tool_id))
+        return self.admission.batcher(self.database).waiting((HOST, tool.tool_id))
 
 
 @pytest.fixture
 async def busy(services: Services, database_url: str) -> AsyncIterator[Busy]:
-    capacity.reset(capacity.CapacitySettings(admission_statements_per_tool=1))
+    services.admission.configure(CapacitySettings(admission_statements_per_tool=1))
     async with app_on_pool(services, database_url, 8, 16) as (http, database):
-        yield Busy(http, database)
+        yield Busy(http, database, services.admission)
 
 
 def _statements(calls: int) -> float:

@@ -24,8 +24,9 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from runtime.admission import CapacitySettings
+from runtime.collaborators import Services
 from runtime.invocation import store
-from runtime.scheduler import capacity
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, binding, new_id, publish_args
 from tests.support.invocation import (
@@ -56,9 +57,9 @@ Admin = psycopg.AsyncConnection[dict[str, Any]]
 
 
 @pytest.fixture(autouse=True)
-def statement_per_call() -> None:
+def statement_per_call(services: Services) -> None:
     """As many admission statements in flight per Tool as any test here makes calls."""
-    capacity.reset(capacity.CapacitySettings(admission_statements_per_tool=64))
+    services.admission.configure(CapacitySettings(admission_statements_per_tool=64))
 
 
 @pytest.fixture

@@ -13,18 +13,17 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-import runtime.invocation.invoke as invoke_module
+import runtime.admission.invoke as invoke_module
+from runtime.admission import CapacitySettings
+from runtime.admission.controller import CapacityEstimator
+from runtime.admission.sampler import sample_once
 from runtime.canonical import load_definition_yaml
 from runtime.collaborators import Services
 from runtime.composition.jobs import capacity_job
-from runtime.scheduler import capacity
-from runtime.scheduler.capacity import CapacitySettings
-from runtime.scheduler.capacity_sampler import sample_once
 from runtime.store import Database
 from runtime.telemetry import metrics
 from tests.support.binding_builders import HOST, definition_yaml
@@ -49,15 +48,13 @@ SERVICE_S = 0.2  # per task: 40 queued over 4 slots is 2 s of queue
 
 
 @pytest.fixture(autouse=True)
-def estimator() -> Iterator[capacity.CapacityEstimator]:
-    """A fresh estimator for this process (samples stay fresh for the whole test)."""
+def estimator(services: Services) -> CapacityEstimator:
+    """The app's estimator, configured so samples stay fresh for the whole test."""
     settings = CapacitySettings(
         safety_factor=1.0, interactive_queue_wait_ms=None, stale_after_ms=600_000
     )
-    fresh = capacity.reset(settings)
-    fresh.configure(settings, {"interactive": 4, "standard": 2, "batch": 2})
-    yield fresh
-    capacity.reset()
+    services.admission.configure(settings, {"interactive": 4, "standard": 2, "batch": 2})
+    return services.admission.estimator
 
 
 async def _enqueue(services: Services, execution_class: Any, count: int) -> None:
@@ -91,12 +88,12 @@ async def test_a_call_that_cannot_meet_its_deadline_is_refused_and_nothing_is_wr
     owner: McpTestClient,
     caller: McpTestClient,
     services: Services,
-    estimator: capacity.CapacityEstimator,
+    estimator: CapacityEstimator,
 ) -> None:
     tool = await publish_tool(owner, syncWaitMs=1000)
     await _enqueue(services, "interactive", BACKLOG)
     estimator.record_service("interactive", SERVICE_S)
-    await sample_once(services.database)
+    await sample_once(services.database, estimator)
     before = await _row_counts(services.database)
 
     body = refused(
@@ -117,7 +114,7 @@ async def test_a_known_tool_that_cannot_meet_its_deadline_is_refused_with_one_lo
     owner: McpTestClient,
     caller: McpTestClient,
     services: Services,
-    estimator: capacity.CapacityEstimator,
+    estimator: CapacityEstimator,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     tool = await publish_tool(owner, syncWaitMs=1000)
@@ -127,7 +124,7 @@ async def test_a_known_tool_that_cannot_meet_its_deadline_is_refused_with_one_lo
     assert first["workflowInstanceId"]
     await _enqueue(services, "interactive", BACKLOG)
     estimator.record_service("interactive", SERVICE_S)
-    await sample_once(services.database)
+    await sample_once(services.database, estimator)
     before = await _row_counts(services.database)
 
     async def no_reads(*_: Any) -> None:
@@ -161,14 +158,14 @@ async def test_a_queue_wait_over_a_second_is_admitted_when_the_deadline_fits(
     owner: McpTestClient,
     caller: McpTestClient,
     services: Services,
-    estimator: capacity.CapacityEstimator,
+    estimator: CapacityEstimator,
 ) -> None:
     # The default settings: no fixed interactive queue-wait objective, only the deadline.
     estimator.settings = CapacitySettings(safety_factor=1.0, stale_after_ms=600_000)
     tool = await publish_tool(owner, syncWaitMs=20000)
     await _enqueue(services, "interactive", BACKLOG)
     estimator.record_service("interactive", SERVICE_S)
-    await sample_once(services.database)
+    await sample_once(services.database, estimator)
     predicted = estimator.predict("interactive")
     assert predicted is not None and predicted.queue_wait_ms >= 2000
 
@@ -189,12 +186,12 @@ async def test_the_queue_wait_objective_sheds_before_admission_writes_anything(
     owner: McpTestClient,
     caller: McpTestClient,
     services: Services,
-    estimator: capacity.CapacityEstimator,
+    estimator: CapacityEstimator,
 ) -> None:
     tool = await publish_tool(owner, syncWaitMs=20000)
     await _enqueue(services, "interactive", BACKLOG)
     estimator.record_service("interactive", SERVICE_S)
-    await sample_once(services.database)
+    await sample_once(services.database, estimator)
     estimator.settings = CapacitySettings(
         safety_factor=1.0, interactive_queue_wait_ms=500, stale_after_ms=600_000
     )
@@ -215,14 +212,14 @@ async def test_a_batch_backlog_does_not_make_interactive_calls_be_refused(
     owner: McpTestClient,
     caller: McpTestClient,
     services: Services,
-    estimator: capacity.CapacityEstimator,
+    estimator: CapacityEstimator,
 ) -> None:
     tool = await publish_tool(owner, syncWaitMs=20000)
     # The backlog is enqueued and sampled before any executor runs: one running meanwhile
     # could drain it before the sample, and the test would prove nothing.
     await _enqueue(services, "batch", BACKLOG * 10)
     estimator.record_service("batch", SERVICE_S)
-    await sample_once(services.database)
+    await sample_once(services.database, estimator)
     assert estimator.load["batch"].ready == BACKLOG * 10
     estimator.settings = CapacitySettings(
         safety_factor=1.0, interactive_queue_wait_ms=500, stale_after_ms=600_000
@@ -235,12 +232,12 @@ async def test_a_batch_backlog_does_not_make_interactive_calls_be_refused(
 
 
 async def test_the_sampler_job_reads_the_queue_on_its_own_connection(
-    services: Services, estimator: capacity.CapacityEstimator
+    services: Services, estimator: CapacityEstimator
 ) -> None:
     await _enqueue(services, "interactive", 3)
     job = capacity_job(services)
-    assert capacity.ESTIMATOR.slots["interactive"] == services.settings.execution.interactive_slots
-    fresh = capacity.ESTIMATOR
+    fresh = services.admission.estimator
+    assert fresh.slots["interactive"] == services.settings.execution.interactive_slots
     job.start()
     try:
         async with asyncio.timeout(30):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,7 +16,7 @@ import pytest
 from runtime.canonical import definition_digest
 from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
-from runtime.scheduler import Executor, capacity
+from runtime.scheduler import Executor
 from tests.support.binding_builders import (
     endpoint_target,
     owner_ctx,
@@ -63,13 +63,6 @@ class GatedBackend:
         headers = [(b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-
-
-@pytest.fixture(autouse=True)
-def fresh_estimator() -> Iterator[None]:
-    """Forget this module's slow tasks: the process-wide capacity estimator outlives a test."""
-    yield
-    capacity.reset()
 
 
 @pytest.fixture
@@ -192,7 +185,9 @@ async def _executor(services: Services, overrun_s: float) -> AsyncIterator[Execu
         destinations=services.settings.publication.destinations.address_policy(),
     )
     settings = dataclasses.replace(FAST, overrun_ms=round(overrun_s * 1000))
-    async with Executor(services.database, runtime.handlers(), settings) as executor:
+    async with Executor(
+        services.database, runtime.handlers(), settings, probe=services.admission
+    ) as executor:
         yield executor
     await runtime.aclose()
 

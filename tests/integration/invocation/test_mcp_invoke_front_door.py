@@ -1,4 +1,4 @@
-"""workflow_invoke's front door in front of the app (runtime.mcp.front_door), through POST /mcp.
+"""workflow_invoke's front door in front of the app (runtime.composition.front_door), by POST.
 
 A call the door refuses gets its era's tools/call result (isError, WORKFLOW_CAPACITY_EXHAUSTED,
 retryAfterMs) at once, with nothing written; every other request passes untouched; a call past
@@ -7,7 +7,7 @@ soon as an executor starts the run.
 
 Every test runs twice: over an ASGI transport (FrontDoor reads and judges each call itself),
 and over real HTTP served as `workflow-mcp serve` serves it (uvicorn with the protocol that
-hands each POST to answer_on_arrival before any task serves it).
+hands each POST to FrontDoor.answer_on_arrival before any task serves it).
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ import httpx
 import pytest
 from litestar import Litestar
 
+from runtime.admission import CapacitySettings, door
 from runtime.collaborators import Services
+from runtime.composition.front_door import FrontDoor
 from runtime.composition.http_protocol import answering
 from runtime.mcp import jsonrpc
-from runtime.mcp.front_door import FrontDoor, answer_on_arrival
-from runtime.scheduler import capacity, door
-from runtime.scheduler.capacity import CapacitySettings
 from runtime.scheduler.executor import Executor, SlotReservation
 from runtime.security.devtools import DevIdentity
 from runtime.telemetry import metrics
@@ -47,16 +46,17 @@ pytestmark = pytest.mark.requirement("001:Capacity And Availability")
 
 @pytest.fixture(params=["asgi", "served"])
 async def doorway(
-    app: Litestar, request: pytest.FixtureRequest
+    app: Litestar, services: Services, request: pytest.FixtureRequest
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client on the app behind the front door, as `workflow-mcp serve` runs it."""
-    door.DOOR.configure(CapacitySettings(door_concurrency=1))
+    services.admission.door.configure(CapacitySettings(door_concurrency=1))
+    front = FrontDoor(app, services.admission)
     if request.param == "asgi":
-        transport = httpx.ASGITransport(app=FrontDoor(app))
+        transport = httpx.ASGITransport(app=front)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield http
         return
-    served = on_free_port(FrontDoor(app), http=answering(answer_on_arrival))
+    served = on_free_port(front, http=answering(front.answer_on_arrival))
     async with served as port, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
         yield http
 
@@ -68,12 +68,16 @@ async def _runs(services: Services) -> int:
     return int(row["n"])
 
 
-async def _crowd() -> tuple[door.Pass, asyncio.Task[door.Pass]]:
+def _waiting(services: Services) -> int:
+    return services.admission.door.waiting
+
+
+async def _crowd(services: Services) -> tuple[door.Pass, asyncio.Task[door.Pass]]:
     """The door full, one call waiting, and a Tool budget it cannot fit."""
-    capacity.ESTIMATOR.longest_budget = 1.0
-    inside = await door.DOOR.enter()
-    waiting = asyncio.create_task(door.DOOR.enter())
-    await wait_until(lambda: door.DOOR.waiting == 1, what="a call waiting at the door")
+    services.admission.estimator.longest_budget = 1.0
+    inside = await services.admission.door.enter()
+    waiting = asyncio.create_task(services.admission.door.enter())
+    await wait_until(lambda: _waiting(services) == 1, what="a call waiting at the door")
     return inside, waiting
 
 
@@ -91,7 +95,7 @@ async def test_a_refused_call_gets_its_eras_capacity_result_at_once_with_nothing
     tool = await publish_tool(owner)
     caller = client(doorway, dev_identity)
     caller.era = era
-    crowd = await _crowd()
+    crowd = await _crowd(services)
     try:
         before = await _runs(services)
         refusals = _door_refusals()
@@ -121,11 +125,11 @@ def _door_refusals() -> float:
 
 
 async def test_other_requests_pass_a_full_door_untouched(
-    doorway: httpx.AsyncClient, dev_identity: DevIdentity
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
 ) -> None:
     owner = client(doorway, dev_identity, "owner-1")
     tool = await publish_tool(owner)
-    crowd = await _crowd()
+    crowd = await _crowd(services)
     try:
         listed = await owner.request("tools/list", {})
         assert listed.body is not None and "result" in listed.body
@@ -155,12 +159,12 @@ async def test_a_queued_run_keeps_its_calls_place_until_an_executor_starts_it(
             return await _runs(services) == before + 1
 
         await wait_until(admitted, what="the first call's admission")
-        assert door.DOOR.inside == 1
+        assert services.admission.door.inside == 1
         # The door's one place is held by a run that has not started: the next call waits.
         second = asyncio.create_task(
             caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2}))
         )
-        await wait_until(lambda: door.DOOR.waiting == 1, what="the second call waiting")
+        await wait_until(lambda: _waiting(services) == 1, what="the second call waiting")
         assert await _runs(services) == before + 1
         # A slot frees: the executor starts the first run, which frees its place.
         for slot in held:
@@ -168,7 +172,7 @@ async def test_a_queued_run_keeps_its_calls_place_until_an_executor_starts_it(
         results: list[Any] = await asyncio.gather(first, second)
     for result in results:
         assert ok(result)["status"] == "completed"
-    assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
+    assert services.admission.door.inside == 0 and services.admission.door.waiting == 0
 
 
 async def test_a_queued_run_frees_its_admission_for_the_next_call_but_keeps_its_place(
@@ -176,7 +180,7 @@ async def test_a_queued_run_frees_its_admission_for_the_next_call_but_keeps_its_
 ) -> None:
     # Two places, one admission at a time: the first call's run waits for a slot, yet the
     # second call is admitted meanwhile; the third waits for a place.
-    door.DOOR.configure(CapacitySettings(door_concurrency=2, door_admitting=1))
+    services.admission.door.configure(CapacitySettings(door_concurrency=2, door_admitting=1))
     owner = client(doorway, dev_identity, "owner-1")
     limits = {
         "maximumConcurrentRuns": 20,
@@ -201,16 +205,20 @@ async def test_a_queued_run_frees_its_admission_for_the_next_call_but_keeps_its_
             return await _runs(services) == before + 2
 
         await wait_until(both_admitted, what="both calls admitted into the queue")
-        assert (door.DOOR.inside, door.DOOR.admitting) == (2, 0)
+        assert (services.admission.door.inside, services.admission.door.admitting) == (2, 0)
         calls.append(call(3))
-        await wait_until(lambda: door.DOOR.waiting == 1, what="the third call waiting")
+        await wait_until(lambda: _waiting(services) == 1, what="the third call waiting")
         assert await _runs(services) == before + 2
         for slot in held:
             slot.release()
         results: list[Any] = await asyncio.gather(*calls)
     for result in results:
         assert ok(result)["status"] == "completed"
-    assert (door.DOOR.inside, door.DOOR.admitting, door.DOOR.waiting) == (0, 0, 0)
+    assert (
+        services.admission.door.inside,
+        services.admission.door.admitting,
+        services.admission.door.waiting,
+    ) == (0, 0, 0)
 
 
 async def test_without_an_executor_here_a_call_gives_its_place_back_once_admitted(
@@ -228,13 +236,13 @@ async def test_without_an_executor_here_a_call_gives_its_place_back_once_admitte
         return await _runs(services) == before + count
 
     await wait_until(lambda: admitted(1), what="the first call's admission")
-    assert door.DOOR.inside == 0 and not first.done()
+    assert services.admission.door.inside == 0 and not first.done()
     # With one place at the door, a second call is admitted while the first still waits.
     second = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2})))
     await wait_until(lambda: admitted(2), what="the second call's admission", within_s=1.0)
     for result in await asyncio.gather(first, second):
         refused(result, "WORKFLOW_TIMEOUT")
-    assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
+    assert services.admission.door.inside == 0 and services.admission.door.waiting == 0
 
 
 async def test_at_shutdown_a_call_waiting_at_the_door_gets_a_retryable_refusal(
@@ -243,12 +251,12 @@ async def test_at_shutdown_a_call_waiting_at_the_door_gets_a_retryable_refusal(
     owner = client(doorway, dev_identity, "owner-1")
     tool = await publish_tool(owner)
     caller = client(doorway, dev_identity)
-    inside = await door.DOOR.enter()
+    inside = await services.admission.door.enter()
     try:
         call = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool)))
-        await wait_until(lambda: door.DOOR.waiting == 1, what="the call waiting at the door")
+        await wait_until(lambda: _waiting(services) == 1, what="the call waiting at the door")
         before = await _runs(services)
-        door.DOOR.close()
+        services.admission.door.close()
         body = refused(await call, "WORKFLOW_CAPACITY_EXHAUSTED")
         assert body["error"]["retryable"] is True
         assert await _runs(services) == before
@@ -265,13 +273,13 @@ async def test_an_immediate_retry_of_a_refused_call_waits_its_turn_instead_of_sp
     owner = client(doorway, dev_identity, "owner-1")
     tool = await publish_tool(owner, syncWaitMs=10_000)
     caller = client(doorway, dev_identity)
-    door.DOOR.configure(CapacitySettings(door_concurrency=1, door_queue_target_ms=1))
-    capacity.ESTIMATOR.longest_budget = 60_000.0
-    inside = await door.DOOR.enter()
-    waiting = asyncio.create_task(door.DOOR.enter())
-    await wait_until(lambda: door.DOOR.waiting == 1, what="a call waiting at the door")
+    services.admission.door.configure(CapacitySettings(door_concurrency=1, door_queue_target_ms=1))
+    services.admission.estimator.longest_budget = 60_000.0
+    inside = await services.admission.door.enter()
+    waiting = asyncio.create_task(services.admission.door.enter())
+    await wait_until(lambda: _waiting(services) == 1, what="a call waiting at the door")
     for _ in range(3):  # fresh arrivals outpace the passes: the queue grows
-        door.DOOR.judge()
+        services.admission.door.judge()
     async with running_executor(services):
         first = refused(
             await caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1})),
@@ -281,13 +289,13 @@ async def test_an_immediate_retry_of_a_refused_call_waits_its_turn_instead_of_sp
         retry = asyncio.create_task(
             caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 1}))
         )
-        await wait_until(lambda: door.DOOR.waiting == 2, what="the retry waiting at the door")
+        await wait_until(lambda: _waiting(services) == 2, what="the retry waiting at the door")
         other = await caller.call_tool("workflow_invoke", invoke_args(tool, {"n": 2}))
         refused(other, "WORKFLOW_CAPACITY_EXHAUSTED")
         inside.leave()
         (await waiting).leave()
         assert ok(await retry)["status"] == "completed"
-    assert door.DOOR.inside == 0 and door.DOOR.waiting == 0
+    assert services.admission.door.inside == 0 and services.admission.door.waiting == 0
 
 
 async def test_a_call_is_judged_once_whichever_way_it_came(
@@ -302,13 +310,13 @@ async def test_a_call_is_judged_once_whichever_way_it_came(
     tool = await publish_tool(owner)
     caller = client(doorway, dev_identity)
     judged: list[int | None] = []
-    judge = door.DOOR.judge
+    judge = services.admission.door.judge
 
     def counting(now: float | None = None, fingerprint: int | None = None) -> int | None:
         judged.append(fingerprint)
         return judge(now, fingerprint)
 
-    monkeypatch.setattr(door.DOOR, "judge", counting)
+    monkeypatch.setattr(services.admission.door, "judge", counting)
     async with running_executor(services):
         result = await caller.call_tool("workflow_invoke", invoke_args(tool))
     assert ok(result)["status"] == "completed"

@@ -8,9 +8,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from runtime.admission import CapacitySettings
 from runtime.collaborators import Services
 from runtime.composition.jobs import service_jobs
-from runtime.scheduler import capacity
 from tests.support.binding_builders import HOST, definition_yaml
 from tests.support.invocation import (
     SLOW_TASK,
@@ -71,8 +71,8 @@ async def test_the_sweep_removes_expired_reservations_and_old_runs_but_never_liv
         owner, text=definition_yaml(extra_task=SLOW_TASK), syncWaitMs=500
     )
     # What the two calls above measured on a loaded machine must not shed this one (a 3 s task
-    # against a 500 ms wait: it is admitted and times out, live).
-    capacity.reset()
+    # against a 500 ms wait: it is admitted and times out, live): no shedding from here on.
+    services.admission.configure(CapacitySettings(enabled=False))
     pending = refused(
         await caller.call_tool("workflow_invoke", invoke_args(slow_tool)), "WORKFLOW_TIMEOUT"
     )

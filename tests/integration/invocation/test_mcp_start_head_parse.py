@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.admission import start
 from runtime.engine import parse_definition
-from runtime.invocation import start
 from tests.support.binding_builders import definition_yaml, new_id
 from tests.support.invocation import ok, save_head
 from tests.support.mcp import McpTestClient

@@ -341,6 +341,20 @@ async def test_readiness_fails_when_a_migration_is_not_applied(
     assert ready.json()["checks"]["migrations"] is False
 
 
+async def test_readiness_fails_when_a_function_file_was_never_installed(
+    mcp: McpTestClient, database_url: str
+) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as owner:
+        await owner.execute(
+            "DELETE FROM schema_function_history WHERE name = 'invocation_admission'"
+        )
+    ready = await mcp.http.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["migrations"] is False
+
+
 async def test_a_modern_notification_naming_an_unsupported_version_is_refused(
     modern: McpTestClient,
 ) -> None:

@@ -19,7 +19,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from runtime.errors import WorkflowError
-from runtime.scheduler import capacity, service
+from runtime.scheduler import service
 from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import BudgetAmounts, LeaseState, RunSnapshot, TaskOutcome
 from runtime.scheduler.outcomes import HUB
@@ -37,15 +37,12 @@ BATCH_WAITING = (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_completion_statement() -> None:
-    capacity.reset(capacity.CapacitySettings(completion_statements=1))
-
-
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
+    """A pool whose completions go one statement at a time (the others wait and batch)."""
     pool = Database(database_url, runtime_role=RUNTIME_ROLE, min_size=4, max_size=8)
     async with pool as database:
+        service.use_completion_statements(database, 1)
         yield database
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import psycopg
 import pytest
 
 from runtime.store import Database, MigrationError, migrate
-from runtime.store.migrations import DEFAULT_DIRECTORY
+from runtime.store.migrations import DEFAULT_DIRECTORY, FUNCTIONS, discover_functions, summary
 from runtime.store.snapshot import SNAPSHOT_FILE, dump_schema
 from tests.conftest import PgCluster
 
@@ -38,6 +39,24 @@ async def rows(url: str, query: str) -> list[tuple[object, ...]]:
 
 async def versions(url: str) -> list[tuple[object, ...]]:
     return await rows(url, "SELECT version, name FROM schema_migrations ORDER BY version")
+
+
+async def installs(url: str) -> list[tuple[object, ...]]:
+    return await rows(url, "SELECT name, checksum FROM schema_function_history ORDER BY id")
+
+
+async def answer(url: str, query: str) -> object:
+    return (await rows(url, query))[0][0]
+
+
+def write_function(directory: Path, name: str, text: str) -> None:
+    (directory / FUNCTIONS).mkdir(exist_ok=True)
+    write(directory / FUNCTIONS, name, text)
+
+
+def answers(n: int) -> str:
+    """A function file defining answer() as n."""
+    return f"CREATE OR REPLACE FUNCTION answer() RETURNS int LANGUAGE sql AS 'SELECT {n}';\n"
 
 
 async def table_exists(url: str, table: str) -> bool:
@@ -137,6 +156,152 @@ async def test_concurrent_index_in_a_transactional_file_is_refused(
     with pytest.raises(MigrationError, match="transaction block"):
         await migrate(empty_database, tmp_path)
     assert await versions(empty_database) == [(1, "table")]
+
+
+async def test_function_files_are_installed_after_the_numbered_migrations_and_recorded(
+    empty_database: str, tmp_path: Path
+) -> None:
+    write(tmp_path, "0001_numbers.sql", "CREATE TABLE numbers (n int);")
+    # A SQL body is checked as it is created: numbers must exist by then.
+    write_function(
+        tmp_path,
+        "counting.sql",
+        "CREATE OR REPLACE FUNCTION how_many() RETURNS bigint LANGUAGE sql\n"
+        "AS 'SELECT count(*) FROM numbers';\n",
+    )
+    write_function(tmp_path, "answering.sql", answers(41))
+    done = await migrate(empty_database, tmp_path)
+    assert [f.path.name for f in done] == ["0001_numbers.sql", "answering.sql", "counting.sql"]
+    assert summary(done) == "applied 1 migration(s), installed 2 function file(s)"
+    assert await answer(empty_database, "SELECT answer()") == 41
+    assert await answer(empty_database, "SELECT how_many()") == 0
+    assert [name for name, _ in await installs(empty_database)] == ["answering", "counting"]
+    assert await versions(empty_database) == [(1, "numbers")]
+
+
+async def test_an_unchanged_function_file_is_not_installed_again(
+    empty_database: str, tmp_path: Path
+) -> None:
+    write_function(tmp_path, "answering.sql", answers(41))
+    await migrate(empty_database, tmp_path)
+    assert await migrate(empty_database, tmp_path) == []
+    assert len(await installs(empty_database)) == 1
+
+
+async def test_an_edited_function_file_is_installed_again_and_each_install_recorded(
+    empty_database: str, tmp_path: Path
+) -> None:
+    write_function(tmp_path, "answering.sql", answers(41))
+    write_function(tmp_path, "other.sql", answers(0).replace("answer()", "other()"))
+    await migrate(empty_database, tmp_path)
+    write_function(tmp_path, "answering.sql", answers(42))
+    assert [f.path.name for f in await migrate(empty_database, tmp_path)] == ["answering.sql"]
+    assert await answer(empty_database, "SELECT answer()") == 42
+    history = await installs(empty_database)
+    assert [name for name, _ in history] == ["answering", "other", "answering"]
+    assert history[0][1] != history[2][1]
+    # Back to the first text: a new install (the last one recorded counts).
+    write_function(tmp_path, "answering.sql", answers(41))
+    assert [f.path.name for f in await migrate(empty_database, tmp_path)] == ["answering.sql"]
+    assert await answer(empty_database, "SELECT answer()") == 41
+
+
+async def test_a_run_that_applies_a_numbered_migration_installs_every_function_file(
+    empty_database: str, tmp_path: Path
+) -> None:
+    write_function(tmp_path, "answering.sql", answers(41))
+    await migrate(empty_database, tmp_path)
+    # A numbered migration may replace or drop an authored function; the files win again.
+    write(tmp_path, "0001_drop.sql", "DROP FUNCTION IF EXISTS answer();")
+    done = await migrate(empty_database, tmp_path)
+    assert [f.path.name for f in done] == ["0001_drop.sql", "answering.sql"]
+    assert await answer(empty_database, "SELECT answer()") == 41
+
+
+async def test_a_failing_function_file_installs_none_of_them_and_records_nothing(
+    empty_database: str, tmp_path: Path
+) -> None:
+    write_function(tmp_path, "answering.sql", answers(41))
+    await migrate(empty_database, tmp_path)
+    before = await installs(empty_database)
+    write(tmp_path, "0001_numbers.sql", "CREATE TABLE numbers (n int);")
+    write_function(tmp_path, "answering.sql", answers(42))
+    write_function(
+        tmp_path,
+        "broken.sql",
+        "CREATE OR REPLACE FUNCTION fine() RETURNS int LANGUAGE sql AS 'SELECT 1';\n"
+        "CREATE OR REPLACE FUNCTION broken() RETURNS int LANGUAGE sql AS 'SELECT missing';\n",
+    )
+    with pytest.raises(MigrationError, match=r"functions/broken\.sql failed: .*missing"):
+        await migrate(empty_database, tmp_path)
+    # The numbered migration committed on its own; of the function files nothing stays.
+    assert await versions(empty_database) == [(1, "numbers")]
+    assert await answer(empty_database, "SELECT answer()") == 41
+    assert await answer(empty_database, "SELECT to_regprocedure('fine()') IS NULL") is True
+    assert await installs(empty_database) == before
+    write_function(tmp_path, "broken.sql", answers(7).replace("answer()", "broken()"))
+    done = await migrate(empty_database, tmp_path)
+    assert [f.path.name for f in done] == ["answering.sql", "broken.sql"]
+    assert await answer(empty_database, "SELECT answer() + broken()") == 49
+
+
+async def test_a_numbered_migration_calling_an_authored_function_is_refused_before_anything_runs(
+    empty_database: str, tmp_path: Path
+) -> None:
+    write(tmp_path, "0001_first.sql", "CREATE TABLE first ();")
+    write(tmp_path, "0002_uses.sql", "CREATE TABLE answers (n int DEFAULT answer());")
+    write_function(tmp_path, "answering.sql", answers(41))
+    with pytest.raises(MigrationError, match=r"0002_uses\.sql uses answer, which functions/"):
+        await migrate(empty_database, tmp_path)
+    assert not await table_exists(empty_database, "first")
+    # Inside a PL/pgSQL body the call is resolved when it runs: fine.
+    write(
+        tmp_path,
+        "0002_uses.sql",
+        "CREATE FUNCTION twice() RETURNS int LANGUAGE plpgsql AS $$\n"
+        "BEGIN RETURN 2 * answer(); END $$;\n",
+    )
+    await migrate(empty_database, tmp_path)
+    assert await answer(empty_database, "SELECT twice()") == 82
+
+
+async def test_concurrent_runners_install_each_function_file_exactly_once(
+    empty_database: str, tmp_path: Path
+) -> None:
+    write(tmp_path, "0001_slow.sql", "SELECT pg_sleep(0.2);")
+    write_function(tmp_path, "answering.sql", answers(41))
+    results = await asyncio.gather(*(migrate(empty_database, tmp_path) for _ in range(4)))
+    assert sorted(len(result) for result in results) == [0, 0, 0, 2]
+    assert len(await installs(empty_database)) == 1
+
+
+async def test_an_upgraded_database_ends_as_a_fresh_one(
+    pg_cluster: PgCluster, empty_database: str, database_url: str, tmp_path: Path
+) -> None:
+    # The release before function files: its numbered migrations, applied by its runner (which
+    # knew no function history); then this release's migrate.
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    for path in Path(DEFAULT_DIRECTORY).glob("00*.sql"):
+        if path.name < "0086":
+            shutil.copy(path, previous / path.name)
+    await migrate(empty_database, previous)
+    async with await psycopg.AsyncConnection.connect(empty_database, autocommit=True) as conn:
+        await conn.execute("DROP TABLE schema_function_history")
+    done = await migrate(empty_database, DEFAULT_DIRECTORY)
+    authored = [f.path.name for f in discover_functions(DEFAULT_DIRECTORY)]
+    assert [f.path.name for f in done] == ["0086_store_function_history.sql", *authored]
+    assert dump_schema(empty_database) == dump_schema(database_url)
+    privileges = (
+        "SELECT c.relname, c.relacl::text FROM pg_class c"
+        " WHERE c.relname LIKE 'schema_%' ORDER BY 1"
+    )
+    functions = (
+        "SELECT p.oid::regprocedure::text, p.proacl::text, p.proconfig::text FROM pg_proc p"
+        " WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1"
+    )
+    for query in (privileges, functions):
+        assert await rows(empty_database, query) == await rows(database_url, query)
 
 
 async def test_the_role_migration_runs_on_a_second_database_of_the_cluster(

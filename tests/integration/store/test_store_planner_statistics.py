@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from runtime.scheduler.capacity_sampler import read_class_load
+from runtime.scheduler import read_class_load
 from runtime.scheduler.store.sql import QUERIES
 from runtime.store import Database
 from runtime.store.statistics import MIN_CHANGES, refresh_planner_statistics

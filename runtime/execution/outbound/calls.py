@@ -12,8 +12,8 @@ import httpx
 from runtime.addresses import DestinationRefused
 from runtime.engine.run import EffectFailure, HttpRequest, HttpResponse, McpRequest
 from runtime.errors import WorkflowError
-from runtime.execution.decoding import BodyDecoder
-from runtime.execution.endpoint_label import observed_http, observed_mcp
+from runtime.execution.outbound.decoding import BodyDecoder
+from runtime.execution.outbound.endpoint_label import observed_http, observed_mcp
 from runtime.execution.targets import HttpPolicy, refused_destination
 from runtime.telemetry import inject_trace
 

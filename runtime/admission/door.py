@@ -2,11 +2,11 @@
 
 Under overload one service process could not even look at the calls it would refuse: every
 request was parsed, both bearers verified, its input validated and one statement run before
-the deadline-aware controller (runtime.scheduler.capacity) spoke, while the event loop was
+the deadline-aware controller (runtime.admission.controller) spoke, while the event loop was
 saturated with the calls it had already taken. Goodput fell to a quarter of the peak at twice
 the capacity, and admitted calls waited out most of their deadline.
 
-The door sits in front of all of that (runtime.mcp.front_door reads only the JSON-RPC id and
+The door sits in front of all of that (runtime.composition.front_door reads only the JSON-RPC id and
 era of the body). At most `door_concurrency` calls are past the door and not yet started at
 once; the others wait in arrival order, costing a suspended coroutine and nothing else. A call
 leaves the door when its run starts (its first task is claimed by an executor of this
@@ -60,8 +60,9 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
-from runtime.scheduler import capacity
-from runtime.scheduler.capacity import CapacitySettings
+from runtime.admission.controller import CapacityEstimator
+from runtime.admission.prediction import retry_after_ms
+from runtime.admission.settings import CapacitySettings
 from runtime.telemetry import metrics
 
 # Passes through the door are counted per bucket over this window: the door's rate.
@@ -136,7 +137,13 @@ class FrontDoor:
     """At most `limit` calls past the door and not started (`door_admitting` of them not yet
     admitted); the rest wait in arrival order."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        estimator: CapacityEstimator | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        # The controller of the same process: the budgets of the Tools it admitted.
+        self.estimator = estimator
         self.clock = clock
         self.settings = CapacitySettings()
         self.inside = 0
@@ -192,7 +199,7 @@ class FrontDoor:
         rate = self._passes.per_s(now)
         wait_ms = (len(self._waiting) + 1) / rate * 1000 if rate > 0 else math.inf
         allowed = math.inf
-        budget_ms = capacity.ESTIMATOR.longest_budget_ms()
+        budget_ms = None if self.estimator is None else self.estimator.longest_budget_ms()
         if budget_ms is not None:
             allowed = budget_ms / settings.safety_factor
         target = settings.door_queue_target_ms
@@ -209,7 +216,7 @@ class FrontDoor:
             return None
         # The wait until the queue ahead has drained to what is allowed (unscaled time).
         excess = min(wait_ms - allowed, float(settings.retry_after_max_ms))
-        retry_after = capacity.retry_after_ms(
+        retry_after = retry_after_ms(
             excess, 1.0, settings.retry_after_min_ms, settings.retry_after_max_ms
         )
         self._remember_refusal(fingerprint, now + retry_after / 1000)
@@ -259,6 +266,12 @@ class FrontDoor:
             raise
         return Pass(self)
 
+    def started(self, process_id: str) -> None:
+        """An executor of this process started a task of run process_id (frees its call's place)."""
+        place = self._starting.pop(process_id, None)
+        if place is not None:
+            place.leave()
+
     def _has_room(self) -> bool:
         admitting_limit = self.settings.door_admitting
         return self.inside < self.limit and (
@@ -292,10 +305,11 @@ class FrontDoor:
         metrics.record_door(self.inside, len(self._waiting), self.admitting)
 
 
-# One door per process, in front of this process's admissions.
-DOOR = FrontDoor()
-
-# The call this task serves: when it arrived at the door, and its place past the door.
+# The call this task serves: when it arrived at the door, and its place past the door. The
+# ASGI front door (runtime.composition.front_door) sets it for the task that then runs the
+# handler, so the place travels with the call through the protocol layers without each of
+# them carrying it.
+# It is per task (per request), not process state: the process's door is the FrontDoor above.
 _CALL: contextvars.ContextVar[tuple[float, Pass] | None] = contextvars.ContextVar(
     "front_door_call", default=None
 )
@@ -334,19 +348,3 @@ def admitted(*, queued: bool) -> None:
         call[1].decided()
     else:
         call[1].leave()
-
-
-def started(process_id: str) -> None:
-    """An executor of this process started a task of run process_id (frees its call's place)."""
-    place = DOOR._starting.pop(process_id, None)
-    if place is not None:
-        place.leave()
-
-
-def reset(settings: CapacitySettings | None = None) -> FrontDoor:
-    """A fresh door (tests; a process re-configuring itself)."""
-    global DOOR
-    DOOR = FrontDoor()
-    if settings is not None:
-        DOOR.configure(settings)
-    return DOOR

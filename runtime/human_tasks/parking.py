@@ -1,9 +1,18 @@
 """A run's ask at run time: open its human task and park, or settle the answer to resume with.
 
-The runner parks a run as its next scheduler task, left ready until the human task's due time
-(runtime.scheduler.parking). When that task is claimed, ``settle`` reads the human task: an
-answer (or a timeout that has passed, recorded here under the row's lock so a late completion
-gets a conflict) is handed to the interpreter; an open task not yet due parks the run again.
+How a run parks: the runner opens the ask's task (``park``) and ends its scheduler task with a
+next task whose payload is ``parked_task_payload`` and whose available_at is the human task's
+due time, or the point the run must stop: a ready task no lease holds, the claim's available_at
+filter its timer. The scheduler's completion inserts that task, and the insert fires migration
+0080's trigger ``workflow_task_park_on_human_task`` (BEFORE INSERT ON workflow_task, only for a
+payload holding HUMAN_TASK_KEY; function ``workflow_park_on_human_task``). The trigger locks the
+human task (FOR SHARE), then makes the parked task available now if the task was answered
+between ``park`` and that insert, else turns the run WAITING in the same commit: no Python
+writes WAITING. Its lock orders it with an answer (runtime.human_tasks.resume).
+
+When that task is claimed, ``settle`` reads the human task: an answer (or a timeout that has
+passed, recorded here under the row's lock so a late completion gets a conflict) is handed to
+the interpreter; an open task not yet due parks the run again.
 """
 
 from __future__ import annotations
@@ -11,12 +20,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from runtime.canonical import timestamp
 from runtime.engine.run import AskRequest
-from runtime.execution.human_tasks import store
-from runtime.scheduler import parking
+from runtime.human_tasks import resume, store
 from runtime.scheduler.models import ClaimedTask
 from runtime.store import Database
 from runtime.telemetry import metrics
+
+# The payload key naming the human task a parked task waits for: migration 0080's trigger fires
+# on it, and wake_parked_task finds the parked task by it.
+HUMAN_TASK_KEY = "humanTaskId"
 
 
 async def settle(
@@ -40,7 +53,7 @@ async def settle(
                 continue
             answers[row.ask_key] = {"failed": True} if output is None else {"output": output}
         if rows:
-            await parking.resume_waiting(conn, task.host_id, task.process_id)
+            await resume.resume_waiting(conn, task.host_id, task.process_id)
     for action in timeouts:
         metrics.record_human_timeout(action)
     return answers
@@ -79,6 +92,12 @@ async def park(
     return opened.task_id, opened.due_ts
 
 
+def parked_task_payload(state: dict[str, Any], human_task_id: str) -> dict[str, Any]:
+    """The parked task's payload: the run's checkpoint and the human task it waits for."""
+    # Inserting a task with this payload is what parks the run (the module docstring).
+    return {"state": state, HUMAN_TASK_KEY: human_task_id}
+
+
 def answer_output(
     question: dict[str, Any], value: Any, comment: str | None, answered_by: str
 ) -> dict[str, Any]:
@@ -90,7 +109,7 @@ def answer_output(
     if comment is not None:
         output["comment"] = comment
     output["answeredBy"] = answered_by
-    output["answeredAt"] = _now()
+    output["answeredAt"] = timestamp(datetime.now(UTC))
     return output
 
 
@@ -110,7 +129,3 @@ def _label(question: dict[str, Any], value: Any) -> str | None:
             label = option.get("label")
             return label if isinstance(label, str) else None
     return None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -12,25 +12,26 @@ import msgspec
 
 from generated.models import WorkflowInvokeOutput
 from runtime import telemetry
-from runtime.errors import WorkflowError, policy_denied
-from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, first_task_payload, watch_run
-from runtime.execution.credential import token_expiry
-from runtime.invocation import admission_batch, rules, store
-from runtime.invocation.launch import refresh_credential, seal_for
-from runtime.invocation.requests import InvokeRequest
-from runtime.invocation.revisions import (
+from runtime.admission import batches, door
+from runtime.admission.controller import Arrival, invoke_key
+from runtime.admission.launch import refresh_credential, seal_for
+from runtime.admission.revisions import (
     ActiveRevision,
     cache_of,
     definition_retired,
     read_active_revision,
 )
+from runtime.admission.state import Admission
+from runtime.errors import WorkflowError, policy_denied
+from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, first_task_payload, watch_run
+from runtime.execution.credential import token_expiry
+from runtime.invocation import rules, store
+from runtime.invocation.requests import InvokeRequest
 from runtime.invocation.waiting import WaitedRun, finish_invoke
 from runtime.scheduler import (
     Reservation,
     announce_task,
-    capacity,
     claimed_first_task,
-    door,
     executors_here,
     reserve_local_slot,
 )
@@ -187,14 +188,24 @@ def _capacity_refusal(judge: Callable[[], None]) -> WorkflowError | None:
     return None
 
 
+@dataclass
+class _Shedding:
+    """A call's load-shedding state across its admission tries: the verdict so far (None: fits)
+    and its arrival, measured by the first admission that judges it."""
+
+    refusal: WorkflowError | None
+    arrival: Arrival | None
+
+
 async def _admit_once(
     db: Database,
+    admission: Admission,
     ctx: InvocationContext,
     request: InvokeRequest,
     sealed: Sealed,
     fresh: bool,
-    shed: WorkflowError | None,
-) -> tuple[ActiveRevision, store.AdmitOutcome, WorkflowError | None]:
+    shedding: _Shedding,
+) -> tuple[ActiveRevision, store.AdmitOutcome]:
     tool_id = str(uuid.UUID(request.stable_tool_ref))
     cached = None if fresh else cache_of(db).get(ctx.host_id, tool_id)
     revision = cached or await read_active_revision(db, ctx.host_id, tool_id)
@@ -207,10 +218,15 @@ async def _admit_once(
         # the stored revision decides.
         revision = await read_active_revision(db, ctx.host_id, tool_id)
         params = _admission_params(ctx, request, revision, sealed)
-    if shed is None:
+    if shedding.refusal is None:
         wait_ms = min(revision.sync_wait_ms, revision.total_deadline_ms)
-        key = capacity.invoke_key(ctx.host_id, revision.tool_id, revision.binding_digest)
-        shed = _capacity_refusal(lambda: capacity.admit(revision.execution_class, wait_ms, key))
+        key = invoke_key(ctx.host_id, revision.tool_id, revision.binding_digest)
+        shedding.refusal = _capacity_refusal(
+            lambda: admission.estimator.admit(
+                revision.execution_class, wait_ms, key, shedding.arrival
+            )
+        )
+    shed = shedding.refusal
     # Shed calls still reach the statement: only a re-attach or replay of this very call may
     # pass (seed 000: the attach check runs before admission, so it skips capacity checks).
     # A free executor slot of this process takes the run's first task as it is enqueued (when
@@ -226,7 +242,7 @@ async def _admit_once(
 
     async def admit() -> store.AdmitOutcome:
         # Alone when the Tool is quiet, with the Tool's other waiting calls when it is busy.
-        outcome = await admission_batch.admit(db, params)
+        outcome = await batches.admit(admission.batcher(db), params)
         if outcome.outcome == "near_limit":
             # Rolled back whole: the same call again, alone, counted under the exclusive lock.
             async with db.connection() as conn:
@@ -245,7 +261,7 @@ async def _admit_once(
     finally:
         if slot is not None and not _adopted(slot, params, revision, outcome):
             slot.release()
-    return revision, outcome, shed
+    return revision, outcome
 
 
 def _adopted(
@@ -278,25 +294,27 @@ def _adopted(
 
 async def _admit(
     db: Database,
+    admission: Admission,
     ctx: InvocationContext,
     request: InvokeRequest,
     keyring: Keyring,
     sealed: Sealed,
-    shed: WorkflowError | None,
+    shedding: _Shedding,
 ) -> Admitted:
     """Admit through the one statement: a cached revision first, a fresh one when stale.
 
-    shed: the load-shedding refusal decided before any round trip (None: the class has room).
+    shedding: the load-shedding refusal decided before any round trip (None: the class has
+    room) and the call's arrival.
     """
     for attempt in range(ADMISSION_TRIES):
-        revision, outcome, shed = await _admit_once(
-            db, ctx, request, sealed, fresh=attempt > 0, shed=shed
+        revision, outcome = await _admit_once(
+            db, admission, ctx, request, sealed, fresh=attempt > 0, shedding=shedding
         )
         if outcome.outcome != "stale":
             break
         cache_of(db).forget(ctx.host_id, revision.tool_id)
-    if outcome.outcome == "shed" and shed is not None:
-        raise shed
+    if outcome.outcome == "shed" and shedding.refusal is not None:
+        raise shedding.refusal
     if outcome.outcome not in ("accepted", "attach", "replay") or outcome.process_id is None:
         raise _refusal(outcome)
     if outcome.outcome == "accepted":
@@ -337,6 +355,8 @@ async def invoke_tool(
     ctx: InvocationContext,
     request: InvokeRequest,
     keyring: Keyring,
+    *,
+    admission: Admission,
     arrived_at: float | None = None,
 ) -> WorkflowInvokeOutput:
     """workflow_invoke: admit (or re-attach, or replay), wait, return output or a typed error.
@@ -349,24 +369,29 @@ async def invoke_tool(
     # Overload is judged before any round trip (arrived_at: time.monotonic() at arrival); a
     # refused call costs one lock-free read, to let its own re-attach or replay through.
     if arrived_at is None:
-        # Arrival at the front door (runtime.scheduler.door) when it came through it.
+        # Arrival at the front door (runtime.admission.door) when it came through it.
         arrived_at = door.arrived_at()
-    arrival = time.monotonic() if arrived_at is None else arrived_at
-    shed = _capacity_refusal(
-        lambda: capacity.check_invoke(
-            ctx.host_id, request.stable_tool_ref, request.expected_binding_digest, arrival
+    shedding = _Shedding(None, None)
+
+    def check() -> None:
+        shedding.arrival = admission.estimator.check_invoke(
+            ctx.host_id,
+            request.stable_tool_ref,
+            request.expected_binding_digest,
+            time.monotonic() if arrived_at is None else arrived_at,
         )
-    )
+
+    shedding.refusal = _capacity_refusal(check)
     # Sealed before the transaction (refused without a usable key): no lock waits on crypto.
     process_id = str(uuid.uuid4())
     sealed = Sealed(process_id, seal_for(keyring, ctx, process_id))
-    # The call's place at the front door is kept until its run starts (runtime.scheduler.door).
+    # The call's place at the front door is kept until its run starts (runtime.admission.door).
     door.expect_start(process_id)
     async with watch_run(db, process_id) as watch:
         queued = False
         try:
             admitted = await telemetry.admission(
-                "invoke", _admit(db, ctx, request, keyring, sealed, shed)
+                "invoke", _admit(db, admission, ctx, request, keyring, sealed, shedding)
             )
             # Kept only while an executor here will start the run (and so free the place).
             queued = admitted.outcome == "accepted" and not admitted.started and executors_here()

@@ -1,4 +1,13 @@
-"""Storage helpers of human tasks: each takes a connection and never commits."""
+"""Storage helpers of human tasks: each takes a connection and never commits.
+
+A task leaves 'open' once: 'answered' (``answer_task``), 'timedOut' (``time_out_task``), or
+'cancelled' when its run ends, which no statement here writes: migration 0081's trigger
+``workflow_process_close_human_tasks`` (AFTER UPDATE OF state ON workflow_process, function
+``workflow_close_human_tasks_of_ended_run``) closes a run's open tasks in the commit that ends
+it, whoever ends it (the caller's cancel, the deadline sweep, the executor). It fires only for
+a run leaving WAITING or an unbound (workflow_start) run. ``wake_parked_task`` and
+``resume_waiting_run`` write a parked run's scheduler rows (runtime.human_tasks.resume).
+"""
 
 from __future__ import annotations
 
@@ -106,6 +115,13 @@ class RunHumanTask(msgspec.Struct, frozen=True, kw_only=True):
     answered_ts: datetime | None
 
 
+class WokenTask(msgspec.Struct, frozen=True):
+    """A parked task made available: its id and execution class."""
+
+    task_id: str
+    execution_class: str
+
+
 class _TaskId(msgspec.Struct, frozen=True):
     task_id: str
 
@@ -196,6 +212,21 @@ async def count_open(conn: Connection) -> int:
     """How many human tasks are open on every host (a metric sample)."""
     row = await fetch_one(conn, QUERIES["count_open_tasks"], {}, _Count)
     return 0 if row is None else row.open
+
+
+async def wake_parked_task(
+    conn: Connection, host_id: str, process_id: str, human_task_id: str
+) -> tuple[str, str] | None:
+    """The parked task made available now (task id, execution class), or None if none waits."""
+    params = {"host_id": host_id, "process_id": process_id, "human_task_id": human_task_id}
+    row = await fetch_one(conn, QUERIES["wake_parked_task"], params, WokenTask)
+    return None if row is None else (row.task_id, row.execution_class)
+
+
+async def resume_waiting_run(conn: Connection, host_id: str, process_id: str) -> None:
+    """A WAITING run becomes RUNNING (its parked task was claimed)."""
+    params = {"host_id": host_id, "process_id": process_id}
+    await conn.execute(QUERIES["resume_waiting_run"], params)
 
 
 def _jsonb(value: Any) -> Jsonb | None:

@@ -27,10 +27,10 @@ from generated.models import (
 )
 from runtime.canonical import timestamp
 from runtime.errors import WorkflowError
-from runtime.execution.human_tasks import Assignee, answer_output
-from runtime.execution.human_tasks import store as tasks
-from runtime.execution.human_tasks.store import AssignedTask
-from runtime.scheduler.parking import announce_woken, wake_parked
+from runtime.human_tasks import store as tasks
+from runtime.human_tasks.parking import answer_output
+from runtime.human_tasks.resume import announce_woken, wake_parked
+from runtime.human_tasks.store import AssignedTask, Assignee
 from runtime.security import InvocationContext
 from runtime.store import Database
 from runtime.telemetry import metrics
@@ -92,9 +92,12 @@ async def complete_task(
     value = args.value if isinstance(args.value, str) else None
     digest = _answer_digest(value, comment, ctx.user_id)
     async with db.transaction() as conn:
+        # Locked: migration 0080's park trigger waits for this answer or this for its insert.
         row = await tasks.select_assigned(conn, ctx.host_id, task_id, _assignee(ctx))
         if row is None:
             raise _not_found()
+        # Closed: answered, timed out at a claim (parking.settle), or cancelled by its run's
+        # end (migration 0081's trigger).
         if row.state != "open":
             return _receipt_of_repeat(row, args.operation_id, digest)
         _check_value(row.question, value)
@@ -125,7 +128,8 @@ def _receipt(row: AssignedTask, state: str, output: dict[str, Any]) -> WorkflowT
         "taskId": row.task_id,
         "workflowInstanceId": row.process_id,
         "state": state,
-        "answeredAt": output["answeredAt"],
+        # Written again: an answer stored before answers took this form has three digits.
+        "answeredAt": timestamp(datetime.fromisoformat(output["answeredAt"])),
     }
     if output.get("value") is not None:  # an optional task answered without a value has none
         receipt["value"] = output["value"]

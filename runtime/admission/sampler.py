@@ -10,45 +10,26 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from decimal import Decimal
 
-import msgspec
-
+from runtime.admission.controller import CapacityEstimator
+from runtime.admission.prediction import ClassLoad
 from runtime.cancellation import reraise_if_cancelled
-from runtime.scheduler import capacity
-from runtime.scheduler.capacity import ClassLoad
-from runtime.scheduler.store.sql import QUERIES
-from runtime.store import Database, fetch_all
+from runtime.scheduler.probe import read_class_load
+from runtime.store import Database
 from runtime.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
 
-class ClassLoadRow(msgspec.Struct, frozen=True):
-    """One execution class's row of sample_class_load (numeric arrives as Decimal)."""
-
-    execution_class: str
-    ready: int
-    running: int
-    oldest_ready_ms: Decimal
-
-
-async def read_class_load(db: Database) -> dict[str, ClassLoad]:
-    """Ready and running tasks per execution class in the shared queue."""
-    async with db.connection() as conn:
-        rows = await fetch_all(conn, QUERIES["sample_class_load"], {}, ClassLoadRow)
-    return {
-        row.execution_class: ClassLoad(
+async def sample_once(db: Database, estimator: CapacityEstimator) -> None:
+    """Read the queue and hand it to this process's estimator."""
+    load = {
+        name: ClassLoad(
             ready=row.ready, running=row.running, oldest_ready_ms=float(row.oldest_ready_ms)
         )
-        for row in rows
+        for name, row in (await read_class_load(db)).items()
     }
-
-
-async def sample_once(db: Database) -> None:
-    """Read the queue and hand it to this process's estimator."""
-    load = await read_class_load(db)
-    capacity.ESTIMATOR.record_sample(load)
+    estimator.record_sample(load)
     metrics.record_queue({name: (c.ready, c.oldest_ready_ms) for name, c in load.items()})
 
 
@@ -56,6 +37,7 @@ async def sample_once(db: Database) -> None:
 class CapacitySampler:
     """A background job sampling the queue every interval on its own one-connection pool."""
 
+    estimator: CapacityEstimator
     conninfo: str
     runtime_role: str | None
     interval_s: float
@@ -89,7 +71,7 @@ class CapacitySampler:
             await db.open(wait=False)
             while True:
                 try:
-                    await sample_once(db)
+                    await sample_once(db, self.estimator)
                     healthy = True
                 except Exception as exc:
                     reraise_if_cancelled(exc)
@@ -100,7 +82,7 @@ class CapacitySampler:
                 asleep = loop.time()
                 await asyncio.sleep(self.interval_s)
                 lag_s = max(0.0, loop.time() - asleep - self.interval_s)
-                capacity.ESTIMATOR.record_loop_lag(lag_s)
+                self.estimator.record_loop_lag(lag_s)
                 metrics.EVENT_LOOP_LAG_SECONDS.observe(lag_s)
         finally:
             await db.close()

@@ -1,7 +1,7 @@
 """workflow_invoke's front door as ASGI middleware: in front of litestar, bearers and schemas.
 
 Only a POST /mcp whose body is a tools/call of workflow_invoke goes through the door
-(runtime.scheduler.door); everything else passes straight to the app. The door reads what it
+(runtime.admission.door); everything else passes straight to the app. The door reads what it
 needs of such a body (the JSON-RPC id and the protocol era) with the app's own decoder and
 era rules, and hands the body on unchanged. Anything it cannot read (invalid JSON, a body over
 the size bound, a request the era rules refuse) is left to the app, which answers it as ever.
@@ -12,7 +12,7 @@ refused before its bearer is verified: the refusal names no Tool and no host, so
 unauthenticated caller nothing but that the service is overloaded.
 
 `serve` judges a call earlier still: its HTTP server hands each POST, once read, to
-answer_on_arrival before any task serves it (runtime.composition.http_protocol), so a
+FrontDoor.answer_on_arrival before any task serves it (runtime.composition.http_protocol), so a
 refusal is written in the same turn of the event loop instead of waiting for a task's turn
 behind the admissions in progress. FrontDoor then only queues the calls let through; under
 any other server (the tests' ASGI transports) it reads and judges them itself, the same way.
@@ -26,6 +26,8 @@ from typing import Any
 
 import msgspec
 
+from runtime.admission import Admission, door
+from runtime.admission.prediction import capacity_exhausted
 from runtime.mcp.dispatch import error_outcome
 from runtime.mcp.jsonrpc import (
     JsonRpcFault,
@@ -36,8 +38,6 @@ from runtime.mcp.jsonrpc import (
 )
 from runtime.mcp.protocol import SERVER_INFO_KEY, Era, resolve_era
 from runtime.mcp.server import SERVER_INFO
-from runtime.scheduler import door
-from runtime.scheduler.capacity import capacity_exhausted
 from runtime.telemetry import metrics
 
 Scope = MutableMapping[str, Any]
@@ -56,14 +56,16 @@ ARRIVAL = "workflow.front_door.arrival"
 
 
 class FrontDoor:
-    """Wraps the service's ASGI app: workflow_invoke calls queue at, or are refused by, the door."""
+    """Wraps the service's ASGI app: workflow_invoke calls queue at, or are refused by, the door
+    of the process's admission (the one its handlers admit with)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, admission: Admission) -> None:
         self.app = app
+        self.door = admission.door
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection event."""
-        if not _maybe_invoke(scope) or door.DOOR.limit <= 0:
+        if not _maybe_invoke(scope) or self.door.limit <= 0:
             await self.app(scope, receive, send)
             return
         arrival = scope.get(ARRIVAL)
@@ -81,7 +83,7 @@ class FrontDoor:
         if call is None:
             await self.app(scope, replay, send)
             return
-        retry_after = door.DOOR.judge(arrived_at, call.fingerprint)
+        retry_after = self.door.judge(arrived_at, call.fingerprint)
         if retry_after is not None:
             await _send_json(send, _refusal(call, retry_after))
             return
@@ -92,10 +94,10 @@ class FrontDoor:
     ) -> None:
         """Wait for a place past the door, then serve the call with it."""
         try:
-            place = await door.DOOR.enter(arrived_at)
+            place = await self.door.enter(arrived_at)
         except door.DoorClosed:
             # Shutting down: answered now (retryable) instead of cut off by the grace period.
-            await _send_json(send, _refusal(call, door.DOOR.settings.retry_after_min_ms))
+            await _send_json(send, _refusal(call, self.door.settings.retry_after_min_ms))
             return
         door.passed(arrived_at, place)
         try:
@@ -103,25 +105,25 @@ class FrontDoor:
         finally:
             place.leave()
 
+    def answer_on_arrival(self, scope: Scope, body: bytes) -> tuple[bytes, int] | None:
+        """The JSON answer of a workflow_invoke call the door refuses on arrival, with its
+        retryAfterMs (the HTTP server paces a client refused again sooner); else None.
 
-def answer_on_arrival(scope: Scope, body: bytes) -> bytes | None:
-    """The JSON answer of a workflow_invoke call the door refuses on arrival; else None.
-
-    The HTTP server calls it as soon as a POST is read whole (runtime.composition.http_protocol),
-    before any task serves the request: a refusal is answered in the same turn of the event
-    loop. What the door learnt of a call it lets through is left in the scope, so FrontDoor
-    does not read or judge it again.
-    """
-    if not _maybe_invoke(scope) or door.DOOR.limit <= 0:
+        The HTTP server calls it as soon as a POST is read whole
+        (runtime.composition.http_protocol), before any task serves the request: a refusal is
+        answered in the same turn of the event loop. What the door learnt of a call it lets
+        through is left in the scope, so __call__ does not read or judge it again.
+        """
+        if not _maybe_invoke(scope) or self.door.limit <= 0:
+            return None
+        arrived_at = time.monotonic()
+        call = _invoke_call(body, scope) if len(body) <= MAX_READ_BYTES else None
+        if call is not None:
+            retry_after = self.door.judge(arrived_at, call.fingerprint)
+            if retry_after is not None:
+                return _refusal(call, retry_after), retry_after
+        scope[ARRIVAL] = _Arrival(arrived_at, call)
         return None
-    arrived_at = time.monotonic()
-    call = _invoke_call(body, scope) if len(body) <= MAX_READ_BYTES else None
-    if call is not None:
-        retry_after = door.DOOR.judge(arrived_at, call.fingerprint)
-        if retry_after is not None:
-            return _refusal(call, retry_after)
-    scope[ARRIVAL] = _Arrival(arrived_at, call)
-    return None
 
 
 def _maybe_invoke(scope: Scope) -> bool:

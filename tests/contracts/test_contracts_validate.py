@@ -14,7 +14,7 @@ from codegen import validate
 from codegen.contracts import DEFAULT_CONTRACTS_DIR
 from codegen.validate import validate_contracts
 
-FIXTURE = Path(__file__).parent / "fixtures" / "catalog"
+FIXTURE = Path(__file__).parents[1] / "unit" / "fixtures" / "catalog"
 Edit = Callable[[dict[str, Any]], None]
 
 

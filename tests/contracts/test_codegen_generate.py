@@ -16,7 +16,7 @@ from codegen.checks.generated import load_rendered_module, rendered_validators
 from codegen.contracts import DEFAULT_CONTRACTS_DIR, DEFAULT_OUTPUT_DIR, REPO_ROOT
 from codegen.generate import GENERATED_FILES, generate, render_all
 
-FIXTURE = Path(__file__).parent / "fixtures" / "catalog"
+FIXTURE = Path(__file__).parents[1] / "unit" / "fixtures" / "catalog"
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.admission.controller import CapacityEstimator
+from runtime.admission.prediction import ClassLoad, estimate, refusal_ms, retry_after_ms
+from runtime.admission.settings import CapacitySettings
 from runtime.errors import WorkflowError
-from runtime.scheduler.capacity import (
-    CapacityEstimator,
-    CapacitySettings,
-    ClassLoad,
-    estimate,
-    refusal_ms,
-    retry_after_ms,
-)
 from runtime.settings import Settings
 
 NO_LIMIT = CapacitySettings(interactive_queue_wait_ms=None, safety_factor=1.0)

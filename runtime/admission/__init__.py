@@ -1,0 +1,23 @@
+"""Admission: whether a workflow_invoke or workflow_start may start a run now, and starting it.
+
+The front door and the capacity controller (deadline-aware load shedding, its queue sampler),
+invoke and start admission (revision lookup, token cover, sealing, the admission statements and
+their batches). The process's state is one Admission object (runtime.admission.state), built by
+the composition; the queue (runtime.scheduler) reports to it through its probe interface.
+"""
+
+from __future__ import annotations
+
+from runtime.admission.invoke import invoke_tool
+from runtime.admission.sampler import CapacitySampler
+from runtime.admission.settings import CapacitySettings
+from runtime.admission.start import start_workflow
+from runtime.admission.state import Admission
+
+__all__ = [
+    "Admission",
+    "CapacitySampler",
+    "CapacitySettings",
+    "invoke_tool",
+    "start_workflow",
+]

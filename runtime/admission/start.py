@@ -1,0 +1,271 @@
+"""workflow_start: run the saved head of a definition asynchronously and return its receipt."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from generated.models import WorkflowStartOutput
+from runtime import telemetry
+from runtime.admission.launch import seal_for
+from runtime.admission.state import Admission
+from runtime.admission.token_cover import check_token_covers_run
+from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
+from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
+from runtime.errors import WorkflowError
+from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_task_payload
+from runtime.execution.credential import token_expiry
+from runtime.invocation import rules, store
+from runtime.invocation.requests import StartRequest
+from runtime.scheduler.models import ExecutionClass
+from runtime.scheduler.service import DEFAULT_BUDGET
+from runtime.security import InvocationContext, Keyring, SealedSecret
+from runtime.store import Database, retry_on_connection_error
+
+# workflow_start runs are root starts of editors and schedulers: the standard class, the
+# default budget, and seed 000's 30-day deadline ("workflow_start hard-codes ... a 30-day
+# deadline"). A definition's own `timeout` shortens it; a longer one is capped at 30 days.
+# Without a token exchange endpoint a start that calls out must hold a token lasting to this
+# deadline (token_cover), so such a definition states a shorter `timeout`.
+START_DEADLINE = timedelta(days=30)
+START_KEY_KIND = "start"
+START_CLASS: ExecutionClass = "standard"
+
+
+# The parsed saved heads, by definition digest: a digest names one document, so its parse is
+# the same for every start (YAML loading and parsing were a large share of a start's CPU).
+_HEADS: dict[str, tuple[dict[str, Any], WorkflowDefinition]] = {}
+_HEADS_SIZE = 256
+
+
+def _head_document(
+    head: store.SavedHead | None, expected: str | None
+) -> tuple[dict[str, Any], WorkflowDefinition]:
+    if head is None:
+        raise WorkflowError("WORKFLOW_NOT_FOUND", "no saved definition with this wfDefId")
+    if expected is not None and expected != head.definition_digest:
+        raise WorkflowError(
+            "WORKFLOW_DEFINITION_MISMATCH",
+            "expectedDefinitionDigest is not the saved head's digest",
+            details={"definitionDigest": head.definition_digest},
+        )
+    if not head.active:
+        raise WorkflowError("WORKFLOW_START_REJECTED", "the saved definition is not active")
+    digest = head.definition_digest
+    parsed = _HEADS.get(digest)
+    if parsed is None:
+        parsed = _parse_head(head.definition)
+        if len(_HEADS) >= _HEADS_SIZE:
+            del _HEADS[next(iter(_HEADS))]
+        _HEADS[digest] = parsed
+    return parsed
+
+
+def _parse_head(text: str) -> tuple[dict[str, Any], WorkflowDefinition]:
+    try:
+        document = load_definition_yaml(text)
+    except CanonicalError:
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED", "the saved definition cannot be read"
+        ) from None
+    try:
+        return document, parse_definition(document)
+    except DefinitionError as error:
+        # The same problems publish would list, so the editor can show where to fix the head.
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED",
+            f"the saved definition is not a valid workflow: {error.message}",
+            details=error.details(),
+        ) from None
+
+
+def _deadline(definition: WorkflowDefinition, admitted: datetime) -> datetime:
+    if definition.timeout_ms is None:
+        return admitted + START_DEADLINE
+    return admitted + min(timedelta(milliseconds=definition.timeout_ms), START_DEADLINE)
+
+
+def _receipt(admitted: store.StartOutcome, wf_def_id: str) -> WorkflowStartOutput:
+    # A row that names a run has its state, digest and creation.
+    assert admitted.process_id is not None and admitted.state is not None
+    assert admitted.definition_digest is not None and admitted.created_ts is not None
+    return WorkflowStartOutput(
+        workflow_instance_id=admitted.process_id,
+        state=admitted.state,
+        wf_def_id=wf_def_id,
+        definition_digest=admitted.definition_digest,
+        submitted_at=timestamp(admitted.created_ts),
+    )
+
+
+def _sealed_or_none(
+    keyring: Keyring, ctx: InvocationContext, process_id: str
+) -> SealedSecret | None:
+    # Without a sealing key the run still starts; its outbound calls then fail closed.
+    if not keyring.has_usable_key:
+        return None
+    return seal_for(keyring, ctx, process_id)
+
+
+def _refusal(judge: Callable[[], None]) -> WorkflowError | None:
+    """judge's refusal of a new run (its WorkflowError), or None when it lets one start."""
+    try:
+        judge()
+    except WorkflowError as refusal:
+        return refusal
+    return None
+
+
+def _verdict(
+    admission: Admission,
+    ctx: InvocationContext,
+    definition: WorkflowDefinition,
+    admitted: datetime,
+    deadline_ts: datetime,
+    can_exchange: bool,
+) -> WorkflowError | None:
+    """What refuses a new run, judged before the statement and applied only to a new run
+    (seed 000: a re-attach or replay skips capacity checks): the token must cover the run,
+    then the class must have capacity (counted only once a run is admitted)."""
+    return _refusal(
+        lambda: check_token_covers_run(ctx, definition, deadline_ts, can_exchange=can_exchange)
+    ) or _refusal(
+        lambda: admission.estimator.admit(
+            START_CLASS, (deadline_ts - admitted).total_seconds() * 1000, count=False
+        )
+    )
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A start's values fixed before any round trip (a retry keeps them)."""
+
+    ctx: InvocationContext
+    request: StartRequest
+    wf_def_id: str
+    key: str
+    process_id: str
+    sealed: SealedSecret | None
+    start_roles: frozenset[str] | None
+
+
+def _start_params(
+    call: _Call,
+    head: store.SavedHead,
+    document: dict[str, Any],
+    input_digest: str,
+    deadline_ts: datetime,
+    refuse_new: bool,
+) -> store.StartParams:
+    ctx = call.ctx
+    spec = RunSpec(
+        host_id=ctx.host_id,
+        process_id=call.process_id,
+        wf_def_id=call.wf_def_id,
+        workflow_version=None,
+        definition=document,
+        binding_id=None,
+        user_id=ctx.user_id,
+        # A workflow_start run's limits are the defaults (no binding bounds it).
+        limits=SpecLimits(),
+    )
+    budget = DEFAULT_BUDGET
+    roles = call.start_roles
+    return store.StartParams(
+        host_id=ctx.host_id,
+        wf_def_id=call.wf_def_id,
+        definition=document,
+        scope_digest=rules.scope_digest(
+            START_KEY_KIND, ctx.host_id, call.wf_def_id, ctx.subject, call.key
+        ),
+        process_id=call.process_id,
+        principal_subject=rules.principal_of(ctx),
+        input_digest=input_digest,
+        definition_digest=head.definition_digest,
+        deadline_ts=deadline_ts,
+        user_id=ctx.user_id,
+        end_user_subject=ctx.subject,
+        starter_roles=None if roles is None else sorted(ctx.roles & roles),
+        execution_class=START_CLASS,
+        cancellation_policy="before-effects-only",
+        attempts=budget.attempts,
+        nested_calls=budget.nested_calls,
+        request_bytes=budget.request_bytes,
+        intermediate_bytes=budget.intermediate_bytes,
+        result_bytes=budget.result_bytes,
+        cost_units=budget.cost_units,
+        task_kind=WORKFLOW_TASK_KIND,
+        payload=first_task_payload(spec, call.request.input),
+        limits=spec.limits,
+        secret=call.sealed,
+        token_expires_ts=token_expiry(ctx.user_token) or ctx.user_token_expires_at,
+        # Like an invoke run, a start run has no LONG grant: the run id is its grant id, its
+        # credential kind 'start' (migration 0060).
+        action_limit=budget.nested_calls,
+        refuse_new=refuse_new,
+    )
+
+
+async def start_workflow(
+    db: Database,
+    ctx: InvocationContext,
+    request: StartRequest,
+    keyring: Keyring,
+    *,
+    admission: Admission,
+    can_exchange: bool = False,
+    start_roles: frozenset[str] | None = None,
+) -> WorkflowStartOutput:
+    """workflow_start: idempotent (body key, else a fresh one) async start of the saved head.
+
+    can_exchange: a token exchange endpoint is configured, so the run may outlive the token.
+    start_roles: the roles allowed to start (security.tool_roles); None when none are checked.
+
+    Two statements on one autocommit connection: the saved head, read without a lock (as
+    ever: a head saved meanwhile does not stop a start of the one it read), and the admission
+    (workflow_admit_start, migrations/functions/invocation_admission.sql).
+    """
+    process_id = str(uuid.uuid4())
+    call = _Call(
+        ctx=ctx,
+        request=request,
+        wf_def_id=str(uuid.UUID(request.wf_def_id)),
+        key=request.idempotency_key or str(uuid.uuid4()),
+        process_id=process_id,
+        sealed=_sealed_or_none(keyring, ctx, process_id),
+        start_roles=start_roles,
+    )
+
+    async def admit() -> tuple[store.StartOutcome, WorkflowError | None]:
+        async with db.connection() as conn:
+            head = await store.select_head(conn, ctx.host_id, call.wf_def_id)
+            document, definition = _head_document(head, request.expected_definition_digest)
+            assert head is not None
+            input_digest = rules.check_input(request.input, None, document)
+            admitted = datetime.now(UTC)
+            deadline_ts = _deadline(definition, admitted)
+            refusal = _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
+            params = _start_params(
+                call, head, document, input_digest, deadline_ts, refusal is not None
+            )
+            return await store.admit_start(conn, params), refusal
+
+    # A connection found dropped is tried again with the same process id (as a transaction's
+    # BEGIN was): a first try that committed holds the key for this very call, so the retry
+    # attaches to or replays it.
+    outcome, refusal = await retry_on_connection_error(admit, attempts=2)
+    if outcome.outcome == "refused":
+        assert refusal is not None
+        raise refusal
+    if outcome.outcome == "conflict":
+        raise WorkflowError(
+            "WORKFLOW_IDEMPOTENCY_CONFLICT",
+            "this idempotencyKey was used with another input, definition or client",
+        )
+    if outcome.outcome == "accepted":
+        admission.estimator.count_admitted(START_CLASS)
+        telemetry.run_admitted(process_id)
+    return _receipt(outcome, call.wf_def_id)
