@@ -11,7 +11,7 @@ The same `tools/call workflow_invoke` in its two request forms:
 - legacy: 2025-11-25, exactly as the Gateway sends it (no `_meta`, no `Mcp-*` headers).
 
 `layer`: in this process, no database and no server: what `serve` runs for one POST /mcp once
-uvicorn has read it (the front door's `answer_on_arrival`, then `FrontDoor` and litestar's
+uvicorn has read it (`FrontDoor.answer_on_arrival`, then `FrontDoor` and litestar's
 `POST /mcp` down to `McpServer` and the reply's encoding) over a tool that answers at once
 with workflow_invoke's result, timed with `time.process_time` over `--calls` calls per form and
 round, the forms alternating which goes first. Only the era's own work differs between the
@@ -48,9 +48,10 @@ from bench.harness import cpu_seconds, database, new_id, running_service
 from bench.peers import driver
 from bench.peers.driver import Caller, Target
 from bench.peers.run import direct_callers, publish, user_tokens
+from runtime.admission import Admission
+from runtime.composition.front_door import FrontDoor
 from runtime.mcp.app import create_app
 from runtime.mcp.dispatch import ToolOutcome
-from runtime.mcp.front_door import FrontDoor, answer_on_arrival
 from runtime.mcp.server import McpServer
 from runtime.settings import Settings
 
@@ -141,7 +142,7 @@ def layer_app() -> FrontDoor:
     app = create_app()
     app.state.services = SimpleNamespace(settings=Settings())
     app.state.mcp_server = McpServer(_NoPages(), _AnsweringTool())
-    return FrontDoor(app)
+    return FrontDoor(app, Admission())
 
 
 def _layer_call(app: FrontDoor, caller: Caller, body: bytes) -> Callable[[], Awaitable[bytes]]:
@@ -160,7 +161,7 @@ def _layer_call(app: FrontDoor, caller: Caller, body: bytes) -> Callable[[], Awa
             "root_path": "", "query_string": b"", "headers": raw,
             "server": ("127.0.0.1", 8080), "client": ("127.0.0.1", 50000),
         }  # fmt: skip
-        if answer_on_arrival(scope, body) is not None:
+        if app.answer_on_arrival(scope, body) is not None:
             raise RuntimeError("the door refused a call in the layer bench")
         sent: list[MutableMapping[str, Any]] = []
 
