@@ -76,20 +76,41 @@ _REFUSALS_KEPT = 4096
 
 
 class _Rate:
-    """Events per second over the last window (a ring of buckets)."""
+    """Events per second over the last window (a ring of buckets).
+
+    Over the time the window has seen events, not the whole window: when events start after a
+    quiet spell (a burst at an idle door), a second-long window would count a fraction of a
+    second of them as a second's worth, and a door that has just let its first calls through
+    would predict a wait many times too long and refuse calls that fit their deadline.
+    """
 
     def __init__(self) -> None:
         self._width = _WINDOW_S / _BUCKETS
         self._counts = [0] * _BUCKETS
         self._last: int | None = None
+        # When the first event since the window was last empty came.
+        self._first: float | None = None
 
     def add(self, now: float) -> None:
         self._advance(now)
+        if self._first is None:
+            self._first = now
         self._counts[int(now / self._width) % _BUCKETS] += 1
 
     def per_s(self, now: float) -> float:
+        """Events over the whole window, per second (two rates compare over one span)."""
         self._advance(now)
         return sum(self._counts) / _WINDOW_S
+
+    def measured_per_s(self, now: float) -> float:
+        """Events per second over the part of the window that has seen events."""
+        self._advance(now)
+        total = sum(self._counts)
+        if total == 0 or self._first is None:
+            return 0.0
+        # At least one bucket: one event is not a rate of thousands a second.
+        span = min(_WINDOW_S, max(now - self._first, self._width))
+        return total / span
 
     def _advance(self, now: float) -> None:
         current = int(now / self._width)
@@ -99,6 +120,8 @@ class _Rate:
             self._counts[(current - step) % _BUCKETS] = 0
         if gap > 0:
             self._last = current
+        if self._first is not None and not any(self._counts):
+            self._first = None
 
 
 class DoorClosed(Exception):
@@ -196,7 +219,7 @@ class FrontDoor:
             self._arrivals.add(now)
         if not settings.enabled or self.limit <= 0 or not self._waiting:
             return None
-        rate = self._passes.per_s(now)
+        rate = self._passes.measured_per_s(now)
         wait_ms = (len(self._waiting) + 1) / rate * 1000 if rate > 0 else math.inf
         allowed = math.inf
         budget_ms = None if self.estimator is None else self.estimator.longest_budget_ms()
@@ -208,7 +231,7 @@ class FrontDoor:
             target is not None
             and oldest_ms > target
             and not early_retry
-            and self._arrivals.per_s(now) > rate * _OUTPACED
+            and self._arrivals.per_s(now) > self._passes.per_s(now) * _OUTPACED
         ):
             # A standing queue that grows: nothing drained it within the target.
             allowed = min(allowed, float(target))

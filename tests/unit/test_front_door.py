@@ -111,7 +111,8 @@ async def test_a_call_no_tools_deadline_could_fit_is_refused_with_a_bounded_retr
     held = [await front.enter(), await front.enter()]  # two passes within the last second
     waiters = [asyncio.create_task(front.enter()) for _ in range(3)]
     await _settle()
-    # 4 ahead of a new call at 2 passes/s: 2 s of waiting, times 1.5 > 1 s of budget.
+    clock.now += 0.9  # the rate is measured over the 0.9 s since the first pass
+    # 4 ahead of a new call at 2 passes in 0.9 s: 1.8 s of waiting, times 1.5 > 1 s of budget.
     retry = front.judge()
     settings = front.settings
     assert retry is not None
@@ -369,3 +370,27 @@ async def test_by_default_a_growing_queue_whose_wait_fits_the_deadline_is_not_re
     admission.estimator.longest_budget = 100.0
     assert front.judge(fingerprint=11) is not None
     await _drain([held, *waiters])
+
+
+async def test_a_burst_at_an_idle_door_is_judged_by_the_rate_measured_since_it_began(
+    clock: Clock,
+) -> None:
+    # An idle door takes 400 calls at once: 16 pass at the first instant, the rest wait. A
+    # second-long window would read 16 passes a second and predict 24 s of waiting (refused,
+    # told to come back in 5 s); 100 ms after the burst began the door has let 16 through in
+    # 100 ms, so the wait is 2.4 s, which fits a 20 s deadline.
+    admission = Admission(CapacitySettings(door_concurrency=16, door_admitting=0), clock=clock)
+    admission.estimator.longest_budget = 20_000.0
+    front = admission.door
+    held = [await front.enter() for _ in range(16)]
+    waiters = [asyncio.create_task(front.enter()) for _ in range(384)]
+    await _settle()
+    clock.now += 0.1
+    assert front.judge() is None
+    # A door that really lets only 16 through a second is judged by that rate.
+    clock.now += 0.9
+    assert front.judge() is not None
+    for place in held:
+        place.leave()
+    for waiter in waiters:
+        (await waiter).leave()
