@@ -136,33 +136,23 @@ class FirstTaskLease(msgspec.Struct, frozen=True):
     expires_ts: datetime
 
 
-class AdmitParams(msgspec.Struct, frozen=True, kw_only=True):
-    """admit_invoke's parameters but exclusive: the call, its scope, limits, run and first task.
+class RunParams(msgspec.Struct, frozen=True, kw_only=True):
+    """What either admission claims and writes for a new run (workflow_admit_claimed_run):
+    the call's scope and caller, the run's class, policy, budget, first task and spec.
 
-    payload holds plain JSON values and limits the run spec's limits (both sent as jsonb); the
-    sealed token goes out as its three columns.
+    payload holds plain JSON values and limits the run spec's limits (both sent as jsonb).
     """
 
     host_id: str
-    tool_id: str
-    binding_id: str
     wf_def_id: str
-    workflow_version: str
-    check_evidence: bool
     scope_digest: str
-    key_kind: str
     process_id: str
     principal_subject: str
     input_digest: str
     definition_digest: str
-    result_replay_ms: int
     deadline_ts: datetime
     user_id: str
     end_user_subject: str
-    maximum_concurrent_runs: int | None
-    maximum_concurrent_runs_per_user: int | None
-    starts_per_minute: int | None
-    starts_per_minute_per_user: int | None
     execution_class: ExecutionClass
     cancellation_policy: CancellationPolicy
     attempts: int
@@ -174,9 +164,28 @@ class AdmitParams(msgspec.Struct, frozen=True, kw_only=True):
     task_kind: str
     payload: dict[str, Any]
     limits: msgspec.Struct
-    secret: SealedSecret
     token_expires_ts: datetime | None
     action_limit: int
+
+
+class AdmitParams(RunParams, frozen=True, kw_only=True):
+    """admit_invoke's parameters but exclusive: the call, its scope, limits, run and first task.
+
+    payload holds plain JSON values and limits the run spec's limits (both sent as jsonb); the
+    sealed token goes out as its three columns.
+    """
+
+    tool_id: str
+    binding_id: str
+    workflow_version: str
+    check_evidence: bool
+    key_kind: str
+    result_replay_ms: int
+    maximum_concurrent_runs: int | None
+    maximum_concurrent_runs_per_user: int | None
+    starts_per_minute: int | None
+    starts_per_minute_per_user: int | None
+    secret: SealedSecret
     # Set once capacity has judged the call and a local executor slot was (or was not) taken.
     shed: bool = False
     worker_id: str | None = None
@@ -211,39 +220,16 @@ class AdmitBatchRow(AdmitRow, frozen=True, kw_only=True):
     refusal_detail: str | None
 
 
-class StartParams(msgspec.Struct, frozen=True, kw_only=True):
+class StartParams(RunParams, frozen=True, kw_only=True):
     """admit_start's parameters: the saved head, the call, its run and its verdict.
 
     payload holds plain JSON values, limits the run spec's limits (both sent as jsonb); the
     sealed token (None: no usable key) goes out as its three columns.
     """
 
-    host_id: str
-    wf_def_id: str
     definition: dict[str, Any]
-    scope_digest: str
-    process_id: str
-    principal_subject: str
-    input_digest: str
-    definition_digest: str
-    deadline_ts: datetime
-    user_id: str
-    end_user_subject: str
     starter_roles: list[str] | None
-    execution_class: ExecutionClass
-    cancellation_policy: CancellationPolicy
-    attempts: int
-    nested_calls: int
-    request_bytes: int
-    intermediate_bytes: int
-    result_bytes: int
-    cost_units: int
-    task_kind: str
-    payload: dict[str, Any]
-    limits: msgspec.Struct
     secret: SealedSecret | None
-    token_expires_ts: datetime | None
-    action_limit: int
     # A verdict decided before the statement refuses a new run (attach, replay, conflict pass).
     refuse_new: bool
 
@@ -301,16 +287,16 @@ async def select_active_revision(
     return True, msgspec.convert(row, RevisionRow)
 
 
-def _admit_values(params: AdmitParams, exclusive: bool) -> dict[str, Any]:
+def _run_values(params: AdmitParams | StartParams) -> dict[str, Any]:
+    """An admission's statement parameters: jsonb as such, the sealed token as its columns."""
     values = msgspec.structs.asdict(params)
-    secret = values.pop("secret")
+    secret: SealedSecret | None = values.pop("secret")
     return values | {
         "payload": Jsonb(params.payload),
         "limits": json_param(params.limits),
-        "key_id": secret.key_id,
-        "nonce": secret.nonce,
-        "ciphertext": secret.ciphertext,
-        "exclusive": exclusive,
+        "key_id": None if secret is None else secret.key_id,
+        "nonce": None if secret is None else secret.nonce,
+        "ciphertext": None if secret is None else secret.ciphertext,
     }
 
 
@@ -322,7 +308,7 @@ async def admit_invoke(
     exclusive: count under the Tool's lock (the repeat of a near_limit answer).
     Raises AdmissionLimitReached when a limit is reached (the statement rolled back whole).
     """
-    values = _admit_values(params, exclusive)
+    values = _run_values(params) | {"exclusive": exclusive}
     try:
         row = await fetch_one_built(conn, QUERIES["admit_invoke"], values, AdmitRow)
     except psycopg.errors.RaiseException as exc:
@@ -434,16 +420,7 @@ async def select_head(conn: Connection, host_id: str, wf_def_id: str) -> SavedHe
 
 async def admit_start(conn: Connection, params: StartParams) -> StartOutcome:
     """Run workflow_start's admission as one autocommit statement (its own transaction)."""
-    values = msgspec.structs.asdict(params)
-    secret = values.pop("secret")
-    values |= {
-        "definition": Jsonb(params.definition),
-        "payload": Jsonb(params.payload),
-        "limits": json_param(params.limits),
-        "key_id": None if secret is None else secret.key_id,
-        "nonce": None if secret is None else secret.nonce,
-        "ciphertext": None if secret is None else secret.ciphertext,
-    }
+    values = _run_values(params) | {"definition": Jsonb(params.definition)}
     try:
         row = await fetch_one_built(conn, QUERIES["admit_start"], values, StartOutcome)
     except psycopg.errors.RaiseException as exc:
