@@ -420,6 +420,7 @@ class Executor:
         await faults.point("before_complete")
         # While stopping, nothing new is taken on: the successor goes to the queue instead.
         successor = None if self._stopping.is_set() else self._successor
+        lease.ending = True
         return await service.complete(self._db, lease, outcome, successor)
 
     async def _prior_step(self, task: ClaimedTask) -> StepRecord | None:
@@ -427,6 +428,7 @@ class Executor:
             return await ledgers.get_step(conn, task.host_id, task.process_id, task.step_no)
 
     async def _fail_quietly(self, lease: LeaseState, error: WorkflowError) -> None:
+        lease.ending = True
         try:
             await service.fail(self._db, lease, error)
         except LeaseLost:
@@ -435,6 +437,7 @@ class Executor:
             _log_incident(f"could not record the failure of task {lease.task_id}", exc)
 
     async def _release_quietly(self, lease: LeaseState) -> None:
+        lease.ending = True
         try:
             await service.release(self._db, lease)
         except Exception as exc:
@@ -499,9 +502,15 @@ class Executor:
                 running.lease.expires_ts = renewal.expires_ts
                 if renewal.cancel_requested:
                     running.lease.cancel_requested.set()
-            elif self._running.get(running.task.task_id) is running and not _done(running):
+            elif (
+                self._running.get(running.task.task_id) is running
+                and not _done(running)
+                and not running.lease.ending
+            ):
                 # Only a task still held: one that completed meanwhile (its job may already
-                # run the successor) has simply left.
+                # run the successor) has simply left, and one whose end is being written may
+                # have left before its job resumed; cancelling that job would strand the
+                # successor its completion claimed.
                 self._lease_lost(running)
 
     def _lease_lost(self, running: _Running) -> None:

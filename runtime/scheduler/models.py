@@ -125,6 +125,9 @@ class LeaseState:
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     # Set once task code marks an effect possible: from then on the worker never cancels it.
     effect_dispatched: bool = False
+    # Set while the worker writes the task's end under this lease: a renewal that misses the
+    # row then met that write (a real loss is found by the fenced write itself).
+    ending: bool = False
 
     def fence(self) -> dict[str, Any]:
         """The parameters every fenced statement matches on."""

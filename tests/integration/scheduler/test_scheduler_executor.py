@@ -187,3 +187,33 @@ async def test_a_handler_error_fails_the_run_with_a_sanitized_task_failure(
         run = await wait_terminal(database_url, db, host_id, process_id)
     assert run.error["code"] == "WORKFLOW_TASK_FAILED"
     assert "secret" not in json.dumps(run.error)
+
+
+async def test_a_renewal_that_misses_a_task_it_just_completed_does_not_lose_its_successor(
+    db: Database, database_url: str, monkeypatch: Any
+) -> None:
+    # The race CI met: a renewal blocked behind the completing transaction answers "not
+    # renewed" for the finished step, and its answer is handled before the job resumes. Read
+    # as a lost lease it cancelled the job that was about to run the successor the completion
+    # had just claimed, which then sat unrenewed until its lease expired and ran twice.
+    real_complete = service.complete
+    executor_of: list[Any] = []
+
+    async def complete_then_renew(*args: Any, **kwargs: Any) -> Any:
+        completion = await real_complete(*args, **kwargs)
+        await executor_of[0]._renew_once()
+        return completion
+
+    monkeypatch.setattr(service, "complete", complete_then_renew)
+    settings = SchedulerSettings(poll_interval_ms=60_000, lease_ms=30_000)
+    async with running(db, database_url, settings=settings) as executor:
+        executor_of.append(executor)
+        host_id, process_id = await start(db, "chain", payload={"remaining": 3})
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    assert (run.state, run.result) == ("COMPLETED", {"steps": 4})
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        cursor = await conn.execute(
+            "SELECT attempts FROM workflow_task WHERE process_id = %s ORDER BY step_no",
+            (process_id,),
+        )
+        assert [row[0] for row in await cursor.fetchall()] == [1, 1, 1, 1]
