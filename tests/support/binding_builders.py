@@ -21,6 +21,12 @@ OWNER_POSITION = "pos-1"
 AUTHOR = "author-1"
 EVIDENCE = "sha256:" + "e" * 64
 POLICY_DIGEST = "sha256:" + "c" * 64
+# A real human task (our profile's `ask`): a sync Tool cannot wait for a person.
+ASK_TASK = (
+    "  - approve:\n      ask:\n        prompt: ok\n        mode: approval\n"
+    "        assignment:\n          roleId: approver\n"
+    "        options:\n          - label: Yes\n            value: Y\n"
+)
 
 
 def owner_ctx() -> InvocationContext:

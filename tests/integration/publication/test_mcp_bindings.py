@@ -13,6 +13,7 @@ from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
 from runtime.store import Database
 from tests.support.binding_builders import (
+    ASK_TASK,
     AUTHOR,
     HOST,
     OWNER,
@@ -246,13 +247,11 @@ async def test_a_schema_failure_outside_a_fenced_section_carries_no_evidence(
 
 async def test_a_human_task_binding_is_rejected(actors: Actors, db: Database) -> None:
     wf_def_id, _ = await definition(actors)
-    human = definition_yaml(
-        extra_task="  - ask:\n      call: human\n      with:\n        prompt: ok\n"
-    )
+    human = definition_yaml(extra_task=ASK_TASK)
     await insert_version_row(db, wf_def_id, human, version="9.0.0")
     args = publish_args(binding(wf_def_id, new_id(), human, version="9.0.0"), 0)
     error = refused(await publish(actors.owner, args), "WORKFLOW_INPUT_INVALID")
-    assert "human" in error["message"] and "cannot run as a sync Tool" in error["message"]
+    assert error["message"] == "task approve of kind ask cannot run in a sync Tool"
 
 
 async def test_a_write_tool_with_a_short_replay_window_is_rejected(actors: Actors) -> None:
