@@ -620,3 +620,24 @@ async def test_activating_a_write_tool_stores_one_evidence_row_per_write_task(
         ("save", OWNER),
     ]
     assert rows[0]["evidence_digest"] == "sha256:" + "d" * 64
+
+
+@pytest.mark.parametrize("field", ["definitionDigest", "schemaDigest"])
+async def test_a_binding_whose_digest_differs_from_the_published_version_is_refused(
+    actors: Actors, field: str
+) -> None:
+    wf_def_id, text = await definition(actors)
+    tool_id = new_id()
+    value = binding(wf_def_id, tool_id, text)
+    published = {
+        "definitionDigest": value["definitionDigest"],
+        "schemaDigest": value["schemaDigest"],
+    }
+    value[field] = "sha256:" + "0" * 64
+    error = refused(
+        await publish(actors.owner, publish_args(value, 0)), "WORKFLOW_DEFINITION_MISMATCH"
+    )
+    # The answer names what the pinned version really holds, and nothing was recorded.
+    assert error["details"] == published
+    lookup = {"hostId": HOST, "toolId": tool_id}
+    refused(await actors.owner.call_tool("workflow_binding_get", lookup), "WORKFLOW_NOT_FOUND")
