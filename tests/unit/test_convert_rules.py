@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from runtime.engine.convert import NESTED_ASK_REASON, convert_definition
 from runtime.engine.convert.expressions import convert_expression, convert_string
 from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.uris import UriNotConvertible, convert_uri
+from runtime.publication.definition_checks import checked_for_publication
 
 SCOPE = Scope(
     exported=frozenset({"risk"}),
@@ -113,6 +115,14 @@ def test_a_task_export_switch_and_end_are_rewritten_and_the_result_publishes() -
     assert tasks[2]["gold"]["then"] == "end" and "end" not in tasks[2]["gold"]
     assert not conversion.blockers
     assert check_loaded(FileReport("t"), conversion.document).problems == []
+    # What workflow_definition_publish runs on the document: it publishes, warning only that
+    # the source's input schema leaves the fields it reads optional.
+    warnings = checked_for_publication(copy.deepcopy(conversion.document)).warnings
+    assert {(w.code, w.pointer) for w in warnings} == {
+        ("data.field-maybe-absent", "/do/0/load"),
+        ("data.field-maybe-absent", "/do/2/gold"),
+        ("data.field-maybe-absent", "/do/3/plain"),
+    }
     pointers = {change.pointer for change in conversion.changes}
     assert "/do/2/gold/end" in pointers and "/do/0/load/with/endpoint" in pointers
 
