@@ -21,12 +21,16 @@ from tests.support.binding_builders import (
     OWNER_POSITION,
     binding,
     definition_yaml,
+    endpoint_target,
     new_id,
+    owner_ctx,
     publish_args,
+    write_binding,
 )
 from tests.support.execution import FAST
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import versioned
+from tests.support.service_calls import publish_binding
 from tests.support.tokens import auth_headers
 
 CALLER = "caller-1"
@@ -226,3 +230,42 @@ async def running_executor(
     ) as executor:
         yield executor
     await runtime.aclose()
+
+
+LOCAL_WRITE_EVIDENCE = "sha256:" + "e" * 64
+
+
+def posting_definition(base: str, then: str = "") -> str:
+    """A definition whose one write POSTs to {base}/claims, followed by the tasks in then."""
+    return (
+        'document:\n  dsl: "1.0.3"\n  namespace: claims\n  name: summarize-claim\n'
+        '  version: "1.2.0"\n'
+        "input:\n  schema:\n    format: json\n    document:\n      type: object\n"
+        "do:\n  - save:\n      call: http\n      with:\n        method: POST\n"
+        f"        endpoint: {base}/claims\n"
+        f"      metadata:\n        approvalEvidenceDigest: {LOCAL_WRITE_EVIDENCE}\n"
+        f"{then}"
+    )
+
+
+async def publish_local_write_tool(
+    owner: McpTestClient, services: Services, base: str, then: str = "", **changes: Any
+) -> Tool:
+    """A write Tool on a local backend (published with a policy that admits plain http)."""
+    text = posting_definition(base, then)
+    wf_def_id, tool_id = new_id(), new_id()
+    await save_head(owner, wf_def_id, text)
+    await publish_version(owner, wf_def_id, text, "1.2.0")
+    value = write_binding(wf_def_id, tool_id, text, **changes)
+    args = publish_args(value, 0, endpoint_targets=[endpoint_target("claims", f"{base}/claims")])
+    receipt = await publish_binding(services.database, owner_ctx(), args, local_backends=True)
+    assert receipt["status"] == "active", receipt
+    return Tool(
+        tool_id=tool_id,
+        wf_def_id=wf_def_id,
+        binding_id=receipt["bindingId"],
+        binding_digest=receipt["bindingDigest"],
+        definition_digest=definition_digest(text),
+        aggregate_version=receipt["aggregateVersion"],
+        text=text,
+    )

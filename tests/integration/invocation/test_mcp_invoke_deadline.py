@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,31 +12,20 @@ from typing import Any
 
 import pytest
 
-from runtime.canonical import definition_digest
 from runtime.collaborators import Services
 from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor
-from tests.support.binding_builders import (
-    endpoint_target,
-    owner_ctx,
-    publish_args,
-    write_binding,
-)
 from tests.support.execution import FAST, Receive, Send, read_body, serving
 from tests.support.invocation import (
     Tool,
     invoke_args,
     ok,
+    publish_local_write_tool,
     publish_tool,
-    publish_version,
     refused,
-    save_head,
 )
 from tests.support.mcp import McpTestClient
-from tests.support.service_calls import publish_binding
 from tests.support.waiting import wait_until
-
-EVIDENCE = "sha256:" + "e" * 64
 
 
 @dataclass
@@ -75,38 +63,6 @@ async def backend() -> AsyncIterator[GatedBackend]:
             server.gate.set()
 
 
-def _posting_definition(base: str) -> str:
-    return (
-        'document:\n  dsl: "1.0.3"\n  namespace: claims\n  name: summarize-claim\n'
-        '  version: "1.2.0"\n'
-        "input:\n  schema:\n    format: json\n    document:\n      type: object\n"
-        "do:\n  - save:\n      call: http\n      with:\n        method: POST\n"
-        f"        endpoint: {base}/claims\n"
-        f"      metadata:\n        approvalEvidenceDigest: {EVIDENCE}\n"
-    )
-
-
-async def _write_tool(owner: McpTestClient, services: Services, base: str, **changes: Any) -> Tool:
-    """A write Tool on the local backend (published with a policy that admits plain http)."""
-    text = _posting_definition(base)
-    wf_def_id, tool_id = str(uuid.uuid4()), str(uuid.uuid4())
-    await save_head(owner, wf_def_id, text)
-    await publish_version(owner, wf_def_id, text, "1.2.0")
-    value = write_binding(wf_def_id, tool_id, text, **changes)
-    args = publish_args(value, 0, endpoint_targets=[endpoint_target("claims", f"{base}/claims")])
-    receipt = await publish_binding(services.database, owner_ctx(), args, local_backends=True)
-    assert receipt["status"] == "active", receipt
-    return Tool(
-        tool_id=tool_id,
-        wf_def_id=wf_def_id,
-        binding_id=receipt["bindingId"],
-        binding_digest=receipt["bindingDigest"],
-        definition_digest=definition_digest(text),
-        aggregate_version=receipt["aggregateVersion"],
-        text=text,
-    )
-
-
 async def _timed_out_past_deadline(caller: McpTestClient, tool: Tool) -> dict[str, Any]:
     """Call until the answer is the final (past-deadline) WORKFLOW_TIMEOUT."""
     body = refused(await caller.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_TIMEOUT")
@@ -137,7 +93,9 @@ async def test_a_write_dispatched_before_the_deadline_finishes_and_its_result_is
     backend: GatedBackend,
 ) -> None:
     # A deadline long enough for a busy executor to dispatch the write before it passes.
-    tool = await _write_tool(owner, services, backend.base, syncWaitMs=300, totalDeadlineMs=3000)
+    tool = await publish_local_write_tool(
+        owner, services, backend.base, syncWaitMs=300, totalDeadlineMs=3000
+    )
     body = await _timed_out_past_deadline(caller, tool)
     instance = body["workflowInstanceId"]
     assert body["error"]["retryable"] is False

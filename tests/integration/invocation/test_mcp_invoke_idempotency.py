@@ -10,6 +10,7 @@ import pytest
 from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, definition_yaml, new_id
+from tests.support.execution import LocalServer, serving
 from tests.support.invocation import (
     CALLER,
     FAILING_TASK,
@@ -17,6 +18,7 @@ from tests.support.invocation import (
     client,
     invoke_args,
     ok,
+    publish_local_write_tool,
     publish_tool,
     refused,
     running_executor,
@@ -89,25 +91,17 @@ async def test_a_clean_failure_can_be_retried_at_once(
 
 
 async def test_a_failure_after_an_effect_replays_for_the_window(
-    owner: McpTestClient, caller: McpTestClient, services: Services
+    owner: McpTestClient, caller: McpTestClient, services: Services, workers: object
 ) -> None:
-    text = definition_yaml(extra_task=FAILING_TASK)
-    tool = await publish_tool(
-        owner,
-        text=text,
-        syncWaitMs=100,
-        idempotencyPolicy={"kind": "derived", "resultReplayMs": 600000},
-    )
-    pending = refused(await _invoke(caller, tool), "WORKFLOW_TIMEOUT")
-    instance = pending["workflowInstanceId"]
-    # Stands in for a dispatched write of the first task (the run's effect ledger says so).
-    await _sql(services, "UPDATE workflow_process SET effect_state = 'confirmed'", instance)
-    async with running_executor(services):
+    async with serving(LocalServer()) as backend:
+        tool = await publish_local_write_tool(owner, services, backend.base, then=FAILING_TASK)
         failed = refused(await until_settled(lambda: _invoke(caller, tool)), "WORKFLOW_TASK_FAILED")
         replayed = refused(await _invoke(caller, tool), "WORKFLOW_TASK_FAILED")
-    assert failed["workflowInstanceId"] == instance
-    assert failed["error"]["afterEffect"] is True
+    # The write reached the backend once; the failure after it is replayed, never re-run.
+    assert failed["error"]["afterEffect"] is True and failed["error"]["retryable"] is False
     assert replayed == failed
+    assert [request["path"] for request in backend.requests] == ["/claims"]
+    assert await _count_runs(services) == 1
 
 
 async def test_an_expired_window_on_a_terminal_run_starts_a_new_run(
@@ -204,11 +198,6 @@ async def test_a_run_admitted_before_a_republish_or_revocation_finishes_with_its
     assert waited["output"]["marker"] == 1
     assert waited["definitionDigest"] == tool.definition_digest
     refused(await _invoke(caller, newer), "WORKFLOW_POLICY_DENIED")
-
-
-async def _sql(services: Services, statement: str, instance: str) -> None:
-    async with services.database.transaction() as conn:
-        await conn.execute(statement + " WHERE process_id = %(p)s", {"p": instance})
 
 
 async def _expire_windows(services: Services) -> None:
