@@ -155,7 +155,7 @@ async def test_item_05_a_failed_task_returns_task_failed_with_its_stored_message
     result = await invoke(caller, tool)
     body = refused(result, "WORKFLOW_TASK_FAILED")
     assert body["status"] == "failed"
-    assert "boom" in body["error"]["message"]
+    assert body["error"]["message"] == "task /do/1/boom failed with a custom error (status 500)"
     assert result["content"][0]["text"] == f"WORKFLOW_TASK_FAILED: {body['error']['message']}"
     instance = {"workflowInstanceId": body["workflowInstanceId"]}
     status = ok(await caller.call_tool("workflow_get_status", instance))

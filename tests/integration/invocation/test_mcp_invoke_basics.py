@@ -50,8 +50,10 @@ async def test_a_failed_task_returns_task_failed_with_the_stored_message_on_the_
     body = refused(result, "WORKFLOW_TASK_FAILED")
     assert body["status"] == "failed"
     assert body["error"]["afterEffect"] is False
-    assert "boom" in body["error"]["message"]
-    assert result["content"][0]["text"].startswith("WORKFLOW_TASK_FAILED: ")
+    # The message the run stored for its failed task, on the first answer and in the text.
+    message = "task /do/1/boom failed with a custom error (status 500)"
+    assert body["error"]["message"] == message
+    assert result["content"][0]["text"] == f"WORKFLOW_TASK_FAILED: {message}"
     status = ok(
         await caller.call_tool(
             "workflow_get_status", {"workflowInstanceId": body["workflowInstanceId"]}
