@@ -219,22 +219,26 @@ async def test_item_13_an_expired_window_starts_a_new_run_a_nonterminal_run_is_n
     assert await qual_stack.count(*runs_of(tool)) == 3
 
 
+@pytest.mark.parametrize("change", ["republish", "revoke"])
 async def test_item_15_a_run_admitted_before_a_republish_and_revocation_finishes_pinned(
-    qual_stack: QualStack, owner: McpTestClient, caller: McpTestClient
+    qual_stack: QualStack, owner: McpTestClient, caller: McpTestClient, change: str
 ) -> None:
     """15: "A run admitted before a republish or revocation finishes with its pinned
     revision." """
-    uri = qual_stack.unique_path("item15")
+    uri = qual_stack.unique_path(f"item15-{change}")
     tool = await publish_live_tool(
         owner, get_definition(uri), (uri,), syncWaitMs=500, idempotencyPolicy=REPLAYING
     )
     qual_stack.backend.hold(uri)
     try:
         pending = refused(await invoke(caller, tool), "WORKFLOW_TIMEOUT")
-        # Republish: version 1.3.0 of the definition reaches nothing (no endpoint targets).
-        newer_text = versioned(definition_yaml(marker=2), "1.3.0")
-        newer = await republish_version(owner, tool, newer_text, "1.3.0", syncWaitMs=500)
-        await revoke(owner, newer, "stop new calls")
+        if change == "republish":
+            # Version 1.3.0 of the definition reaches nothing (no endpoint targets).
+            newer_text = versioned(definition_yaml(marker=2), "1.3.0")
+            await republish_version(owner, tool, newer_text, "1.3.0", syncWaitMs=500)
+        else:
+            # The very revision the run is pinned to.
+            await revoke(owner, tool, "stop new calls")
     finally:
         qual_stack.backend.release(uri)
     waited = ok(
@@ -244,9 +248,13 @@ async def test_item_15_a_run_admitted_before_a_republish_and_revocation_finishes
     )
     assert waited["state"] == "COMPLETED"
     assert waited["definitionDigest"] == tool.definition_digest
-    assert waited["output"]["path"].startswith("/item15/")  # the pinned revision's target
-    body = refused(await invoke(caller, newer), "WORKFLOW_POLICY_DENIED")
-    assert body["error"]["message"] == "binding revoked by workflow owner"
+    assert waited["output"]["path"].startswith(f"/item15-{change}/")  # the pinned target
+    # New calls see the change; the admitted run did not.
+    if change == "republish":
+        refused(await invoke(caller, tool), "WORKFLOW_DEFINITION_MISMATCH")
+    else:
+        body = refused(await invoke(caller, tool), "WORKFLOW_POLICY_DENIED")
+        assert body["error"]["message"] == "binding revoked by workflow owner"
 
 
 async def test_item_24_a_revoked_revision_returns_policy_denied_on_the_next_call(
