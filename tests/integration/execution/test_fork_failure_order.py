@@ -33,9 +33,14 @@ STATUS = {"/b0": 502, "/b1": 500}
 
 @dataclass
 class OrderedFailures:
-    """Holds /b0 and /b1 until both arrived; fails `early` at once and the other one late."""
+    """Holds /b0 and /b1 until both arrived; fails `early` at once and the other one late.
+
+    The late request is answered once a cancelled client would have gone away, or, when
+    `late_cancelled` says the engine must cancel it, only ever awaits that disconnect.
+    """
 
     early: str
+    late_cancelled: bool = False
     port: int = 0
     arrived: dict[str, asyncio.Event] = field(
         default_factory=lambda: {path: asyncio.Event() for path in STATUS}
@@ -61,7 +66,8 @@ class OrderedFailures:
             await self.answered_early.wait()
             with contextlib.suppress(TimeoutError):
                 # A client the engine cancelled goes away here; a waited-for one stays.
-                message = await asyncio.wait_for(receive(), SETTLE_S)
+                wait_s = None if self.late_cancelled else SETTLE_S
+                message = await asyncio.wait_for(receive(), wait_s)
                 if message["type"] == "http.disconnect":
                     self.disconnected.append(path)
                     return
@@ -92,7 +98,9 @@ async def _failed_run(
     db: Database, keyring: Keyring, early: str, compete: bool, **fork: Any
 ) -> Any:
     host = str(uuid.uuid4())
-    async with serving(OrderedFailures(early)) as server:
+    # Only a fork of all branches whose branch 0 fails first cancels the other branch.
+    late_cancelled = not compete and early == "/b0"
+    async with serving(OrderedFailures(early, late_cancelled)) as server:
         settings = ExecutionSettings(http_allowlist=[server.base])
         async with executor(db, WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)):
             doc = _fork(server.base, compete=compete, **fork)
