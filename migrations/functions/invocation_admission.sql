@@ -67,6 +67,8 @@
 --     inside (no Tool lock is held through the commit, so nothing waits on the queue's lock).
 --   - No Tool, so no admissionLimits, counters or Tool lock (step 7): the owner record (with
 --     the starter roles) is written right after the run, stamped with its default clock.
+-- Either admission's owner record keeps the caller's disclosure ceiling (0090), passed as the
+-- statement's trailing parameter: no statement of its own.
 --   - One row: the outcome and, but for a conflict, the run as the receipt shows it.
 --
 -- Checked by tests/unit/test_invocation_queries.py (the orders above, read from this file) and
