@@ -9,4 +9,7 @@ from runtime.mcp.call import ToolCall
 
 async def handle(args: WorkflowGetResultInput, call: ToolCall) -> WorkflowGetResultOutput:
     """The output, live state or stored error of one of the caller's runs."""
-    return await get_result(call.services.database, call.context, args.workflow_instance_id)
+    services = call.services
+    return await get_result(
+        services.database, call.context, args.workflow_instance_id, services.settings.security
+    )

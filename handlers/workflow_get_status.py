@@ -9,4 +9,7 @@ from runtime.mcp.call import ToolCall
 
 async def handle(args: WorkflowGetStatusInput, call: ToolCall) -> WorkflowGetStatusOutput:
     """The state of one of the caller's runs."""
-    return await get_status(call.services.database, call.context, args.workflow_instance_id)
+    services = call.services
+    return await get_status(
+        services.database, call.context, args.workflow_instance_id, services.settings.security
+    )

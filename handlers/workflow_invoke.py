@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generated.models import WorkflowInvokeInput, WorkflowInvokeOutput
 from runtime.admission import invoke_tool
-from runtime.invocation import InvokeRequest, given
+from runtime.invocation import InvokeRequest, disclosure_ceiling, given
 from runtime.mcp.call import ToolCall
 
 
@@ -17,6 +17,7 @@ async def handle(args: WorkflowInvokeInput, call: ToolCall) -> WorkflowInvokeOut
         expected_binding_digest=given(args.expected_binding_digest),
         idempotency_key=given(args.idempotency_key),
         parent_action_id=given(args.parent_action_id),
+        disclosure_ceiling=disclosure_ceiling(call.context, call.services.settings.security),
     )
     services = call.services
     return await invoke_tool(

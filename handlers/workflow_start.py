@@ -5,7 +5,7 @@ from __future__ import annotations
 from generated.models import WorkflowStartInput, WorkflowStartOutput
 from runtime import telemetry
 from runtime.admission import start_workflow
-from runtime.invocation import StartRequest, given
+from runtime.invocation import StartRequest, disclosure_ceiling, given
 from runtime.mcp.call import ToolCall
 
 
@@ -16,6 +16,7 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
         input=args.input,
         idempotency_key=given(args.idempotency_key),
         expected_definition_digest=given(args.expected_definition_digest),
+        disclosure_ceiling=disclosure_ceiling(call.context, call.services.settings.security),
     )
     services = call.services
     exchange = services.settings.security.run_credential.token_exchange

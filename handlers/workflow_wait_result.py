@@ -15,6 +15,7 @@ async def handle(args: WorkflowWaitResultInput, call: ToolCall) -> WorkflowWaitR
         call.context,
         args.workflow_instance_id,
         MAX_WAIT_MS if wait_ms is None else wait_ms,
+        call.services.settings.security,
     )
     return WorkflowWaitResultOutput(
         workflow_instance_id=result.workflow_instance_id,

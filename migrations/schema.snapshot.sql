@@ -136,7 +136,10 @@ BEGIN
                 decode(c->>'nonce', 'base64'), decode(c->>'ciphertext', 'base64'),
                 (c->>'token_expires_ts')::timestamptz, (c->>'action_limit')::integer,
                 (c->>'shed')::boolean, false, true, (c->>'worker_id')::text,
-                (c->>'lease_ms')::integer, (c->>'overrun_ms')::integer
+                (c->>'lease_ms')::integer, (c->>'overrun_ms')::integer,
+                CASE WHEN jsonb_typeof(c->'disclosure_ceiling') = 'array' THEN
+                    ARRAY(SELECT jsonb_array_elements_text(c->'disclosure_ceiling'))
+                END
             ) AS a;
         EXCEPTION WHEN raise_exception THEN
             GET STACKED DIAGNOSTICS refused = MESSAGE_TEXT, counts = PG_EXCEPTION_DETAIL;
@@ -152,7 +155,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_admit_invoke_v2(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean, p_batched boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone)
+CREATE FUNCTION public.workflow_admit_invoke_v2(p_host_id uuid, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_check_evidence boolean, p_scope_digest text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_maximum_concurrent_runs bigint, p_maximum_concurrent_runs_per_user bigint, p_starts_per_minute bigint, p_starts_per_minute_per_user bigint, p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_shed boolean, p_exclusive boolean, p_batched boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer, p_disclosure_ceiling text[] DEFAULT NULL::text[]) RETURNS TABLE(outcome text, process_id uuid, state text, effect_state text, deadline_ts timestamp with time zone, result jsonb, error jsonb, token_expires_ts timestamp with time zone, detail text, lease_id uuid, fencing_token bigint, lease_expires_ts timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -399,7 +402,7 @@ BEGIN
     PERFORM workflow_record_invocation(
         p_host_id, p_process_id, 'invoke', p_user_id, p_end_user_subject, p_principal_subject,
         p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, NULL,
-        counted_at
+        counted_at, p_disclosure_ceiling
     );
     PERFORM workflow_tool_live_add(p_host_id, p_tool_id, p_end_user_subject, 1);
     -- A shard of the second no other transaction in progress writes (the one the live counts
@@ -469,7 +472,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_admit_start(p_host_id uuid, p_wf_def_id uuid, p_definition jsonb, p_scope_digest text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_starter_roles text[], p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_refuse_new boolean) RETURNS TABLE(outcome text, process_id uuid, state text, definition_digest text, created_ts timestamp with time zone)
+CREATE FUNCTION public.workflow_admit_start(p_host_id uuid, p_wf_def_id uuid, p_definition jsonb, p_scope_digest text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_deadline_ts timestamp with time zone, p_user_id text, p_end_user_subject text, p_starter_roles text[], p_execution_class text, p_cancellation_policy text, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_task_kind text, p_payload jsonb, p_limits jsonb, p_key_id text, p_nonce bytea, p_ciphertext bytea, p_token_expires_ts timestamp with time zone, p_action_limit integer, p_refuse_new boolean, p_disclosure_ceiling text[] DEFAULT NULL::text[]) RETURNS TABLE(outcome text, process_id uuid, state text, definition_digest text, created_ts timestamp with time zone)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -493,7 +496,7 @@ BEGIN
         PERFORM workflow_record_invocation(
             p_host_id, p_process_id, 'start', p_user_id, p_end_user_subject,
             p_principal_subject, NULL, NULL, p_wf_def_id, NULL, p_definition_digest,
-            p_starter_roles, NULL
+            p_starter_roles, NULL, p_disclosure_ceiling
         );
     END IF;
     RETURN QUERY
@@ -871,17 +874,18 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION public.workflow_record_invocation(p_host_id uuid, p_process_id uuid, p_operation text, p_user_id text, p_end_user_subject text, p_principal_subject text, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_definition_digest text, p_starter_roles text[], p_created_ts timestamp with time zone) RETURNS void
+CREATE FUNCTION public.workflow_record_invocation(p_host_id uuid, p_process_id uuid, p_operation text, p_user_id text, p_end_user_subject text, p_principal_subject text, p_tool_id uuid, p_binding_id uuid, p_wf_def_id uuid, p_workflow_version text, p_definition_digest text, p_starter_roles text[], p_created_ts timestamp with time zone, p_disclosure_ceiling text[] DEFAULT NULL::text[]) RETURNS void
     LANGUAGE plpgsql
     AS $$
 BEGIN
     INSERT INTO workflow_invocation_t (
         host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
-        binding_id, wf_def_id, workflow_version, definition_digest, starter_roles, created_ts
+        binding_id, wf_def_id, workflow_version, definition_digest, starter_roles, created_ts,
+        disclosure_ceiling
     ) VALUES (
         p_host_id, p_process_id, p_operation, p_user_id, p_end_user_subject, p_principal_subject,
         p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest,
-        p_starter_roles, coalesce(p_created_ts, clock_timestamp())
+        p_starter_roles, coalesce(p_created_ts, clock_timestamp()), p_disclosure_ceiling
     );
 END
 $$;
@@ -1333,6 +1337,7 @@ CREATE TABLE public.workflow_invocation_t (
     definition_digest text NOT NULL,
     created_ts timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     starter_roles text[],
+    disclosure_ceiling text[],
     CONSTRAINT workflow_invocation_operation_check CHECK ((operation = ANY (ARRAY['invoke'::text, 'start'::text]))),
     CONSTRAINT workflow_invocation_tool_check CHECK (((operation = 'invoke'::text) = (tool_id IS NOT NULL)))
 );

@@ -67,6 +67,8 @@
 --     inside (no Tool lock is held through the commit, so nothing waits on the queue's lock).
 --   - No Tool, so no admissionLimits, counters or Tool lock (step 7): the owner record (with
 --     the starter roles) is written right after the run, stamped with its default clock.
+-- Either admission's owner record keeps the caller's disclosure ceiling (0090), passed as the
+-- statement's trailing parameter: no statement of its own.
 --   - One row: the outcome and, but for a conflict, the run as the receipt shows it.
 --
 -- Checked by tests/unit/test_invocation_queries.py (the orders above, read from this file) and
@@ -322,8 +324,14 @@ BEGIN
 END
 $$;
 
--- A new run's owner record: who admitted it and through what (the lifecycle tools check it).
+-- A new run's owner record: who admitted it and through what (the lifecycle tools check it),
+-- and the disclosure ceiling its caller was accepted with (0090).
 -- p_created_ts NULL: the column's default (clock_timestamp()).
+-- 0090 added p_disclosure_ceiling: the signature before it is dropped (it would be ambiguous
+-- beside this one's default).
+DROP FUNCTION IF EXISTS workflow_record_invocation(
+    uuid, uuid, text, text, text, text, uuid, uuid, uuid, text, text, text[], timestamptz
+);
 CREATE OR REPLACE FUNCTION workflow_record_invocation(
     p_host_id uuid,
     p_process_id uuid,
@@ -337,17 +345,19 @@ CREATE OR REPLACE FUNCTION workflow_record_invocation(
     p_workflow_version text,
     p_definition_digest text,
     p_starter_roles text[],
-    p_created_ts timestamptz
+    p_created_ts timestamptz,
+    p_disclosure_ceiling text[] DEFAULT NULL
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO workflow_invocation_t (
         host_id, process_id, operation, user_id, end_user_subject, principal_subject, tool_id,
-        binding_id, wf_def_id, workflow_version, definition_digest, starter_roles, created_ts
+        binding_id, wf_def_id, workflow_version, definition_digest, starter_roles, created_ts,
+        disclosure_ceiling
     ) VALUES (
         p_host_id, p_process_id, p_operation, p_user_id, p_end_user_subject, p_principal_subject,
         p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest,
-        p_starter_roles, coalesce(p_created_ts, clock_timestamp())
+        p_starter_roles, coalesce(p_created_ts, clock_timestamp()), p_disclosure_ceiling
     );
 END
 $$;
@@ -359,6 +369,13 @@ $$;
 -- terminal run replays until its deadline; NOTIFY inside, no executor claims the task here)
 -- and the owner record with the starter roles. One row: the outcome and, but for a conflict,
 -- the run as the receipt shows it (its state, the owner record's digest, its creation).
+-- 0090 added the trailing p_disclosure_ceiling (a service of the previous release calls
+-- without it); the signature before it is dropped, as it would be ambiguous beside this one.
+DROP FUNCTION IF EXISTS workflow_admit_start(
+    uuid, uuid, jsonb, text, uuid, text, text, text, timestamptz, text, text, text[], text,
+    text, integer, integer, bigint, bigint, bigint, bigint, text, jsonb, jsonb, text, bytea,
+    bytea, timestamptz, integer, boolean
+);
 CREATE OR REPLACE FUNCTION workflow_admit_start(
     p_host_id uuid,
     p_wf_def_id uuid,
@@ -388,7 +405,9 @@ CREATE OR REPLACE FUNCTION workflow_admit_start(
     p_ciphertext bytea,
     p_token_expires_ts timestamptz,
     p_action_limit integer,
-    p_refuse_new boolean
+    p_refuse_new boolean,
+    -- The parts of the run its caller may see (runtime/invocation/disclosure.py; 0090).
+    p_disclosure_ceiling text[] DEFAULT NULL
 ) RETURNS TABLE (
     outcome text,
     process_id uuid,
@@ -418,7 +437,7 @@ BEGIN
         PERFORM workflow_record_invocation(
             p_host_id, p_process_id, 'start', p_user_id, p_end_user_subject,
             p_principal_subject, NULL, NULL, p_wf_def_id, NULL, p_definition_digest,
-            p_starter_roles, NULL
+            p_starter_roles, NULL, p_disclosure_ceiling
         );
     END IF;
     RETURN QUERY
@@ -431,6 +450,15 @@ $$;
 
 -- One admission, in the order the header gives. p_batched: one of several in a transaction
 -- (workflow_admit_invoke_batch), which then never takes the Tool's lock exclusively.
+-- 0090 added the trailing p_disclosure_ceiling (a service of the previous release, and
+-- workflow_admit_invoke, call without it); the signature before it is dropped, as it would be
+-- ambiguous beside this one.
+DROP FUNCTION IF EXISTS workflow_admit_invoke_v2(
+    uuid, uuid, uuid, uuid, text, boolean, text, text, uuid, text, text, text, bigint,
+    timestamptz, text, text, bigint, bigint, bigint, bigint, text, text, integer, integer,
+    bigint, bigint, bigint, bigint, text, jsonb, jsonb, text, bytea, bytea, timestamptz,
+    integer, boolean, boolean, boolean, text, integer, integer
+);
 CREATE OR REPLACE FUNCTION workflow_admit_invoke_v2(
     p_host_id uuid,
     p_tool_id uuid,
@@ -484,7 +512,9 @@ CREATE OR REPLACE FUNCTION workflow_admit_invoke_v2(
     -- the task is inserted claimed by it when no ready task waits (workflow_enqueue_run).
     p_worker_id text,
     p_lease_ms integer,
-    p_overrun_ms integer
+    p_overrun_ms integer,
+    -- The parts of the run its caller may see (runtime/invocation/disclosure.py; 0090).
+    p_disclosure_ceiling text[] DEFAULT NULL
 ) RETURNS TABLE (
     outcome text,
     process_id uuid,
@@ -745,7 +775,7 @@ BEGIN
     PERFORM workflow_record_invocation(
         p_host_id, p_process_id, 'invoke', p_user_id, p_end_user_subject, p_principal_subject,
         p_tool_id, p_binding_id, p_wf_def_id, p_workflow_version, p_definition_digest, NULL,
-        counted_at
+        counted_at, p_disclosure_ceiling
     );
     PERFORM workflow_tool_live_add(p_host_id, p_tool_id, p_end_user_subject, 1);
     -- A shard of the second no other transaction in progress writes (the one the live counts
@@ -946,7 +976,10 @@ BEGIN
                 decode(c->>'nonce', 'base64'), decode(c->>'ciphertext', 'base64'),
                 (c->>'token_expires_ts')::timestamptz, (c->>'action_limit')::integer,
                 (c->>'shed')::boolean, false, true, (c->>'worker_id')::text,
-                (c->>'lease_ms')::integer, (c->>'overrun_ms')::integer
+                (c->>'lease_ms')::integer, (c->>'overrun_ms')::integer,
+                CASE WHEN jsonb_typeof(c->'disclosure_ceiling') = 'array' THEN
+                    ARRAY(SELECT jsonb_array_elements_text(c->'disclosure_ceiling'))
+                END
             ) AS a;
         EXCEPTION WHEN raise_exception THEN
             GET STACKED DIAGNOSTICS refused = MESSAGE_TEXT, counts = PG_EXCEPTION_DETAIL;

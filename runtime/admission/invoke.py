@@ -153,6 +153,7 @@ def _admission_params(
         # The verified exp (the same claim token_expiry would read, without a second decode).
         token_expires_ts=ctx.user_token_expires_at,
         action_limit=revision.action_limit,
+        disclosure_ceiling=request.disclosure_ceiling,
     )
 
 

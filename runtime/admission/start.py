@@ -206,6 +206,7 @@ def _start_params(
         # credential kind 'start' (migration 0060).
         action_limit=budget.nested_calls,
         refuse_new=refuse_new,
+        disclosure_ceiling=call.request.disclosure_ceiling,
     )
 
 

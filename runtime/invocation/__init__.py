@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runtime.invocation.disclosure import ceiling as disclosure_ceiling
 from runtime.invocation.lifecycle import cancel, get_result, get_status, wait_result
 from runtime.invocation.requests import InvokeRequest, StartRequest, given
 from runtime.invocation.rules import (
@@ -20,6 +21,7 @@ __all__ = [
     "cancel",
     "canonical_input",
     "check_request_bytes",
+    "disclosure_ceiling",
     "get_result",
     "get_status",
     "given",

@@ -10,13 +10,14 @@ from generated.models import (
     WorkflowGetResultOutput,
     WorkflowGetStatusOutput,
 )
-from runtime.errors import WorkflowError
+from runtime.errors import WorkflowError, policy_denied
 from runtime.human_tasks import store as human_tasks
-from runtime.invocation import rules, store
+from runtime.invocation import disclosure, rules, store
 from runtime.invocation.results import not_visible, result_document, status_document
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
 from runtime.scheduler.models import LIVE_STATES
 from runtime.security import InvocationContext
+from runtime.security.settings import SecuritySettings
 from runtime.store import Database
 
 
@@ -49,33 +50,69 @@ async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> st
     return run
 
 
+def _disclosed(
+    run: store.OwnedRun, ctx: InvocationContext, security: SecuritySettings | None, part: str
+) -> frozenset[str]:
+    """The parts of the run the caller sees: its current authorization within the ceiling the
+    run stored at acceptance (disclosure.py). Refuses unless part is one of them: as unknown
+    when the caller may see nothing of the run, else as denied."""
+    parts = disclosure.visible_parts(
+        run.disclosure_ceiling, disclosure.allowed_parts(ctx, security)
+    )
+    if part in parts:
+        return parts
+    if disclosure.STATUS not in parts:
+        raise not_visible()
+    raise policy_denied(
+        "the run's result is beyond what the caller may see: its authorization now, or when "
+        "the run was accepted, covers only its status"
+    )
+
+
 async def get_status(
-    db: Database, ctx: InvocationContext, instance_id: str
+    db: Database,
+    ctx: InvocationContext,
+    instance_id: str,
+    security: SecuritySettings | None = None,
 ) -> WorkflowGetStatusOutput:
     """workflow_get_status: state, timestamps, retryability, result or error when terminal.
 
-    A WAITING run also names its open human tasks: what an assignee's inbox would show.
+    A WAITING run also names its open human tasks: what an assignee's inbox would show. The
+    result is shown only when the disclosure ceiling and the current authorization allow it.
     """
     run = await _own_run(db, ctx, instance_id)
+    parts = _disclosed(run, ctx, security, disclosure.STATUS)
+    with_result = disclosure.RESULT in parts
     if run.state != "WAITING":
-        return status_document(run)
+        return status_document(run, with_result=with_result)
     async with db.transaction(read_only=True) as conn:
         open_ids = await human_tasks.open_task_ids(conn, ctx.host_id, run.process_id)
-    return status_document(run, open_ids)
+    return status_document(run, open_ids, with_result=with_result)
 
 
 async def get_result(
-    db: Database, ctx: InvocationContext, instance_id: str
+    db: Database,
+    ctx: InvocationContext,
+    instance_id: str,
+    security: SecuritySettings | None = None,
 ) -> WorkflowGetResultOutput:
     """workflow_get_result: the output, the live state, or the stored error."""
-    return result_document(await _own_run(db, ctx, instance_id))
+    run = await _own_run(db, ctx, instance_id)
+    _disclosed(run, ctx, security, disclosure.RESULT)
+    return result_document(run)
 
 
 async def wait_result(
-    db: Database, ctx: InvocationContext, instance_id: str, wait_ms: int = MAX_WAIT_MS
+    db: Database,
+    ctx: InvocationContext,
+    instance_id: str,
+    wait_ms: int = MAX_WAIT_MS,
+    security: SecuritySettings | None = None,
 ) -> WorkflowGetResultOutput:
     """workflow_wait_result: a bounded long poll (<= 20 s and the run's deadline)."""
     run = await _own_run(db, ctx, instance_id)
+    # Refused before waiting: the ceiling never changes, nor does this call's authorization.
+    _disclosed(run, ctx, security, disclosure.RESULT)
     if run.state in LIVE_STATES:
         remaining = int((run.deadline_ts - datetime.now(UTC)).total_seconds() * 1000)
         if run.cancellation_policy != "disabled":

@@ -39,7 +39,7 @@ FROM workflow_admit_invoke_v2(
     %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea,
     %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(shed)s::boolean,
     %(exclusive)s::boolean, false, %(worker_id)s::text, %(lease_ms)s::integer,
-    %(overrun_ms)s::integer
+    %(overrun_ms)s::integer, %(disclosure_ceiling)s::text[]
 );
 
 -- admit_invoke_batch --
@@ -79,7 +79,8 @@ FROM workflow_admit_start(
     %(request_bytes)s::bigint, %(intermediate_bytes)s::bigint, %(result_bytes)s::bigint,
     %(cost_units)s::bigint, %(task_kind)s::text, %(payload)s::jsonb, %(limits)s::jsonb,
     %(key_id)s::text, %(nonce)s::bytea, %(ciphertext)s::bytea,
-    %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(refuse_new)s::boolean
+    %(token_expires_ts)s::timestamptz, %(action_limit)s::integer, %(refuse_new)s::boolean,
+    %(disclosure_ceiling)s::text[]
 );
 
 -- replace_credential --
@@ -94,7 +95,7 @@ WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 -- select_owned_run --
 -- A run with who admitted it (the lifecycle tools check the owner).
 SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.end_user_subject,
-       i.principal_subject, i.tool_id::text AS tool_id, i.starter_roles,
+       i.principal_subject, i.tool_id::text AS tool_id, i.starter_roles, i.disclosure_ceiling,
        i.wf_def_id::text AS wf_def_id, i.definition_digest, p.state, p.effect_state,
        p.cancellation_policy, p.cancel_requested, p.result, p.error, p.deadline_ts,
        p.created_ts, p.updated_ts, p.finished_ts

@@ -25,6 +25,8 @@ class InvokeRequest:
     expected_binding_digest: str | None = None
     idempotency_key: str | None = None
     parent_action_id: str | None = None
+    # What the caller may see of the run (disclosure.ceiling); None: no ceiling stored.
+    disclosure_ceiling: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -35,3 +37,5 @@ class StartRequest:
     input: dict[str, Any]
     idempotency_key: str | None = None
     expected_definition_digest: str | None = None
+    # What the caller may see of the run (disclosure.ceiling); None: no ceiling stored.
+    disclosure_ceiling: list[str] | None = None

@@ -107,9 +107,12 @@ def result_document(run: OwnedRun) -> WorkflowGetResultOutput:
 
 
 def status_document(
-    run: OwnedRun, open_task_ids: list[str] | None = None
+    run: OwnedRun, open_task_ids: list[str] | None = None, *, with_result: bool = True
 ) -> WorkflowGetStatusOutput:
-    """workflow_get_status: state, timestamps, retryability, result or error when terminal."""
+    """workflow_get_status: state, timestamps, retryability, result or error when terminal.
+
+    with_result: the caller may see the run's result (lifecycle._disclosed).
+    """
     instance_id = run.process_id
     state = run.state
     clean_failure = state in ("FAILED", "CANCELLED") and run.effect_state == "none"
@@ -130,6 +133,6 @@ def status_document(
         effect_state=run.effect_state,
         finished_at=UNSET if finished is None else timestamp(finished),
         open_task_ids=UNSET if open_task_ids is None else open_task_ids,
-        result=_public_output(run) if state == "COMPLETED" else UNSET,
+        result=_public_output(run) if state == "COMPLETED" and with_result else UNSET,
         error=error,
     )

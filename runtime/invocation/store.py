@@ -78,6 +78,9 @@ class OwnedRun(RunSnapshot, frozen=True, kw_only=True):
     tool_id: str | None
     # The roles that authorized a workflow_start (None: an invoke run, or an older start).
     starter_roles: list[str] | None
+    # The parts the caller's authorization let it see at acceptance (None: admitted before
+    # ceilings were stored).
+    disclosure_ceiling: list[str] | None
     wf_def_id: str
     definition_digest: str
     cancellation_policy: CancellationPolicy
@@ -166,6 +169,9 @@ class RunParams(msgspec.Struct, frozen=True, kw_only=True):
     limits: msgspec.Struct
     token_expires_ts: datetime | None
     action_limit: int
+    # The parts of the run its caller may see (runtime/invocation/disclosure.py); None: no
+    # ceiling (the current authorization alone).
+    disclosure_ceiling: list[str] | None = None
 
 
 class AdmitParams(RunParams, frozen=True, kw_only=True):

@@ -30,7 +30,8 @@ def runtime_reason(problem: dict[str, Any]) -> str | None:
 
 
 def _details(problem: dict[str, Any]) -> dict[str, Any]:
-    keys = ("type", "status", "instance", "expression")
+    # forks: every branch's outcome of the forks the fault left (task_kinds.add_branch_outcomes).
+    keys = ("type", "status", "instance", "expression", "forks")
     return {key: problem[key] for key in keys if key in problem}
 
 

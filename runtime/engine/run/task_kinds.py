@@ -29,6 +29,7 @@ from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.run.human import run_ask
 from runtime.engine.run.runner import Runner
+from runtime.errors import WorkflowError
 
 Outcome = tuple[Any, str | None]
 
@@ -118,19 +119,91 @@ async def run_mcp(runner: Runner, spec: McpCallSpec, task: Task, variables: Any)
 async def run_fork(
     runner: Runner, spec: ForkSpec, task: Task, data: Any, scope: Mapping[str, Any]
 ) -> Any:
-    """All branches (ordered outputs, first fault cancels) or compete (first success)."""
+    """All branches (ordered outputs) or compete (first success); see all_branches."""
     branches = spec.branches.tasks
     if len(branches) > runner.limits.maximum_parallelism:
         raise fault("runtime", task.pointer, title="Fork wider than maximumParallelism")
     runs = [asyncio.ensure_future(run_branch(runner, b, data, scope)) for b in branches]
     try:
         if not spec.compete:
-            return list(await asyncio.gather(*runs))
+            return await all_branches(runs)
         return await _first_success(runs)
+    except (WorkflowFault, WorkflowError) as failure:
+        await _stop(runs)
+        add_branch_outcomes(failure, task, branches, runs)
+        raise
     finally:
-        for run in runs:
-            run.cancel()
-        await asyncio.gather(*runs, return_exceptions=True)
+        await _stop(runs)
+
+
+async def all_branches(runs: Sequence[asyncio.Future[Any]]) -> list[Any]:
+    """Every branch's output in order, or the failure of the LOWEST-INDEXED failing branch.
+
+    Deterministic whatever the timing: when branch i fails, the branches after it are
+    cancelled (no failure of theirs could be reported), but the branches before it run on to
+    their end, since one of them failing too would be the run's error. A failure that is not a
+    branch's own (an enclosing deadline, a lost lease, a bug) ends every branch at once.
+    """
+    pending = set(runs)
+    lowest: int | None = None
+    while pending and (lowest is None or not all(run.done() for run in runs[:lowest])):
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        for run in done:
+            error = None if run.cancelled() else run.exception()
+            if error is None:
+                continue
+            if not isinstance(error, WorkflowFault | WorkflowError):
+                raise error
+            index = runs.index(run)
+            if lowest is None or index < lowest:
+                lowest = index
+                for later in runs[index + 1 :]:
+                    later.cancel()
+    if lowest is None:
+        return [run.result() for run in runs]
+    raise runs[lowest].exception()  # type: ignore[misc]
+
+
+async def _stop(runs: Sequence[asyncio.Future[Any]]) -> None:
+    for run in runs:
+        run.cancel()
+    await asyncio.gather(*runs, return_exceptions=True)
+
+
+def add_branch_outcomes(
+    failure: WorkflowFault | WorkflowError,
+    task: Task,
+    branches: Sequence[Task],
+    runs: Sequence[asyncio.Future[Any]],
+) -> None:
+    """Make the failure's problem list every branch's outcome (status and `runs show` see it).
+
+    Nested forks append outward, innermost first. Only the kind, status and pointer of a branch
+    error are kept: its title and detail may carry run data.
+    """
+    outcomes = [_outcome(branch, run) for branch, run in zip(branches, runs, strict=True)]
+    entry = {"task": task.pointer, "branches": outcomes}
+    if isinstance(failure, WorkflowFault):
+        failure.problem["forks"] = [*failure.problem.get("forks", []), entry]
+    else:
+        failure.details = {**(failure.details or {})}
+        failure.details["forks"] = [*failure.details.get("forks", []), entry]
+
+
+def _outcome(branch: Task, run: asyncio.Future[Any]) -> dict[str, Any]:
+    if run.cancelled():
+        return {"name": branch.name, "outcome": "cancelled"}
+    error = run.exception()
+    if error is None:
+        return {"name": branch.name, "outcome": "completed"}
+    if isinstance(error, WorkflowFault):
+        keys = ("type", "status", "instance")
+        summary = {key: error.problem[key] for key in keys if key in error.problem}
+    elif isinstance(error, WorkflowError):
+        summary = {"code": error.code.value}
+    else:
+        summary = {"code": "WORKFLOW_INTERNAL"}
+    return {"name": branch.name, "outcome": "failed", "error": summary}
 
 
 async def run_branch(runner: Runner, branch: Task, data: Any, scope: Mapping[str, Any]) -> Any:
@@ -250,7 +323,7 @@ def retry_delay(
 
 
 async def _first_success(runs: Sequence[asyncio.Future[Any]]) -> Any:
-    last: BaseException | None = None
+    """compete: the first branch to succeed; when all fail, the lowest-indexed one's error."""
     pending = set(runs)
     while pending:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -260,6 +333,5 @@ async def _first_success(runs: Sequence[asyncio.Future[Any]]) -> Any:
                 return run.result()
             if isinstance(error, DeadlineExpired):
                 raise error  # an enclosing deadline ends every branch, not just this one
-            last = error
-    assert last is not None
-    raise last
+    # Every branch failed: which one is reported never depends on which failed last.
+    raise runs[0].exception()  # type: ignore[misc]
