@@ -16,6 +16,7 @@ from runtime.publication.bindings.rejections import (
     failed_section,
     publish_envelope,
 )
+from runtime.publication.bindings.rollback import rollback_binding
 
 __all__ = [
     "DestinationPolicy",
@@ -33,4 +34,5 @@ __all__ = [
     "refuse_publish_request",
     "retire_binding",
     "revoke_binding",
+    "rollback_binding",
 ]

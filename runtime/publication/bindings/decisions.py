@@ -76,7 +76,7 @@ async def close_with_decision(
 
 
 @dataclass(frozen=True, slots=True)
-class _Reviewed:
+class Reviewed:
     """A revision the owner decides on, read under its locks."""
 
     revision: binding_rows.StoredRevision
@@ -87,7 +87,7 @@ class _Reviewed:
 
 async def _lock_reviewed_revision(
     conn: Connection, ctx: InvocationContext, binding_id: str, expected_digest: str
-) -> _Reviewed:
+) -> Reviewed:
     """Lock version (FOR SHARE), owner and Tool head in order; check owner and reviewed digest."""
     found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     if found is None:
@@ -107,17 +107,17 @@ async def _lock_reviewed_revision(
             "expectedBindingDigest differs from the revision's bindingDigest",
             details={"bindingDigest": revision.binding_digest},
         )
-    return _Reviewed(revision, version, owner, head)
+    return Reviewed(revision, version, owner, head)
 
 
-async def _revalidate(
+async def revalidate(
     conn: Connection,
     ctx: InvocationContext,
-    reviewed: _Reviewed,
+    reviewed: Reviewed,
     policy: DestinationPolicy,
     parallelism_ceiling: int | None,
 ) -> None:
-    """Approve re-checks the version, then every publish rule in one pass (issue 11 item 2).
+    """Approve (and rollback) re-check the version, then every publish rule in one pass.
 
     The binding's fields, the effect matrix, coverage, static fit, the service's parallelism
     ceiling and the destination policy as configured now: one refusal lists every problem.
@@ -163,7 +163,7 @@ def _decision_receipt(
 async def _approve(
     conn: Connection,
     ctx: InvocationContext,
-    reviewed: _Reviewed,
+    reviewed: Reviewed,
     comment: str | None,
     operation_id: str,
 ) -> WorkflowBindingDecideOutput:
@@ -219,7 +219,7 @@ async def _decide(
     if revision.revision_status != "pendingApproval":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "the revision is no longer pending approval")
     if decision == "approve":
-        await _revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
+        await revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
         return await _approve(conn, ctx, reviewed, comment, operation_id)
     decision_id = await close_with_decision(
         conn,
