@@ -133,7 +133,7 @@ async def test_a_stale_digest_is_a_conflict_and_changes_nothing(owner: McpTestCl
 
 
 async def test_rolling_back_twice_returns_to_the_newer_revision(owner: McpTestClient) -> None:
-    older, newer = await _two_revisions(owner)
+    _older, newer = await _two_revisions(owner)
     first = ok(
         await owner.call_tool(
             "workflow_binding_rollback", rollback_args(newer.tool_id, newer.binding_digest)
