@@ -18,6 +18,7 @@ from generated.models import (
 )
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings.binding_problems import revalidation_refusal
+from runtime.publication.bindings.dependents import refuse_stranding
 from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.rejections import (
     is_final_rejection,
@@ -73,6 +74,17 @@ async def close_with_decision(
         comment=comment,
         operation_id=operation_id,
     )
+
+
+async def active_version(
+    conn: Connection, host_id: str, head: binding_rows.PublicationHead
+) -> str | None:
+    """The definition version the Tool's active revision pins, or None without one."""
+    if head.active_binding_id is None:
+        return None
+    active = await binding_rows.select_revision(conn, host_id, head.active_binding_id)
+    assert active is not None  # the head references its revisions
+    return active.workflow_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +181,14 @@ async def _approve(
 ) -> WorkflowBindingDecideOutput:
     revision, owner, head = reviewed.revision, reviewed.owner, reviewed.head
     if head.active_binding_id is not None:
+        await refuse_stranding(
+            conn,
+            ctx.host_id,
+            revision.tool_id,
+            current_version=await active_version(conn, ctx.host_id, head),
+            next_version=revision.workflow_version,
+            doing="approving this revision",
+        )
         await close_with_decision(
             conn,
             ctx,
@@ -352,6 +372,14 @@ async def _retire(
         return WorkflowBindingRetireOutput(
             result="unchanged", tool_id=tool_id, aggregate_version=head.aggregate_version
         )
+    await refuse_stranding(
+        conn,
+        ctx.host_id,
+        tool_id,
+        current_version=await active_version(conn, ctx.host_id, head),
+        next_version=None,
+        doing="retiring the Tool",
+    )
     closed: dict[str, str] = {}
     closing: tuple[tuple[str | None, binding_rows.StoredStatus, binding_rows.DecisionAction], ...]
     closing = (
