@@ -16,7 +16,8 @@ from runtime.publication.bindings.rejections import (
     failed_section,
     publish_envelope,
 )
-from runtime.publication.bindings.rollback import rollback_binding
+from runtime.publication.promotion.drift import sample_binding_drift
+from runtime.publication.promotion.rollback import rollback_binding
 
 __all__ = [
     "DestinationPolicy",
@@ -35,4 +36,5 @@ __all__ = [
     "retire_binding",
     "revoke_binding",
     "rollback_binding",
+    "sample_binding_drift",
 ]

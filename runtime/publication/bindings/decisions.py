@@ -18,7 +18,6 @@ from generated.models import (
 )
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings.binding_problems import revalidation_refusal
-from runtime.publication.bindings.dependents import refuse_stranding
 from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.rejections import (
     is_final_rejection,
@@ -29,6 +28,7 @@ from runtime.publication.bindings.rejections import (
 from runtime.publication.bindings.status_rules import current_owner, require_owner
 from runtime.publication.bindings.validation import check_pinned, check_revision
 from runtime.publication.check_threads import off_loop
+from runtime.publication.promotion.dependents import refuse_stranding
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows, definition_rows
 from runtime.publication.store.definition_rows import Owner

@@ -21,7 +21,6 @@ from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings.binding_problems import refusal
 from runtime.publication.bindings.decisions import active_version, close_with_decision
-from runtime.publication.bindings.dependents import refuse_stranding
 from runtime.publication.bindings.destination_policy import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.rejections import (
@@ -42,6 +41,7 @@ from runtime.publication.bindings.status_rules import (
 )
 from runtime.publication.bindings.validation import PinnedCheck, check_pinned, check_request
 from runtime.publication.check_threads import off_loop
+from runtime.publication.promotion.dependents import refuse_stranding
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows, definition_rows
 from runtime.publication.store.definition_rows import Owner

@@ -23,10 +23,10 @@ from runtime.publication.bindings.decisions import (
     comment_of,
     revalidate,
 )
-from runtime.publication.bindings.dependents import refuse_stranding
 from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.rejections import is_final_rejection, not_found
 from runtime.publication.bindings.status_rules import current_owner, require_owner
+from runtime.publication.promotion.dependents import refuse_stranding
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows, definition_rows, lineage_rows
 from runtime.publication.store.binding_rows import StoredRevision
