@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from runtime.collaborators import Services
 from runtime.security.devtools import DevIdentity
+from runtime.store import Database
 from tests.support.binding_builders import HOST, binding, definition_yaml, new_id, publish_args
 from tests.support.invocation import (
     Tool,
@@ -208,3 +210,38 @@ async def test_a_revoked_revision_is_never_restored(owner: McpTestClient) -> Non
         "WORKFLOW_STATE_CONFLICT",
     )
     assert "no earlier approved revision" in error["error"]["message"]
+
+
+@pytest.mark.requirement("000:Concurrency")
+async def test_racing_rollbacks_of_one_digest_restore_once_and_the_rest_conflict(
+    owner: McpTestClient, db: Database
+) -> None:
+    older, newer = await _two_revisions(owner)
+    results = await asyncio.gather(
+        *(
+            owner.call_tool(
+                "workflow_binding_rollback", rollback_args(newer.tool_id, newer.binding_digest)
+            )
+            for _ in range(8)
+        )
+    )
+    won = [ok(result) for result in results if not result["isError"]]
+    lost = [refused(result, "WORKFLOW_STATE_CONFLICT") for result in results if result["isError"]]
+    assert len(won) == 1 and len(lost) == 7
+    assert won[0]["restoredBindingId"] == older.binding_id
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT action, count(*) AS n FROM workflow_tool_binding_decision_t"
+            " WHERE tool_id = %s GROUP BY action",
+            (newer.tool_id,),
+        )
+        actions = {row["action"]: row["n"] for row in await cursor.fetchall()}
+        cursor = await conn.execute(
+            "SELECT count(*) AS n FROM workflow_tool_binding_t WHERE tool_id = %s AND active",
+            (newer.tool_id,),
+        )
+        active = await cursor.fetchone()
+    assert actions["rollback"] == 1
+    assert active is not None and active["n"] == 1
+    head = await _head(owner, newer.tool_id)
+    assert head["activeBindingId"] == won[0]["bindingId"]
