@@ -2,7 +2,7 @@
 # source errors.json sha256:1fefd5d1d9abb6917633fefc2cbb1cad4ade16143ef1184f708e53c1fa867567
 # source examples.json sha256:eb3141c5e52d445cd17bd058d729e142e201362801d94a97cd1dcb155ea9af48
 # source schemas.json sha256:680af9fe8e6212d20ba0ff23cf3dbe2cc0d23aa7fc8f261ba2f09d65cab36ff8
-# source workflow-tools-list-full.json sha256:82b5ab86007ae68a473e7b139efdf1cacbef71050089e0e7775c76c59f3fd587
+# source workflow-tools-list-full.json sha256:8ea7f0d66f782be438bf5000283a9b2fbfc302ce746c19216167e488a55b9443
 
 """The catalog tool names: the Literal type ToolName and TOOL_NAMES, in order."""
 

@@ -97,7 +97,7 @@ class Reviewed:
     head: binding_rows.PublicationHead
 
 
-async def _lock_reviewed_revision(
+async def lock_reviewed_revision(
     conn: Connection, ctx: InvocationContext, binding_id: str, expected_digest: str
 ) -> Reviewed:
     """Lock version (FOR SHARE), owner and Tool head in order; check owner and reviewed digest."""
@@ -172,13 +172,14 @@ def _decision_receipt(
     )
 
 
-async def _approve(
+async def approve_reviewed(
     conn: Connection,
     ctx: InvocationContext,
     reviewed: Reviewed,
     comment: str | None,
     operation_id: str,
 ) -> WorkflowBindingDecideOutput:
+    """Activate a pending revision the owner reviewed (the caller revalidated it)."""
     revision, owner, head = reviewed.revision, reviewed.owner, reviewed.head
     if head.active_binding_id is not None:
         await refuse_stranding(
@@ -234,13 +235,13 @@ async def _decide(
 ) -> WorkflowBindingDecideOutput:
     binding_id, decision, operation_id = request.binding_id, request.decision, request.operation_id
     comment = comment_of(request.comment, required=decision == "reject")
-    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    reviewed = await lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
     revision, head = reviewed.revision, reviewed.head
     if revision.revision_status != "pendingApproval":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "the revision is no longer pending approval")
     if decision == "approve":
         await revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
-        return await _approve(conn, ctx, reviewed, comment, operation_id)
+        return await approve_reviewed(conn, ctx, reviewed, comment, operation_id)
     decision_id = await close_with_decision(
         conn,
         ctx,
@@ -299,7 +300,7 @@ async def _revoke(
 ) -> WorkflowBindingRevokeOutput:
     binding_id, operation_id = request.binding_id, request.operation_id
     comment = comment_of(request.comment, required=True)
-    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    reviewed = await lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
     revision, head = reviewed.revision, reviewed.head
     if revision.revision_status != "approved":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "only the active revision can be revoked")

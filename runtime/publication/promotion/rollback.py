@@ -15,12 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UNSET
+
 from generated.models import WorkflowBindingRollbackInput, WorkflowBindingRollbackOutput
 from runtime.errors import WorkflowError
 from runtime.publication.bindings.decisions import (
     Reviewed,
+    approve_reviewed,
     close_with_decision,
     comment_of,
+    lock_reviewed_revision,
     revalidate,
 )
 from runtime.publication.bindings.destination_policy import DestinationPolicy
@@ -44,6 +48,15 @@ def _stale_digest(active: StoredRevision) -> WorkflowError:
         bindingDigest=active.binding_digest,
         activeBindingId=active.binding_id,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Approval:
+    """What approving a revision in this rollback needs: the rules as configured, the reason."""
+
+    policy: DestinationPolicy
+    parallelism_ceiling: int | None
+    comment: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +112,44 @@ async def _lock(conn: Connection, ctx: InvocationContext, plan: _Plan, expected:
     return Reviewed(restored, version, owner, head)
 
 
+async def _approve_plan(
+    conn: Connection,
+    ctx: InvocationContext,
+    request: WorkflowBindingRollbackInput,
+    restored: StoredRevision,
+    approve: _Approval,
+) -> list[str]:
+    """Approve the plan's pending revisions of other Tools that repin this one (given order).
+
+    Each must be pending, of another Tool, pin this Tool at the restored version, be owned by
+    the caller and pass every publish rule now; any refusal refuses the whole rollback.
+    """
+    planned = [] if request.repin_binding_ids is UNSET else list(request.repin_binding_ids)
+    for binding_id in planned:
+        found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
+        if found is None:
+            raise not_found(f"binding revision {binding_id} of repinBindingIds")
+        if found.tool_id == restored.tool_id or found.revision_status != "pendingApproval":
+            raise _conflict(
+                f"repinBindingIds: {binding_id} is not a pending revision of another Tool"
+            )
+        reach = await binding_rows.read_reach(conn, ctx.host_id, binding_id)
+        pins = {
+            d.nested_tool_version
+            for d in reach.dependencies
+            if d.nested_tool_id == restored.tool_id
+        }
+        if pins != {restored.workflow_version}:
+            raise _conflict(
+                f"repinBindingIds: {binding_id} does not pin this Tool at version "
+                f"{restored.workflow_version}"
+            )
+        reviewed = await lock_reviewed_revision(conn, ctx, binding_id, found.binding_digest)
+        await revalidate(conn, ctx, reviewed, approve.policy, approve.parallelism_ceiling)
+        await approve_reviewed(conn, ctx, reviewed, approve.comment, request.operation_id)
+    return planned
+
+
 def _new_revision(
     ctx: InvocationContext, reviewed: Reviewed, binding_id: str, operation_id: str
 ) -> binding_rows.NewRevision:
@@ -129,12 +180,16 @@ async def _rollback(
     parallelism_ceiling: int | None,
 ) -> WorkflowBindingRollbackOutput:
     comment = comment_of(request.comment, required=True)
+    assert comment is not None  # required
     expected, operation_id = request.expected_binding_digest, request.operation_id
     plan = await _plan(conn, ctx, request.tool_id, expected)
     reviewed = await _lock(conn, ctx, plan, expected)
     # The restored revision must still pass every publish rule as configured now.
     await revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
     restored, head = reviewed.revision, reviewed.head
+    approval = _Approval(policy, parallelism_ceiling, comment)
+    repinned = await _approve_plan(conn, ctx, request, restored, approval)
+    # After the plan: the Tools it repinned no longer pin the version being replaced.
     await refuse_stranding(
         conn,
         ctx.host_id,
@@ -189,6 +244,7 @@ async def _rollback(
         binding_digest=restored.binding_digest,
         decision_id=decision_id,
         aggregate_version=version,
+        repinned_binding_ids=repinned or UNSET,
     )
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
+from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST, binding, definition_yaml, new_id, publish_args
-from tests.support.invocation import Tool, ok, publish_tool, publish_version, refused
+from tests.support.invocation import Tool, client, ok, publish_tool, publish_version, refused
 from tests.support.mcp import McpTestClient
 
 pytestmark = pytest.mark.requirement("001:Publication, Versioning, And Rollback")
@@ -128,3 +130,78 @@ async def test_after_the_outer_tools_are_repinned_the_promotion_and_no_rollback_
         await owner.call_tool("workflow_binding_rollback", rollback), "WORKFLOW_STATE_CONFLICT"
     )
     assert _affected(error) == [("claims.outer", "1.3.0")]
+
+
+async def test_a_rollback_plan_repins_the_outer_tools_atomically(
+    owner: McpTestClient, http: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    inner = await publish_tool(owner, toolName="claims.inner")
+    promoted = ok(await _promote(owner, inner, "1.3.0"))
+    outer = await publish_tool(owner, toolName="claims.outer")
+    await _outer(owner, inner, "1.3.0", "claims.outer", outer)
+    # Another author proposes the outer Tool pinned back at 1.2.0: pending the owner's approval.
+    author = client(http, dev_identity, "an-author", roles=("admin",))
+    value = binding(outer.wf_def_id, outer.tool_id, outer.text, toolName="claims.outer")
+    head = await _head(owner, outer.tool_id)
+    args = publish_args(value, head["aggregateVersion"], dependencies=[pin(inner, "1.2.0")])
+    proposed = ok(await author.call_tool("workflow_binding_publish", args))
+    assert proposed["status"] == "pendingApproval"
+    rollback = {
+        "hostId": HOST,
+        "toolId": inner.tool_id,
+        "expectedBindingDigest": promoted["bindingDigest"],
+        "comment": "back to 1.2.0 with the outer Tool",
+        "operationId": new_id(),
+    }
+    refused(await owner.call_tool("workflow_binding_rollback", rollback), "WORKFLOW_STATE_CONFLICT")
+    stray = dict(rollback, operationId=new_id(), repinBindingIds=[inner.binding_id])
+    refused(await owner.call_tool("workflow_binding_rollback", stray), "WORKFLOW_STATE_CONFLICT")
+    planned = dict(rollback, operationId=new_id(), repinBindingIds=[proposed["bindingId"]])
+    receipt = ok(await owner.call_tool("workflow_binding_rollback", planned))
+    assert receipt["workflowVersion"] == "1.2.0"
+    assert receipt["repinnedBindingIds"] == [proposed["bindingId"]]
+    outer_head = await _head(owner, outer.tool_id)
+    assert outer_head["activeBindingId"] == proposed["bindingId"]
+    assert outer_head["decisions"][0]["action"] == "approve"
+
+
+async def test_a_plan_is_refused_whole_when_the_caller_does_not_own_a_repinned_tool(
+    owner: McpTestClient, http: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    inner = await publish_tool(owner, toolName="claims.inner")
+    promoted = ok(await _promote(owner, inner, "1.3.0"))
+    outer = await publish_tool(owner, toolName="claims.outer")
+    await _outer(owner, inner, "1.3.0", "claims.outer", outer)
+    author = client(http, dev_identity, "an-author", roles=("admin",))
+    value = binding(outer.wf_def_id, outer.tool_id, outer.text, toolName="claims.outer")
+    head = await _head(owner, outer.tool_id)
+    args = publish_args(value, head["aggregateVersion"], dependencies=[pin(inner, "1.2.0")])
+    proposed = ok(await author.call_tool("workflow_binding_publish", args))
+    # The outer definition changes hands: its pending revision now waits for another owner.
+    transfer = {
+        "hostId": HOST,
+        "wfDefId": outer.wf_def_id,
+        "sourceRevision": 2,
+        "actor": "steve",
+        "namespace": "claims",
+        "name": "summarize-claim",
+        "version": "1.2.0",
+        "definition": definition_yaml(),
+        "lifecycleStatus": "PUBLISHED",
+        "catalogVisible": False,
+        "owner": {"userId": "another-owner"},
+        "active": True,
+    }
+    ok(await owner.call_tool("workflow_definition_save", transfer))
+    planned = {
+        "hostId": HOST,
+        "toolId": inner.tool_id,
+        "expectedBindingDigest": promoted["bindingDigest"],
+        "comment": "the outer Tool is not mine to approve",
+        "operationId": new_id(),
+        "repinBindingIds": [proposed["bindingId"]],
+    }
+    refused(await owner.call_tool("workflow_binding_rollback", planned), "WORKFLOW_POLICY_DENIED")
+    assert (await _head(owner, inner.tool_id))["activeBindingId"] == promoted["bindingId"]
+    outer_head = await _head(author, outer.tool_id)
+    assert outer_head["pendingBindingId"] == proposed["bindingId"]
