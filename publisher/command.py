@@ -74,6 +74,13 @@ def add_publish_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     run.add_argument("--reason", default=None, help="why (required with --rollback)")
     run.add_argument(
+        "--repin",
+        metavar="BINDING_ID",
+        action="append",
+        default=None,
+        help="with --rollback: a pending revision of a Tool that pins TOOL, approved with it",
+    )
+    run.add_argument(
         "--adopt-revisions",
         action="store_true",
         help="when Workflow holds a definition head revision this ledger does not know, save "
@@ -249,6 +256,7 @@ def _rollback(args: argparse.Namespace, directory: Path, transport: Any, out: An
                 name=name,
                 tool_id=None if spec is None else spec.tool_id,
                 reason=args.reason.strip(),
+                repins=tuple(args.repin or ()),
                 router_path=router,
                 spec_roles=None if spec is None else tuple(spec.roles),
             )

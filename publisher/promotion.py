@@ -140,6 +140,7 @@ def rollback(
     tool_id: str | None,
     reason: str,
     router_path: Path,
+    repins: tuple[str, ...] = (),
     spec_roles: tuple[str, ...] | None = None,
 ) -> RollbackResult:
     """Roll the Tool back, acknowledge the receipt and rewrite its router entry.
@@ -154,12 +155,14 @@ def rollback(
     if expected is None:
         head = binding_head(client, actor.host_id, tool_id)
         expected = str(_active_revision(head)["bindingDigest"])
-    arguments = {
+    arguments: dict[str, Any] = {
         "hostId": actor.host_id,
         "toolId": tool_id,
         "expectedBindingDigest": expected,
         "comment": reason,
     }
+    if repins:
+        arguments["repinBindingIds"] = list(repins)
     answer = _rollback_answer(ledger, client, name, arguments)
     if answer.kind != "receipt" or answer.receipt is None:
         raise _refusal(answer)
