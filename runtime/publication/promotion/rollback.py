@@ -60,14 +60,16 @@ class _Approval:
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
+class _Pair:
     """The active revision and the one a rollback restores, read before any lock."""
 
     active: StoredRevision
     restored: StoredRevision
 
 
-async def _plan(conn: Connection, ctx: InvocationContext, tool_id: str, expected: str) -> _Plan:
+async def _read_pair(
+    conn: Connection, ctx: InvocationContext, tool_id: str, expected: str
+) -> _Pair:
     head = await binding_rows.read_head(conn, ctx.host_id, tool_id)
     if head is None:
         raise not_found("binding publication for that toolId")
@@ -75,6 +77,8 @@ async def _plan(conn: Connection, ctx: InvocationContext, tool_id: str, expected
         raise _conflict("the Tool has no active revision to roll back")
     active = await binding_rows.select_revision(conn, ctx.host_id, head.active_binding_id)
     assert active is not None  # the head references its revisions
+    # Only the owner learns the active digest or whether an earlier revision exists.
+    require_owner(ctx, await current_owner(conn, ctx.host_id, active.wf_def_id))
     if active.binding_digest != expected:
         raise _stale_digest(active)
     candidate = await lineage_rows.select_rollback_candidate(
@@ -84,22 +88,22 @@ async def _plan(conn: Connection, ctx: InvocationContext, tool_id: str, expected
         raise _conflict("the Tool has no earlier approved revision to roll back to")
     restored = await binding_rows.select_revision(conn, ctx.host_id, candidate)
     assert restored is not None
-    return _Plan(active, restored)
+    return _Pair(active, restored)
 
 
-async def _lock(conn: Connection, ctx: InvocationContext, plan: _Plan, expected: str) -> Reviewed:
+async def _lock(conn: Connection, ctx: InvocationContext, pair: _Pair, expected: str) -> Reviewed:
     """Lock as approve does (version FOR SHARE, owner, head); both definitions' owner decides."""
-    restored = plan.restored
+    restored = pair.restored
     version = await definition_rows.lock_pinned_version(
         conn, ctx.host_id, restored.wf_def_id, restored.workflow_version
     )
     assert version is not None  # revisions reference their version, and versions stay
     owner = await current_owner(conn, ctx.host_id, restored.wf_def_id)
     require_owner(ctx, owner)
-    if plan.active.wf_def_id != restored.wf_def_id:
-        require_owner(ctx, await current_owner(conn, ctx.host_id, plan.active.wf_def_id))
+    if pair.active.wf_def_id != restored.wf_def_id:
+        require_owner(ctx, await current_owner(conn, ctx.host_id, pair.active.wf_def_id))
     head = await binding_rows.lock_head(conn, ctx.host_id, restored.tool_id)
-    if head.active_binding_id != plan.active.binding_id:
+    if head.active_binding_id != pair.active.binding_id:
         # Another operation moved the head since it was read: the caller's digest is stale.
         active = None
         if head.active_binding_id is not None:
@@ -182,8 +186,8 @@ async def _rollback(
     comment = comment_of(request.comment, required=True)
     assert comment is not None  # required
     expected, operation_id = request.expected_binding_digest, request.operation_id
-    plan = await _plan(conn, ctx, request.tool_id, expected)
-    reviewed = await _lock(conn, ctx, plan, expected)
+    pair = await _read_pair(conn, ctx, request.tool_id, expected)
+    reviewed = await _lock(conn, ctx, pair, expected)
     # The restored revision must still pass every publish rule as configured now.
     await revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
     restored, head = reviewed.revision, reviewed.head
@@ -194,14 +198,14 @@ async def _rollback(
         conn,
         ctx.host_id,
         restored.tool_id,
-        current_version=plan.active.workflow_version,
+        current_version=pair.active.workflow_version,
         next_version=restored.workflow_version,
         doing="rolling back",
     )
     await close_with_decision(
         conn,
         ctx,
-        plan.active.binding_id,
+        pair.active.binding_id,
         status="superseded",
         action="supersede",
         operation_id=operation_id,
@@ -238,7 +242,7 @@ async def _rollback(
         tool_id=restored.tool_id,
         binding_id=binding_id,
         restored_binding_id=restored.binding_id,
-        superseded_binding_id=plan.active.binding_id,
+        superseded_binding_id=pair.active.binding_id,
         workflow_version=restored.workflow_version,
         definition_digest=restored.definition_digest,
         binding_digest=restored.binding_digest,

@@ -245,3 +245,17 @@ async def test_racing_rollbacks_of_one_digest_restore_once_and_the_rest_conflict
     assert active is not None and active["n"] == 1
     head = await _head(owner, newer.tool_id)
     assert head["activeBindingId"] == won[0]["bindingId"]
+
+
+async def test_a_non_owner_with_a_stale_digest_is_denied_without_learning_the_active_one(
+    owner: McpTestClient, http: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    older, newer = await _two_revisions(owner)
+    admin = client(http, dev_identity, "not-the-owner", roles=("admin",))
+    denied = refused(
+        await admin.call_tool(
+            "workflow_binding_rollback", rollback_args(newer.tool_id, older.binding_digest)
+        ),
+        "WORKFLOW_POLICY_DENIED",
+    )
+    assert newer.binding_digest not in str(denied)
