@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
@@ -70,7 +71,10 @@ def _gauge(kind: str) -> float:
 
 
 async def test_a_drift_report_names_each_kind_of_drift(
-    owner: McpTestClient, services: Services, admin: psycopg.AsyncConnection[Any]
+    owner: McpTestClient,
+    services: Services,
+    admin: psycopg.AsyncConnection[Any],
+    http: httpx.AsyncClient,
 ) -> None:
     inner = await publish_tool(owner, toolName="claims.inner")
     tool_id = await _outer(owner, inner)
@@ -109,8 +113,10 @@ async def test_a_drift_report_names_each_kind_of_drift(
     assert [item.subject for item in endpoint] == ["claims-api"]
     assert "destination policy" in endpoint[0].message
     await sample_binding_drift(services.database)
+    exposition = (await http.get("/metrics")).text
     for kind in ("dependencyVersion", "secretDeleted", "definitionRetired"):
         assert _gauge(kind) >= 1, kind
+        assert f'workflow_bindings_drifted{{kind="{kind}"}}' in exposition
 
 
 async def test_a_pinned_version_that_is_not_the_promoted_one_is_drift_with_both_versions(
