@@ -1505,7 +1505,7 @@ CREATE TABLE public.workflow_tool_binding_decision_t (
     approval_digest text NOT NULL,
     decided_ts timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     operation_id uuid,
-    CONSTRAINT workflow_tool_binding_decision_action_check CHECK ((action = ANY (ARRAY['approve'::text, 'reject'::text, 'revoke'::text, 'retire'::text, 'supersede'::text, 'withdraw'::text, 'carryOver'::text, 'selfApprove'::text]))),
+    CONSTRAINT workflow_tool_binding_decision_action_check CHECK ((action = ANY (ARRAY['approve'::text, 'reject'::text, 'revoke'::text, 'retire'::text, 'supersede'::text, 'withdraw'::text, 'carryOver'::text, 'selfApprove'::text, 'rollback'::text]))),
     CONSTRAINT workflow_tool_binding_decision_digest_check CHECK ((approval_digest ~ '^sha256:[0-9a-f]{64}$'::text))
 );
 
@@ -1758,6 +1758,8 @@ CREATE INDEX workflow_tool_binding_requested_idx ON public.workflow_tool_binding
 CREATE INDEX workflow_tool_binding_version_idx ON public.workflow_tool_binding_t USING btree (host_id, wf_def_id, workflow_version);
 
 CREATE INDEX workflow_tool_dependency_nested_idx ON public.workflow_tool_dependency_t USING btree (host_id, nested_tool_id);
+
+CREATE INDEX workflow_tool_dependency_nested_version_idx ON public.workflow_tool_dependency_t USING btree (host_id, nested_tool_id, nested_tool_version);
 
 CREATE INDEX workflow_tool_grant_tool_idx ON public.workflow_tool_grant_t USING btree (host_id, tool_id);
 

@@ -1,7 +1,8 @@
 """`workflow-mcp publish DIR`: options, credentials, and the run with its exit code.
 
 Exit codes: 0 done (pending approvals and refusals included), 1 with --strict when a Tool is
-not published, 2 the directory or the options cannot be used, 3 a call went unanswered
+not published, with --status when an acknowledged Tool drifted, with --rollback when Workflow
+refused it; 2 the directory or the options cannot be used, 3 a call went unanswered
 (transport failure; the ledger keeps it unconfirmed for the next run).
 """
 
@@ -20,6 +21,7 @@ import httpx
 from publisher.client import DEFAULT_URL, WorkflowClient
 from publisher.ledger import Ledger, LedgerBusy, exclusive
 from publisher.payloads import Actor, endpoint_targets
+from publisher.promotion import RollbackRefused, ledger_drift, rollback
 from publisher.report import ProgressDisplay, render_status, render_table
 from publisher.run import Publisher, RunResult
 from publisher.spec import PublishDir, SpecError, load_dir
@@ -58,7 +60,26 @@ def add_publish_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     run.add_argument("--scope-token-file", default=None, help="file holding the scope bearer")
     run.add_argument("--strict", action="store_true", help="exit 1 unless every Tool is published")
-    run.add_argument("--status", action="store_true", help="show what is unconfirmed; call nothing")
+    run.add_argument(
+        "--status",
+        action="store_true",
+        help="show what is unconfirmed, and (with a token) the drift of every acknowledged Tool; "
+        "exit 1 on drift",
+    )
+    run.add_argument(
+        "--rollback",
+        metavar="TOOL",
+        default=None,
+        help="make TOOL's previous approved revision active again and rewrite its router entry",
+    )
+    run.add_argument("--reason", default=None, help="why (required with --rollback)")
+    run.add_argument(
+        "--repin",
+        metavar="BINDING_ID",
+        action="append",
+        default=None,
+        help="with --rollback: a pending revision of a Tool that pins TOOL, approved with it",
+    )
     run.add_argument(
         "--adopt-revisions",
         action="store_true",
@@ -138,17 +159,12 @@ def run_publish(
     err = err or sys.stderr
     directory = Path(args.directory)
     if args.status:
-        print(render_status(Ledger.open(directory)), file=out)
-        return EXIT_OK
+        return _status(args, directory, transport, out, err)
+    if args.rollback is not None:
+        return _rollback(args, directory, transport, out, err)
     try:
         found = load_dir(directory)
-        token = _read_secret(args.token, args.token_file, "WORKFLOW_PUBLISH_TOKEN")
-        if token is None:
-            raise CredentialError("no user token: --token, --token-file or $WORKFLOW_PUBLISH_TOKEN")
-        scope = _read_secret(
-            args.scope_token, args.scope_token_file, "WORKFLOW_PUBLISH_SCOPE_TOKEN"
-        )
-        actor = actor_of(token, args.host_id)
+        token, scope, actor = _credentials(args)
     except (SpecError, CredentialError) as error:
         print(f"workflow-mcp publish: {error}", file=err)
         return EXIT_USAGE
@@ -180,6 +196,88 @@ def run_publish(
     print(render_table(result.outcomes), file=out)
     print(f"wrote {router}", file=out)
     return exit_code(result, strict=args.strict)
+
+
+def _credentials(args: argparse.Namespace) -> tuple[str, str | None, Actor]:
+    """The user bearer, the optional scope bearer, and the acting host and user."""
+    token = _read_secret(args.token, args.token_file, "WORKFLOW_PUBLISH_TOKEN")
+    if token is None:
+        raise CredentialError("no user token: --token, --token-file or $WORKFLOW_PUBLISH_TOKEN")
+    scope = _read_secret(args.scope_token, args.scope_token_file, "WORKFLOW_PUBLISH_SCOPE_TOKEN")
+    return token, scope, actor_of(token, args.host_id)
+
+
+def _status(args: argparse.Namespace, directory: Path, transport: Any, out: Any, err: Any) -> int:
+    """The ledger's unconfirmed work; with a token, each acknowledged Tool's drift (exit 1)."""
+    ledger = Ledger.open(directory)
+    print(render_status(ledger), file=out)
+    if not any(ack.status == "active" for ack in ledger.data.tools.values()):
+        return EXIT_OK
+    try:
+        token, scope, actor = _credentials(args)
+    except CredentialError as error:
+        print(f"drift not checked: {error}", file=out)
+        return EXIT_OK
+    client = WorkflowClient(args.url, token, scope, transport=transport)
+    try:
+        found = ledger_drift(ledger, client, actor.host_id)
+    except RollbackRefused as refused:
+        print(f"workflow-mcp publish: drift not checked: {refused}", file=err)
+        return EXIT_TRANSPORT if refused.transport else EXIT_NOT_PUBLISHED
+    finally:
+        client.close()
+    for line in found:
+        print(f"drift         {line.tool}: {line.kind} {line.subject}: {line.message}", file=out)
+    if not found:
+        print("no drift", file=out)
+    return EXIT_NOT_PUBLISHED if found else EXIT_OK
+
+
+def _rollback(args: argparse.Namespace, directory: Path, transport: Any, out: Any, err: Any) -> int:
+    """`--rollback TOOL --reason TEXT`: 0 rolled back, 1 refused, 2 usage, 3 no answer."""
+    name = args.rollback
+    try:
+        if not args.reason or not args.reason.strip():
+            raise CredentialError("--rollback needs --reason (it is kept in the history)")
+        found = load_dir(directory)
+        token, scope, actor = _credentials(args)
+    except (SpecError, CredentialError) as error:
+        print(f"workflow-mcp publish: {error}", file=err)
+        return EXIT_USAGE
+    spec = next((tool for tool in found.tools if tool.name == name), None)
+    router = Path(args.router) if args.router else directory.resolve().parent / "mcp-router.yml"
+    client = WorkflowClient(args.url, token, scope, transport=transport)
+    try:
+        with exclusive(directory):
+            result = rollback(
+                Ledger.open(directory),
+                client,
+                actor,
+                name=name,
+                tool_id=None if spec is None else spec.tool_id,
+                reason=args.reason.strip(),
+                repins=tuple(args.repin or ()),
+                router_path=router,
+                spec_roles=None if spec is None else tuple(spec.roles),
+            )
+    except LedgerBusy as busy:
+        print(f"workflow-mcp publish: {busy}", file=err)
+        return EXIT_USAGE
+    except RollbackRefused as refused:
+        print(f"workflow-mcp publish: rollback of {name} refused: {refused}", file=err)
+        return EXIT_TRANSPORT if refused.transport else EXIT_NOT_PUBLISHED
+    finally:
+        client.close()
+    receipt = result.receipt
+    print(
+        f"{name}  Rolled back to version {receipt['workflowVersion']} "
+        f"(bindingDigest {receipt['bindingDigest']})",
+        file=out,
+    )
+    for note in result.notes:
+        print(f"note: {note}", file=out)
+    print(f"wrote {router}", file=out)
+    return EXIT_OK
 
 
 def exit_code(result: RunResult, *, strict: bool) -> int:

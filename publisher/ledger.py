@@ -35,7 +35,7 @@ LEDGER_VERSION = 1
 # An unconfirmed operation is never resent after 29 days (Workflow keeps receipts for 30).
 EXPIRY_SECONDS = 29 * 24 * 3600
 OperationState = Literal["pending", "acknowledged", "failed", "expired"]
-OperationKind = Literal["definition", "binding"]
+OperationKind = Literal["definition", "binding", "rollback"]
 
 
 class SyncRow(msgspec.Struct, rename="camel", kw_only=True):

@@ -15,6 +15,7 @@ PUBLICATION_TOOLS = (
     "workflow_binding_list",
     "workflow_binding_decide",
     "workflow_binding_revoke",
+    "workflow_binding_rollback",
 )
 # The host secret store (issue 24): publication-shaped tools (hostId, publisher bearer).
 SECRET_TOOLS = (
@@ -29,6 +30,7 @@ OPERATION_TOOLS = (
     "workflow_binding_retire",
     "workflow_binding_decide",
     "workflow_binding_revoke",
+    "workflow_binding_rollback",
     "workflow_secret_put",
     "workflow_secret_delete",
 )

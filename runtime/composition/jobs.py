@@ -17,7 +17,7 @@ from runtime.execution import WorkflowRuntime, forget_expired_credentials
 from runtime.human_tasks import sample_open_tasks
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
-from runtime.publication import sweep_operation_receipts
+from runtime.publication import sample_binding_drift, sweep_operation_receipts
 from runtime.scheduler import Executor, SchedulerSettings
 from runtime.settings import Settings
 from runtime.store import Database
@@ -34,6 +34,8 @@ EXECUTOR_POOL_SPARE = 3
 # The open-human-task gauge's sampling interval: tasks wait minutes to days, one count
 # (an index-only scan of the open tasks) every 15 s is fresh enough.
 HUMAN_TASK_SAMPLE_INTERVAL_S = 15.0
+# Drift moves with publications, retirements and secret deletes: minutes are fresh enough.
+BINDING_DRIFT_SAMPLE_INTERVAL_S = 300.0
 # How often the run tables' planner statistics are looked at (runtime.store.statistics): a
 # statement whose plan went stale costs more with every row the table gains, so the first
 # refresh of a fresh install should come within seconds, not autovacuum's minute.
@@ -248,6 +250,12 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
         # The open human tasks, for the workflow_human_tasks_open gauge.
         PeriodicJob(
             "sample-human-tasks", HUMAN_TASK_SAMPLE_INTERVAL_S, lambda: sample_open_tasks(db)
+        ),
+        # Active bindings whose dependencies drifted, for the workflow_bindings_drifted gauge.
+        PeriodicJob(
+            "sample-binding-drift",
+            BINDING_DRIFT_SAMPLE_INTERVAL_S,
+            lambda: sample_binding_drift(db),
         ),
         # Plans of the hot statements stay point lookups as the run tables grow.
         PeriodicJob(

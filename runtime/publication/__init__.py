@@ -6,6 +6,7 @@ subpackage; the rows of both are in ``store``; ``pinned`` is all that execution 
 
 from __future__ import annotations
 
+from runtime.publication.bindings import sample_binding_drift
 from runtime.publication.bindings.destination_policy import (
     DestinationPolicy,
     check_destination,
@@ -34,6 +35,7 @@ __all__ = [
     "put_secret",
     "retire_definition",
     "run_operation",
+    "sample_binding_drift",
     "save_definition",
     "sweep_operation_receipts",
     "sync_definition_grants",

@@ -44,6 +44,7 @@ DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_binding_list": _BINDING_REVIEWERS,
     "workflow_binding_decide": _BINDING_REVIEWERS,
     "workflow_binding_revoke": _BINDING_REVIEWERS,
+    "workflow_binding_rollback": _BINDING_REVIEWERS,
     "workflow_start": _WORKFLOW_ADMINS,
     "workflow_get_status": _WORKFLOW_ADMINS,
     "workflow_get_result": _WORKFLOW_ADMINS,

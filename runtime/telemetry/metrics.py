@@ -167,6 +167,14 @@ HUMAN_TASKS_OPEN = Gauge(
     multiprocess_mode="livemax",
     registry=REGISTRY,
 )
+# Issue 42 item 3: active binding revisions whose dependencies drifted, by kind of drift.
+BINDINGS_DRIFTED = Gauge(
+    "workflow_bindings_drifted",
+    "Active binding revisions with dependency drift of each kind, all hosts, last sample",
+    ["kind"],
+    multiprocess_mode="livemax",
+    registry=REGISTRY,
+)
 HUMAN_TASK_ANSWER_SECONDS = Histogram(
     "workflow_human_task_answer_seconds",
     "A human task's time from opening to its answer",
@@ -279,6 +287,12 @@ def record_task_error(execution_class: str, code: str) -> None:
 def record_open_human_tasks(count: int) -> None:
     """A sample of the open human tasks."""
     HUMAN_TASKS_OPEN.set(count)
+
+
+def record_binding_drift(counts: Mapping[str, int]) -> None:
+    """A sample of the drifted active revisions per kind of drift (a bounded label set)."""
+    for kind, count in counts.items():
+        labelled(BINDINGS_DRIFTED, kind).set(count)
 
 
 def observe_human_answer(seconds: float) -> None:

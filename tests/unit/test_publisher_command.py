@@ -51,3 +51,13 @@ def test_the_host_and_actor_come_from_the_token_unless_the_host_is_given(tmp_pat
     token = DevIdentity(tmp_path).user_token(host_id="h-1", user_id="alice")
     assert (actor_of(token, None).host_id, actor_of(token, None).user_id) == ("h-1", "alice")
     assert actor_of(token, "h-2").host_id == "h-2"
+
+
+@pytest.mark.requirement("001:Publication, Versioning, And Rollback")
+def test_a_rollback_without_a_reason_calls_nothing(tmp_path: Path) -> None:
+    token = DevIdentity(tmp_path / "keys").user_token(user_id="alice")
+    directory = copy_examples(tmp_path)
+    for reason in ((), ("--reason", "   ")):
+        code, err = _run(directory, "--token", token, "--rollback", "loans.quick-decision", *reason)
+        assert code == EXIT_USAGE and "--reason" in err
+    assert not (directory / ".publish").exists()

@@ -47,11 +47,13 @@ def test_the_default_role_lists_follow_operator_setup() -> None:
         "workflow-admin",
         "genai-admin",
     }
+    # Issue 42: rollback is held by whoever may revoke.
+    assert roles("workflow_binding_rollback") == roles("workflow_binding_revoke")
     assert roles("workflow_start") == {"admin", "host-admin", "workflow-admin"}
     assert roles("workflow_cancel") == {"admin", "host-admin", "workflow-admin"}
     assert roles("workflow_invoke") is None
     publication_tools = [t for t in DEFAULT_TOOL_ROLES if "definition" in t or "binding" in t]
-    assert len(publication_tools) == 10
+    assert len(publication_tools) == 11
 
 
 @requirement("000:Operator setup")

@@ -16,6 +16,8 @@ from runtime.publication.bindings.rejections import (
     failed_section,
     publish_envelope,
 )
+from runtime.publication.promotion.drift import sample_binding_drift
+from runtime.publication.promotion.rollback import rollback_binding
 
 __all__ = [
     "DestinationPolicy",
@@ -33,4 +35,6 @@ __all__ = [
     "refuse_publish_request",
     "retire_binding",
     "revoke_binding",
+    "rollback_binding",
+    "sample_binding_drift",
 ]

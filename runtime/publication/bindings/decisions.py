@@ -28,6 +28,7 @@ from runtime.publication.bindings.rejections import (
 from runtime.publication.bindings.status_rules import current_owner, require_owner
 from runtime.publication.bindings.validation import check_pinned, check_revision
 from runtime.publication.check_threads import off_loop
+from runtime.publication.promotion.dependents import refuse_stranding
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows, definition_rows
 from runtime.publication.store.definition_rows import Owner
@@ -75,8 +76,19 @@ async def close_with_decision(
     )
 
 
+async def active_version(
+    conn: Connection, host_id: str, head: binding_rows.PublicationHead
+) -> str | None:
+    """The definition version the Tool's active revision pins, or None without one."""
+    if head.active_binding_id is None:
+        return None
+    active = await binding_rows.select_revision(conn, host_id, head.active_binding_id)
+    assert active is not None  # the head references its revisions
+    return active.workflow_version
+
+
 @dataclass(frozen=True, slots=True)
-class _Reviewed:
+class Reviewed:
     """A revision the owner decides on, read under its locks."""
 
     revision: binding_rows.StoredRevision
@@ -85,9 +97,9 @@ class _Reviewed:
     head: binding_rows.PublicationHead
 
 
-async def _lock_reviewed_revision(
+async def lock_reviewed_revision(
     conn: Connection, ctx: InvocationContext, binding_id: str, expected_digest: str
-) -> _Reviewed:
+) -> Reviewed:
     """Lock version (FOR SHARE), owner and Tool head in order; check owner and reviewed digest."""
     found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     if found is None:
@@ -107,17 +119,17 @@ async def _lock_reviewed_revision(
             "expectedBindingDigest differs from the revision's bindingDigest",
             details={"bindingDigest": revision.binding_digest},
         )
-    return _Reviewed(revision, version, owner, head)
+    return Reviewed(revision, version, owner, head)
 
 
-async def _revalidate(
+async def revalidate(
     conn: Connection,
     ctx: InvocationContext,
-    reviewed: _Reviewed,
+    reviewed: Reviewed,
     policy: DestinationPolicy,
     parallelism_ceiling: int | None,
 ) -> None:
-    """Approve re-checks the version, then every publish rule in one pass (issue 11 item 2).
+    """Approve (and rollback) re-check the version, then every publish rule in one pass.
 
     The binding's fields, the effect matrix, coverage, static fit, the service's parallelism
     ceiling and the destination policy as configured now: one refusal lists every problem.
@@ -160,15 +172,24 @@ def _decision_receipt(
     )
 
 
-async def _approve(
+async def approve_reviewed(
     conn: Connection,
     ctx: InvocationContext,
-    reviewed: _Reviewed,
+    reviewed: Reviewed,
     comment: str | None,
     operation_id: str,
 ) -> WorkflowBindingDecideOutput:
+    """Activate a pending revision the owner reviewed (the caller revalidated it)."""
     revision, owner, head = reviewed.revision, reviewed.owner, reviewed.head
     if head.active_binding_id is not None:
+        await refuse_stranding(
+            conn,
+            ctx.host_id,
+            revision.tool_id,
+            current_version=await active_version(conn, ctx.host_id, head),
+            next_version=revision.workflow_version,
+            doing="approving this revision",
+        )
         await close_with_decision(
             conn,
             ctx,
@@ -214,13 +235,13 @@ async def _decide(
 ) -> WorkflowBindingDecideOutput:
     binding_id, decision, operation_id = request.binding_id, request.decision, request.operation_id
     comment = comment_of(request.comment, required=decision == "reject")
-    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    reviewed = await lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
     revision, head = reviewed.revision, reviewed.head
     if revision.revision_status != "pendingApproval":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "the revision is no longer pending approval")
     if decision == "approve":
-        await _revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
-        return await _approve(conn, ctx, reviewed, comment, operation_id)
+        await revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
+        return await approve_reviewed(conn, ctx, reviewed, comment, operation_id)
     decision_id = await close_with_decision(
         conn,
         ctx,
@@ -279,7 +300,7 @@ async def _revoke(
 ) -> WorkflowBindingRevokeOutput:
     binding_id, operation_id = request.binding_id, request.operation_id
     comment = comment_of(request.comment, required=True)
-    reviewed = await _lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
+    reviewed = await lock_reviewed_revision(conn, ctx, binding_id, request.expected_binding_digest)
     revision, head = reviewed.revision, reviewed.head
     if revision.revision_status != "approved":
         raise WorkflowError("WORKFLOW_STATE_CONFLICT", "only the active revision can be revoked")
@@ -352,6 +373,14 @@ async def _retire(
         return WorkflowBindingRetireOutput(
             result="unchanged", tool_id=tool_id, aggregate_version=head.aggregate_version
         )
+    await refuse_stranding(
+        conn,
+        ctx.host_id,
+        tool_id,
+        current_version=await active_version(conn, ctx.host_id, head),
+        next_version=None,
+        doing="retiring the Tool",
+    )
     closed: dict[str, str] = {}
     closing: tuple[tuple[str | None, binding_rows.StoredStatus, binding_rows.DecisionAction], ...]
     closing = (

@@ -23,8 +23,10 @@ from generated.models import (
 )
 from runtime.canonical import timestamp
 from runtime.errors import input_invalid
+from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.rejections import not_found
 from runtime.publication.ids import normalize_uuid
+from runtime.publication.promotion.drift import tool_drift
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext, check_host_assertion
 from runtime.store import Connection, Database
@@ -97,12 +99,14 @@ async def get_binding(
     request: WorkflowBindingGetInput,
     *,
     may_retire: bool = False,
+    policy: DestinationPolicy | None = None,
 ) -> WorkflowBindingGetOutput:
     """workflow_binding_get: a revision (by id, else pending, else active, else the newest), the
     Tool's head pointers, its active revision for comparison, and the decision history.
 
     may_retire: the caller holds a role that may retire any Tool of the host, so it may read the
     head it needs for retirement (the aggregate version) without owning or requesting the Tool.
+    drift: the active revision's dependency drift (policy: the destination policy as configured).
     """
     check_host_assertion(ctx, request.host_id)
     tool_id = request.tool_id
@@ -133,6 +137,7 @@ async def get_binding(
             assert stored is not None
             active = await revision_document(conn, ctx.host_id, stored)
         decisions = await binding_rows.select_decisions(conn, ctx.host_id, tool_id, DECISIONS_LIMIT)
+        drift = await tool_drift(conn, ctx.host_id, tool_id, policy)
         return WorkflowBindingGetOutput(
             tool_id=tool_id,
             aggregate_version=head.aggregate_version,
@@ -141,6 +146,7 @@ async def get_binding(
             active_binding_id=_or_unset(head.active_binding_id),
             pending_binding_id=_or_unset(head.pending_binding_id),
             active_revision=active,
+            drift=UNSET if drift is None else drift.contract(),
         )
 
 

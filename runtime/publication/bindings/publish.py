@@ -20,7 +20,7 @@ from runtime.binding_reach import Reach
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
 from runtime.publication.bindings.binding_problems import refusal
-from runtime.publication.bindings.decisions import close_with_decision
+from runtime.publication.bindings.decisions import active_version, close_with_decision
 from runtime.publication.bindings.destination_policy import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.rejections import (
@@ -41,6 +41,7 @@ from runtime.publication.bindings.status_rules import (
 )
 from runtime.publication.bindings.validation import PinnedCheck, check_pinned, check_request
 from runtime.publication.check_threads import off_loop
+from runtime.publication.promotion.dependents import refuse_stranding
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows, definition_rows
 from runtime.publication.store.definition_rows import Owner
@@ -266,6 +267,15 @@ async def _publish(
         published_by=pinned_version.published_by,
     )
     status = await decide_status(conn, ctx, head, candidate, owner)
+    if status.active:
+        await refuse_stranding(
+            conn,
+            ctx.host_id,
+            tool_id,
+            current_version=await active_version(conn, ctx.host_id, head),
+            next_version=request.binding.workflow_version,
+            doing="promoting this revision",
+        )
     await _supersede_previous(conn, ctx, head, status.active, operation_id)
     binding_id = str(uuid.uuid4())
     write_tasks = [stored_write_task(task) for task in fit.write_tasks]

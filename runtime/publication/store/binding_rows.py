@@ -22,7 +22,15 @@ StoredStatus = Literal[
     "pendingApproval", "approved", "rejected", "revoked", "superseded", "retired", "withdrawn"
 ]
 DecisionAction = Literal[
-    "approve", "reject", "revoke", "retire", "supersede", "withdraw", "carryOver", "selfApprove"
+    "approve",
+    "reject",
+    "revoke",
+    "retire",
+    "supersede",
+    "withdraw",
+    "carryOver",
+    "selfApprove",
+    "rollback",
 ]
 
 

@@ -522,3 +522,53 @@ LIMIT 10000;
 SELECT version, key_id, nonce, ciphertext
 FROM workflow_secret_t
 WHERE host_id = %(host_id)s AND name = %(name)s AND deleted_ts IS NULL;
+
+-- select_rollback_candidate --
+-- The revision a rollback restores: the most recently approved superseded revision of the Tool
+-- whose binding differs from the active one (revoked and retired ones were withdrawn on
+-- purpose and never come back).
+SELECT binding_id::text AS binding_id
+FROM workflow_tool_binding_t
+WHERE host_id = %(host_id)s AND tool_id = %(tool_id)s AND revision_status = 'superseded'
+  AND approved_ts IS NOT NULL AND binding_digest <> %(active_digest)s
+ORDER BY approved_ts DESC, binding_id DESC
+LIMIT 1;
+
+-- select_pinning_dependents --
+-- The reverse index: active revisions of other Tools that pin a version of a nested Tool.
+SELECT DISTINCT b.tool_id::text AS tool_id, b.tool_name, b.binding_id::text AS binding_id,
+       d.nested_tool_version AS pinned_version
+FROM workflow_tool_dependency_t d
+JOIN workflow_tool_binding_t b ON b.host_id = d.host_id AND b.binding_id = d.binding_id
+WHERE d.host_id = %(host_id)s AND d.nested_tool_id = %(nested_tool_id)s
+  AND d.nested_tool_version = %(version)s AND b.active AND b.tool_id <> %(nested_tool_id)s
+ORDER BY b.tool_name, tool_id
+LIMIT 1000;
+
+-- select_active_bindings --
+-- Every active revision (all hosts when host_id is null), for the drift checks.
+SELECT b.host_id::text AS host_id, b.binding_id::text AS binding_id, b.tool_id::text AS tool_id,
+       b.wf_def_id::text AS wf_def_id, b.workflow_version, v.status AS version_status,
+       v.document
+FROM workflow_tool_binding_t b
+JOIN wf_definition_version_t v
+  ON v.host_id = b.host_id AND v.wf_def_id = b.wf_def_id AND v.version = b.workflow_version
+WHERE b.active AND (%(host_id)s::uuid IS NULL OR b.host_id = %(host_id)s::uuid)
+  AND (%(tool_id)s::uuid IS NULL OR b.tool_id = %(tool_id)s::uuid)
+ORDER BY b.host_id, b.tool_id
+LIMIT 100000;
+
+-- select_promoted_versions --
+-- The version each workflow-backed Tool of a host has active now ('' when it has a head but
+-- no active revision); Tools without a head are not workflow-backed and are left out.
+SELECT p.tool_id::text AS tool_id, coalesce(b.workflow_version, '') AS workflow_version
+FROM workflow_tool_publication_t p
+LEFT JOIN workflow_tool_binding_t b
+  ON b.host_id = p.host_id AND b.binding_id = p.active_binding_id
+WHERE p.host_id = %(host_id)s AND p.tool_id = ANY(%(tool_ids)s::uuid[]);
+
+-- select_live_secret_names --
+-- Which of the given names a host holds live now (a tombstone or no row: not held).
+SELECT name
+FROM workflow_secret_t
+WHERE host_id = %(host_id)s AND name = ANY(%(names)s::text[]) AND deleted_ts IS NULL;

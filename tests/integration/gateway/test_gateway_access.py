@@ -24,6 +24,7 @@ WORKFLOW_ADMIN_TOOLS = {
     "workflow_binding_list",
     "workflow_binding_decide",
     "workflow_binding_revoke",
+    "workflow_binding_rollback",
     "workflow_start",
     "workflow_wait_result",
     "workflow_get_status",
@@ -39,6 +40,7 @@ GENAI_ADMIN_TOOLS = {
     "workflow_binding_list",
     "workflow_binding_decide",
     "workflow_binding_revoke",
+    "workflow_binding_rollback",
 }
 
 
