@@ -40,7 +40,7 @@ from runtime.scheduler.models import (
 from runtime.scheduler.probe import NoProbe, QueueProbe
 from runtime.scheduler.store import ledgers, queue
 from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
-from runtime.store import Database
+from runtime.store import Database, is_connection_error
 
 log = logging.getLogger(__name__)
 
@@ -379,15 +379,15 @@ class Executor:
             )  # fmt: skip
         except LeaseLost as lost:
             log.info("task %s: %s", task.task_id, lost)
-        except WorkflowError as error:
-            await self._fail_quietly(lease, error)
+        except Exception as exc:
+            if not is_connection_error(exc):
+                await self._fail_unexpected(task, lease, exc)
+            else:
+                await self._retry_later(task, lease, exc)
         except asyncio.CancelledError:
             if self._stopping.is_set() and not lease.lost.is_set():
                 await self._release_quietly(lease)
             raise
-        except Exception as exc:
-            _log_incident(f"task {task.task_id} of kind {task.kind} raised", exc)
-            await self._fail_quietly(lease, task_failed())
         finally:
             running = self._running.pop(task.task_id, None)
             telemetry.metrics.observe_service(task.execution_class, time.perf_counter() - began)
@@ -427,6 +427,31 @@ class Executor:
         async with self._db.transaction(read_only=True) as conn:
             return await ledgers.get_step(conn, task.host_id, task.process_id, task.step_no)
 
+    async def _fail_unexpected(self, task: ClaimedTask, lease: LeaseState, exc: Exception) -> None:
+        if isinstance(exc, WorkflowError):
+            await self._fail_quietly(lease, exc)
+            return
+        _log_incident(f"task {task.task_id} of kind {task.kind} raised", exc)
+        await self._fail_quietly(lease, task_failed())
+
+    async def _retry_later(self, task: ClaimedTask, lease: LeaseState, exc: Exception) -> None:
+        """A task the database dropped mid-way is tried again, never ended with that error.
+
+        The store being unreachable says nothing about the run: ended FAILED with a retryable
+        WORKFLOW_INVOCATION_UNAVAILABLE, a run whose write had gone out would tell callers to
+        retry a failure that hides a confirmed effect (issue 42 item 7). Given back (or, with
+        the database still away, left to its lease's expiry and the reaper), the task runs
+        again and replays from the step ledger: a confirmed write resumes from its recorded
+        output, a possible one ends the run as after-effect, and the deadline bounds it all.
+        """
+        log.warning(
+            "task %s: the database dropped during the task (%s); it will run again",
+            task.task_id,
+            type(exc).__name__,
+        )
+        if not lease.lost.is_set():
+            await self._release_quietly(lease, expected=True)
+
     async def _fail_quietly(self, lease: LeaseState, error: WorkflowError) -> None:
         lease.ending = True
         try:
@@ -436,11 +461,17 @@ class Executor:
         except Exception as exc:
             _log_incident(f"could not record the failure of task {lease.task_id}", exc)
 
-    async def _release_quietly(self, lease: LeaseState) -> None:
+    async def _release_quietly(self, lease: LeaseState, *, expected: bool = False) -> None:
         lease.ending = True
         try:
             await service.release(self._db, lease)
+        except LeaseLost:
+            log.info("task %s: lease lost before its release", lease.task_id)
         except Exception as exc:
+            if expected and is_connection_error(exc):
+                # The database is still away: the lease runs out and the reaper hands it back.
+                log.warning("task %s: not released; its lease will expire", lease.task_id)
+                return
             _log_incident(f"could not release task {lease.task_id}; its lease will expire", exc)
 
     async def _monitor_side_tasks(self) -> None:
