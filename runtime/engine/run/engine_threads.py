@@ -138,6 +138,11 @@ class EngineThreads:
             running.cancel()
             # Nothing of the attempt may outlive its handler: wait until the thread lets go.
             await asyncio.wait([future])
+            if not future.cancelled():
+                # Read here: the attempt usually ends by the cancellation it was asked for,
+                # which asyncio would otherwise log at ERROR as a future's exception that was
+                # never retrieved (issue 42 item 7).
+                future.exception()
             raise
 
     def close(self) -> None:
