@@ -52,6 +52,8 @@ from runtime.store import EmbeddedPostgres
 from tests.support.binding_builders import EVIDENCE, POLICY_DIGEST
 
 CALLERS = 50
+# Where a failed run's logs are kept (made only once the checks failed).
+KEEP_LOGS_IN = Path(tempfile.gettempdir()) / "fault-load-logs"
 LOAD_SECONDS = 8.0
 # A fault strikes this long into a round's load.
 FAULT_AT_S = 3.0
@@ -217,10 +219,19 @@ def running_stack() -> Iterator[Stack]:
     """A throwaway cluster, the effect stub and the service, stopped on exit."""
     directory = Path(tempfile.mkdtemp(prefix="wf-fault-load-"))
     directory.chmod(0o755)
-    cluster = EmbeddedPostgres(directory / "pg", database="faults", fast=True)
+    # Not the tests' fast cluster: its synchronous_commit=off acknowledges a COMMIT before its
+    # WAL leaves shared memory, so an immediate restart loses commits the service was told
+    # about (measured: a confirmed write's ledger row lost, its POST then sent again). A
+    # restart kills processes, not the machine: WAL handed to the kernel survives it, so
+    # fsync may stay off (as full_page_writes), but every commit must reach the kernel.
+    cluster = EmbeddedPostgres(directory / "pg", database="faults", fast=False)
     stack: Stack | None = None
     try:
         url = cluster.start()
+        with psycopg.connect(cluster.admin_url(), autocommit=True) as admin:
+            admin.execute("ALTER SYSTEM SET fsync = off")
+            admin.execute("ALTER SYSTEM SET full_page_writes = off")
+            admin.execute("SELECT pg_reload_conf()")
         identity = DevIdentity(directory / "identity")
         port, stub_port = free_port(), free_port()
         env = dict(os.environ, DATABASE_URL=url, PYTHONUNBUFFERED="1")
@@ -237,6 +248,10 @@ def running_stack() -> Iterator[Stack]:
         if stack is not None:
             stack.stop()
         cluster.stop()
+        if KEEP_LOGS_IN.exists():
+            # A failed run keeps its evidence: the service's logs and PostgreSQL's.
+            for log in [*directory.glob("server-*.log"), *directory.glob("pg/*.log")]:
+                shutil.copy(log, KEEP_LOGS_IN / log.name)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -502,16 +517,47 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         checks["stuck"] = stuck
         checks["unhandled"] = unhandled_lines(stack.logs)
         outcomes = Counter(a.outcome for answers in load.answers.values() for a in answers)
-        return {
+        summary = {
             "callers": args.callers,
             "rounds": rounds,
             "calls": len(load.answers),
             "effects": sum(effects.values()),
             "runs": len(runs),
-            "runStates": dict(Counter(f"{r['state']}/{r['effect_state']}" for r in runs.values())),
+            "runStates": dict(
+                Counter(
+                    f"{r['rid'].split('-')[0]} {r['state']}/{r['effect_state']}"
+                    for r in runs.values()
+                )
+            ),
             "answers": dict(outcomes),
             "checks": checks,
         }
+        if failed(summary):
+            KEEP_LOGS_IN.mkdir(exist_ok=True)
+            summary["evidence"] = evidence(url, checks, load)
+            summary["logsKeptIn"] = str(KEEP_LOGS_IN)
+        return summary
+
+
+def evidence(url: str, checks: dict[str, Any], load: Load) -> dict[str, Any]:
+    """The stored tasks and ledger steps, and the answers, of the requestIds a check names."""
+    named = {
+        item.split(":")[0] for name in ("doubled", "lost", "contradicted") for item in checks[name]
+    }
+    found: dict[str, Any] = {}
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        for rid in sorted(named)[:5]:
+            rows = conn.execute(
+                "SELECT t.step_no, t.state, t.attempts, t.error, s.step_no AS ledger_step,"
+                " s.effect_state FROM workflow_task t LEFT JOIN workflow_step s"
+                " ON s.host_id = t.host_id AND s.process_id = t.process_id"
+                " WHERE t.process_id IN (SELECT process_id FROM workflow_task"
+                "  WHERE payload->'input'->>'requestId' = %s)",
+                (rid,),
+            ).fetchall()
+            answers = [vars(a) for a in load.answers.get(rid, [])]
+            found[rid] = {"tasks": [dict(r) for r in rows], "answers": answers}
+    return found
 
 
 def failed(summary: dict[str, Any]) -> bool:
@@ -531,10 +577,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--callers", type=int, default=CALLERS)
     parser.add_argument("--out", default=None, help="write the summary as JSON here")
     args = parser.parse_args(argv)
+    shutil.rmtree(KEEP_LOGS_IN, ignore_errors=True)
     began = time.monotonic()
     summary = asyncio.run(run(args))
     summary["totalS"] = round(time.monotonic() - began, 1)
-    text = json.dumps(summary, indent=2, sort_keys=True)
+    text = json.dumps(summary, indent=2, sort_keys=True, default=str)
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
