@@ -20,6 +20,7 @@ from runtime.execution import WorkflowRuntime
 from runtime.execution.effects import AFTER_CONFIRM_POINT
 from runtime.execution.settings import ExecutionSettings
 from runtime.scheduler import faults, service
+from runtime.scheduler.lease import LEDGER_WRITE_TRIES
 from runtime.scheduler.models import NewTask, SchedulerSettings
 from runtime.scheduler.store import queue
 from runtime.security import Keyring
@@ -44,9 +45,10 @@ def hooks() -> AsyncIterator[None]:
 
 
 def drop_the_settlement(
-    database_url: str, done: list[asyncio.Task[None]]
+    database_url: str, done: list[asyncio.Task[None]], times: int
 ) -> Callable[[], Awaitable[None]]:
-    """A hook that, once, kills the connection the run's next budget settlement runs on."""
+    """A hook that, the first time, kills the connection the run's budget settlement runs on,
+    and the next times-1 ones its tries run on."""
 
     async def hook() -> None:
         if done:
@@ -60,14 +62,15 @@ def drop_the_settlement(
             async with await psycopg.AsyncConnection.connect(
                 database_url, autocommit=True
             ) as admin:
-                while not (
-                    rows := await (
-                        await admin.execute(WAITING_ON, (holder.info.backend_pid,))
-                    ).fetchall()
-                ):
+                killed: set[int] = set()
+                while len(killed) < times:
+                    cursor = await admin.execute(WAITING_ON, (holder.info.backend_pid,))
+                    # A terminated backend may still be listed for a moment: only new ones.
+                    waiting = {pid for (pid,) in await cursor.fetchall()} - killed
+                    for pid in waiting:
+                        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                    killed |= waiting
                     await asyncio.sleep(0.01)
-                for (pid,) in rows:
-                    await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
             await holder.rollback()
             await holder.close()
 
@@ -76,12 +79,22 @@ def drop_the_settlement(
     return hook
 
 
+@pytest.mark.parametrize(
+    ("drops", "claims"),
+    [
+        # One drop: the settlement is tried again on a fresh connection, in place.
+        (1, 1),
+        # Every try dropped: the task is given back and runs again from the step ledger.
+        (LEDGER_WRITE_TRIES, 2),
+    ],
+    ids=["tried-again", "task-runs-again"],
+)
 async def test_a_database_dropped_after_a_confirmed_write_never_ends_the_run_retryable(
-    db: Database, database_url: str, keyring: Keyring, hooks: None
+    db: Database, database_url: str, keyring: Keyring, hooks: None, drops: int, claims: int
 ) -> None:
     host = str(uuid.uuid4())
     dropped: list[asyncio.Task[None]] = []
-    faults.set_hook(AFTER_CONFIRM_POINT, drop_the_settlement(database_url, dropped))
+    faults.set_hook(AFTER_CONFIRM_POINT, drop_the_settlement(database_url, dropped, drops))
     async with serving(LocalServer()) as server:
         settings = ExecutionSettings(http_allowlist=[server.base])
         post = {"call": "http", "with": {"method": "post", "endpoint": f"{server.base}/orders"}}
@@ -96,6 +109,13 @@ async def test_a_database_dropped_after_a_confirmed_write_never_ends_the_run_ret
     assert run.effect_state == "confirmed"
     assert run.state == "COMPLETED", run.error
     assert run.result == {"done": True}
+    async with db.transaction() as conn:
+        cursor = await conn.execute(
+            "SELECT attempts FROM workflow_task WHERE process_id = %s ORDER BY step_no LIMIT 1",
+            (pid,),
+        )
+        row = await cursor.fetchone()
+    assert row is not None and row["attempts"] == claims
 
 
 async def test_a_run_failed_after_an_effect_is_stored_after_effect_and_not_retryable(
