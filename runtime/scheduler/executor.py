@@ -45,6 +45,8 @@ from runtime.store import Database, is_connection_error
 log = logging.getLogger(__name__)
 
 ClaimObserver = Callable[[ClaimedTask], None]
+# Lease periods the reaper waits after the database was away (Executor._reap_once).
+REAP_PAUSE_LEASES = 2
 
 
 class SlotReservation:
@@ -141,6 +143,10 @@ class Executor:
         self._monitor_task: asyncio.Task[None] | None = None
         self.claim_rounds = 0
         self._parked = False
+        # When a side task last found the database away (monotonic; never: -inf).
+        self._store_failed_at = float("-inf")
+        # When this worker's leases were last renewed (or it held none to renew).
+        self._renewed_at = time.monotonic()
         self._successor = Successor(
             self.worker_id, self.settings.lease_ms, self.settings.overrun_ms
         )
@@ -332,6 +338,8 @@ class Executor:
             return claimed
         except Exception as exc:
             reraise_if_cancelled(exc)
+            if is_connection_error(exc):
+                self._store_failed_at = time.monotonic()
             _log_incident("claim failed; retrying after the poll interval", exc)
             return []
 
@@ -502,16 +510,40 @@ class Executor:
                 await action()
             except Exception as exc:
                 reraise_if_cancelled(exc)
+                if is_connection_error(exc):
+                    self._store_failed_at = time.monotonic()
                 _log_incident("side task step failed; retrying next interval", exc)
+
+    async def _reap_once(self) -> None:
+        """Reclaim expired leases, unless the database was away a moment ago.
+
+        While it was away no worker could renew: a lease that ran out then says nothing about
+        its worker, which may hold a write's answer and be waiting to confirm it. Reclaimed at
+        once, the write's step would be left possible and its run end as an uncertain effect
+        (issue 42 item 7, a PostgreSQL restart). So the reaper waits REAP_PAUSE_LEASES lease
+        periods after its last failed step: live workers renew first (renewal extends a lease
+        still theirs, expired or not), and only dead workers' leases are reclaimed.
+        """
+        await maintenance.reap_expired_once(self._db, self.settings, self._reaping_is_fair)
+
+    def _reaping_is_fair(self) -> bool:
+        """Whether expired leases now say their workers are gone (asked after BEGIN).
+
+        Not within REAP_PAUSE_LEASES lease periods of a failed step, nor while this worker's
+        own renewal is more than a lease period late: a BEGIN that waited out a restart finds
+        every lease run out, the live workers' too, whose renewals wait behind the same BEGIN.
+        """
+        now = time.monotonic()
+        lease_s = self.settings.lease_ms / 1000
+        if now - self._store_failed_at < REAP_PAUSE_LEASES * lease_s:
+            return False
+        return now - self._renewed_at <= lease_s
 
     async def _renew_leases(self) -> None:
         await self._every(self.settings.renew_interval_ms, self._renew_once)
 
     async def _reap_expired(self) -> None:
-        await self._every(
-            self.settings.reap_interval_ms,
-            lambda: maintenance.reap_expired_once(self._db, self.settings),
-        )
+        await self._every(self.settings.reap_interval_ms, self._reap_once)
 
     async def _sweep_deadlines(self) -> None:
         await self._every(
@@ -522,11 +554,13 @@ class Executor:
     async def _renew_once(self) -> None:
         held = [r for r in self._running.values() if not r.lease.lost.is_set()]
         if not held:
+            self._renewed_at = time.monotonic()
             return
         async with self._db.transaction() as conn:
             renewed = await queue.renew_leases(
                 conn, [r.lease for r in held], self.settings.lease_ms, self.settings.overrun_ms
             )
+        self._renewed_at = time.monotonic()
         for running in held:
             renewal = renewed.get(running.task.task_id)
             if renewal is not None:
