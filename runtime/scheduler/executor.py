@@ -524,17 +524,23 @@ class Executor:
         periods after its last failed step: live workers renew first (renewal extends a lease
         still theirs, expired or not), and only dead workers' leases are reclaimed.
         """
-        await maintenance.reap_expired_once(self._db, self.settings, self._reaping_is_fair)
+        began = time.monotonic()
+        await maintenance.reap_expired_once(
+            self._db, self.settings, lambda: self._reaping_is_fair(began)
+        )
 
-    def _reaping_is_fair(self) -> bool:
+    def _reaping_is_fair(self, began: float) -> bool:
         """Whether expired leases now say their workers are gone (asked after BEGIN).
 
-        Not within REAP_PAUSE_LEASES lease periods of a failed step, nor while this worker's
-        own renewal is more than a lease period late: a BEGIN that waited out a restart finds
-        every lease run out, the live workers' too, whose renewals wait behind the same BEGIN.
+        Not within REAP_PAUSE_LEASES lease periods of a step that failed or whose BEGIN waited
+        more than a lease period (the database was away: a BEGIN that waited out a restart
+        finds every lease run out, the live workers' too, whose renewals waited as well), nor
+        while this worker's own renewal is more than a lease period late.
         """
         now = time.monotonic()
         lease_s = self.settings.lease_ms / 1000
+        if now - began > lease_s:
+            self._store_failed_at = now
         if now - self._store_failed_at < REAP_PAUSE_LEASES * lease_s:
             return False
         return now - self._renewed_at <= lease_s
