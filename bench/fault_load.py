@@ -422,7 +422,8 @@ def verdict(load: Load, effects: dict[str, int], runs: dict[str, dict[str, Any]]
         "secondRuns": second_runs,
         "lost": sorted(set(lost)),
         "effectsWithoutRun": orphans,
-        "contradicted": contradicted,
+        # Each contradiction once (a caller that obeys retryable repeats the same answer).
+        "contradicted": sorted(set(contradicted)),
         "unsettledCalls": sorted(unsettled),
     }
 
