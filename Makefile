@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-wrk bench-refusals e2e gateway clean
+.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-wrk bench-refusals fault-load e2e gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,13 @@ e2e: venv
 
 fuzz: venv
 	$(PY) -m pytest -q tests/fuzz
+
+# Faults under load tell the truth (issue 42 item 7; bench/fault_load.py): 50 callers on a write
+# Tool while the service is killed (SIGKILL) and, in a second round, PostgreSQL restarted with
+# `pg_ctl restart -m immediate`; after same-key retries 0 effects lost, 0 doubled, 0 runs stuck,
+# no answer against the stored effect state, no unhandled task exception. About 30-60 s; CI runs it.
+fault-load: venv
+	$(PY) -m bench.fault_load $(ARGS)
 
 # make token ARGS="--kind user --roles workflow-admin"
 token: venv

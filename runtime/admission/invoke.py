@@ -22,6 +22,7 @@ from runtime.admission.revisions import (
     read_active_revision,
 )
 from runtime.admission.state import Admission
+from runtime.admission.unknown_outcome import admit_or_unknown, unknown_admission
 from runtime.errors import WorkflowError, policy_denied
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, first_task_payload, watch_run
 from runtime.execution.credential import token_expiry
@@ -36,7 +37,7 @@ from runtime.scheduler import (
     reserve_local_slot,
 )
 from runtime.security import InvocationContext, Keyring, SealedSecret
-from runtime.store import Database, retry_on_connection_error
+from runtime.store import Database
 
 NESTED_REFUSAL = "nested workflow-backed Tool calls require the workflow action dispatch"
 
@@ -255,7 +256,16 @@ async def _admit_once(
         # Safe to repeat: a first try that committed before its answer was lost holds this
         # scope for this process id, so the repeat attaches to the run it admitted (a task
         # it claimed for the slot is then reclaimed when its lease runs out).
-        outcome = await retry_on_connection_error(admit, attempts=2)
+        outcome = await admit_or_unknown(
+            admit,
+            lambda: unknown_admission(
+                sealed.process_id,
+                request.idempotency_key,
+                derived=params.key_kind == "derived",
+                generated=False,
+                may_write=params.check_evidence,
+            ),
+        )
     except store.AdmissionLimitReached as reached:
         rules.check_admission_limits(revision.admission_limits, reached.counts)
         raise AssertionError("the limit the statement reached is one the rules name") from None

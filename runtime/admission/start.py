@@ -13,6 +13,7 @@ from runtime import telemetry
 from runtime.admission.launch import seal_for
 from runtime.admission.state import Admission
 from runtime.admission.token_cover import check_token_covers_run
+from runtime.admission.unknown_outcome import admit_or_unknown, unknown_admission
 from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.errors import WorkflowError
@@ -23,7 +24,7 @@ from runtime.invocation.requests import StartRequest
 from runtime.scheduler.models import ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
-from runtime.store import Database, retry_on_connection_error
+from runtime.store import Database
 
 # workflow_start runs are root starts of editors and schedulers: the standard class, the
 # default budget, and seed 000's 30-day deadline ("workflow_start hard-codes ... a 30-day
@@ -257,7 +258,16 @@ async def start_workflow(
     # A connection found dropped is tried again with the same process id (as a transaction's
     # BEGIN was): a first try that committed holds the key for this very call, so the retry
     # attaches to or replays it.
-    outcome, refusal = await retry_on_connection_error(admit, attempts=2)
+    outcome, refusal = await admit_or_unknown(
+        admit,
+        lambda: unknown_admission(
+            process_id,
+            call.key,
+            derived=False,
+            generated=request.idempotency_key is None,
+            may_write=True,
+        ),
+    )
     if outcome.outcome == "refused":
         assert refusal is not None
         raise refusal

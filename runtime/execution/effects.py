@@ -42,6 +42,7 @@ from runtime.store import Database
 # is ledgered at n * CALL_SLOTS + k, so calls never collide with each other or with tasks.
 CALL_SLOTS = 1000
 AFTER_DISPATCH_POINT = "after_effect_dispatch"
+AFTER_CONFIRM_POINT = "after_effect_confirmed"
 # Every outbound dispatch (a call or one of its retries) costs one cost unit and one attempt.
 DISPATCH_COST_UNITS = 1
 TokenSource = Callable[[], Awaitable[RunToken]]
@@ -183,6 +184,7 @@ class DurableEffects:
             await faults.point(AFTER_DISPATCH_POINT)
             if step_no is not None:
                 await self._ctx.lease.confirm_effect(_record_response(response), step_no)
+                await faults.point(AFTER_CONFIRM_POINT)
             return response
         finally:
             await self._settle(

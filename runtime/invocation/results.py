@@ -74,6 +74,26 @@ def still_running(instance_id: str, *, retryable: bool, after_effect: bool) -> W
     )
 
 
+def state_unknown(instance_id: str) -> WorkflowError:
+    """WORKFLOW_INVOCATION_UNAVAILABLE naming the admitted run the database stopped answering for.
+
+    The run exists and may be running, so its effects are unknown: afterEffect is true (an
+    effect may have happened since admission; "no effect" would be a guess), and the retry
+    it names, with the same key, re-attaches to it rather than starting another.
+    """
+    return WorkflowError(
+        "WORKFLOW_INVOCATION_UNAVAILABLE",
+        "the run was admitted but the database became unavailable while waiting for it, so its"
+        " state and effects are unknown; call again with the same idempotency key (or input)"
+        " to re-attach to it, or workflow_get_status its instance id",
+        status="failed",
+        retryable=True,
+        after_effect=True,
+        details={"runState": "unknown"},
+        workflow_instance_id=instance_id,
+    )
+
+
 def _public_output(run: RunSnapshot) -> dict[str, Any]:
     output = run.result
     return output if isinstance(output, dict) else {"value": output}

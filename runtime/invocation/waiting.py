@@ -9,11 +9,11 @@ from generated.models import WorkflowInvokeOutput
 from runtime.errors import WorkflowError
 from runtime.execution import RunWatch, read_run, wait_for_result
 from runtime.invocation import store
-from runtime.invocation.results import invoke_output, still_running
+from runtime.invocation.results import invoke_output, state_unknown, still_running
 from runtime.scheduler import timeout_error
 from runtime.scheduler.models import LIVE_STATES, CancelOutcome, RunSnapshot
 from runtime.scheduler.service import cancel_process
-from runtime.store import Database
+from runtime.store import Database, StoreUnavailable
 
 MAX_WAIT_MS = 20_000
 
@@ -60,8 +60,23 @@ async def finish_invoke(
 ) -> WorkflowInvokeOutput:
     """Wait min(syncWaitMs, deadline - now); output, stored error or WORKFLOW_TIMEOUT.
 
-    current is the run as known now (None: read it under the watch before waiting).
+    current is the run as known now (None: read it under the watch before waiting). The run
+    is admitted: a database lost meanwhile is answered naming it, never as "unavailable" with
+    no instance, which reads as "nothing was admitted" (issue 42 item 7).
     """
+    try:
+        return await _finish_invoke(db, watch, host_id, waited, current)
+    except StoreUnavailable:
+        raise state_unknown(waited.process_id) from None
+
+
+async def _finish_invoke(
+    db: Database,
+    watch: RunWatch,
+    host_id: str,
+    waited: WaitedRun,
+    current: RunSnapshot | None,
+) -> WorkflowInvokeOutput:
     process_id, definition_digest = waited.process_id, waited.definition_digest
     deadline = waited.admitted.deadline_ts
     run: RunSnapshot = waited.admitted

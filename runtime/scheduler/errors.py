@@ -83,6 +83,30 @@ def task_failed(message: str = "a workflow task failed") -> WorkflowError:
     return WorkflowError("WORKFLOW_TASK_FAILED", message, status="failed")
 
 
+def agreeing(error: WorkflowError, effect_state: str) -> WorkflowError:
+    """error as a run whose effect state is effect_state ends with it: after an effect that
+    is confirmed or possible, afterEffect and never retryable.
+
+    Seed 001 Phase 2: "distinguish post-effect output failures as non-retryable and preserve
+    their side-effect state in status and audit responses". An error raised before the effect
+    state was known (a dropped database connection, say) must not tell a caller that a retry
+    is safe or that nothing happened. The fail_process statement applies the same rule to the
+    stored error (runtime/scheduler/queries.sql), so every reader gets this one answer.
+    """
+    if effect_state == "none" or (error.after_effect and not error.retryable):
+        return error
+    return WorkflowError(
+        error.code,
+        error.message,
+        status=error.status,
+        retryable=False,
+        after_effect=True,
+        retry_after_ms=error.retry_after_ms,
+        details=error.details,
+        workflow_instance_id=error.workflow_instance_id,
+    )
+
+
 def error_document(error: WorkflowError) -> dict[str, Any]:
     """The error object stored on a run or task (the public error shape)."""
     return dict(error.to_structured()["error"])

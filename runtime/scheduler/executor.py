@@ -40,11 +40,13 @@ from runtime.scheduler.models import (
 from runtime.scheduler.probe import NoProbe, QueueProbe
 from runtime.scheduler.store import ledgers, queue
 from runtime.scheduler.store.listener import TASK_READY_CHANNEL, NotificationListener
-from runtime.store import Database
+from runtime.store import Database, is_connection_error
 
 log = logging.getLogger(__name__)
 
 ClaimObserver = Callable[[ClaimedTask], None]
+# Lease periods the reaper waits after the database was away (Executor._reap_once).
+REAP_PAUSE_LEASES = 2
 
 
 class SlotReservation:
@@ -141,6 +143,10 @@ class Executor:
         self._monitor_task: asyncio.Task[None] | None = None
         self.claim_rounds = 0
         self._parked = False
+        # When a side task last found the database away (monotonic; never: -inf).
+        self._store_failed_at = float("-inf")
+        # When this worker's leases were last renewed (or it held none to renew).
+        self._renewed_at = time.monotonic()
         self._successor = Successor(
             self.worker_id, self.settings.lease_ms, self.settings.overrun_ms
         )
@@ -332,6 +338,8 @@ class Executor:
             return claimed
         except Exception as exc:
             reraise_if_cancelled(exc)
+            if is_connection_error(exc):
+                self._store_failed_at = time.monotonic()
             _log_incident("claim failed; retrying after the poll interval", exc)
             return []
 
@@ -379,15 +387,15 @@ class Executor:
             )  # fmt: skip
         except LeaseLost as lost:
             log.info("task %s: %s", task.task_id, lost)
-        except WorkflowError as error:
-            await self._fail_quietly(lease, error)
+        except Exception as exc:
+            if not is_connection_error(exc):
+                await self._fail_unexpected(task, lease, exc)
+            else:
+                await self._retry_later(task, lease, exc)
         except asyncio.CancelledError:
             if self._stopping.is_set() and not lease.lost.is_set():
                 await self._release_quietly(lease)
             raise
-        except Exception as exc:
-            _log_incident(f"task {task.task_id} of kind {task.kind} raised", exc)
-            await self._fail_quietly(lease, task_failed())
         finally:
             running = self._running.pop(task.task_id, None)
             telemetry.metrics.observe_service(task.execution_class, time.perf_counter() - began)
@@ -427,6 +435,31 @@ class Executor:
         async with self._db.transaction(read_only=True) as conn:
             return await ledgers.get_step(conn, task.host_id, task.process_id, task.step_no)
 
+    async def _fail_unexpected(self, task: ClaimedTask, lease: LeaseState, exc: Exception) -> None:
+        if isinstance(exc, WorkflowError):
+            await self._fail_quietly(lease, exc)
+            return
+        _log_incident(f"task {task.task_id} of kind {task.kind} raised", exc)
+        await self._fail_quietly(lease, task_failed())
+
+    async def _retry_later(self, task: ClaimedTask, lease: LeaseState, exc: Exception) -> None:
+        """A task the database dropped mid-way is tried again, never ended with that error.
+
+        The store being unreachable says nothing about the run: ended FAILED with a retryable
+        WORKFLOW_INVOCATION_UNAVAILABLE, a run whose write had gone out would tell callers to
+        retry a failure that hides a confirmed effect (issue 42 item 7). Given back (or, with
+        the database still away, left to its lease's expiry and the reaper), the task runs
+        again and replays from the step ledger: a confirmed write resumes from its recorded
+        output, a possible one ends the run as after-effect, and the deadline bounds it all.
+        """
+        log.warning(
+            "task %s: the database dropped during the task (%s); it will run again",
+            task.task_id,
+            type(exc).__name__,
+        )
+        if not lease.lost.is_set():
+            await self._release_quietly(lease, expected=True)
+
     async def _fail_quietly(self, lease: LeaseState, error: WorkflowError) -> None:
         lease.ending = True
         try:
@@ -436,11 +469,17 @@ class Executor:
         except Exception as exc:
             _log_incident(f"could not record the failure of task {lease.task_id}", exc)
 
-    async def _release_quietly(self, lease: LeaseState) -> None:
+    async def _release_quietly(self, lease: LeaseState, *, expected: bool = False) -> None:
         lease.ending = True
         try:
             await service.release(self._db, lease)
+        except LeaseLost:
+            log.info("task %s: lease lost before its release", lease.task_id)
         except Exception as exc:
+            if expected and is_connection_error(exc):
+                # The database is still away: the lease runs out and the reaper hands it back.
+                log.warning("task %s: not released; its lease will expire", lease.task_id)
+                return
             _log_incident(f"could not release task {lease.task_id}; its lease will expire", exc)
 
     async def _monitor_side_tasks(self) -> None:
@@ -471,16 +510,46 @@ class Executor:
                 await action()
             except Exception as exc:
                 reraise_if_cancelled(exc)
+                if is_connection_error(exc):
+                    self._store_failed_at = time.monotonic()
                 _log_incident("side task step failed; retrying next interval", exc)
+
+    async def _reap_once(self) -> None:
+        """Reclaim expired leases, unless the database was away a moment ago.
+
+        While it was away no worker could renew: a lease that ran out then says nothing about
+        its worker, which may hold a write's answer and be waiting to confirm it. Reclaimed at
+        once, the write's step would be left possible and its run end as an uncertain effect
+        (issue 42 item 7, a PostgreSQL restart). So the reaper waits REAP_PAUSE_LEASES lease
+        periods after its last failed step: live workers renew first (renewal extends a lease
+        still theirs, expired or not), and only dead workers' leases are reclaimed.
+        """
+        began = time.monotonic()
+        await maintenance.reap_expired_once(
+            self._db, self.settings, lambda: self._reaping_is_fair(began)
+        )
+
+    def _reaping_is_fair(self, began: float) -> bool:
+        """Whether expired leases now say their workers are gone (asked after BEGIN).
+
+        Not within REAP_PAUSE_LEASES lease periods of a step that failed or whose BEGIN waited
+        more than a lease period (the database was away: a BEGIN that waited out a restart
+        finds every lease run out, the live workers' too, whose renewals waited as well), nor
+        while this worker's own renewal is more than a lease period late.
+        """
+        now = time.monotonic()
+        lease_s = self.settings.lease_ms / 1000
+        if now - began > lease_s:
+            self._store_failed_at = now
+        if now - self._store_failed_at < REAP_PAUSE_LEASES * lease_s:
+            return False
+        return now - self._renewed_at <= lease_s
 
     async def _renew_leases(self) -> None:
         await self._every(self.settings.renew_interval_ms, self._renew_once)
 
     async def _reap_expired(self) -> None:
-        await self._every(
-            self.settings.reap_interval_ms,
-            lambda: maintenance.reap_expired_once(self._db, self.settings),
-        )
+        await self._every(self.settings.reap_interval_ms, self._reap_once)
 
     async def _sweep_deadlines(self) -> None:
         await self._every(
@@ -491,11 +560,13 @@ class Executor:
     async def _renew_once(self) -> None:
         held = [r for r in self._running.values() if not r.lease.lost.is_set()]
         if not held:
+            self._renewed_at = time.monotonic()
             return
         async with self._db.transaction() as conn:
             renewed = await queue.renew_leases(
                 conn, [r.lease for r in held], self.settings.lease_ms, self.settings.overrun_ms
             )
+        self._renewed_at = time.monotonic()
         for running in held:
             renewal = renewed.get(running.task.task_id)
             if renewal is not None:

@@ -17,7 +17,15 @@ from runtime.scheduler.models import (
     StepRecord,
     TaskOutcome,
 )
-from runtime.store import Database
+from runtime.store import Database, retry_on_connection_error
+
+# Tries of a fenced effect-ledger write whose connection dropped. Each is idempotent under one
+# lease (a re-mark by the same fencing token, a confirm of a confirmed step, a second settlement
+# of a reservation all change nothing more), so a write whose COMMIT's outcome is unknown is
+# simply sent again: a write whose answer is in hand is not thrown away for a dropped
+# connection, which would leave its step "possible" and end the run as an uncertain effect
+# (issue 42 item 7). A later try waits at BEGIN for the pool's fresh connection.
+LEDGER_WRITE_TRIES = 3
 
 
 class TaskLease:
@@ -78,17 +86,25 @@ class TaskLease:
         self, step_no: int | None = None, *, request_digest: str | None = None
     ) -> None:
         """Record the step's effect as possible; call right before dispatching it."""
-        await service.mark_effect_possible(
-            self._db,
-            self.state,
-            self._step(step_no),
-            takeover=self._idempotent,
-            request_digest=request_digest,
+        step = self._step(step_no)
+        await retry_on_connection_error(
+            lambda: service.mark_effect_possible(
+                self._db,
+                self.state,
+                step,
+                takeover=self._idempotent,
+                request_digest=request_digest,
+            ),
+            attempts=LEDGER_WRITE_TRIES,
         )
 
     async def confirm_effect(self, output: Any = None, step_no: int | None = None) -> bool:
         """Record the step's effect as confirmed with its output; call right after success."""
-        return await service.confirm_effect(self._db, self.state, self._step(step_no), output)
+        step = self._step(step_no)
+        return await retry_on_connection_error(
+            lambda: service.confirm_effect(self._db, self.state, step, output),
+            attempts=LEDGER_WRITE_TRIES,
+        )
 
     async def reserve(self, **amounts: int) -> str:
         """Reserve budget (attempts=, nested_calls=, request_bytes=, ...); the reservation id."""
@@ -96,8 +112,10 @@ class TaskLease:
 
     async def reconcile(self, reservation_id: str, **actual: int) -> ReconcileOutcome:
         """Settle a reservation with actual usage; a duplicate settles nothing."""
-        return await service.reconcile(
-            self._db, self.state, reservation_id, BudgetAmounts(**actual)
+        amounts = BudgetAmounts(**actual)
+        return await retry_on_connection_error(
+            lambda: service.reconcile(self._db, self.state, reservation_id, amounts),
+            attempts=LEDGER_WRITE_TRIES,
         )
 
     def _step(self, step_no: int | None) -> int:

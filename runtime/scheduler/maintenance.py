@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from runtime.scheduler import faults
@@ -24,10 +25,18 @@ class SweepReport:
     left_running: int = 0
 
 
-async def reap_expired_once(db: Database, settings: SchedulerSettings) -> SweepReport:
-    """Reclaim expired leases whose run can still finish; time out the runs that cannot."""
+async def reap_expired_once(
+    db: Database, settings: SchedulerSettings, fair: Callable[[], bool] | None = None
+) -> SweepReport:
+    """Reclaim expired leases whose run can still finish; time out the runs that cannot.
+
+    fair: asked once the transaction began (a BEGIN may wait out a database restart); False
+    means the leases that ran out meanwhile say nothing about their workers: reap nothing now.
+    """
     reclaimed = timed_out = waiting = 0
     async with db.transaction() as conn:
+        if fair is not None and not fair():
+            return SweepReport()
         for row in await queue.reap_expired(conn, settings):
             if row.decision == "reclaim":
                 reclaimed += 1

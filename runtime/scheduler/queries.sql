@@ -292,9 +292,15 @@ FROM finished f;
 
 -- fail_process --
 -- End a live run as FAILED or CANCELLED with an error, cancel its open tasks, wake waiters.
+-- After a confirmed or possible effect the stored error says so and is never retryable,
+-- whatever path raised it (runtime.scheduler.errors.agreeing, the same rule for waiters).
 WITH failed AS (
     UPDATE workflow_process
-    SET state = %(state)s, error = %(error)s, updated_ts = now(), finished_ts = now()
+    SET state = %(state)s,
+        error = CASE WHEN effect_state <> 'none'
+                     THEN %(error)s::jsonb || '{"afterEffect": true, "retryable": false}'::jsonb
+                     ELSE %(error)s::jsonb END,
+        updated_ts = now(), finished_ts = now()
     WHERE host_id = %(host_id)s AND process_id = %(process_id)s
       AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
     RETURNING host_id, process_id, effect_state

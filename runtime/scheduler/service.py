@@ -9,6 +9,7 @@ from typing import Any
 from runtime.errors import WorkflowError, input_invalid
 from runtime.scheduler import faults, wakeup
 from runtime.scheduler.errors import (
+    agreeing,
     cancelled_error,
     ending_state,
     error_document,
@@ -301,7 +302,8 @@ def _ended(
     state: RunState, effect: EffectState, *, result: Any = None, error: WorkflowError | None = None
 ) -> RunSnapshot:
     """A terminal run as its waiters read it (what select_process_state reads)."""
-    return RunSnapshot(state, result, None if error is None else error_document(error), effect)
+    document = None if error is None else error_document(agreeing(error, effect))
+    return RunSnapshot(state, result, document, effect)
 
 
 async def cancel_signal(db: Database, lease: LeaseState) -> WorkflowError | None:

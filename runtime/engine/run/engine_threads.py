@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +64,8 @@ T = TypeVar("T")
 # for 1-3 ms at most, and an attempt that outgrows them wastes no more than that.
 ON_LOOP_STEPS = 100
 Work = Callable[[], Coroutine[Any, Any, T]]
+
+log = logging.getLogger("workflow.engine.threads")
 
 
 class _Running:
@@ -135,6 +138,11 @@ class EngineThreads:
             running.cancel()
             # Nothing of the attempt may outlive its handler: wait until the thread lets go.
             await asyncio.wait([future])
+            if not future.cancelled():
+                # Read here: the attempt usually ends by the cancellation it was asked for,
+                # which asyncio would otherwise log at ERROR as a future's exception that was
+                # never retrieved (issue 42 item 7).
+                future.exception()
             raise
 
     def close(self) -> None:
@@ -171,7 +179,27 @@ async def on_loop(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any
 
     Cancelling the awaiting side cancels the coroutine on ``loop`` as well.
     """
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, loop))
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_owned(coroutine), loop))
+
+
+async def _owned(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The coroutine, ending as cancelled when its caller stopped waiting for it.
+
+    Why: a cancelled effect still runs its cleanup (settling its budget reservation, fenced);
+    with its lease lost meanwhile, that raises LeaseLost. The caller's future is cancelled
+    already, so nobody would read that exception and asyncio logs "Task exception was never
+    retrieved" at ERROR (issue 42 item 7). The executor handles the lost lease on its side
+    (the job ends with LeaseLost or CancelledError); here it is noted and the task cancelled.
+    """
+    try:
+        return await coroutine
+    except BaseException as exc:
+        task = asyncio.current_task()
+        abandoned = task is not None and task.cancelling() > 0
+        if abandoned and not isinstance(exc, asyncio.CancelledError):
+            log.info("an effect ended after its caller stopped waiting: %s", type(exc).__name__)
+            raise asyncio.CancelledError() from exc
+        raise
 
 
 class LoopBoundEffects:

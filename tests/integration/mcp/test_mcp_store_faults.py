@@ -20,6 +20,8 @@ from runtime.security import Authenticator, KeySet
 from runtime.security.devtools import DevIdentity
 from runtime.settings import Settings
 from runtime.store import Database, EmbeddedPostgres, migrate
+from tests.support.binding_builders import OWNER
+from tests.support.invocation import client, invoke_args, publish_tool, refused
 from tests.support.mcp import MODERN, McpTestClient
 from tests.support.publication import new_id, save_args
 from tests.support.tokens import auth_headers
@@ -117,3 +119,32 @@ async def test_a_stopped_database_answers_unavailable_and_recovers_when_it_retur
         lambda: _saved(client), what="a save once the database is back", within_s=20, every_s=0.2
     )
     assert (await client.http.get("/readyz")).status_code == 200
+
+
+@pytest.mark.requirement("001:Idempotency And Side Effects")
+async def test_a_wait_the_stopped_database_cut_off_names_the_admitted_run(
+    own_cluster: EmbeddedPostgres,
+    fault_client: tuple[McpTestClient, Database],
+    dev_identity: DevIdentity,
+) -> None:
+    """Admitted, then the database stops during the wait: the answer names the run and says its
+    state is unknown (issue 42 item 7), never "unavailable" with no instance, which reads as
+    "nothing was admitted"."""
+    http = fault_client[0].http
+    owner = client(http, dev_identity, OWNER)
+    caller = client(http, dev_identity, "cut-off")
+    tool = await publish_tool(owner, syncWaitMs=15000)
+    call = asyncio.create_task(caller.call_tool("workflow_invoke", invoke_args(tool)))
+    with psycopg.connect(own_cluster.url(), autocommit=True) as admin:
+        while not admin.execute("SELECT 1 FROM workflow_process").fetchall():
+            assert not call.done(), call.result()
+            await asyncio.sleep(0.02)
+        (admitted,) = (
+            admin.execute("SELECT process_id::text FROM workflow_process").fetchone() or ()
+        )
+    await asyncio.to_thread(own_cluster.stop)
+    async with asyncio.timeout(60):
+        body = refused(await call, "WORKFLOW_INVOCATION_UNAVAILABLE")
+    assert body["workflowInstanceId"] == admitted
+    assert body["error"]["details"]["runState"] == "unknown"
+    assert body["error"]["retryable"] is True and body["error"]["afterEffect"] is True
