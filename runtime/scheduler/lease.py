@@ -75,7 +75,11 @@ class TaskLease:
             raise LeaseLost(self.state.task_id, "check")
 
     async def mark_effect_possible(
-        self, step_no: int | None = None, *, request_digest: str | None = None
+        self,
+        step_no: int | None = None,
+        *,
+        request_digest: str | None = None,
+        compensation: Any = None,
     ) -> None:
         """Record the step's effect as possible; call right before dispatching it."""
         await service.mark_effect_possible(
@@ -84,6 +88,7 @@ class TaskLease:
             self._step(step_no),
             takeover=self._idempotent,
             request_digest=request_digest,
+            compensation=compensation,
         )
 
     async def confirm_effect(self, output: Any = None, step_no: int | None = None) -> bool:
