@@ -114,6 +114,8 @@ class CompensationRunner:
         )
         step = dict(steps[index])
         done = await self._step(db, task, lease, compensated, step, index, attempt, stop_at)
+        # Lets a test kill a worker after a step's writes were ledgered, before its record.
+        await faults.point(f"compensation_step_ran_{index}")
         step["attempts"] = attempt + 1
         if done.error is None:
             step["state"] = "completed"

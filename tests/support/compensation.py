@@ -70,7 +70,11 @@ def order_tasks(base: str, *, when_possible: bool = False) -> list[dict[str, Any
         base, "release", {"reservation": "${ .id }", "sku": "${ workflow.input.sku }"}
     )
     charge = _post(base, "charge", {"amount": "${ workflow.input.amount }"})
-    refund = _post(base, "refund", {"charge": "${ .id }", "order": "${ context.order }"})
+    # By the order and amount, not the charge's output: it also undoes a charge whose outcome
+    # is unknown (when: possible), which has no output.
+    refund = _post(
+        base, "refund", {"order": "${ context.order }", "amount": "${ workflow.input.amount }"}
+    )
     charge["compensate"] = {"do": [{"refund": refund}]}
     if when_possible:
         charge["compensate"]["when"] = "possible"

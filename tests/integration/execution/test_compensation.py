@@ -4,6 +4,8 @@ keeps its original error; a write whose outcome is unknown is reported, not comp
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import uuid
 from typing import Any
 
@@ -11,11 +13,15 @@ import pytest
 
 from runtime.execution import WorkflowRuntime, close_waiter, wait_for_result
 from runtime.execution.compensation_store import select_compensation
+from runtime.execution.effects import AFTER_DISPATCH_POINT
 from runtime.execution.settings import ExecutionSettings
+from runtime.scheduler import faults
+from runtime.scheduler.errors import cancelled_error
+from runtime.scheduler.service import cancel_process
 from runtime.security import Keyring
 from runtime.store import Database
 from tests.support.compensation import ORDER_INPUT, OrderBackend, order_document
-from tests.support.execution import LOCAL_BACKENDS, executor, serving
+from tests.support.execution import LOCAL_BACKENDS, executor, serving, worker_process
 from tests.support.execution_runs import start_workflow_run
 from tests.support.waiting import wait_until
 
@@ -59,7 +65,7 @@ async def test_a_failed_third_write_undoes_the_first_two_in_reverse_order_once(
     assert run is not None and run.state == "FAILED"
     assert run.error is not None and run.error["code"] != "WORKFLOW_COMPENSATION"
     assert backend.paths() == ["reserve", "charge", "ship", "refund", "release"]
-    assert backend.body_of("refund") == {"charge": "charge-1", "order": "reserve-1"}
+    assert backend.body_of("refund") == {"order": "reserve-1", "amount": 42}
     assert backend.body_of("release") == {"reservation": "reserve-1", "sku": "sku-7"}
     assert record.state == "completed"
     assert [(s["name"], s["state"], s["attempts"]) for s in record.steps] == [
@@ -79,3 +85,109 @@ async def test_a_run_that_completes_needs_no_compensation(db: Database) -> None:
     async with db.transaction(read_only=True) as conn:
         assert await select_compensation(conn, host, pid) is None
     assert backend.paths() == ["reserve", "charge", "ship"]
+
+
+def _dies_after_second_dispatch() -> Any:
+    """A hook: the task dies right after the second write was sent, before its confirmation."""
+    sent = 0
+
+    async def hook() -> None:
+        nonlocal sent
+        sent += 1
+        if sent == 2:
+            raise RuntimeError("the worker died after sending charge")
+
+    return hook
+
+
+@pytest.mark.parametrize("when_possible", [False, True])
+async def test_a_write_of_unknown_outcome_is_compensated_only_when_it_says_so(
+    db: Database, when_possible: bool
+) -> None:
+    host = str(uuid.uuid4())
+    faults.set_hook(AFTER_DISPATCH_POINT, _dies_after_second_dispatch())
+    try:
+        async with serving(OrderBackend()) as backend:
+            async with executor(db, _runtime(backend)):
+                doc = order_document(backend.base, when_possible=when_possible)
+                pid = await _start(db, host, doc)
+                run = await wait_for_result(db, host, pid, timeout=20)
+                record = await _compensation(db, host, pid)
+    finally:
+        faults.set_hook(AFTER_DISPATCH_POINT, None)
+        await close_waiter(db)
+    assert run is not None and run.state == "FAILED" and run.effect_state == "confirmed"
+    charge, reserve = record.steps
+    assert (charge["name"], charge["effect"]) == ("charge", "possible")
+    assert reserve["name"] == "reserve" and reserve["state"] == "completed"
+    assert record.state == "completed"
+    if when_possible:
+        assert backend.paths() == ["reserve", "charge", "refund", "release"]
+        assert charge["state"] == "completed"
+    else:
+        # Reported, never guessed: no refund of a charge that may not have happened.
+        assert backend.paths() == ["reserve", "charge", "release"]
+        assert charge["state"] == "skipped" and "outcome is unknown" in charge["error"]
+
+
+@pytest.mark.parametrize("point", ["compensation_step_ran_0", "after_compensation_step_0"])
+async def test_a_worker_killed_while_compensating_sends_each_undo_once(
+    db: Database, database_url: str, point: str
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(OrderBackend(failing={"ship": 500})) as backend:
+        settings = {"http_allowlist": [backend.base]}
+        # Killed after refund went out and was ledgered, before the step's end was recorded
+        # (or after it was, before its task completed).
+        async with worker_process(
+            database_url, "doomed", faults=f"{point}=kill", settings=settings
+        ) as doomed:
+            pid = await _start(db, host, order_document(backend.base))
+            async with asyncio.timeout(20):
+                assert await doomed.wait() == -signal.SIGKILL
+        assert backend.paths() == ["reserve", "charge", "ship", "refund"]
+        async with worker_process(database_url, "rescuer", settings=settings, lease_ms=10_000):
+            record = await _compensation(db, host, pid)
+            run = await wait_for_result(db, host, pid, timeout=20)
+    await close_waiter(db)
+    assert run is not None and run.state == "FAILED"
+    assert backend.paths() == ["reserve", "charge", "ship", "refund", "release"]
+    assert record.state == "completed"
+    assert [s["state"] for s in record.steps] == ["completed", "completed"]
+
+
+async def test_a_cancelled_run_undoes_its_confirmed_writes(db: Database) -> None:
+    host = str(uuid.uuid4())
+    async with serving(OrderBackend(slow={"charge": 1.5})) as backend:
+        async with executor(db, _runtime(backend)):
+            pid = await _start(
+                db, host, order_document(backend.base), cancellation_policy="cooperative"
+            )
+            await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
+            async with db.transaction() as conn:
+                outcome = await cancel_process(conn, host, pid, cancelled_error(after_effect=True))
+            assert outcome == "cancellationRequested"
+            run = await wait_for_result(db, host, pid, timeout=20)
+            record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    assert run is not None and run.state == "CANCELLED"
+    assert run.error is not None and run.error["code"] == "WORKFLOW_CANCELLED"
+    assert backend.paths() == ["reserve", "charge", "refund", "release"]
+    assert record.state == "completed"
+
+
+async def test_a_run_ended_by_its_deadline_undoes_its_confirmed_writes(db: Database) -> None:
+    host = str(uuid.uuid4())
+    # charge is sent before the deadline and answers after it: the write is left to finish,
+    # then nothing new starts and the run ends by its deadline.
+    async with serving(OrderBackend(slow={"charge": 2.5})) as backend:
+        async with executor(db, _runtime(backend)):
+            pid = await _start(db, host, order_document(backend.base), timeout_ms=1500)
+            await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
+            record = await _compensation(db, host, pid)
+            run = await wait_for_result(db, host, pid, timeout=20)
+    await close_waiter(db)
+    assert run is not None and run.error is not None
+    assert run.error["code"] == "WORKFLOW_TIMEOUT"
+    assert backend.paths() == ["reserve", "charge", "refund", "release"]
+    assert record.state == "completed"
