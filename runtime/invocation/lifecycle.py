@@ -6,14 +6,21 @@ import uuid
 from datetime import UTC, datetime
 
 from generated.models import (
+    Compensation,
     WorkflowCancelOutput,
     WorkflowGetResultOutput,
     WorkflowGetStatusOutput,
 )
 from runtime.errors import WorkflowError
+from runtime.execution import compensation_store
 from runtime.human_tasks import store as human_tasks
 from runtime.invocation import rules, store
-from runtime.invocation.results import not_visible, result_document, status_document
+from runtime.invocation.results import (
+    compensation_document,
+    not_visible,
+    result_document,
+    status_document,
+)
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
 from runtime.scheduler.models import LIVE_STATES
 from runtime.security import InvocationContext
@@ -49,6 +56,21 @@ async def _own_run(db: Database, ctx: InvocationContext, instance_id: str) -> st
     return run
 
 
+async def _compensation(db: Database, host_id: str, run: store.OwnedRun) -> Compensation | None:
+    """The compensation of a FAILED or CANCELLED run (None for any other run).
+
+    Read only for a run that wrote: a run without an effect needed none, and a run that
+    never fails never reads it.
+    """
+    if run.state not in ("FAILED", "CANCELLED"):
+        return None
+    if run.effect_state == "none":
+        return compensation_document(None)
+    async with db.transaction(read_only=True) as conn:
+        record = await compensation_store.select_compensation(conn, host_id, run.process_id)
+    return compensation_document(record)
+
+
 async def get_status(
     db: Database, ctx: InvocationContext, instance_id: str
 ) -> WorkflowGetStatusOutput:
@@ -58,7 +80,7 @@ async def get_status(
     """
     run = await _own_run(db, ctx, instance_id)
     if run.state != "WAITING":
-        return status_document(run)
+        return status_document(run, compensation=await _compensation(db, ctx.host_id, run))
     async with db.transaction(read_only=True) as conn:
         open_ids = await human_tasks.open_task_ids(conn, ctx.host_id, run.process_id)
     return status_document(run, open_ids)
@@ -68,7 +90,8 @@ async def get_result(
     db: Database, ctx: InvocationContext, instance_id: str
 ) -> WorkflowGetResultOutput:
     """workflow_get_result: the output, the live state, or the stored error."""
-    return result_document(await _own_run(db, ctx, instance_id))
+    run = await _own_run(db, ctx, instance_id)
+    return result_document(run, await _compensation(db, ctx.host_id, run))
 
 
 async def wait_result(
@@ -82,7 +105,7 @@ async def wait_result(
             wait_ms = min(wait_ms, max(remaining, 0))
         await wait_run(db, ctx.host_id, run.process_id, wait_ms)
         run = await _own_run(db, ctx, instance_id)
-    return result_document(run)
+    return result_document(run, await _compensation(db, ctx.host_id, run))
 
 
 async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> WorkflowCancelOutput:
