@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from runtime.execution.store import QUERIES
 from runtime.scheduler.errors import LeaseLost
 from runtime.scheduler.models import EffectState, LeaseState
 from runtime.scheduler.store.sql import jsonb
-from runtime.store import Connection, fetch_one, load_queries
+from runtime.store import Connection, fetch_one
 
-QUERIES = load_queries(Path(__file__).resolve().with_name("compensation.sql"))
 CompensationState = str  # running | completed | failed
 
 

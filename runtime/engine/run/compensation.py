@@ -1,7 +1,7 @@
 """Compensations in the interpreter: what a write ledgers for its undo, and running the undo.
 
-A write task with `compensate:` hands the effect port a mark (its pointer, name, `when`, and
-the context as the task runs) that is ledgered with the write. After the run failed, the
+A write task with `compensate:` hands the effect port a mark (compensation_marks) that is
+ledgered with the write. After the run failed, the
 durable runtime (runtime.execution.compensation) rebuilds the task's output from the ledger
 and runs the compensation body here with that output as its input, ``workflow.input`` and the
 marked context: the same data flow, expressions and effect port as any task list.
@@ -18,27 +18,13 @@ from runtime.engine.model import (
     McpCallSpec,
     Task,
     WorkflowDefinition,
-    thaw,
     walk_tasks,
 )
 from runtime.engine.run.call_dispatch import http_output_of
 from runtime.engine.run.faults import WorkflowFault
+from runtime.engine.run.interpreter import EndWorkflow, Interpreter
 from runtime.engine.run.ports import Clock, EffectPort, HttpRequest, HttpResponse, RunLimits
-from runtime.engine.run.runner import Runner
 from runtime.engine.run.state import RunState
-
-
-def compensation_mark(runner: Runner, task: Task) -> dict[str, Any] | None:
-    """What the write of task ledgers for its compensation (None: it carries none)."""
-    if task.compensate is None:
-        return None
-    return {
-        "task": task.pointer,
-        "name": task.name,
-        "when": task.compensate.when,
-        "context": thaw(runner.state.context),
-        "workflowInput": thaw(runner.state.workflow_input),
-    }
 
 
 def compensated_task(definition: WorkflowDefinition, pointer: str) -> Task | None:
@@ -97,9 +83,6 @@ async def run_compensation(
     clock: Clock,
 ) -> CompensationRun:
     """Run task's compensation body on data (its recorded output) with the marked context."""
-    # Imported here: the interpreter imports task_kinds, which imports this module.
-    from runtime.engine.run.interpreter import EndWorkflow, Interpreter
-
     assert task.compensate is not None
     state = RunState(position=0, data=data, context=context, workflow_input=workflow_input)
     runner = Interpreter(definition, state, effects, limits, clock)

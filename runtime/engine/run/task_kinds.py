@@ -26,7 +26,7 @@ from runtime.engine.model import (
     thaw,
 )
 from runtime.engine.run.call_dispatch import build_http_request, dispatch_http, dispatch_mcp
-from runtime.engine.run.compensation import compensation_mark
+from runtime.engine.run.compensation_marks import compensation_mark
 from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.run.human import run_ask
