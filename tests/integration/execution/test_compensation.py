@@ -76,10 +76,9 @@ async def test_a_failed_third_write_undoes_the_first_two_in_reverse_order_once(
 
 async def test_a_run_that_completes_needs_no_compensation(db: Database) -> None:
     host = str(uuid.uuid4())
-    async with serving(OrderBackend()) as backend:
-        async with executor(db, _runtime(backend)):
-            pid = await _start(db, host, order_document(backend.base))
-            run = await wait_for_result(db, host, pid, timeout=20)
+    async with serving(OrderBackend()) as backend, executor(db, _runtime(backend)):
+        pid = await _start(db, host, order_document(backend.base))
+        run = await wait_for_result(db, host, pid, timeout=20)
     await close_waiter(db)
     assert run is not None and run.state == "COMPLETED"
     async with db.transaction(read_only=True) as conn:
@@ -107,12 +106,11 @@ async def test_a_write_of_unknown_outcome_is_compensated_only_when_it_says_so(
     host = str(uuid.uuid4())
     faults.set_hook(AFTER_DISPATCH_POINT, _dies_after_second_dispatch())
     try:
-        async with serving(OrderBackend()) as backend:
-            async with executor(db, _runtime(backend)):
-                doc = order_document(backend.base, when_possible=when_possible)
-                pid = await _start(db, host, doc)
-                run = await wait_for_result(db, host, pid, timeout=20)
-                record = await _compensation(db, host, pid)
+        async with serving(OrderBackend()) as backend, executor(db, _runtime(backend)):
+            doc = order_document(backend.base, when_possible=when_possible)
+            pid = await _start(db, host, doc)
+            run = await wait_for_result(db, host, pid, timeout=20)
+            record = await _compensation(db, host, pid)
     finally:
         faults.set_hook(AFTER_DISPATCH_POINT, None)
         await close_waiter(db)
@@ -158,17 +156,17 @@ async def test_a_worker_killed_while_compensating_sends_each_undo_once(
 
 async def test_a_cancelled_run_undoes_its_confirmed_writes(db: Database) -> None:
     host = str(uuid.uuid4())
-    async with serving(OrderBackend(slow={"charge": 1.5})) as backend:
-        async with executor(db, _runtime(backend)):
-            pid = await _start(
-                db, host, order_document(backend.base), cancellation_policy="cooperative"
-            )
-            await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
-            async with db.transaction() as conn:
-                outcome = await cancel_process(conn, host, pid, cancelled_error(after_effect=True))
-            assert outcome == "cancellationRequested"
-            run = await wait_for_result(db, host, pid, timeout=20)
-            record = await _compensation(db, host, pid)
+    backend = OrderBackend(slow={"charge": 1.5})
+    async with serving(backend), executor(db, _runtime(backend)):
+        pid = await _start(
+            db, host, order_document(backend.base), cancellation_policy="cooperative"
+        )
+        await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
+        async with db.transaction() as conn:
+            outcome = await cancel_process(conn, host, pid, cancelled_error(after_effect=True))
+        assert outcome == "cancellationRequested"
+        run = await wait_for_result(db, host, pid, timeout=20)
+        record = await _compensation(db, host, pid)
     await close_waiter(db)
     assert run is not None and run.state == "CANCELLED"
     assert run.error is not None and run.error["code"] == "WORKFLOW_CANCELLED"
@@ -180,12 +178,12 @@ async def test_a_run_ended_by_its_deadline_undoes_its_confirmed_writes(db: Datab
     host = str(uuid.uuid4())
     # charge is sent before the deadline and answers after it: the write is left to finish,
     # then nothing new starts and the run ends by its deadline.
-    async with serving(OrderBackend(slow={"charge": 2.5})) as backend:
-        async with executor(db, _runtime(backend)):
-            pid = await _start(db, host, order_document(backend.base), timeout_ms=1500)
-            await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
-            record = await _compensation(db, host, pid)
-            run = await wait_for_result(db, host, pid, timeout=20)
+    backend = OrderBackend(slow={"charge": 2.5})
+    async with serving(backend), executor(db, _runtime(backend)):
+        pid = await _start(db, host, order_document(backend.base), timeout_ms=1500)
+        await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
+        record = await _compensation(db, host, pid)
+        run = await wait_for_result(db, host, pid, timeout=20)
     await close_waiter(db)
     assert run is not None and run.error is not None
     assert run.error["code"] == "WORKFLOW_TIMEOUT"
