@@ -58,12 +58,24 @@ class OrderBackend:
         await send({"type": "http.response.body", "body": body})
 
 
-def _post(base: str, path: str, body: Any) -> dict[str, Any]:
-    return {"call": "http", "with": {"method": "post", "endpoint": f"{base}/{path}", "body": body}}
+def order_tasks(
+    base: str, *, when_possible: bool = False, evidence: str | None = None
+) -> list[dict[str, Any]]:
+    """reserve (undone by release), charge (undone by refund) and ship (no undo).
 
+    evidence: the approvalEvidenceDigest every write (compensations too) carries, as a write
+    Tool's publication asks.
+    """
 
-def order_tasks(base: str, *, when_possible: bool = False) -> list[dict[str, Any]]:
-    """reserve (undone by release), charge (undone by refund) and ship (no undo)."""
+    def _post(base: str, path: str, body: Any) -> dict[str, Any]:
+        task: dict[str, Any] = {
+            "call": "http",
+            "with": {"method": "post", "endpoint": f"{base}/{path}", "body": body},
+        }
+        if evidence is not None:
+            task["metadata"] = {"approvalEvidenceDigest": evidence}
+        return task
+
     reserve = _post(base, "reserve", {"sku": "${ .sku }"})
     reserve["export"] = {"as": {"order": "${ .id }"}}
     reserve["compensate"] = _post(
