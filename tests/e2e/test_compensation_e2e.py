@@ -78,7 +78,8 @@ def _allow(monkeypatch: pytest.MonkeyPatch, backend: OrderBackend, faults: str =
     monkeypatch.setenv("WORKFLOW_EXECUTION_OUTBOUND_HTTP_ALLOWLIST", json.dumps([backend.base]))
     monkeypatch.setenv("WORKFLOW_FAULTS", faults)
     # Tools publish plain-http targets of the local backend.
-    monkeypatch.setenv("WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES", json.dumps(["http", "https"]))
+    schemes = json.dumps(["http", "https"])
+    monkeypatch.setenv("WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES", schemes)
 
 
 def _steps(status: dict[str, Any]) -> list[tuple[str, str, int]]:
