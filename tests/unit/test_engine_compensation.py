@@ -53,18 +53,23 @@ def test_a_single_task_and_a_do_list_both_parse_and_are_walked() -> None:
     assert listed["compensate"]["retry"]["limit"]["attempt"]["count"] == 3
 
 
-@pytest.mark.parametrize(
-    ("task", "needle"),
-    [
-        ({**_call("get", "charge"), "compensate": _call("post", "refund")}, "task that writes"),
-        ({"set": {"a": 1}, "compensate": _call("post", "refund")}, "task that writes"),
-        ({**_call("post", "charge"), "compensate": {"when": "maybe", "do": [{"r": _call("post", "r")}]}}, "compensate.when"),
-        ({**_call("post", "charge"), "compensate": {"when": "possible"}}, "needs a task"),
-        ({**_call("post", "charge"), "compensate": {"do": [{"w": {"wait": {"seconds": 1}}}]}}, "wait task cannot run"),
-        ({**_call("post", "charge"), "compensate": {"do": [{"f": {"fork": {"branches": [{"r": _call("post", "r")}]}}}]}}, "fork task cannot run"),
-        ({**_call("post", "charge"), "compensate": {"do": [{"r": {**_call("post", "r"), "compensate": _call("post", "x")}}]}}, "its own `compensate`"),
-    ],
-)  # fmt: skip
+POST = _call("post", "charge")
+UNDO = [{"r": _call("post", "r")}]
+REFUSED = [
+    ({**_call("get", "charge"), "compensate": _call("post", "refund")}, "task that writes"),
+    ({"set": {"a": 1}, "compensate": _call("post", "refund")}, "task that writes"),
+    ({**POST, "compensate": {"when": "maybe", "do": UNDO}}, "compensate.when"),
+    ({**POST, "compensate": {"when": "possible"}}, "needs a task"),
+    ({**POST, "compensate": {"do": [{"w": {"wait": {"seconds": 1}}}]}}, "wait task cannot run"),
+    ({**POST, "compensate": {"do": [{"f": {"fork": {"branches": UNDO}}}]}}, "fork task cannot"),
+    (
+        {**POST, "compensate": {"do": [{"r": {**_call("post", "r"), "compensate": POST}}]}},
+        "its own `compensate`",
+    ),
+]
+
+
+@pytest.mark.parametrize(("task", "needle"), REFUSED)
 def test_a_misplaced_or_unsupported_compensation_is_refused_with_a_typed_problem(
     task: dict[str, Any], needle: str
 ) -> None:
