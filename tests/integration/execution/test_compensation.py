@@ -5,6 +5,7 @@ keeps its original error; a write whose outcome is unknown is reported, not comp
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import uuid
 from typing import Any
@@ -20,6 +21,8 @@ from runtime.scheduler.errors import cancelled_error
 from runtime.scheduler.service import cancel_process
 from runtime.security import Keyring
 from runtime.store import Database
+from runtime.telemetry import metrics
+from tests.support.cli import run_command
 from tests.support.compensation import ORDER_INPUT, OrderBackend, order_document
 from tests.support.execution import LOCAL_BACKENDS, executor, serving, worker_process
 from tests.support.execution_runs import start_workflow_run
@@ -189,3 +192,49 @@ async def test_a_run_ended_by_its_deadline_undoes_its_confirmed_writes(db: Datab
     assert run.error["code"] == "WORKFLOW_TIMEOUT"
     assert backend.paths() == ["reserve", "charge", "refund", "release"]
     assert record.state == "completed"
+
+
+async def test_a_failed_compensation_stays_visible_and_runs_compensate_retries_it(
+    db: Database, database_url: str
+) -> None:
+    host = str(uuid.uuid4())
+    failed_before = _failed_compensations()
+    # refund keeps failing: its bounded retries (compensation_retries, 2) run out.
+    backend = OrderBackend(failing={"ship": 500, "refund": 503})
+    async with serving(backend), executor(db, _runtime(backend)):
+        pid = await _start(db, host, order_document(backend.base))
+        record = await _compensation(db, host, pid)
+        assert record.state == "failed"
+        code, listed, _ = await run_command(
+            "runs", "list", "--host", host, "--compensation", "failed", "--json",
+            "--database-url", database_url,
+        )  # fmt: skip
+        assert code == 0 and [run["process_id"] for run in json.loads(listed)] == [pid]
+        # The refund answers again: an operator starts the compensation once more.
+        backend.failing.pop("refund")
+        code, said, _ = await run_command(
+            "runs", "compensate", pid, "--host", host, "--database-url", database_url
+        )
+        assert code == 0, said
+        record = await _compensation(db, host, pid)
+        code, shown, _ = await run_command(
+            "runs", "show", pid, "--host", host, "--json", "--database-url", database_url
+        )
+    await close_waiter(db)
+    assert _failed_compensations() == failed_before + 1
+    assert backend.paths() == [
+        "reserve", "charge", "ship", "refund", "refund", "refund", "release", "refund",
+    ]  # fmt: skip
+    assert record.state == "completed"
+    assert [(s["name"], s["state"]) for s in record.steps] == [
+        ("charge", "completed"),
+        ("reserve", "completed"),
+    ]
+    compensation = json.loads(shown)["compensation"]
+    assert compensation["state"] == "completed"
+    assert [s["task"] for s in compensation["steps"]] == ["charge", "reserve"]
+
+
+def _failed_compensations() -> float:
+    value = metrics.REGISTRY.get_sample_value("workflow_compensations_total", {"outcome": "failed"})
+    return value or 0.0
