@@ -152,3 +152,24 @@ BEGIN
     RETURN child;
 END
 $$;
+
+-- A compensation run that itself ends FAILED or CANCELLED (its handler failed, or its own
+-- deadline passed while no service ran) leaves its record failed, never running for ever: a
+-- failed compensation is visible and `runs compensate` starts it again. Only failed and
+-- cancelled runs pay this probe; a completed run never does.
+CREATE FUNCTION workflow_fail_compensation_of_ended_run() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE workflow_compensation c
+    SET state = 'failed', updated_ts = now(), finished_ts = now()
+    WHERE c.host_id = NEW.host_id AND c.compensation_process_id = NEW.process_id
+      AND c.state = 'running';
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER workflow_process_compensation_ended
+    AFTER UPDATE OF state ON workflow_process
+    FOR EACH ROW
+    WHEN (NEW.state IN ('FAILED', 'CANCELLED') AND OLD.state IS DISTINCT FROM NEW.state)
+    EXECUTE FUNCTION workflow_fail_compensation_of_ended_run();

@@ -896,6 +896,18 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_fail_compensation_of_ended_run() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE workflow_compensation c
+    SET state = 'failed', updated_ts = now(), finished_ts = now()
+    WHERE c.host_id = NEW.host_id AND c.compensation_process_id = NEW.process_id
+      AND c.state = 'running';
+    RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION public.workflow_idempotency_window_end() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -1886,6 +1898,8 @@ CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public
 CREATE TRIGGER workflow_process_close_human_tasks AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state) AND ((old.state = 'WAITING'::text) OR (new.binding_id IS NULL)))) EXECUTE FUNCTION public.workflow_close_human_tasks_of_ended_run();
 
 CREATE TRIGGER workflow_process_compensate AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state) AND (new.effect_state <> 'none'::text))) EXECUTE FUNCTION public.workflow_compensate_ended_run();
+
+CREATE TRIGGER workflow_process_compensation_ended AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_fail_compensation_of_ended_run();
 
 CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_idempotency_window_end();
 

@@ -21,8 +21,9 @@ Design, durable at every step:
 4. A failing step is tried again, as a new task with its own ledger range, while its retry
    (`compensate.retry`, else the compensation_retries setting) allows; a step whose effect's
    outcome is unknown (``possible``) is compensated only with `compensate.when: possible`,
-   otherwise skipped and reported. Nothing runs after the run's deadline plus the
-   compensation_allowance_s setting. The record ends completed, or failed (logged, counted in
+   otherwise skipped and reported. Nothing starts later than the compensation_allowance_s
+   setting after the run ended (for a deadline end: the deadline, or the end of the write it
+   left to finish, at most write_overrun_s later), so the undo is bounded too. The record ends completed, or failed (logged, counted in
    workflow_compensations{outcome="failed"}, listed by `runs list --compensation failed`, and
    started again by `workflow-mcp runs compensate ID`).
 """

@@ -91,9 +91,9 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # thread (runtime.engine.run.engine_threads says why); an attempt reaching an effect
     # moves at once. 0: every attempt runs on an engine thread.
     on_loop_steps: int = ON_LOOP_STEPS
-    # How long after a run's deadline its compensations may still run (at most an hour, the
-    # compensation run's own ceiling, migration 0087), and how often a failing compensation
-    # is tried again when its `compensate:` sets no retry of its own.
+    # How long after a run ended (by its deadline too) its compensations may still start (at
+    # most an hour, the compensation run's own ceiling, migration 0087), and how often a
+    # failing compensation is tried again when its `compensate:` sets no retry of its own.
     compensation_allowance_s: float = 60.0
     compensation_retries: int = 2
 

@@ -23,8 +23,14 @@ from runtime.security import Keyring
 from runtime.store import Database
 from runtime.telemetry import metrics
 from tests.support.cli import run_command
-from tests.support.compensation import ORDER_INPUT, OrderBackend, order_document
-from tests.support.execution import LOCAL_BACKENDS, executor, serving, worker_process
+from tests.support.compensation import ORDER_INPUT, OrderBackend, order_document, order_tasks
+from tests.support.execution import (
+    LOCAL_BACKENDS,
+    document,
+    executor,
+    serving,
+    worker_process,
+)
 from tests.support.execution_runs import start_workflow_run
 from tests.support.waiting import wait_until
 
@@ -238,3 +244,68 @@ async def test_a_failed_compensation_stays_visible_and_runs_compensate_retries_i
 def _failed_compensations() -> float:
     value = metrics.REGISTRY.get_sample_value("workflow_compensations_total", {"outcome": "failed"})
     return value or 0.0
+
+
+async def test_a_compensation_run_that_dies_leaves_its_record_failed_not_running(
+    db: Database,
+) -> None:
+    host = str(uuid.uuid4())
+
+    async def broken() -> None:
+        raise RuntimeError("the compensation handler broke")
+
+    faults.set_hook("before_compensation_step_0", broken)
+    try:
+        backend = OrderBackend(failing={"ship": 500})
+        async with serving(backend), executor(db, _runtime(backend)):
+            pid = await _start(db, host, order_document(backend.base))
+            record = await _compensation(db, host, pid)
+    finally:
+        faults.set_hook("before_compensation_step_0", None)
+        await close_waiter(db)
+    assert record.state == "failed"
+    assert backend.paths() == ["reserve", "charge", "ship"]
+
+
+async def test_nothing_is_compensated_past_the_allowance_after_the_run_ended(
+    db: Database,
+) -> None:
+    host = str(uuid.uuid4())
+    # The run ends by its deadline; refund, started within the allowance, is left to finish,
+    # and when it answers the allowance is spent: release is not sent.
+    backend = OrderBackend(slow={"charge": 2.5, "refund": 2.0})
+    settings = ExecutionSettings(http_allowlist=[], compensation_allowance_s=1.0)
+    async with serving(backend):
+        settings.http_allowlist.append(backend.base)
+        runtime = WorkflowRuntime(settings, Keyring.empty(), destinations=LOCAL_BACKENDS)
+        async with executor(db, runtime):
+            pid = await _start(db, host, order_document(backend.base), timeout_ms=1500)
+            record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    assert backend.paths() == ["reserve", "charge", "refund"]
+    assert record.state == "failed"
+    charge, reserve = record.steps
+    assert charge["state"] == "completed"
+    assert reserve["state"] == "failed" and "allowance" in reserve["error"]
+
+
+async def test_every_confirmed_fork_branch_is_compensated(db: Database) -> None:
+    host = str(uuid.uuid4())
+    backend = OrderBackend(failing={"ship": 500})
+    async with serving(backend), executor(db, _runtime(backend)):
+        reserve, charge, ship = order_tasks(backend.base)
+        # Both branches confirm (reserve no longer exports inside a branch), then ship fails.
+        del reserve["reserve"]["export"]
+        charge["charge"]["compensate"] = order_tasks(backend.base)[0]["reserve"]["compensate"]
+        charge["charge"]["compensate"]["with"]["endpoint"] = f"{backend.base}/refund"
+        both = {"both": {"fork": {"branches": [reserve, charge]}}}
+        pid = await _start(db, host, document([both, ship]))
+        record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    assert sorted(backend.paths()[:2]) == ["charge", "reserve"]
+    assert backend.paths()[2] == "ship"
+    # Each confirmed sibling is undone once, the later-confirmed first.
+    undone = {"reserve": "release", "charge": "refund"}
+    first, second = (step["name"] for step in record.steps)
+    assert backend.paths()[3:] == [undone[first], undone[second]]
+    assert record.state == "completed"
