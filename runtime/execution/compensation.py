@@ -23,9 +23,11 @@ Design, durable at every step:
    outcome is unknown (``possible``) is compensated only with `compensate.when: possible`,
    otherwise skipped and reported. Nothing starts later than the compensation_allowance_s
    setting after the run ended (for a deadline end: the deadline, or the end of the write it
-   left to finish, at most write_overrun_s later), so the undo is bounded too. The record ends completed, or failed (logged, counted in
+   left to finish, at most write_overrun_s later), so the undo is bounded too.
+5. The record ends completed, or failed (logged, counted in
    workflow_compensations{outcome="failed"}, listed by `runs list --compensation failed`, and
-   started again by `workflow-mcp runs compensate ID`).
+   started again by `workflow-mcp runs compensate ID`); a compensation run that itself dies
+   leaves the record failed too (a trigger of migration 0087).
 """
 
 from __future__ import annotations
