@@ -4,7 +4,7 @@ Design, durable at every step:
 
 1. A write task that carries `compensate:` ledgers its mark (pointer, name, `when`, the context
    and workflow input as the task runs) with the write itself, in the statement that marks it
-   possible (``runtime.engine.run.compensation``, migration 0087). Nothing else is written on
+   possible (``runtime.engine.run.compensation_marks``, migration 0087). Nothing else is written on
    the run's path, and a run that never writes pays nothing at all.
 2. When a run that wrote ends FAILED or CANCELLED (a failure, a cancel, its deadline: every
    path updates workflow_process.state), a trigger lists its compensable writes, most recently
