@@ -194,3 +194,36 @@ async def test_a_cancelled_order_is_undone_through_the_service(
     assert status["state"] == "CANCELLED"
     assert status["error"]["code"] == "WORKFLOW_CANCELLED"
     assert _steps(status) == [("charge", "completed", 1), ("reserve", "completed", 1)]
+
+
+async def test_a_write_of_unknown_outcome_is_reported_not_compensated_through_the_service(
+    database_url: str,
+    live_identity: DevIdentity,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    async with serving(OrderBackend()) as backend:
+        # The service dies right after reserve went out, before it was confirmed.
+        _allow(monkeypatch, backend, "after_effect_dispatch=kill")
+        with run_server(database_url, tmp_path / "first", live_identity) as first:
+            async with httpx.AsyncClient(base_url=first.base_url, timeout=60.0) as http:
+                owner = client(http, live_identity, OWNER)
+                caller = client(http, live_identity)
+                instance = await _start(owner, caller, _order_yaml(backend.base))
+                await wait_until(
+                    lambda: first.process is not None and first.process.poll() is not None,
+                    what="the service killed at its fault point",
+                    within_s=30,
+                )
+        _allow(monkeypatch, backend)
+        with run_server(database_url, tmp_path / "second", live_identity) as second:
+            async with httpx.AsyncClient(base_url=second.base_url, timeout=60.0) as http:
+                status = await _settled(client(http, live_identity), instance)
+    # The reclaimed run does not send reserve again, and its release is not guessed either.
+    assert backend.paths() == ["reserve"]
+    assert status["state"] == "FAILED" and status["effectState"] == "possible"
+    [step] = status["compensation"]["steps"]
+    assert (step["task"], step["state"]) == ("reserve", "skipped")
+    assert "outcome is unknown" in step["error"]
