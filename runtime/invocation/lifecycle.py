@@ -71,6 +71,14 @@ async def _compensation(db: Database, host_id: str, run: store.OwnedRun) -> Comp
     return compensation_document(record)
 
 
+def _started(compensation: Compensation | None) -> Compensation | None:
+    """A compensation the runtime started (result errors name none that was not needed).
+
+    The stored error of a run that needed none reads exactly as its first answer did.
+    """
+    return None if compensation is None or compensation.state == "not_needed" else compensation
+
+
 async def get_status(
     db: Database, ctx: InvocationContext, instance_id: str
 ) -> WorkflowGetStatusOutput:
@@ -91,7 +99,7 @@ async def get_result(
 ) -> WorkflowGetResultOutput:
     """workflow_get_result: the output, the live state, or the stored error."""
     run = await _own_run(db, ctx, instance_id)
-    return result_document(run, await _compensation(db, ctx.host_id, run))
+    return result_document(run, _started(await _compensation(db, ctx.host_id, run)))
 
 
 async def wait_result(
@@ -105,7 +113,7 @@ async def wait_result(
             wait_ms = min(wait_ms, max(remaining, 0))
         await wait_run(db, ctx.host_id, run.process_id, wait_ms)
         run = await _own_run(db, ctx, instance_id)
-    return result_document(run, await _compensation(db, ctx.host_id, run))
+    return result_document(run, _started(await _compensation(db, ctx.host_id, run)))
 
 
 async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> WorkflowCancelOutput:
