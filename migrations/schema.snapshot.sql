@@ -507,6 +507,55 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_begin_compensation(p_host_id uuid, p_process_id uuid, p_execution_class text, p_deadline_ts timestamp with time zone, p_binding_id uuid) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    listed jsonb;
+    child uuid := gen_random_uuid();
+BEGIN
+    SELECT jsonb_agg(
+               jsonb_build_object(
+                   'stepNo', s.step_no, 'task', s.compensation ->> 'task',
+                   'name', s.compensation ->> 'name', 'effect', s.effect_state,
+                   'when', coalesce(s.compensation ->> 'when', 'confirmed'),
+                   'state', 'pending', 'attempts', 0
+               )
+               ORDER BY coalesce(s.confirmed_ts, s.possible_ts) DESC, s.step_no DESC
+           )
+    INTO listed
+    FROM workflow_step s
+    WHERE s.host_id = p_host_id AND s.process_id = p_process_id AND s.compensation IS NOT NULL;
+    IF listed IS NULL THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO workflow_compensation (host_id, process_id, compensation_process_id, steps)
+    VALUES (p_host_id, p_process_id, child, listed)
+    ON CONFLICT (host_id, process_id) DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    -- Its own budget, deadline and lease: a failed run's exhausted budget never stops the undo.
+    PERFORM workflow_enqueue_run(
+        p_host_id, child, p_execution_class,
+        greatest(p_deadline_ts, now()) + workflow_compensation_ceiling(), 'before-effects-only',
+        p_binding_id, 64, 64, 8388608, 8388608, 1048576, 10000, 0, 'compensation',
+        jsonb_build_object('compensates', p_process_id::text), 0::smallint, NULL, false
+    );
+    -- The run's sealed credential outlives it for its compensations (sealed to the run's id,
+    -- which the compensation opens it with); the run's own row is forgotten as before.
+    INSERT INTO workflow_run_credential (
+        host_id, process_id, key_id, nonce, ciphertext, token_expires_ts, expires_ts,
+        exchanged_ts
+    )
+    SELECT c.host_id, child, c.key_id, c.nonce, c.ciphertext, c.token_expires_ts,
+           greatest(c.expires_ts, now()) + workflow_compensation_ceiling(), c.exchanged_ts
+    FROM workflow_run_credential c
+    WHERE c.host_id = p_host_id AND c.process_id = p_process_id;
+    RETURN child;
+END
+$$;
+
 CREATE FUNCTION public.workflow_claim_idempotency_v2(p_host_id uuid, p_scope_digest text, p_operation text, p_key_kind text, p_process_id uuid, p_principal_subject text, p_input_digest text, p_definition_digest text, p_result_replay_ms bigint, p_deadline_ts timestamp with time zone) RETURNS TABLE(outcome text, process_id uuid)
     LANGUAGE plpgsql
     AS $$
@@ -576,6 +625,21 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+CREATE FUNCTION public.workflow_compensate_ended_run() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM workflow_begin_compensation(
+        NEW.host_id, NEW.process_id, NEW.execution_class, NEW.deadline_ts, NEW.binding_id
+    );
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION public.workflow_compensation_ceiling() RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT interval '1 hour' $$;
 
 CREATE FUNCTION public.workflow_complete_task(p_host_id uuid, p_task_id uuid, p_lease_id uuid, p_fencing_token bigint, p_result jsonb, p_consume boolean, p_attempts integer, p_nested_calls integer, p_request_bytes bigint, p_intermediate_bytes bigint, p_result_bytes bigint, p_cost_units bigint, p_finish boolean, p_run_result jsonb, p_next boolean, p_step_no integer, p_kind text, p_payload jsonb, p_priority smallint, p_available_at timestamp with time zone, p_idempotent boolean, p_worker_id text, p_lease_ms integer, p_overrun_ms integer, OUT outcome text, OUT backlog boolean, OUT effect_state text, OUT host_id uuid, OUT task_id uuid, OUT process_id uuid, OUT step_no integer, OUT kind text, OUT payload jsonb, OUT execution_class text, OUT idempotent boolean, OUT attempts integer, OUT lease_id uuid, OUT fencing_token bigint, OUT lease_expires_ts timestamp with time zone, OUT deadline_ts timestamp with time zone, OUT cancellation_policy text) RETURNS record
     LANGUAGE plpgsql
@@ -835,6 +899,18 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_fail_compensation_of_ended_run() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE workflow_compensation c
+    SET state = 'failed', updated_ts = now(), finished_ts = now()
+    WHERE c.host_id = NEW.host_id AND c.compensation_process_id = NEW.process_id
+      AND c.state = 'running';
+    RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION public.workflow_idempotency_window_end() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -937,6 +1013,45 @@ BEGIN
         analyzed := analyzed + 1;
     END LOOP;
     RETURN analyzed;
+END
+$$;
+
+CREATE FUNCTION public.workflow_retry_compensation(p_host_id uuid, p_process_id uuid) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    run workflow_process%ROWTYPE;
+    child uuid := gen_random_uuid();
+BEGIN
+    SELECT p.* INTO run
+    FROM workflow_process p
+    JOIN workflow_compensation c ON c.host_id = p.host_id AND c.process_id = p.process_id
+    WHERE p.host_id = p_host_id AND p.process_id = p_process_id AND c.state = 'failed'
+    FOR UPDATE OF c;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    UPDATE workflow_compensation c
+    SET state = 'running', compensation_process_id = child, updated_ts = now(),
+        finished_ts = NULL,
+        steps = (
+            SELECT jsonb_agg(
+                       CASE WHEN s ->> 'state' IN ('failed', 'running')
+                            THEN (s - 'error') || jsonb_build_object('state', 'pending',
+                                                                     'retried', true)
+                            ELSE s END
+                       ORDER BY n)
+            FROM jsonb_array_elements(c.steps) WITH ORDINALITY AS e(s, n)
+        )
+    WHERE c.host_id = p_host_id AND c.process_id = p_process_id;
+    PERFORM workflow_enqueue_run(
+        p_host_id, child, run.execution_class, now() + workflow_compensation_ceiling(),
+        'before-effects-only', run.binding_id, 64, 64, 8388608, 8388608, 1048576, 10000, 0,
+        'compensation',
+        jsonb_build_object('compensates', p_process_id::text, 'retry', true), 0::smallint,
+        NULL, false
+    );
+    RETURN child;
 END
 $$;
 
@@ -1248,6 +1363,18 @@ CREATE TABLE public.workflow_budget_reservation (
     CONSTRAINT workflow_budget_reservation_state_check CHECK ((state = ANY (ARRAY['reserved'::text, 'reconciled'::text])))
 );
 
+CREATE TABLE public.workflow_compensation (
+    host_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    compensation_process_id uuid NOT NULL,
+    state text DEFAULT 'running'::text NOT NULL,
+    steps jsonb NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    finished_ts timestamp with time zone,
+    CONSTRAINT workflow_compensation_state_check CHECK ((state = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text])))
+);
+
 CREATE TABLE public.workflow_definition_grant_sync_t (
     host_id uuid NOT NULL,
     wf_def_id uuid NOT NULL,
@@ -1447,6 +1574,7 @@ CREATE TABLE public.workflow_step (
     possible_ts timestamp with time zone DEFAULT now() NOT NULL,
     confirmed_ts timestamp with time zone,
     request_digest text,
+    compensation jsonb,
     CONSTRAINT workflow_step_confirmed_check CHECK (((effect_state = 'confirmed'::text) = (confirmed_ts IS NOT NULL))),
     CONSTRAINT workflow_step_effect_check CHECK ((effect_state = ANY (ARRAY['possible'::text, 'confirmed'::text])))
 );
@@ -1639,6 +1767,9 @@ ALTER TABLE ONLY public.workflow_budget
 ALTER TABLE ONLY public.workflow_budget_reservation
     ADD CONSTRAINT workflow_budget_reservation_pk PRIMARY KEY (host_id, reservation_id);
 
+ALTER TABLE ONLY public.workflow_compensation
+    ADD CONSTRAINT workflow_compensation_pk PRIMARY KEY (host_id, process_id);
+
 ALTER TABLE ONLY public.workflow_definition_grant_sync_t
     ADD CONSTRAINT workflow_definition_grant_sync_pk PRIMARY KEY (host_id, wf_def_id);
 
@@ -1713,6 +1844,10 @@ CREATE INDEX workflow_action_permit_process_idx ON public.workflow_action_permit
 
 CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_reservation USING btree (host_id, task_id);
 
+CREATE UNIQUE INDEX workflow_compensation_by_run ON public.workflow_compensation USING btree (host_id, compensation_process_id);
+
+CREATE INDEX workflow_compensation_failed ON public.workflow_compensation USING btree (host_id, process_id) WHERE (state = 'failed'::text);
+
 CREATE INDEX workflow_human_task_open_position_idx ON public.workflow_human_task USING btree (host_id, assignee_position_id, created_ts) WHERE (state = 'open'::text);
 
 CREATE INDEX workflow_human_task_open_role_idx ON public.workflow_human_task USING btree (host_id, assignee_role_id, created_ts) WHERE (state = 'open'::text);
@@ -1769,6 +1904,10 @@ CREATE TRIGGER wf_definition_version_guard_trg BEFORE DELETE OR UPDATE ON public
 
 CREATE TRIGGER workflow_process_close_human_tasks AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state) AND ((old.state = 'WAITING'::text) OR (new.binding_id IS NULL)))) EXECUTE FUNCTION public.workflow_close_human_tasks_of_ended_run();
 
+CREATE TRIGGER workflow_process_compensate AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state) AND (new.effect_state <> 'none'::text))) EXECUTE FUNCTION public.workflow_compensate_ended_run();
+
+CREATE TRIGGER workflow_process_compensation_ended AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_fail_compensation_of_ended_run();
+
 CREATE TRIGGER workflow_process_end_idempotency_window AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_idempotency_window_end();
 
 CREATE TRIGGER workflow_process_end_tool_live AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])))) EXECUTE FUNCTION public.workflow_tool_live_end();
@@ -1790,6 +1929,9 @@ ALTER TABLE ONLY public.workflow_budget
 
 ALTER TABLE ONLY public.workflow_budget_reservation
     ADD CONSTRAINT workflow_budget_reservation_budget_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_budget(host_id, process_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_compensation
+    ADD CONSTRAINT workflow_compensation_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);

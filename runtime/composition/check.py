@@ -3,7 +3,8 @@
 For each file: its definition and schema digests, every problem (what would refuse it) and
 warning with its pointer, and the static analysis a binding needs (write tasks and their
 evidence, HTTP calls and the endpoint targets they need, MCP calls, fork widths, worst-case
-attempts and time). With ``--binding`` the workflow_binding_publish arguments are checked
+attempts and time), and, in a workflow of several writes, each write without `compensate:`
+(warning uncompensated-write). With ``--binding`` the workflow_binding_publish arguments are checked
 against the definition too, and its endpoint targets against the configured destination policy
 (``publication.destinations``, from ``--config`` and the environment); names are not resolved
 offline, so the report lists them. No database is used.
@@ -41,6 +42,11 @@ from runtime.engine.check import (
     static_requirements,
     warning_entry,
     worst_case_human_wait_ms,
+)
+from runtime.engine.check.compensation import (
+    UNCOMPENSATED_WRITE,
+    uncompensated_message,
+    uncompensated_writes,
 )
 from runtime.engine.model import WorkflowDefinition
 from runtime.errors import WorkflowError
@@ -170,6 +176,10 @@ def check_loaded(report: FileReport, document: dict[str, Any]) -> FileReport:
     data_flow = check_document(document)
     report.problems.extend(problem_entry(finding) for finding in data_flow.errors)
     report.warnings.extend(warning_entry(finding) for finding in data_flow.warnings)
+    report.warnings.extend(
+        {"code": UNCOMPENSATED_WRITE, "pointer": t.pointer, "message": uncompensated_message(t)}
+        for t in uncompensated_writes(definition)
+    )
     _cap_warnings(report)
     report.analysis = analysis_of(definition)
     return report

@@ -1,4 +1,5 @@
-"""`workflow-mcp runs list|show|cancel`: run inspection through the services, for operators."""
+"""`workflow-mcp runs list|show|cancel|compensate`: run inspection through the services, for
+operators."""
 
 from __future__ import annotations
 
@@ -12,20 +13,26 @@ from typing import Any
 import msgspec
 
 from runtime.errors import WorkflowError
+from runtime.execution import compensation_store
 from runtime.human_tasks import store as human_tasks
+from runtime.invocation.results import compensation_document
 from runtime.invocation.waiting import cancel_run
-from runtime.scheduler.inspection import RUN_STATES, list_runs, show_run
+from runtime.scheduler.inspection import COMPENSATION_STATES, RUN_STATES, list_runs, show_run
 from runtime.settings import Settings
 from runtime.store import Database
 from runtime.store.bootstrap import open_store
 
-LIST_COLUMNS = ("process_id", "state", "tool_name", "execution_class", "effect_state", "created_ts")
+LIST_COLUMNS = (
+    "process_id", "state", "tool_name", "execution_class", "effect_state", "compensation",
+    "created_ts",
+)  # fmt: skip
 TIMELINE_COLUMNS = ("ts", "event", "step_no", "kind", "attempts", "worker_id")
 BUDGET_COLUMNS = ("counter", "limit", "used", "remaining")
 HUMAN_TASK_COLUMNS = (
     "task_id", "task_name", "state", "assignee_kind", "assignee", "created_ts", "due_ts",
     "answered_by", "answered_ts",
 )  # fmt: skip
+COMPENSATION_COLUMNS = ("task", "state", "attempts", "error")
 RUN_FIELDS = (
     "process_id", "state", "operation", "tool_name", "tool_id", "execution_class",
     "cancellation_policy", "effect_state", "cancel_requested", "binding_id", "created_ts",
@@ -74,7 +81,14 @@ async def _with_database(settings: Settings, work: Callable[[Database], Awaitabl
 
 
 async def _list(db: Database, args: argparse.Namespace) -> int:
-    runs = await list_runs(db, args.host, state=args.state, tool=args.tool, limit=args.limit)
+    runs = await list_runs(
+        db,
+        args.host,
+        state=args.state,
+        tool=args.tool,
+        limit=args.limit,
+        compensation=args.compensation,
+    )
     print(_json(runs) if args.json else table(runs, LIST_COLUMNS))
     return 0
 
@@ -87,6 +101,7 @@ async def _show(db: Database, args: argparse.Namespace) -> int:
     async with db.transaction(read_only=True) as conn:
         listed = await human_tasks.run_tasks(conn, args.host, str(run["process_id"]))
     run["human_tasks"] = [msgspec.structs.asdict(task) for task in listed]
+    run["compensation"] = await _compensation_of(db, args.host, run)
     if args.json:
         print(_json(run))
         return 0
@@ -100,6 +115,38 @@ async def _show(db: Database, args: argparse.Namespace) -> int:
     if run["human_tasks"]:
         print()
         print(table(run["human_tasks"], HUMAN_TASK_COLUMNS))
+    compensation = run["compensation"]
+    if compensation is not None:
+        print()
+        print(f"compensation  {compensation['state']}")
+        if compensation["steps"]:
+            print(table(compensation["steps"], COMPENSATION_COLUMNS))
+    return 0
+
+
+async def _compensation_of(db: Database, host_id: str, run: Mapping[str, Any]) -> Any:
+    """The compensation of a FAILED or CANCELLED run as status reads show it (else None)."""
+    if run["state"] not in ("FAILED", "CANCELLED"):
+        return None
+    async with db.transaction(read_only=True) as conn:
+        record = await compensation_store.select_compensation(conn, host_id, str(run["process_id"]))
+    return msgspec.to_builtins(compensation_document(record))
+
+
+async def _compensate(db: Database, args: argparse.Namespace) -> int:
+    """Start a failed compensation again: its failed steps run once more, the rest stay."""
+    run = await show_run(db, args.host, args.run_id)
+    if run is None:
+        print(f"no run {args.run_id} on host {args.host}", file=sys.stderr)
+        return 1
+    async with db.transaction() as conn:
+        retried = await compensation_store.retry_compensation(
+            conn, str(run["host_id"]), str(run["process_id"])
+        )
+    if retried is None:
+        print("no failed compensation to retry", file=sys.stderr)
+        return 1
+    print(f"compensation restarted ({retried})")
     return 0
 
 
@@ -116,7 +163,9 @@ async def _cancel(db: Database, args: argparse.Namespace) -> int:
 
 def runs_command(settings: Settings, args: argparse.Namespace) -> int:
     """Run one `runs` subcommand against the configured database."""
-    work = {"list": _list, "show": _show, "cancel": _cancel}[args.runs_command]
+    work = {"list": _list, "show": _show, "cancel": _cancel, "compensate": _compensate}[
+        args.runs_command
+    ]
     try:
         return asyncio.run(_with_database(settings, lambda db: work(db, args)))
     except WorkflowError as error:
@@ -126,20 +175,33 @@ def runs_command(settings: Settings, args: argparse.Namespace) -> int:
 
 def add_runs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The `runs` command and its list, show and cancel subcommands."""
-    runs = commands.add_parser("runs", help="list, show or cancel a host's runs")
+    runs = commands.add_parser(
+        "runs", help="list, show or cancel a host's runs, or retry a failed compensation"
+    )
     verbs = runs.add_subparsers(dest="runs_command", required=True, metavar="VERB")
     listing = verbs.add_parser("list", help="a host's runs, newest first")
     listing.add_argument("--state", choices=RUN_STATES, default=None)
     listing.add_argument("--tool", default=None, help="only runs of this Tool (its id or name)")
     listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument(
+        "--compensation",
+        choices=COMPENSATION_STATES,
+        default=None,
+        help="only runs whose compensation is in this state (failed: needs an operator)",
+    )
     show = verbs.add_parser(
         "show",
-        help="one run: state, effect state, budget used, error, timeline of tasks, human tasks",
+        help="one run: state, effect state, budget used, error, timeline of tasks, human tasks, "
+        "compensation",
     )
     show.add_argument("run_id", help="the workflowInstanceId")
     cancel = verbs.add_parser("cancel", help="cancel one run per its cancellation policy")
     cancel.add_argument("run_id", help="the workflowInstanceId")
-    for verb in (listing, show, cancel):
+    compensate = verbs.add_parser(
+        "compensate", help="retry the failed compensation of a FAILED or CANCELLED run"
+    )
+    compensate.add_argument("run_id", help="the workflowInstanceId")
+    for verb in (listing, show, cancel, compensate):
         verb.add_argument("--host", required=True, help="the host id the run belongs to")
         verb.add_argument("--config", default=None, help="YAML settings file ($WORKFLOW_CONFIG)")
         verb.add_argument("--database-url", default=None, help="overrides store.database_url")

@@ -317,6 +317,19 @@ TaskSpec = (
 
 
 @dataclass(frozen=True)
+class Compensation:
+    """`compensate:` of a write task: what undoes its effect after the run fails.
+
+    ``when`` "possible" also compensates an effect whose outcome is unknown; ``retry`` bounds
+    how often a failing compensation is tried again (None: the runtime's setting).
+    """
+
+    body: TaskList
+    when: Literal["confirmed", "possible"] = "confirmed"
+    retry: RetryPolicy | None = None
+
+
+@dataclass(frozen=True)
 class Task:
     """One task with its common fields; ``pointer`` is its JSON Pointer in the definition."""
 
@@ -335,9 +348,12 @@ class Task:
     timeout_ms: int | None = None
     then: ThenTarget = "continue"
     metadata: Any = field(default_factory=lambda: MappingProxyType({}))
+    compensate: Compensation | None = None
 
     def children(self) -> tuple[TaskList, ...]:
-        """The nested task lists of a composite task."""
+        """The nested task lists of a composite task (and of a write task's compensation)."""
+        if self.compensate is not None:
+            return (self.compensate.body,)
         spec = self.spec
         if isinstance(spec, DoSpec | ForSpec):
             return (spec.body,)

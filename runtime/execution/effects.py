@@ -171,7 +171,9 @@ class DurableEffects:
         )
         try:
             if step_no is not None:
-                await self._ctx.lease.mark_effect_possible(step_no, request_digest=fingerprint)
+                await self._ctx.lease.mark_effect_possible(
+                    step_no, request_digest=fingerprint, compensation=request.compensation
+                )
             response = await send_http(
                 self._ctx.client,
                 request,
@@ -215,7 +217,9 @@ class DurableEffects:
         try:
             action_id = await self._record_permit(request.tool, grant, dependency)
             if step_no is not None:
-                await self._ctx.lease.mark_effect_possible(step_no, request_digest=fingerprint)
+                await self._ctx.lease.mark_effect_possible(
+                    step_no, request_digest=fingerprint, compensation=request.compensation
+                )
             try:
                 result = await self._send_mcp(
                     gateway, request, extra | self._headers(token, scope, action_id), remaining

@@ -10,6 +10,8 @@ import msgspec
 from runtime.engine.run.engine_threads import ON_LOOP_STEPS
 from runtime.scheduler.models import SchedulerSettings
 
+# Retries of one compensation step at most (each attempt has its own range of ledger steps).
+MAX_COMPENSATION_RETRIES = 8
 ClientAuthentication = Literal["client_secret_basic", "client_secret_post"]
 
 
@@ -89,8 +91,19 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # thread (runtime.engine.run.engine_threads says why); an attempt reaching an effect
     # moves at once. 0: every attempt runs on an engine thread.
     on_loop_steps: int = ON_LOOP_STEPS
+    # How long after a run ended (by its deadline too) its compensations may still start (at
+    # most an hour, the compensation run's own ceiling, migration 0087), and how often a
+    # failing compensation is tried again when its `compensate:` sets no retry of its own.
+    compensation_allowance_s: float = 60.0
+    compensation_retries: int = 2
 
     def __post_init__(self) -> None:
+        if not 0 < self.compensation_allowance_s <= 3600:
+            raise ValueError("compensation_allowance_s must be positive and at most 3600")
+        if not 0 <= self.compensation_retries <= MAX_COMPENSATION_RETRIES:
+            raise ValueError(
+                f"compensation_retries must be between 0 and {MAX_COMPENSATION_RETRIES}"
+            )
         if self.max_response_bytes <= 0 or self.max_redirects < 0:
             raise ValueError("max_response_bytes must be positive and max_redirects >= 0")
         if self.task_step_budget <= 0:

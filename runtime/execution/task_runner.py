@@ -195,7 +195,14 @@ class WorkflowRuntime:
 
     def handlers(self) -> dict[str, TaskHandler]:
         """The task handlers to give an Executor (each dispatch charges its own attempt)."""
-        return {WORKFLOW_TASK_KIND: DispatchBudgeted(self.handle)}
+        # Imported here: the compensation handler builds on this runtime.
+        from runtime.execution.compensation import COMPENSATION_TASK_KIND, CompensationRunner
+
+        compensate = CompensationRunner(self)
+        return {
+            WORKFLOW_TASK_KIND: DispatchBudgeted(self.handle),
+            COMPENSATION_TASK_KIND: DispatchBudgeted(compensate.handle),
+        }
 
     def client(self) -> httpx.AsyncClient:
         """One pooled HTTP client per event loop (pools cannot cross loops)."""

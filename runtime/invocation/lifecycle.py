@@ -6,14 +6,21 @@ import uuid
 from datetime import UTC, datetime
 
 from generated.models import (
+    Compensation,
     WorkflowCancelOutput,
     WorkflowGetResultOutput,
     WorkflowGetStatusOutput,
 )
 from runtime.errors import WorkflowError, policy_denied
+from runtime.execution import compensation_store
 from runtime.human_tasks import store as human_tasks
 from runtime.invocation import disclosure, rules, store
-from runtime.invocation.results import not_visible, result_document, status_document
+from runtime.invocation.results import (
+    compensation_document,
+    not_visible,
+    result_document,
+    status_document,
+)
 from runtime.invocation.waiting import MAX_WAIT_MS, cancel_run, cancelled_by_caller, wait_run
 from runtime.scheduler.models import LIVE_STATES
 from runtime.security import InvocationContext
@@ -69,6 +76,29 @@ def _disclosed(
     )
 
 
+async def _compensation(db: Database, host_id: str, run: store.OwnedRun) -> Compensation | None:
+    """The compensation of a FAILED or CANCELLED run (None for any other run).
+
+    Read only for a run that wrote: a run without an effect needed none, and a run that
+    never fails never reads it.
+    """
+    if run.state not in ("FAILED", "CANCELLED"):
+        return None
+    if run.effect_state == "none":
+        return compensation_document(None)
+    async with db.transaction(read_only=True) as conn:
+        record = await compensation_store.select_compensation(conn, host_id, run.process_id)
+    return compensation_document(record)
+
+
+def _started(compensation: Compensation | None) -> Compensation | None:
+    """A compensation the runtime started (result errors name none that was not needed).
+
+    The stored error of a run that needed none reads exactly as its first answer did.
+    """
+    return None if compensation is None or compensation.state == "not_needed" else compensation
+
+
 async def get_status(
     db: Database,
     ctx: InvocationContext,
@@ -84,7 +114,9 @@ async def get_status(
     parts = _disclosed(run, ctx, security, disclosure.STATUS)
     with_result = disclosure.RESULT in parts
     if run.state != "WAITING":
-        return status_document(run, with_result=with_result)
+        return status_document(
+            run, compensation=await _compensation(db, ctx.host_id, run), with_result=with_result
+        )
     async with db.transaction(read_only=True) as conn:
         open_ids = await human_tasks.open_task_ids(conn, ctx.host_id, run.process_id)
     return status_document(run, open_ids, with_result=with_result)
@@ -99,7 +131,7 @@ async def get_result(
     """workflow_get_result: the output, the live state, or the stored error."""
     run = await _own_run(db, ctx, instance_id)
     _disclosed(run, ctx, security, disclosure.RESULT)
-    return result_document(run)
+    return result_document(run, _started(await _compensation(db, ctx.host_id, run)))
 
 
 async def wait_result(
@@ -119,7 +151,7 @@ async def wait_result(
             wait_ms = min(wait_ms, max(remaining, 0))
         await wait_run(db, ctx.host_id, run.process_id, wait_ms)
         run = await _own_run(db, ctx, instance_id)
-    return result_document(run)
+    return result_document(run, _started(await _compensation(db, ctx.host_id, run)))
 
 
 async def cancel(db: Database, ctx: InvocationContext, instance_id: str) -> WorkflowCancelOutput:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from generated.models import WorkflowError as ContractError
 from generated.models import (
+    Compensation,
+    CompensationStep,
     WorkflowGetResultOutput,
     WorkflowGetStatusOutput,
     WorkflowInvokeOutput,
 )
+from generated.models import WorkflowError as ContractError
 from runtime.canonical import timestamp
 from runtime.errors import ErrorStatus, WorkflowError, error_code, error_registry
+from runtime.execution.compensation_store import CompensationRecord
 from runtime.invocation.store import OwnedRun
 from runtime.scheduler.errors import TIMEOUT_MESSAGE
 from runtime.scheduler.models import RunSnapshot
@@ -27,8 +30,36 @@ def not_visible() -> WorkflowError:
     )
 
 
-def stored_error(run: RunSnapshot, instance_id: str) -> WorkflowError:
-    """The run's stored normalized error as a typed error (afterEffect from effect_state)."""
+_COMPENSATION_STATES: dict[str, Literal["running", "completed", "failed"]] = {
+    "running": "running",
+    "completed": "completed",
+    "failed": "failed",
+}
+
+
+def compensation_document(record: CompensationRecord | None) -> Compensation:
+    """The compensation of a FAILED or CANCELLED run as status reads show it."""
+    if record is None:
+        return Compensation(state="not_needed", steps=[])
+    steps = [
+        CompensationStep(
+            task=str(step.get("name") or step.get("task")),
+            state=step["state"],
+            attempts=int(step.get("attempts", 0)),
+            error=step["error"] if step.get("error") else UNSET,
+        )
+        for step in record.steps
+    ]
+    return Compensation(state=_COMPENSATION_STATES.get(record.state, "running"), steps=steps)
+
+
+def stored_error(
+    run: RunSnapshot, instance_id: str, compensation: Compensation | None = None
+) -> WorkflowError:
+    """The run's stored normalized error as a typed error (afterEffect from effect_state).
+
+    With compensation, its details also carry the compensation of the run's writes.
+    """
     stored = run.error or {}
     code = stored.get("code")
     if code not in error_registry():
@@ -39,6 +70,9 @@ def stored_error(run: RunSnapshot, instance_id: str) -> WorkflowError:
         status = "timeout"
     retryable = stored.get("retryable")
     details = stored.get("details")
+    if compensation is not None:
+        kept = details if isinstance(details, dict) else {}
+        details = kept | {"compensation": msgspec.to_builtins(compensation)}
     return WorkflowError(
         error_code(str(code)),
         str(message),
@@ -113,11 +147,13 @@ def invoke_output(
     )
 
 
-def result_document(run: OwnedRun) -> WorkflowGetResultOutput:
+def result_document(
+    run: OwnedRun, compensation: Compensation | None = None
+) -> WorkflowGetResultOutput:
     """workflow_get_result / workflow_wait_result: output when COMPLETED, state when live."""
     instance_id, state = run.process_id, run.state
     if state == "FAILED" or state == "CANCELLED":
-        raise stored_error(run, instance_id)
+        raise stored_error(run, instance_id, compensation)
     return WorkflowGetResultOutput(
         workflow_instance_id=instance_id,
         state=state,
@@ -127,7 +163,11 @@ def result_document(run: OwnedRun) -> WorkflowGetResultOutput:
 
 
 def status_document(
-    run: OwnedRun, open_task_ids: list[str] | None = None, *, with_result: bool = True
+    run: OwnedRun,
+    open_task_ids: list[str] | None = None,
+    compensation: Compensation | None = None,
+    *,
+    with_result: bool = True,
 ) -> WorkflowGetStatusOutput:
     """workflow_get_status: state, timestamps, retryability, result or error when terminal.
 
@@ -155,4 +195,5 @@ def status_document(
         open_task_ids=UNSET if open_task_ids is None else open_task_ids,
         result=_public_output(run) if state == "COMPLETED" and with_result else UNSET,
         error=error,
+        compensation=UNSET if compensation is None else compensation,
     )

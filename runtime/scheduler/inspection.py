@@ -18,6 +18,7 @@ from runtime.scheduler.store.inspection import ListedStep, ListedTask, RunOrigin
 from runtime.store import Database
 
 RUN_STATES = ("ACCEPTED", "RUNNING", "WAITING", "COMPLETED", "FAILED", "CANCELLED")
+COMPENSATION_STATES = ("running", "completed", "failed")
 MAX_LISTED = 1000
 MAX_TOOL_LENGTH = 256
 # The budget counters, each with a remaining_<name> column.
@@ -45,16 +46,22 @@ async def list_runs(
     state: str | None = None,
     tool: str | None = None,
     limit: int = 50,
+    compensation: str | None = None,
 ) -> list[dict[str, Any]]:
-    """A host's runs, newest first; state and tool (its id or name) narrow them."""
+    """A host's runs, newest first; state, tool (its id or name) and the state of their
+    compensation narrow them."""
     if state is not None and state not in RUN_STATES:
         raise input_invalid(f"state must be one of {', '.join(RUN_STATES)}")
+    if compensation is not None and compensation not in COMPENSATION_STATES:
+        raise input_invalid(f"compensation must be one of {', '.join(COMPENSATION_STATES)}")
     if not 0 < limit <= MAX_LISTED:
         raise input_invalid(f"limit must be between 1 and {MAX_LISTED}")
     if tool is not None and not 0 < len(tool) <= MAX_TOOL_LENGTH:
         raise input_invalid(f"tool must be a Tool id or name of at most {MAX_TOOL_LENGTH} chars")
     async with db.transaction(read_only=True) as conn:
-        runs = await store.select_runs(conn, _uuid(host_id, "host"), state, tool, limit)
+        runs = await store.select_runs(
+            conn, _uuid(host_id, "host"), state, tool, limit, compensation
+        )
     return [msgspec.structs.asdict(run) for run in runs]
 
 

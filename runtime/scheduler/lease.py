@@ -83,7 +83,11 @@ class TaskLease:
             raise LeaseLost(self.state.task_id, "check")
 
     async def mark_effect_possible(
-        self, step_no: int | None = None, *, request_digest: str | None = None
+        self,
+        step_no: int | None = None,
+        *,
+        request_digest: str | None = None,
+        compensation: Any = None,
     ) -> None:
         """Record the step's effect as possible; call right before dispatching it."""
         step = self._step(step_no)
@@ -94,6 +98,7 @@ class TaskLease:
                 step,
                 takeover=self._idempotent,
                 request_digest=request_digest,
+                compensation=compensation,
             ),
             attempts=LEDGER_WRITE_TRIES,
         )

@@ -413,7 +413,8 @@ WHERE host_id = %(host_id)s AND process_id = %(process_id)s
 FOR UPDATE;
 
 -- mark_effect_possible --
--- Under the lease, record that the step's effect may happen (run effect state at least possible).
+-- Under the lease, record that the step's effect may happen (run effect state at least possible),
+-- with what its compensation needs when its task carries one (migration 0087).
 -- The caller holds the live run row (lock_live_process); the task row is locked and its fence
 -- re-checked after any wait, so a lease reclaimed meanwhile marks nothing.
 WITH owner AS (
@@ -425,16 +426,18 @@ WITH owner AS (
 ),
 step AS (
     INSERT INTO workflow_step (
-        host_id, process_id, step_no, task_id, effect_state, fencing_token, request_digest
+        host_id, process_id, step_no, task_id, effect_state, fencing_token, request_digest,
+        compensation
     )
     SELECT o.host_id, o.process_id, %(step_no)s, o.task_id, 'possible', o.fencing_token,
-           %(request_digest)s
+           %(request_digest)s, %(compensation)s
     FROM owner o
     ON CONFLICT (host_id, process_id, step_no) DO UPDATE
         SET fencing_token = excluded.fencing_token, task_id = excluded.task_id,
             possible_ts = now(),
             -- A re-mark describes the call about to be sent; without one, keep the old.
-            request_digest = COALESCE(excluded.request_digest, workflow_step.request_digest)
+            request_digest = COALESCE(excluded.request_digest, workflow_step.request_digest),
+            compensation = COALESCE(excluded.compensation, workflow_step.compensation)
         WHERE workflow_step.effect_state = 'possible'
           AND (workflow_step.fencing_token = excluded.fencing_token OR %(takeover)s)
     RETURNING effect_state

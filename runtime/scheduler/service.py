@@ -337,6 +337,7 @@ async def mark_effect_possible(
     *,
     takeover: bool = False,
     request_digest: str | None = None,
+    compensation: Any = None,
 ) -> None:
     """Before dispatching an external effect: record it as possible (fenced).
 
@@ -345,7 +346,12 @@ async def mark_effect_possible(
     """
     async with db.transaction() as conn:
         await ledgers.mark_effect_possible(
-            conn, lease, step_no, takeover=takeover, request_digest=request_digest
+            conn,
+            lease,
+            step_no,
+            takeover=takeover,
+            request_digest=request_digest,
+            compensation=compensation,
         )
     lease.effect_dispatched = True
 

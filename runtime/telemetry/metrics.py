@@ -181,6 +181,12 @@ HUMAN_TASK_ANSWER_SECONDS = Histogram(
     buckets=_ANSWER_BUCKETS,
     registry=REGISTRY,
 )
+COMPENSATIONS = Counter(
+    "workflow_compensations",
+    "Compensations of failed, cancelled or timed-out runs that ended, by outcome",
+    ["outcome"],
+    registry=REGISTRY,
+)
 HUMAN_TASK_TIMEOUTS = Counter(
     "workflow_human_task_timeouts",
     "Human tasks closed by their timeout, by what the timeout did (default, fail)",
@@ -303,6 +309,11 @@ def observe_human_answer(seconds: float) -> None:
 def record_human_timeout(action: str) -> None:
     """One human task closed by its timeout: a default answer or a failed ask."""
     labelled(HUMAN_TASK_TIMEOUTS, "default" if action == "default" else "fail").inc()
+
+
+def record_compensation(outcome: str) -> None:
+    """One compensation ended: completed, or failed (it stays visible until retried)."""
+    labelled(COMPENSATIONS, "failed" if outcome == "failed" else "completed").inc()
 
 
 def watch_pool(name: str, stats: Callable[[], Mapping[str, int]]) -> None:

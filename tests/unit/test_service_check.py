@@ -20,6 +20,7 @@ from tests.support.binding_builders import (
     write_binding,
 )
 from tests.support.checker import decision_yaml, many_optional_reads_yaml, optional_read_yaml
+from tests.support.compensation import order_tasks
 from tests.support.engine import FIXTURES
 from tests.support.human_tasks import approval_yaml
 from tests.support.publication import SIMPLE_DEFINITION, definition_text
@@ -297,3 +298,20 @@ def test_check_reports_human_tasks_and_their_worst_case_wait(
     text = capsys.readouterr().out
     assert "human task /do/0/requestApproval: asks roleId approver" in text
     assert "worst-case wait for people: 7200000 ms" in text
+
+
+def test_each_write_without_compensate_in_a_multi_write_workflow_is_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    doc = {"document": {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}}
+    order = order_tasks("https://shop.example.com")
+    path = write(tmp_path, "order.yaml", yaml.safe_dump({**doc, "do": order}))
+    code, out = run(capsys, "--strict", path)
+    flagged = [w for w in out["files"][0]["warnings"] if w["code"] == "uncompensated-write"]
+    # ship alone has no compensate; release and refund are the undo, not writes to undo.
+    assert [w["pointer"] for w in flagged] == ["/do/2/ship"]
+    assert "ship" in flagged[0]["message"] and code == 1
+    # One write alone is not flagged: nothing earlier would be left in place by its failure.
+    single = write(tmp_path, "single.yaml", yaml.safe_dump({**doc, "do": order[2:]}))
+    code, out = run(capsys, single)
+    assert not [w for w in out["files"][0]["warnings"] if w["code"] == "uncompensated-write"]

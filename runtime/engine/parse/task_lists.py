@@ -16,6 +16,7 @@ from runtime.engine.model import (
     Transform,
     freeze,
 )
+from runtime.engine.parse.compensation import parse_compensation
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError
 from runtime.engine.parse.parse_context import (
@@ -28,7 +29,7 @@ from runtime.engine.parse.parse_context import (
 from runtime.engine.parse.task_specs import parse_spec
 
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_COMMON = {"if", "input", "output", "export", "timeout", "then", "metadata"}
+_COMMON = {"if", "input", "output", "export", "timeout", "then", "metadata", "compensate"}
 # Kind detection order matters: `for` and `try` tasks also carry `do`/`catch`.
 _KIND_FIELDS: tuple[tuple[str, TaskKind | None, set[str]], ...] = (
     ("for", "for", {"for", "while", "do"}),
@@ -142,6 +143,11 @@ def _parse_task(
     with ctx.collecting(pointer):
         common = _parse_common(node, pointer, ctx)
     kind, spec = parse_spec(key, node, pointer, qualified, ctx)
+    if "compensate" in node:
+        with ctx.collecting(pointer):
+            common["compensate"] = parse_compensation(
+                node["compensate"], spec, pointer, qualified, ctx
+            )
     if len(ctx.errors) > recorded:
         return None
     if kind == "ask" and "timeout_ms" in common:

@@ -258,3 +258,8 @@ def _parse_retry(value: Any, pointer: str, ctx: ParseContext) -> RetryPolicy:
         when=_optional_site(node, "when", pointer),
         except_when=_optional_site(node, "exceptWhen", pointer),
     )
+
+
+def parse_retry(value: Any, pointer: str, ctx: ParseContext) -> RetryPolicy:
+    """A retry policy (inline or a use.retries name), as `catch.retry` takes it."""
+    return _parse_retry(value, pointer, ctx)

@@ -126,6 +126,11 @@ def _content(response: HttpResponse, pointer: str) -> Any:
     return base64.b64encode(response.body).decode("ascii") if response.body else None
 
 
+def http_output_of(spec: HttpCallSpec, request: HttpRequest, response: HttpResponse) -> Any:
+    """The task output of an accepted response, as the call's `output` format says."""
+    return _http_output(spec, request, response)
+
+
 def _http_output(spec: HttpCallSpec, request: HttpRequest, response: HttpResponse) -> Any:
     if spec.output == "raw":
         return base64.b64encode(response.body).decode("ascii")
@@ -141,7 +146,12 @@ def _http_output(spec: HttpCallSpec, request: HttpRequest, response: HttpRespons
 
 
 async def dispatch_mcp(
-    port: EffectPort, spec: McpCallSpec, pointer: str, arguments: Any, write: bool
+    port: EffectPort,
+    spec: McpCallSpec,
+    pointer: str,
+    arguments: Any,
+    write: bool,
+    compensation: dict[str, Any] | None = None,
 ) -> Any:
     """Send tools/call; a transport failure is communication, a tool or RPC error runtime."""
     request = McpRequest(
@@ -152,6 +162,7 @@ async def dispatch_mcp(
         protocol_version=spec.protocol_version,
         write=write,
         credential=spec.credential,
+        compensation=compensation if write else None,
     )
     try:
         result = await port.call_mcp(request)

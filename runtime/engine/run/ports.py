@@ -28,6 +28,8 @@ class HttpRequest:
     write: bool
     # The policy `authentication` names; secrets by name, opened only at dispatch.
     credential: CredentialPolicy | None = None
+    # What the task's `compensate:` needs, ledgered with the write (None: no compensation).
+    compensation: dict[str, Any] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class McpRequest:
     protocol_version: str
     write: bool
     credential: CredentialPolicy | None = None
+    # What the task's `compensate:` needs, ledgered with the write (None: no compensation).
+    compensation: dict[str, Any] | None = field(default=None, repr=False)
 
 
 class EffectFailure(Exception):

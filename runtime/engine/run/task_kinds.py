@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from runtime.engine.check.static_requirements import loop_bound
@@ -25,6 +26,7 @@ from runtime.engine.model import (
     thaw,
 )
 from runtime.engine.run.call_dispatch import build_http_request, dispatch_http, dispatch_mcp
+from runtime.engine.run.compensation_marks import compensation_mark
 from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.run.human import run_ask
@@ -91,6 +93,8 @@ async def run_http(
     request = build_http_request(
         spec, task.pointer, data, lambda t: runner.value(t, variables, task.pointer)
     )
+    if request.write and task.compensate is not None:
+        request = replace(request, compensation=compensation_mark(runner, task))
     if request.write:
         runner.state.mark_effect("possible")
     output = await runner.deadlines.bound(dispatch_http(runner.effects, request, spec))
@@ -109,7 +113,9 @@ async def run_mcp(runner: Runner, spec: McpCallSpec, task: Task, variables: Any)
     if write:
         runner.state.mark_effect("possible")
     output = await runner.deadlines.bound(
-        dispatch_mcp(runner.effects, spec, task.pointer, arguments, write)
+        dispatch_mcp(
+            runner.effects, spec, task.pointer, arguments, write, compensation_mark(runner, task)
+        )
     )
     if write:
         runner.state.mark_effect("confirmed")

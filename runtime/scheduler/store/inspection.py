@@ -40,6 +40,8 @@ class ListedRun(msgspec.Struct, frozen=True, kw_only=True):
     created_ts: datetime
     finished_ts: datetime | None
     deadline_ts: datetime
+    # The state of the run's compensation (None: it has none).
+    compensation: str | None = None
 
 
 class ListedTask(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,10 +69,22 @@ class ListedStep(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def select_runs(
-    conn: Connection, host_id: str, state: str | None, tool: str | None, limit: int
+    conn: Connection,
+    host_id: str,
+    state: str | None,
+    tool: str | None,
+    limit: int,
+    compensation: str | None = None,
 ) -> list[ListedRun]:
-    """A host's runs, newest first (optionally only those in state, or of one Tool)."""
-    params = {"host_id": host_id, "state": state, "tool": tool, "limit": limit}
+    """A host's runs, newest first (optionally only those in state, of one Tool, or whose
+    compensation is in one state)."""
+    params = {
+        "host_id": host_id,
+        "state": state,
+        "tool": tool,
+        "limit": limit,
+        "compensation": compensation,
+    }
     return await fetch_all(conn, INSPECTION_QUERIES["list_runs"], params, ListedRun)
 
 

@@ -66,6 +66,7 @@ async def mark_effect_possible(
     *,
     takeover: bool = False,
     request_digest: str | None = None,
+    compensation: Any = None,
 ) -> None:
     """Record the step's effect as possible before dispatch. Raises LeaseLost.
 
@@ -86,6 +87,8 @@ async def mark_effect_possible(
         "step_no": step_no,
         "takeover": takeover,
         "request_digest": request_digest,
+        # What its compensation needs (migration 0087), for a task that carries one.
+        "compensation": None if compensation is None else jsonb(compensation),
     }
     row = await _one(conn, QUERIES["mark_effect_possible"], params, EffectMarked)
     if not row.owned:

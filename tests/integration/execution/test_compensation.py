@@ -1,0 +1,312 @@
+"""Compensation owned by the runtime (issue 42 item 1), in process: a run that fails after
+confirmed writes has them undone in reverse order of confirmation, each exactly once, and
+keeps its original error; a write whose outcome is unknown is reported, not compensated."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import uuid
+from typing import Any
+
+import pytest
+
+from runtime.execution import WorkflowRuntime, close_waiter, wait_for_result
+from runtime.execution.compensation_store import select_compensation
+from runtime.execution.effects import AFTER_DISPATCH_POINT
+from runtime.execution.settings import ExecutionSettings
+from runtime.scheduler import faults
+from runtime.scheduler.errors import cancelled_error
+from runtime.scheduler.service import cancel_process
+from runtime.security import Keyring
+from runtime.store import Database
+from runtime.telemetry import metrics
+from tests.support.cli import run_command
+from tests.support.compensation import ORDER_INPUT, OrderBackend, order_document, order_tasks
+from tests.support.execution import (
+    LOCAL_BACKENDS,
+    document,
+    executor,
+    serving,
+    worker_process,
+)
+from tests.support.execution_runs import start_workflow_run
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.requirement("001:Idempotency And Side Effects")
+
+
+def _runtime(backend: OrderBackend) -> WorkflowRuntime:
+    settings = ExecutionSettings(http_allowlist=[backend.base])
+    return WorkflowRuntime(settings, Keyring.empty(), destinations=LOCAL_BACKENDS)
+
+
+async def _start(db: Database, host: str, doc: dict[str, Any], **options: Any) -> str:
+    return await start_workflow_run(
+        db, host_id=host, user_id="u-1", input=ORDER_INPUT, keyring=Keyring.empty(),
+        credential=None, definition=doc, **options,
+    )  # fmt: skip
+
+
+async def _compensation(db: Database, host: str, pid: str, *, ended: bool = True) -> Any:
+    async def settled() -> bool:
+        async with db.transaction(read_only=True) as conn:
+            record = await select_compensation(conn, host, pid)
+        return record is not None and (not ended or record.state != "running")
+
+    await wait_until(settled, what="the compensation settled", within_s=20)
+    async with db.transaction(read_only=True) as conn:
+        return await select_compensation(conn, host, pid)
+
+
+async def test_a_failed_third_write_undoes_the_first_two_in_reverse_order_once(
+    db: Database,
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(OrderBackend(failing={"ship": 500})) as backend:
+        runtime = _runtime(backend)
+        async with executor(db, runtime):
+            pid = await _start(db, host, order_document(backend.base))
+            run = await wait_for_result(db, host, pid, timeout=20)
+            record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    assert run is not None and run.state == "FAILED"
+    assert run.error is not None and run.error["code"] != "WORKFLOW_COMPENSATION"
+    assert backend.paths() == ["reserve", "charge", "ship", "refund", "release"]
+    assert backend.body_of("refund") == {"order": "reserve-1", "amount": 42}
+    assert backend.body_of("release") == {"reservation": "reserve-1", "sku": "sku-7"}
+    assert record.state == "completed"
+    assert [(s["name"], s["state"], s["attempts"]) for s in record.steps] == [
+        ("charge", "completed", 1),
+        ("reserve", "completed", 1),
+    ]
+
+
+async def test_a_run_that_completes_needs_no_compensation(db: Database) -> None:
+    host = str(uuid.uuid4())
+    async with serving(OrderBackend()) as backend, executor(db, _runtime(backend)):
+        pid = await _start(db, host, order_document(backend.base))
+        run = await wait_for_result(db, host, pid, timeout=20)
+    await close_waiter(db)
+    assert run is not None and run.state == "COMPLETED"
+    async with db.transaction(read_only=True) as conn:
+        assert await select_compensation(conn, host, pid) is None
+    assert backend.paths() == ["reserve", "charge", "ship"]
+
+
+def _dies_after_second_dispatch() -> Any:
+    """A hook: the task dies right after the second write was sent, before its confirmation."""
+    sent = 0
+
+    async def hook() -> None:
+        nonlocal sent
+        sent += 1
+        if sent == 2:
+            raise RuntimeError("the worker died after sending charge")
+
+    return hook
+
+
+@pytest.mark.parametrize("when_possible", [False, True])
+async def test_a_write_of_unknown_outcome_is_compensated_only_when_it_says_so(
+    db: Database, when_possible: bool
+) -> None:
+    host = str(uuid.uuid4())
+    faults.set_hook(AFTER_DISPATCH_POINT, _dies_after_second_dispatch())
+    try:
+        async with serving(OrderBackend()) as backend, executor(db, _runtime(backend)):
+            doc = order_document(backend.base, when_possible=when_possible)
+            pid = await _start(db, host, doc)
+            run = await wait_for_result(db, host, pid, timeout=20)
+            record = await _compensation(db, host, pid)
+    finally:
+        faults.set_hook(AFTER_DISPATCH_POINT, None)
+        await close_waiter(db)
+    assert run is not None and run.state == "FAILED" and run.effect_state == "confirmed"
+    charge, reserve = record.steps
+    assert (charge["name"], charge["effect"]) == ("charge", "possible")
+    assert reserve["name"] == "reserve" and reserve["state"] == "completed"
+    assert record.state == "completed"
+    if when_possible:
+        assert backend.paths() == ["reserve", "charge", "refund", "release"]
+        assert charge["state"] == "completed"
+    else:
+        # Reported, never guessed: no refund of a charge that may not have happened.
+        assert backend.paths() == ["reserve", "charge", "release"]
+        assert charge["state"] == "skipped" and "outcome is unknown" in charge["error"]
+
+
+@pytest.mark.parametrize("point", ["compensation_step_ran_0", "after_compensation_step_0"])
+async def test_a_worker_killed_while_compensating_sends_each_undo_once(
+    db: Database, database_url: str, point: str
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(OrderBackend(failing={"ship": 500})) as backend:
+        settings = {"http_allowlist": [backend.base]}
+        # Killed after refund went out and was ledgered, before the step's end was recorded
+        # (or after it was, before its task completed).
+        async with worker_process(
+            database_url, "doomed", faults=f"{point}=kill", settings=settings
+        ) as doomed:
+            pid = await _start(db, host, order_document(backend.base))
+            async with asyncio.timeout(20):
+                assert await doomed.wait() == -signal.SIGKILL
+        assert backend.paths() == ["reserve", "charge", "ship", "refund"]
+        async with worker_process(database_url, "rescuer", settings=settings, lease_ms=10_000):
+            record = await _compensation(db, host, pid)
+            run = await wait_for_result(db, host, pid, timeout=20)
+    await close_waiter(db)
+    assert run is not None and run.state == "FAILED"
+    assert backend.paths() == ["reserve", "charge", "ship", "refund", "release"]
+    assert record.state == "completed"
+    assert [s["state"] for s in record.steps] == ["completed", "completed"]
+
+
+async def test_a_cancelled_run_undoes_its_confirmed_writes(db: Database) -> None:
+    host = str(uuid.uuid4())
+    backend = OrderBackend(slow={"charge": 1.5})
+    async with serving(backend), executor(db, _runtime(backend)):
+        pid = await _start(
+            db, host, order_document(backend.base), cancellation_policy="cooperative"
+        )
+        await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
+        async with db.transaction() as conn:
+            outcome = await cancel_process(conn, host, pid, cancelled_error(after_effect=True))
+        assert outcome == "cancellationRequested"
+        run = await wait_for_result(db, host, pid, timeout=20)
+        record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    assert run is not None and run.state == "CANCELLED"
+    assert run.error is not None and run.error["code"] == "WORKFLOW_CANCELLED"
+    assert backend.paths() == ["reserve", "charge", "refund", "release"]
+    assert record.state == "completed"
+
+
+async def test_a_run_ended_by_its_deadline_undoes_its_confirmed_writes(db: Database) -> None:
+    host = str(uuid.uuid4())
+    # charge is sent before the deadline and answers after it: the write is left to finish,
+    # then nothing new starts and the run ends by its deadline.
+    backend = OrderBackend(slow={"charge": 2.5})
+    async with serving(backend), executor(db, _runtime(backend)):
+        pid = await _start(db, host, order_document(backend.base), timeout_ms=1500)
+        await wait_until(lambda: "charge" in backend.paths(), what="charge sent")
+        record = await _compensation(db, host, pid)
+        run = await wait_for_result(db, host, pid, timeout=20)
+    await close_waiter(db)
+    assert run is not None and run.error is not None
+    assert run.error["code"] == "WORKFLOW_TIMEOUT"
+    assert backend.paths() == ["reserve", "charge", "refund", "release"]
+    assert record.state == "completed"
+
+
+async def test_a_failed_compensation_stays_visible_and_runs_compensate_retries_it(
+    db: Database, database_url: str
+) -> None:
+    host = str(uuid.uuid4())
+    failed_before = _failed_compensations()
+    # refund keeps failing: its bounded retries (compensation_retries, 2) run out.
+    backend = OrderBackend(failing={"ship": 500, "refund": 503})
+    async with serving(backend), executor(db, _runtime(backend)):
+        pid = await _start(db, host, order_document(backend.base))
+        record = await _compensation(db, host, pid)
+        assert record.state == "failed"
+        code, listed, _ = await run_command(
+            "runs", "list", "--host", host, "--compensation", "failed", "--json",
+            "--database-url", database_url,
+        )  # fmt: skip
+        assert code == 0 and [run["process_id"] for run in json.loads(listed)] == [pid]
+        # The refund answers again: an operator starts the compensation once more.
+        backend.failing.pop("refund")
+        code, said, _ = await run_command(
+            "runs", "compensate", pid, "--host", host, "--database-url", database_url
+        )
+        assert code == 0, said
+        record = await _compensation(db, host, pid)
+        code, shown, _ = await run_command(
+            "runs", "show", pid, "--host", host, "--json", "--database-url", database_url
+        )
+    await close_waiter(db)
+    assert _failed_compensations() == failed_before + 1
+    assert backend.paths() == [
+        "reserve", "charge", "ship", "refund", "refund", "refund", "release", "refund",
+    ]  # fmt: skip
+    assert record.state == "completed"
+    assert [(s["name"], s["state"]) for s in record.steps] == [
+        ("charge", "completed"),
+        ("reserve", "completed"),
+    ]
+    compensation = json.loads(shown)["compensation"]
+    assert compensation["state"] == "completed"
+    assert [s["task"] for s in compensation["steps"]] == ["charge", "reserve"]
+
+
+def _failed_compensations() -> float:
+    value = metrics.REGISTRY.get_sample_value("workflow_compensations_total", {"outcome": "failed"})
+    return value or 0.0
+
+
+async def test_a_compensation_run_that_dies_leaves_its_record_failed_not_running(
+    db: Database,
+) -> None:
+    host = str(uuid.uuid4())
+
+    async def broken() -> None:
+        raise RuntimeError("the compensation handler broke")
+
+    faults.set_hook("before_compensation_step_0", broken)
+    try:
+        backend = OrderBackend(failing={"ship": 500})
+        async with serving(backend), executor(db, _runtime(backend)):
+            pid = await _start(db, host, order_document(backend.base))
+            record = await _compensation(db, host, pid)
+    finally:
+        faults.set_hook("before_compensation_step_0", None)
+        await close_waiter(db)
+    assert record.state == "failed"
+    assert backend.paths() == ["reserve", "charge", "ship"]
+
+
+async def test_nothing_is_compensated_past_the_allowance_after_the_run_ended(
+    db: Database,
+) -> None:
+    host = str(uuid.uuid4())
+    # The run ends by its deadline; refund, started within the allowance, is left to finish,
+    # and when it answers the allowance is spent: release is not sent.
+    backend = OrderBackend(slow={"charge": 2.5, "refund": 2.0})
+    settings = ExecutionSettings(http_allowlist=[], compensation_allowance_s=1.0)
+    async with serving(backend):
+        settings.http_allowlist.append(backend.base)
+        runtime = WorkflowRuntime(settings, Keyring.empty(), destinations=LOCAL_BACKENDS)
+        async with executor(db, runtime):
+            pid = await _start(db, host, order_document(backend.base), timeout_ms=1500)
+            record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    assert backend.paths() == ["reserve", "charge", "refund"]
+    assert record.state == "failed"
+    charge, reserve = record.steps
+    assert charge["state"] == "completed"
+    assert reserve["state"] == "failed" and "allowance" in reserve["error"]
+
+
+async def test_every_confirmed_fork_branch_is_compensated(db: Database) -> None:
+    host = str(uuid.uuid4())
+    backend = OrderBackend(failing={"ship": 500})
+    async with serving(backend), executor(db, _runtime(backend)):
+        reserve, charge, ship = order_tasks(backend.base)
+        # Both branches confirm (reserve no longer exports inside a branch), then ship fails.
+        del reserve["reserve"]["export"]
+        charge["charge"]["compensate"] = order_tasks(backend.base)[0]["reserve"]["compensate"]
+        charge["charge"]["compensate"]["with"]["endpoint"] = f"{backend.base}/refund"
+        # charge starts a moment later: two writes of one run marked at the same instant can
+        # deadlock in the step ledger (a mark locks the run then the task, a confirmation the
+        # task then the run), which this test is not about.
+        later = {"later": {"do": [{"pause": {"wait": {"milliseconds": 300}}}, charge]}}
+        both = {"both": {"fork": {"branches": [reserve, later]}}}
+        pid = await _start(db, host, document([both, ship]))
+        record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    # Each confirmed sibling is undone once, the later-confirmed first.
+    assert backend.paths() == ["reserve", "charge", "ship", "refund", "release"]
+    assert [step["name"] for step in record.steps] == ["charge", "reserve"]
+    assert record.state == "completed"
