@@ -602,3 +602,11 @@ SELECT pg_notify('workflow_process_state_' || right(p.process_id::text, 1),
                  json_build_object('type', 'process', 'id', p.process_id::text)::text)
 FROM workflow_process AS p
 WHERE p.host_id = %(host_id)s AND p.process_id = %(process_id)s AND p.finished_ts IS NOT NULL;
+
+-- next_available_at --
+-- When the earliest ready task that is not available yet (a run parked on a timer or an ask)
+-- becomes available; NULL when none is parked. Migration 0080's index answers it at its first
+-- entry past now().
+SELECT min(available_at) AS available_at
+FROM workflow_task
+WHERE state = 'ready' AND available_at > now();

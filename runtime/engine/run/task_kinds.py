@@ -29,6 +29,7 @@ from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.run.human import run_ask
 from runtime.engine.run.runner import Runner
+from runtime.engine.run.timers import timed_sleep
 
 Outcome = tuple[Any, str | None]
 
@@ -49,7 +50,7 @@ async def run_spec(runner: Runner, task: Task, data: Any, scope: Mapping[str, An
     if isinstance(spec, RaiseSpec):
         raise raised_error(runner, spec, task, variables)
     if isinstance(spec, WaitSpec):
-        await runner.deadlines.sleep(spec.duration_ms / 1000)
+        await timed_sleep(runner, spec.duration_ms / 1000, task.pointer)
         return data, None
     if isinstance(spec, HttpCallSpec):
         return await run_http(runner, spec, task, data, variables), None
@@ -192,7 +193,7 @@ async def run_try(
             delay = retry_delay(runner, catch, retries, started, data, error_scope, task)
             if delay is not None:
                 retries += 1
-                await runner.deadlines.sleep(delay / 1000)
+                await timed_sleep(runner, delay / 1000, f"{task.pointer}/retry")
                 continue
             if catch.body is not None:
                 return (await runner.run_list(catch.body, data, error_scope)).output

@@ -215,6 +215,18 @@ async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[LateR
     return await fetch_all(conn, QUERIES["sweep_deadlines"], params, LateRun)
 
 
+class NextAvailable(msgspec.Struct, frozen=True, kw_only=True):
+    """When the earliest parked ready task becomes available (None: nothing is parked)."""
+
+    available_at: datetime | None
+
+
+async def next_available_at(conn: Connection) -> datetime | None:
+    """When the earliest ready task not available yet becomes so, across every host."""
+    row = await fetch_one_built(conn, QUERIES["next_available_at"], {}, NextAvailable)
+    return None if row is None else row.available_at
+
+
 async def notify_task_ready(conn: Connection, task_id: str) -> None:
     """NOTIFY the executors of every process that task_id is ready (autocommit connection)."""
     await conn.execute(QUERIES["notify_task_ready"], {"task_id": task_id})
