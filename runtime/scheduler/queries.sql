@@ -327,11 +327,24 @@ FROM workflow_process
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 
 -- request_cancel --
--- Raise the cooperative cancellation signal of a live run.
-UPDATE workflow_process
-SET cancel_requested = true, updated_ts = now()
-WHERE host_id = %(host_id)s AND process_id = %(process_id)s
-  AND state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND NOT cancel_requested;
+-- Raise the cooperative cancellation signal of a live run. A run parked on a durable timer
+-- hears it now, not at its due time: its parked task becomes available, parks again at its
+-- wait (runtime.engine.run.timers) and its completion ends the run at the signal.
+WITH signalled AS (
+    UPDATE workflow_process
+    SET cancel_requested = true, updated_ts = now()
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND NOT cancel_requested
+    RETURNING host_id, process_id
+),
+woken AS (
+    UPDATE workflow_task t
+    SET available_at = now(), updated_ts = now()
+    FROM signalled s
+    WHERE t.host_id = s.host_id AND t.process_id = s.process_id
+      AND t.state = 'ready' AND t.available_at > now() AND t.payload ? 'timers'
+)
+SELECT count(*) AS signalled FROM signalled;
 
 -- reap_expired --
 -- Lock running tasks whose lease expired and reclaim those whose run can still finish in time.

@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 
 from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter
-from runtime.scheduler import Executor, SchedulerSettings
+from runtime.scheduler import Executor, SchedulerSettings, service
+from runtime.scheduler.errors import cancelled_error
 from runtime.security import Keyring
 from runtime.store import Database
 from tests.support.execution import (
     LOCAL_BACKENDS,
+    LocalServer,
     Receive,
     Send,
     document,
@@ -109,18 +111,6 @@ async def _all_parked(db: Database, host: str, count: int) -> bool:
     return await parked(db, host) == count
 
 
-async def test_a_short_wait_still_sleeps_in_its_slot(db: Database, keyring: Keyring) -> None:
-    host = str(uuid.uuid4())
-    doc = document([{"pause": {"wait": {"milliseconds": 50}}}, {"after": {"set": {"ok": 1}}}])
-    async with two_slot_executor(db, WorkflowRuntime(ExecutionSettings(), keyring)):
-        pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=LONG)
-        run = await finished(db, host, pid)
-    assert run.state == "COMPLETED"
-    assert [row["result"] for row in await tasks_of(db, pid)] == [
-        {"position": 1}, {"finished": True}
-    ]  # fmt: skip
-
-
 async def test_a_wait_past_the_run_deadline_times_out_as_before(
     db: Database, keyring: Keyring
 ) -> None:
@@ -133,6 +123,31 @@ async def test_a_wait_past_the_run_deadline_times_out_as_before(
     # It parked until the deadline, holding no slot meanwhile.
     first, timer = await tasks_of(db, pid)
     assert "timer" in first["result"] and timer["attempts"] == 0
+
+
+async def test_a_cooperative_cancel_ends_a_run_parked_on_a_timer_at_once(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(LocalServer()) as backend:
+        settings = ExecutionSettings(http_allowlist=[backend.base])
+        post = {"call": "http", "with": {"method": "post", "endpoint": f"{backend.base}/hold"}}
+        doc = document([{"hold": post}, {"pause": {"wait": "PT2M"}}, {"after": {"set": {}}}])
+        runtime = WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)
+        async with two_slot_executor(db, runtime):
+            pid = await start(
+                db, keyring, doc, {}, host_id=host, timeout_ms=LONG,
+                cancellation_policy="cooperative",
+            )  # fmt: skip
+            await wait_until(lambda: _all_parked(db, host, 1), what="the wait parked")
+            async with db.transaction() as conn:
+                error = cancelled_error(after_effect=True)
+                assert await service.cancel_process(conn, host, pid, error) == (
+                    "cancellationRequested"
+                )
+            run = await finished(db, host, pid)
+    assert run.state == "CANCELLED" and run.error["code"] == "WORKFLOW_CANCELLED"
+    assert run.error["afterEffect"] is True and len(backend.requests) == 1
 
 
 class FlakyBackend:
