@@ -1,10 +1,14 @@
 """Benchmark (not a test): runs parked on durable timers hold no slot; due-to-resume lag.
 
-    .venv/bin/python -m bench.timers [--runs 1000] [--wait-s 60] [--probes 20] [--fast]
+    .venv/bin/python -m bench.timers [--runs 1000] [--wait-s 60] [--spread-s 60] [--probes 20]
+        [--standard-slots 2] [--fast]
 
 Starts PostgreSQL (or uses $DATABASE_URL) and one in-process executor with the service's
-default slots (2 standard). Admits --runs standard runs of `wait` (--wait-s seconds) then a
-`set`: each parks on a durable timer and gives its slot back (runtime.engine.run.timers).
+default slots (2 standard unless --standard-slots). Admits --runs standard runs of `wait` then
+a `set`, the i-th waiting --wait-s plus i/runs of --spread-s seconds (0: every run waits as
+long, so they all fall due within the admission's few seconds: a burst that the standard
+slots, not the timers, then bound): each parks on a durable timer and gives its slot back
+(runtime.engine.run.timers).
 While they are parked it runs --probes one-task standard runs one after another and times
 each (admission -> result): with the waits holding slots, none could run. Then it waits for
 every parked run to finish and reports the due-to-resume lag of each resumed task: its claim
@@ -35,10 +39,10 @@ HEADER = {"dsl": "1.0.3", "namespace": "bench", "name": "timers", "version": "1.
 ADMITTERS = 8
 
 
-def _waiting(wait_s: int) -> dict[str, Any]:
+def _waiting(wait_ms: int) -> dict[str, Any]:
     return {
         "document": HEADER,
-        "do": [{"pause": {"wait": {"seconds": wait_s}}}, {"after": {"set": {"done": True}}}],
+        "do": [{"pause": {"wait": {"milliseconds": wait_ms}}}, {"after": {"set": {"done": True}}}],
     }
 
 
@@ -88,13 +92,14 @@ WHERE t.host_id = %(host)s AND t.payload ? 'timers'
 """
 
 
-async def _admit(db: Database, keyring: Keyring, host: str, runs: int, wait_s: int) -> None:
-    doc = _waiting(wait_s)
+async def _admit(db: Database, keyring: Keyring, host: str, args: argparse.Namespace) -> None:
+    runs = args.runs
     left = iter(range(runs))
 
     async def admitter() -> None:
-        for _ in left:
-            await _start(db, keyring, host, doc)
+        for i in left:
+            wait_ms = round((args.wait_s + args.spread_s * i / runs) * 1000)
+            await _start(db, keyring, host, _waiting(wait_ms))
 
     await asyncio.gather(*(admitter() for _ in range(ADMITTERS)))
 
@@ -109,7 +114,7 @@ async def _run(args: argparse.Namespace) -> None:
 async def _measure(db: Database, url: str, args: argparse.Namespace) -> None:
     keyring = Keyring.empty()
     runtime = WorkflowRuntime(ExecutionSettings(), keyring)
-    settings = ServiceExecutionSettings().scheduler()
+    settings = ServiceExecutionSettings(standard_slots=args.standard_slots).scheduler()
     lags: list[float] = []
 
     def on_claim(task: ClaimedTask) -> None:
@@ -120,7 +125,7 @@ async def _measure(db: Database, url: str, args: argparse.Namespace) -> None:
     executor = Executor(db, runtime.handlers(), settings, conninfo=url, on_claim=on_claim)
     async with executor:
         began = time.perf_counter()
-        await _admit(db, keyring, host, args.runs, args.wait_s)
+        await _admit(db, keyring, host, args)
         admitted = time.perf_counter() - began
         print(f"admitted {args.runs} waiting runs in {admitted:.1f} s", flush=True)
         while (parked := await _count(db, host, PARKED)) < args.runs:
@@ -154,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.timers", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--wait-s", type=int, default=60)
+    parser.add_argument("--spread-s", type=float, default=60.0)
     parser.add_argument("--probes", type=int, default=20)
+    parser.add_argument("--standard-slots", type=int, default=2)
     parser.add_argument("--fast", action="store_true", help="PostgreSQL without fsync")
     args = parser.parse_args(argv)
     asyncio.run(_run(args))
