@@ -150,6 +150,33 @@ async def test_a_cooperative_cancel_ends_a_run_parked_on_a_timer_at_once(
     assert run.error["afterEffect"] is True and len(backend.requests) == 1
 
 
+async def test_an_ask_after_a_parked_wait_in_the_same_task_keeps_the_waits_due_time(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    ask = {
+        "prompt": "Go on?",
+        "mode": "approval",
+        "assignment": {"roleId": "approver"},
+        "options": [{"label": "Yes", "value": "YES"}, {"label": "No", "value": "NO"}],
+        "timeout": {"after": "PT1S"},
+        "onTimeout": {"action": "default", "default": "NO"},
+    }
+    both = {"do": [{"nap": {"wait": "PT2S"}}, {"approve": {"ask": ask}}]}
+    settings = ExecutionSettings(in_slot_wait_ms=100)
+    async with two_slot_executor(db, WorkflowRuntime(settings, keyring)):
+        pid = await start(
+            db, keyring, document([{"both": both}]), {}, host_id=host, timeout_ms=LONG
+        )
+        run = await finished(db, host, pid)
+    assert run.state == "COMPLETED", run
+    # Parked on the wait, then on the ask (carrying the wait's due time), then answered by the
+    # ask's timeout: the replay passed the wait instead of parking on it a second time.
+    results = [row["result"] for row in await tasks_of(db, pid)]
+    assert ["timer" in r for r in results] == [True, False, False]
+    assert "waiting" in results[1] and results[2] == {"finished": True}
+
+
 class FlakyBackend:
     """Answers 503 to the first `failures` POSTs, then 200; records when each arrived."""
 
