@@ -46,6 +46,8 @@ from runtime.store import Database
 log = logging.getLogger(__name__)
 
 ClaimObserver = Callable[[ClaimedTask], None]
+# The earliest a wake-up for a parked task may fire (see Executor._wake_in).
+_MIN_DUE_DELAY_S = 0.002
 
 
 class SlotReservation:
@@ -223,8 +225,13 @@ class Executor:
 
     def wake_at(self, when: datetime) -> None:
         """Make the claim loop claim again at when (a parked task becomes available then)."""
+        self._wake_in((when - datetime.now(UTC)).total_seconds())
+
+    def _wake_in(self, seconds: float) -> None:
         loop = asyncio.get_running_loop()
-        at = loop.time() + max((when - datetime.now(UTC)).total_seconds(), 0.0)
+        # Never at once: a task due by this clock but not yet by the database's would be
+        # looked up again and again until the clocks agree.
+        at = loop.time() + max(seconds, _MIN_DUE_DELAY_S)
         if self._due_at is not None and self._due_at <= at:
             # An earlier wake-up is set; after it fires the next parked task is looked up.
             return
@@ -251,6 +258,9 @@ class Executor:
                 claimed = await self._claim(request)
                 for task, lease in claimed:
                     self._dispatch(task, lease)
+                if not claimed:
+                    # Woken for nothing available: what woke it may be a task parked ahead.
+                    self._look_up_due = True
                 # Fewer tasks than asked for: nothing else is ready now (a NOTIFY, a finished
                 # task that saw a backlog, or the poll timer wakes the loop again).
                 if len(claimed) >= request.limit and self._claim_request().limit > 0:
@@ -276,13 +286,13 @@ class Executor:
         self._look_up_due = False
         try:
             async with self._db.connection() as conn:
-                when = await queue.next_available_at(conn)
+                seconds = await queue.next_available_in(conn)
         except Exception as exc:
             reraise_if_cancelled(exc)
             _log_incident("could not look up the next parked task; polling instead", exc)
             return
-        if when is not None:
-            self.wake_at(when)
+        if seconds is not None:
+            self._wake_in(seconds)
 
     def free_slots(self, execution_class: str) -> int:
         """Slots this executor could fill with a task of the class right now."""

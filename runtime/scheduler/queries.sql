@@ -616,10 +616,10 @@ SELECT pg_notify('workflow_process_state_' || right(p.process_id::text, 1),
 FROM workflow_process AS p
 WHERE p.host_id = %(host_id)s AND p.process_id = %(process_id)s AND p.finished_ts IS NOT NULL;
 
--- next_available_at --
--- When the earliest ready task that is not available yet (a run parked on a timer or an ask)
--- becomes available; NULL when none is parked. Migration 0080's index answers it at its first
--- entry past now().
-SELECT min(available_at) AS available_at
+-- next_available_in --
+-- Seconds until the earliest ready task that is not available yet (a run parked on a timer or
+-- an ask) becomes available, by the database's clock (the one the claim compares with); NULL
+-- when none is parked. Migration 0080's index answers it at its first entry past now().
+SELECT extract(epoch FROM min(available_at) - now())::float8 AS seconds
 FROM workflow_task
 WHERE state = 'ready' AND available_at > now();

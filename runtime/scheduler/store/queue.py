@@ -216,15 +216,15 @@ async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[LateR
 
 
 class NextAvailable(msgspec.Struct, frozen=True, kw_only=True):
-    """When the earliest parked ready task becomes available (None: nothing is parked)."""
+    """Seconds until the earliest parked ready task becomes available (None: none is parked)."""
 
-    available_at: datetime | None
+    seconds: float | None
 
 
-async def next_available_at(conn: Connection) -> datetime | None:
-    """When the earliest ready task not available yet becomes so, across every host."""
-    row = await fetch_one_built(conn, QUERIES["next_available_at"], {}, NextAvailable)
-    return None if row is None else row.available_at
+async def next_available_in(conn: Connection) -> float | None:
+    """Seconds until the earliest ready task not available yet becomes so, across every host."""
+    row = await fetch_one_built(conn, QUERIES["next_available_in"], {}, NextAvailable)
+    return None if row is None else row.seconds
 
 
 async def notify_task_ready(conn: Connection, task_id: str) -> None:
