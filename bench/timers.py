@@ -128,11 +128,17 @@ async def _measure(db: Database, url: str, args: argparse.Namespace) -> None:
         await _admit(db, keyring, host, args)
         admitted = time.perf_counter() - began
         print(f"admitted {args.runs} waiting runs in {admitted:.1f} s", flush=True)
+        # Every run's first task goes through the standard slots once before it parks.
         while (parked := await _count(db, host, PARKED)) < args.runs:
             if time.perf_counter() - began > args.wait_s:
                 break  # the first waits are due: report how many were parked at once
             await asyncio.sleep(0.2)
-        print(f"parked at once: {parked} (standard slots: {settings.standard_slots})", flush=True)
+        took = time.perf_counter() - began
+        print(
+            f"parked at once: {parked} after {took:.1f} s (standard slots: "
+            f"{settings.standard_slots})",
+            flush=True,
+        )
         probes = []
         for _ in range(args.probes):
             start = time.perf_counter()
