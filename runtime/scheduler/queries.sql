@@ -338,8 +338,9 @@ WITH signalled AS (
     RETURNING host_id, process_id
 ),
 woken AS (
+    -- It joins the queue now (migration 0089 had set its enqueued_ts to its due time).
     UPDATE workflow_task t
-    SET available_at = now(), updated_ts = now()
+    SET available_at = now(), enqueued_ts = now(), updated_ts = now()
     FROM signalled s
     WHERE t.host_id = s.host_id AND t.process_id = s.process_id
       AND t.state = 'ready' AND t.available_at > now() AND t.payload ? 'timers'

@@ -11,7 +11,7 @@ import signal
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,6 +19,8 @@ import pytest
 from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter
 from runtime.scheduler import Executor, SchedulerSettings, service
 from runtime.scheduler.errors import cancelled_error
+from runtime.scheduler.models import NewTask
+from runtime.scheduler.store import queue
 from runtime.security import Keyring
 from runtime.store import Database
 from tests.support.execution import (
@@ -261,3 +263,26 @@ async def test_waits_survive_a_killed_worker_and_resume_at_their_original_due_ti
         assert after["result"] == {"finished": True}
         assert resumed["worker_id"] == "rescuer" and first["worker_id"] == "doomed"
         assert resumed["heartbeat_ts"] >= dues[pid]
+
+
+async def test_a_run_resuming_from_a_timer_queues_from_its_due_time_not_from_when_it_parked(
+    db: Database,
+) -> None:
+    host = str(uuid.uuid4())
+    due = datetime.now(UTC) + timedelta(seconds=1)
+    parked = NewTask("workflow", {"timers": {"/do/0/nap#0": due.timestamp()}}, available_at=due)
+    async with db.transaction() as conn:
+        waited = await service.enqueue_process(
+            conn, host_id=host, first_task=parked, execution_class="standard"
+        )
+    # Ready while the first run waited, so before its due time: it goes first.
+    async with db.transaction() as conn:
+        ready = await service.enqueue_process(
+            conn, host_id=host, first_task=NewTask("workflow", {}), execution_class="standard"
+        )
+    await wait_until(lambda: _all_parked(db, host, 0), what="the timer due")
+    one_slot = queue.ClaimRequest("w1", 0, 1, 0, 0)
+    async with db.transaction() as conn:
+        first = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
+        second = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
+    assert [task.process_id for task, _ in first + second] == [ready, waited]
