@@ -71,10 +71,11 @@ class Interpreter:
         self.asks_reached = {}
         self.timers_reached = {}
 
-    def timer_key(self, pointer: str) -> str:
+    def timer_key(self, pointer: str, *, peek: bool = False) -> str:
         """'<pointer>#<n>' for the n-th reaching of a timed wait in the top-level task."""
         reached = self.timers_reached.get(pointer, 0)
-        self.timers_reached[pointer] = reached + 1
+        if not peek:
+            self.timers_reached[pointer] = reached + 1
         return f"{pointer}#{reached}"
 
     def ask_key(self, task: Task) -> str:

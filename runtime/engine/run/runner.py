@@ -41,8 +41,9 @@ class Runner(Protocol):
         """The key of this reaching of an ask (the same on every replay of its top-level task)."""
         ...
 
-    def timer_key(self, pointer: str) -> str:
-        """The key of this reaching of a timed wait (the same on every replay)."""
+    def timer_key(self, pointer: str, *, peek: bool = False) -> str:
+        """The key of this reaching of a timed wait (the same on every replay); peek: the next
+        key, without reaching it."""
         ...
 
     def variables(self, roots: Mapping[str, Any], subject: Any, scope: Mapping[str, Any]) -> Any:

@@ -29,7 +29,7 @@ from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.run.human import run_ask
 from runtime.engine.run.runner import Runner
-from runtime.engine.run.timers import timed_sleep
+from runtime.engine.run.timers import retry_elapsed_s, started_at, timed_sleep
 
 Outcome = tuple[Any, str | None]
 
@@ -178,7 +178,7 @@ async def run_try(
 ) -> Any:
     """try/catch with bounded retries through the injectable clock."""
     catch, retries = spec.catch, 0
-    started = runner.clock.now()
+    started = started_at(runner, task.pointer)
     attempt_ms = catch.retry.attempt_duration_ms if catch.retry is not None else None
     while True:
         try:
@@ -244,7 +244,7 @@ def retry_delay(
     delay: int = policy.delay_before_retry_ms(retries + 1)
     if policy.jitter_to_ms > policy.jitter_from_ms:
         delay += runner.limits.jitter.randint(policy.jitter_from_ms, policy.jitter_to_ms)
-    elapsed_ms = (runner.clock.now() - started) * 1000
+    elapsed_ms = retry_elapsed_s(runner, task.pointer, started) * 1000
     if policy.limit_duration_ms is not None and elapsed_ms + delay > policy.limit_duration_ms:
         return None
     return delay

@@ -49,10 +49,12 @@ async def timed_sleep(runner: Runner, seconds: float, pointer: str) -> None:
     now = time.time()
     due = runner.state.timers.get(key)
     if due is None:
-        if seconds <= allowance or _cut_first(runner, seconds):
+        if _cut_first(runner, seconds):
             await runner.deadlines.sleep(seconds)
             return
         due = now + seconds
+        # Short ones too: a replay after a later park neither sleeps them again nor decides
+        # their retries anew (retry_elapsed_s).
         runner.state.timers[key] = due
     left = due - now
     if left <= allowance:
@@ -60,6 +62,33 @@ async def timed_sleep(runner: Runner, seconds: float, pointer: str) -> None:
         return
     # Also an early wake (a restart, a cancel signal): the run parks again for the same time.
     raise AwaitingTimer(due, dict(runner.state.timers), runner.checkpoint)
+
+
+def started_at(runner: Runner, pointer: str) -> float:
+    """When a retrying task first started, on the clock: the same on every replay of it.
+
+    A retry's limit.duration counts from there; counted from the replay, each parked back-off
+    would grant the retries a whole new duration. Recorded beside the due times (wall clock).
+    """
+    now = runner.clock.now()
+    if runner.limits.in_slot_wait_s is None:
+        return now
+    began = runner.state.timers.setdefault(runner.timer_key(f"{pointer}/started"), time.time())
+    return now - max(time.time() - began, 0.0)
+
+
+def retry_elapsed_s(runner: Runner, pointer: str, started: float) -> float:
+    """Seconds a retrying task has run when it decides on its next back-off.
+
+    A back-off recorded before this replay was decided then, in time: it stands (its limit
+    was checked then), whatever the clock says now.
+    """
+    recorded = runner.state.timers
+    if runner.limits.in_slot_wait_s is not None and (
+        runner.timer_key(f"{pointer}/retry", peek=True) in recorded
+    ):
+        return 0.0
+    return runner.clock.now() - started
 
 
 def _cut_first(runner: Runner, seconds: float) -> bool:

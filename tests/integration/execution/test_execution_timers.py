@@ -202,9 +202,11 @@ class FlakyBackend:
         await send({"type": "http.response.body", "body": b'{"n": %d}' % len(self.arrivals)})
 
 
-def retried(method: str, endpoint: str, delay_s: int) -> dict[str, Any]:
+def retried(
+    method: str, endpoint: str, delay_s: int, limit: dict[str, Any] | None = None
+) -> dict[str, Any]:
     call = {"call": "http", "with": {"method": method, "endpoint": endpoint}}
-    retry = {"delay": {"seconds": delay_s}, "limit": {"attempt": {"count": 3}}}
+    retry = {"delay": {"seconds": delay_s}, "limit": limit or {"attempt": {"count": 3}}}
     return {"try": [{"send": call}], "catch": {"errors": {"with": {"status": 503}}, "retry": retry}}
 
 
@@ -225,12 +227,31 @@ async def test_a_retry_back_off_parks_the_run_and_each_attempt_is_sent_once(
     assert len(backend.arrivals) == 3
     rows = await tasks_of(db, pid)
     assert ["timer" in (row["result"] or {}) for row in rows] == [True, True, False]
-    assert list(rows[2]["payload"]["timers"]) == [
+    # The due time of each back-off, and when the retrying task first started.
+    assert sorted(rows[2]["payload"]["timers"]) == [
         "/do/0/resilient/retry#0",
         "/do/0/resilient/retry#1",
+        "/do/0/resilient/started#0",
     ]
     gaps = [b - a for a, b in zip(backend.arrivals, backend.arrivals[1:], strict=False)]
     assert min(gaps) >= 1.0
+
+
+async def test_a_retrys_duration_limit_counts_from_its_first_attempt_across_parked_back_offs(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(FlakyBackend(failures=100)) as backend:
+        settings = ExecutionSettings(http_allowlist=[backend.base], in_slot_wait_ms=100)
+        # Two seconds between attempts, at most three seconds in all: a second attempt, and
+        # no third, however often the run parked and replayed in between.
+        limit = {"attempt": {"count": 5}, "duration": {"seconds": 3}}
+        doc = document([{"resilient": retried("get", f"{backend.base}/flaky", 2, limit)}])
+        runtime = WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)
+        async with two_slot_executor(db, runtime):
+            pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=LONG)
+            run = await finished(db, host, pid)
+    assert run.state == "FAILED" and len(backend.arrivals) == 2, run
 
 
 async def test_waits_survive_a_killed_worker_and_resume_at_their_original_due_times(
