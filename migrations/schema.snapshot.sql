@@ -1117,6 +1117,15 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.workflow_task_queue_from_due() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    NEW.enqueued_ts := NEW.available_at;
+    RETURN NEW;
+END
+$$;
+
 CREATE FUNCTION public.workflow_tool_binding_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -1915,6 +1924,8 @@ CREATE TRIGGER workflow_process_end_tool_live AFTER UPDATE OF state ON public.wo
 CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON public.workflow_process FOR EACH ROW WHEN (((new.state = ANY (ARRAY['COMPLETED'::text, 'FAILED'::text, 'CANCELLED'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.workflow_run_credential_forget();
 
 CREATE TRIGGER workflow_task_park_on_human_task BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN ((new.payload ? 'humanTaskId'::text)) EXECUTE FUNCTION public.workflow_park_on_human_task();
+
+CREATE TRIGGER workflow_task_queue_from_due BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN (((new.available_at > new.enqueued_ts) AND (new.payload ? 'timers'::text) AND (NOT (new.payload ? 'humanTaskId'::text)))) EXECUTE FUNCTION public.workflow_task_queue_from_due();
 
 CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
 

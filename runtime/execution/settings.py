@@ -96,6 +96,10 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     # failing compensation is tried again when its `compensate:` sets no retry of its own.
     compensation_allowance_s: float = 60.0
     compensation_retries: int = 2
+    # A `wait` or retry back-off longer than this parks the run as a durable timer and gives
+    # its executor slot back (runtime.engine.run.timers); a shorter one sleeps in the slot,
+    # where parking would cost more than it frees.
+    in_slot_wait_ms: int = 1000
 
     def __post_init__(self) -> None:
         if not 0 < self.compensation_allowance_s <= 3600:
@@ -110,6 +114,8 @@ class ExecutionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
             raise ValueError("task_step_budget must be positive")
         if self.on_loop_steps < 0:
             raise ValueError("on_loop_steps must not be negative")
+        if self.in_slot_wait_ms < 0:
+            raise ValueError("in_slot_wait_ms must not be negative")
         if self.gateway_mcp_url is not None:
             parts = urlsplit(self.gateway_mcp_url)
             if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:

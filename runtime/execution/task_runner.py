@@ -34,6 +34,7 @@ every time, never by a lapsed lease and a reclaim.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -48,6 +49,7 @@ from runtime.engine import WorkflowDefinition, parse_definition
 from runtime.engine.cel import canonical_size
 from runtime.engine.run import (
     AwaitingAnswer,
+    AwaitingTimer,
     EffectFailure,
     EngineThreads,
     LoopBoundEffects,
@@ -60,7 +62,7 @@ from runtime.engine.run import (
 from runtime.engine.run.interpreter import holds_ask
 from runtime.engine.step_meter import MemoryBudgetExhausted, StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
-from runtime.execution import store
+from runtime.execution import store, timers
 from runtime.execution.credential import (
     RunToken,
     TokenCheck,
@@ -226,9 +228,13 @@ class WorkflowRuntime:
         """Run the next top-level task of the run; the checkpoint rides on the next task."""
         db = lease.database
         loaded = await self._load(db, task)
-        prior = await self._prior_calls(db, task) if task.attempts > 1 else {}
-        effects = DurableEffects(self._call_context(db, task, lease, loaded, prior))
+        # A top-level task resumed from a timer replays its writes at its first task's steps.
+        ledgered = dataclasses.replace(task, step_no=timers.write_base(task))
+        replays = task.attempts > 1 or timers.resumed(task)
+        prior = await self._prior_calls(db, ledgered) if replays else {}
+        effects = DurableEffects(self._call_context(db, ledgered, lease, loaded, prior))
         resume = RunState.from_json(task.payload["state"]) if "state" in task.payload else None
+        recorded_timers = timers.recorded_timers(task)
         answers: dict[str, dict[str, Any]] = {}
         if resume is not None and _asks_at(loaded.definition, resume.position):
             # None: the ask it waits on is still open (an early wake); it parks again.
@@ -236,7 +242,8 @@ class WorkflowRuntime:
         # Lets a test kill a worker at an exact top-level task (after its claim).
         await faults.point(f"before_workflow_task_{resume.position if resume else 0}")
         meter = StepMeter(self._step_budget(loaded))
-        bound_effects = LoopBoundEffects(effects, asyncio.get_running_loop())
+        journal = timers.ReadJournal(effects, task)
+        bound_effects = LoopBoundEffects(journal, asyncio.get_running_loop())
         clock = DeadlineClock(_stop_at(task, self.settings))
         stop_after_task = _stop_after_task(len(loaded.definition.tasks.tasks))
 
@@ -247,11 +254,12 @@ class WorkflowRuntime:
             if resume is not None:
                 state = RunState.from_json(task.payload["state"])
                 state.answers = answers
+                state.timers = dict(recorded_timers)
             return await run_workflow(
                 loaded.definition,
                 task.payload.get("input"),
                 bound_effects,
-                _limits(loaded, self.maximum_parallelism),
+                _limits(loaded, self.maximum_parallelism, self.settings),
                 clock=clock,
                 resume=state,
                 on_checkpoint=stop_after_task,
@@ -271,7 +279,9 @@ class WorkflowRuntime:
                 next_task, output={"position": done.state["position"]}, consume=used
             )
         except AwaitingAnswer as waiting:
-            return await self._park(db, task, loaded, waiting, meter)
+            return await self._park(db, task, loaded, waiting, meter, recorded_timers)
+        except AwaitingTimer as timer:
+            return await self._park_on_timer(db, task, timer, journal, meter)
         except RunDeadlineExpired:
             raise timeout_error(after_effect=await _effect_seen(db, task)) from None
         except StepBudgetExhausted as exhausted:
@@ -292,6 +302,7 @@ class WorkflowRuntime:
         loaded: _Loaded,
         waiting: AwaitingAnswer,
         meter: StepMeter,
+        recorded_timers: dict[str, float],
     ) -> TaskOutcome:
         """Open the ask's human task; the next task waits, unleased, until it is answered.
 
@@ -304,6 +315,9 @@ class WorkflowRuntime:
             db, task, loaded.spec.wf_def_id, waiting.request
         )
         payload = human_tasks.parked_task_payload(waiting.state, human_task_id)
+        if recorded_timers:
+            # Its top-level task parked on a timer before this ask: the replay keeps its time.
+            payload |= timers.replay_payload(task, recorded_timers)
         wake_at = due if due is not None else _stop_at(task, self.settings)
         next_task = NewTask(
             WORKFLOW_TASK_KIND, payload, step_no=task.step_no + CALL_SLOTS, available_at=wake_at
@@ -312,6 +326,31 @@ class WorkflowRuntime:
             intermediate_bytes=canonical_size(waiting.state), cost_units=_cost(meter)
         )
         return TaskOutcome.then(next_task, output={"waiting": human_task_id}, consume=used)
+
+    async def _park_on_timer(
+        self,
+        db: Database,
+        task: ClaimedTask,
+        timer: AwaitingTimer,
+        journal: timers.ReadJournal,
+        meter: StepMeter,
+    ) -> TaskOutcome:
+        """Give the slot back: the next task replays this top-level task at the due time.
+
+        runtime.execution.timers says why the due time is durable once this task completes.
+        """
+        await _check_deadline(db, task, self.settings)
+        wake_at = timers.wake_at(timer, _stop_at(task, self.settings))
+        next_task = NewTask(
+            WORKFLOW_TASK_KIND,
+            timers.parked_payload(task, timer, journal),
+            step_no=task.step_no + CALL_SLOTS,
+            available_at=wake_at,
+        )
+        # The journaled reads are kept like the checkpoint: they count as intermediate bytes.
+        kept = canonical_size(timer.state) + canonical_size(journal.entries)
+        used = BudgetAmounts(intermediate_bytes=kept, cost_units=_cost(meter))
+        return TaskOutcome.then(next_task, output={"timer": wake_at.isoformat()}, consume=used)
 
     def _step_budget(self, loaded: _Loaded) -> int:
         """Steps one task attempt may spend: the setting, capped by the run's cost units."""
@@ -518,7 +557,11 @@ def _stop_after_task(task_count: int) -> Any:
     return checkpoint
 
 
-def _limits(loaded: _Loaded, parallelism_ceiling: int | None = None) -> RunLimits:
+def _limits(
+    loaded: _Loaded,
+    parallelism_ceiling: int | None = None,
+    settings: ExecutionSettings | None = None,
+) -> RunLimits:
     limits = loaded.spec.limits
     read_only: set[str] = set()
     if loaded.reach is not None:
@@ -531,6 +574,7 @@ def _limits(loaded: _Loaded, parallelism_ceiling: int | None = None) -> RunLimit
         maximum_parallelism=min(limits.maximum_parallelism, parallelism_ceiling or sys.maxsize),
         maximum_nested_calls=_UNBOUNDED_NESTED_CALLS,
         read_only_tools=frozenset(read_only),
+        in_slot_wait_s=None if settings is None else settings.in_slot_wait_ms / 1000,
     )
 
 

@@ -20,6 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from runtime import telemetry
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 ClaimObserver = Callable[[ClaimedTask], None]
 # Lease periods the reaper waits after the database was away (Executor._reap_once).
 REAP_PAUSE_LEASES = 2
+# The earliest a wake-up for a parked task may fire (see Executor._wake_in).
+_MIN_DUE_DELAY_S = 0.002
 
 
 class SlotReservation:
@@ -147,6 +150,11 @@ class Executor:
         self._store_failed_at = float("-inf")
         # When this worker's leases were last renewed (or it held none to renew).
         self._renewed_at = time.monotonic()
+        # The wake-up at the earliest parked task's available_at (a durable timer's due time):
+        # its loop time and handle, and whether to look the next one up after a claim round.
+        self._due_at: float | None = None
+        self._due_handle: asyncio.TimerHandle | None = None
+        self._look_up_due = True
         self._successor = Successor(
             self.worker_id, self.settings.lease_ms, self.settings.overrun_ms
         )
@@ -201,6 +209,8 @@ class Executor:
         if self._monitor_task is not None:
             self._monitor_task.cancel()
             await _finish_or_cancel([self._monitor_task], grace, "the lease monitor")
+        if self._due_handle is not None:
+            self._due_handle.cancel()
         if self._listener is not None:
             await self._listener.close()
 
@@ -219,6 +229,28 @@ class Executor:
         """Make the claim loop claim again now (a task was committed for it to take)."""
         self._wake.set()
 
+    def wake_at(self, when: datetime) -> None:
+        """Make the claim loop claim again at when (a parked task becomes available then)."""
+        self._wake_in((when - datetime.now(UTC)).total_seconds())
+
+    def _wake_in(self, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        # Never at once: a task due by this clock but not yet by the database's would be
+        # looked up again and again until the clocks agree.
+        at = loop.time() + max(seconds, _MIN_DUE_DELAY_S)
+        if self._due_at is not None and self._due_at <= at:
+            # An earlier wake-up is set; after it fires the next parked task is looked up.
+            return
+        if self._due_handle is not None:
+            self._due_handle.cancel()
+        self._due_at = at
+        self._due_handle = loop.call_at(at, self._due)
+
+    def _due(self) -> None:
+        self._due_at = self._due_handle = None
+        self._look_up_due = True
+        self._wake.set()
+
     def _notified(self, payload: dict[str, object] | None) -> None:
         if payload is None or payload.get("type") == "task":
             self._wake.set()
@@ -232,10 +264,15 @@ class Executor:
                 claimed = await self._claim(request)
                 for task, lease in claimed:
                     self._dispatch(task, lease)
+                if not claimed:
+                    # Woken for nothing available: what woke it may be a task parked ahead.
+                    self._look_up_due = True
                 # Fewer tasks than asked for: nothing else is ready now (a NOTIFY, a finished
                 # task that saw a backlog, or the poll timer wakes the loop again).
                 if len(claimed) >= request.limit and self._claim_request().limit > 0:
                     continue
+            if self._look_up_due:
+                await self._wake_for_next_due()
             await self._wait_for_wake()
 
     async def _wait_for_wake(self) -> None:
@@ -244,8 +281,24 @@ class Executor:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.poll_interval_ms / 1000):
                     await self._wake.wait()
+                    return
+            # An idle poll: a task parked by another process may now be the earliest.
+            self._look_up_due = True
         finally:
             self._parked = False
+
+    async def _wake_for_next_due(self) -> None:
+        """Wake at the earliest parked task's available_at (a timer's due time), if any."""
+        self._look_up_due = False
+        try:
+            async with self._db.connection() as conn:
+                seconds = await queue.next_available_in(conn)
+        except Exception as exc:
+            reraise_if_cancelled(exc)
+            _log_incident("could not look up the next parked task; polling instead", exc)
+            return
+        if seconds is not None:
+            self._wake_in(seconds)
 
     def free_slots(self, execution_class: str) -> int:
         """Slots this executor could fill with a task of the class right now."""

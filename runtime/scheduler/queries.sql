@@ -333,11 +333,25 @@ FROM workflow_process
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s;
 
 -- request_cancel --
--- Raise the cooperative cancellation signal of a live run.
-UPDATE workflow_process
-SET cancel_requested = true, updated_ts = now()
-WHERE host_id = %(host_id)s AND process_id = %(process_id)s
-  AND state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND NOT cancel_requested;
+-- Raise the cooperative cancellation signal of a live run. A run parked on a durable timer
+-- hears it now, not at its due time: its parked task becomes available, parks again at its
+-- wait (runtime.engine.run.timers) and its completion ends the run at the signal.
+WITH signalled AS (
+    UPDATE workflow_process
+    SET cancel_requested = true, updated_ts = now()
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND NOT cancel_requested
+    RETURNING host_id, process_id
+),
+woken AS (
+    -- It joins the queue now (migration 0089 had set its enqueued_ts to its due time).
+    UPDATE workflow_task t
+    SET available_at = now(), enqueued_ts = now(), updated_ts = now()
+    FROM signalled s
+    WHERE t.host_id = s.host_id AND t.process_id = s.process_id
+      AND t.state = 'ready' AND t.available_at > now() AND t.payload ? 'timers'
+)
+SELECT count(*) AS signalled FROM signalled;
 
 -- reap_expired --
 -- Lock running tasks whose lease expired and reclaim those whose run can still finish in time.
@@ -611,3 +625,11 @@ SELECT pg_notify('workflow_process_state_' || right(p.process_id::text, 1),
                  json_build_object('type', 'process', 'id', p.process_id::text)::text)
 FROM workflow_process AS p
 WHERE p.host_id = %(host_id)s AND p.process_id = %(process_id)s AND p.finished_ts IS NOT NULL;
+
+-- next_available_in --
+-- Seconds until the earliest ready task that is not available yet (a run parked on a timer or
+-- an ask) becomes available, by the database's clock (the one the claim compares with); NULL
+-- when none is parked. Migration 0080's index answers it at its first entry past now().
+SELECT extract(epoch FROM min(available_at) - now())::float8 AS seconds
+FROM workflow_task
+WHERE state = 'ready' AND available_at > now();

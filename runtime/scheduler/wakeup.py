@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from datetime import datetime
 from typing import Protocol
 
 from runtime.scheduler.models import ClaimedTask, LeaseState
@@ -70,6 +71,10 @@ class LocalExecutor(Protocol):
         """Make its claim loop claim again now."""
         ...
 
+    def wake_at(self, when: datetime) -> None:
+        """Make its claim loop claim again at when (a parked task becomes available then)."""
+        ...
+
     def reserve(self, execution_class: str) -> Reservation | None:
         """Keep a free slot of the class for a task inserted claimed (None: none free)."""
         ...
@@ -107,6 +112,17 @@ def wake_local_executors(execution_class: str) -> bool:
             executor.wake()
             room = room or executor.free_slots(execution_class) > 0
     return room
+
+
+def expect_task_at(when: datetime) -> None:
+    """Wake this process's executors at when, when a task parked here becomes available.
+
+    Other processes' executors learn of it when they next look for the earliest parked task
+    (runtime.scheduler.executor: at start, at each such wake and after each idle poll).
+    """
+    for executor in list(_LOCAL):
+        if executor.alive:
+            executor.wake_at(when)
 
 
 def reserve_local_slot(execution_class: str) -> Reservation | None:

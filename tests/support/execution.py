@@ -178,8 +178,8 @@ async def worker_process(
     # The test configuration: local backends listen on loopback.
     env["WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_NETWORKS"] = json.dumps(LOOPBACK_NETWORKS)
     for key, value in (settings or {}).items():
-        name = f"WORKFLOW_EXECUTION_OUTBOUND_{key.upper()}"
-        env[name] = value if isinstance(value, str) else json.dumps(value)
+        variable = f"WORKFLOW_EXECUTION_OUTBOUND_{key.upper()}"
+        env[variable] = value if isinstance(value, str) else json.dumps(value)
     args = [
         "--database-url", database_url, "--worker-id", name,
         "--lease-ms", str(lease_ms), "--renew-interval-ms", "150", "--reap-interval-ms", "150",

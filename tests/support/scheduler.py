@@ -66,7 +66,8 @@ async def enqueue(db: Database, **kwargs: Any) -> str:
 async def start(db: Database, kind: str = "echo", **kwargs: Any) -> tuple[str, str]:
     host_id = str(uuid.uuid4())
     payload = kwargs.pop("payload", {})
-    process_id = await enqueue(db, host_id=host_id, first_task=NewTask(kind, payload), **kwargs)
+    first = NewTask(kind, payload, available_at=kwargs.pop("first_task_available_at", None))
+    process_id = await enqueue(db, host_id=host_id, first_task=first, **kwargs)
     return host_id, process_id
 
 

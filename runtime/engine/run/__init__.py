@@ -24,10 +24,12 @@ from runtime.engine.run.ports import (
     RunLimits,
 )
 from runtime.engine.run.state import EffectState, RunOutcome, RunState
+from runtime.engine.run.timers import AwaitingTimer
 
 __all__ = [
     "AskRequest",
     "AwaitingAnswer",
+    "AwaitingTimer",
     "Clock",
     "EffectFailure",
     "EffectPort",

@@ -62,12 +62,21 @@ class Interpreter:
         self.checkpoint: dict[str, Any] = state.to_json()
         # How often each ask was reached in the running top-level task (its replay's keys).
         self.asks_reached: dict[str, int] = {}
+        self.timers_reached: dict[str, int] = {}
 
     def begin_top_level_task(self) -> None:
         """Mark the start of a top-level task: a parked ask inside it resumes from here."""
         # Exports replace the context rather than change it, so this copy stays as it was.
         self.checkpoint = self.state.to_json()
         self.asks_reached = {}
+        self.timers_reached = {}
+
+    def timer_key(self, pointer: str, *, peek: bool = False) -> str:
+        """'<pointer>#<n>' for the n-th reaching of a timed wait in the top-level task."""
+        reached = self.timers_reached.get(pointer, 0)
+        if not peek:
+            self.timers_reached[pointer] = reached + 1
+        return f"{pointer}#{reached}"
 
     def ask_key(self, task: Task) -> str:
         """'' for a top-level ask; '<pointer>#<n>' for the n-th reaching of a nested one."""
@@ -228,6 +237,7 @@ async def _run_top_level(
         except EndWorkflow as end:
             state.data, then = end.output, "end"
         state.answers = {}  # the next top-level task opens its own
+        state.timers = {}
         if then in ("end", "exit"):
             state.finished = True
         elif then == "continue":

@@ -118,3 +118,6 @@ class RunLimits:
     runtime_name: str = "workflow-mcp"
     runtime_version: str = "0.1.0"
     jitter: random.Random = field(default_factory=lambda: random.Random(0), compare=False)
+    # A wait or retry back-off longer than this parks the run as a durable timer (``timers``);
+    # None: every wait sleeps in the run (the pure interpreter's default).
+    in_slot_wait_s: float | None = None

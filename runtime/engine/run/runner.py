@@ -41,6 +41,11 @@ class Runner(Protocol):
         """The key of this reaching of an ask (the same on every replay of its top-level task)."""
         ...
 
+    def timer_key(self, pointer: str, *, peek: bool = False) -> str:
+        """The key of this reaching of a timed wait (the same on every replay); peek: the next
+        key, without reaching it."""
+        ...
+
     def variables(self, roots: Mapping[str, Any], subject: Any, scope: Mapping[str, Any]) -> Any:
         """The activation of one expression site."""
         ...

@@ -27,6 +27,10 @@ class RunState:
     # on resume, read by the asks as the task replays; never part of a checkpoint (the rows
     # are the record).
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The due times (epoch seconds) of the durable timers the top-level task at ``position``
+    # parked on, by timer key; like the answers, set by the durable runner on resume and kept
+    # beside the checkpoint, never in it (runtime.engine.run.timers).
+    timers: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON for a durable checkpoint."""

@@ -31,6 +31,7 @@ from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.run.human import run_ask
 from runtime.engine.run.runner import Runner
+from runtime.engine.run.timers import retry_elapsed_s, started_at, timed_sleep
 from runtime.errors import WorkflowError
 
 Outcome = tuple[Any, str | None]
@@ -52,7 +53,7 @@ async def run_spec(runner: Runner, task: Task, data: Any, scope: Mapping[str, An
     if isinstance(spec, RaiseSpec):
         raise raised_error(runner, spec, task, variables)
     if isinstance(spec, WaitSpec):
-        await runner.deadlines.sleep(spec.duration_ms / 1000)
+        await timed_sleep(runner, spec.duration_ms / 1000, task.pointer)
         return data, None
     if isinstance(spec, HttpCallSpec):
         return await run_http(runner, spec, task, data, variables), None
@@ -256,7 +257,7 @@ async def run_try(
 ) -> Any:
     """try/catch with bounded retries through the injectable clock."""
     catch, retries = spec.catch, 0
-    started = runner.clock.now()
+    started = started_at(runner, task.pointer)
     attempt_ms = catch.retry.attempt_duration_ms if catch.retry is not None else None
     while True:
         try:
@@ -271,7 +272,7 @@ async def run_try(
             delay = retry_delay(runner, catch, retries, started, data, error_scope, task)
             if delay is not None:
                 retries += 1
-                await runner.deadlines.sleep(delay / 1000)
+                await timed_sleep(runner, delay / 1000, f"{task.pointer}/retry")
                 continue
             if catch.body is not None:
                 return (await runner.run_list(catch.body, data, error_scope)).output
@@ -322,7 +323,7 @@ def retry_delay(
     delay: int = policy.delay_before_retry_ms(retries + 1)
     if policy.jitter_to_ms > policy.jitter_from_ms:
         delay += runner.limits.jitter.randint(policy.jitter_from_ms, policy.jitter_to_ms)
-    elapsed_ms = (runner.clock.now() - started) * 1000
+    elapsed_ms = retry_elapsed_s(runner, task.pointer, started) * 1000
     if policy.limit_duration_ms is not None and elapsed_ms + delay > policy.limit_duration_ms:
         return None
     return delay

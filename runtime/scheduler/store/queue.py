@@ -215,6 +215,18 @@ async def late_runs(conn: Connection, settings: SchedulerSettings) -> list[LateR
     return await fetch_all(conn, QUERIES["sweep_deadlines"], params, LateRun)
 
 
+class NextAvailable(msgspec.Struct, frozen=True, kw_only=True):
+    """Seconds until the earliest parked ready task becomes available (None: none is parked)."""
+
+    seconds: float | None
+
+
+async def next_available_in(conn: Connection) -> float | None:
+    """Seconds until the earliest ready task not available yet becomes so, across every host."""
+    row = await fetch_one_built(conn, QUERIES["next_available_in"], {}, NextAvailable)
+    return None if row is None else row.seconds
+
+
 async def notify_task_ready(conn: Connection, task_id: str) -> None:
     """NOTIFY the executors of every process that task_id is ready (autocommit connection)."""
     await conn.execute(QUERIES["notify_task_ready"], {"task_id": task_id})

@@ -456,4 +456,5 @@ async def request_cancel(conn: Connection, host_id: str, process_id: str) -> boo
     cursor = await conn.execute(
         QUERIES["request_cancel"], {"host_id": host_id, "process_id": process_id}
     )
-    return cursor.rowcount > 0
+    row = await cursor.fetchone()
+    return row is not None and row["signalled"] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -34,6 +35,21 @@ async def test_an_idle_executor_is_woken_by_notify_without_the_fallback_poll(
         host_id, process_id = await start(db)
         run = await wait_terminal(database_url, db, host_id, process_id)
     assert run.state == "COMPLETED" and run.result["echo"] == {}
+
+
+async def test_an_idle_executor_claims_a_task_at_its_available_at_without_the_fallback_poll(
+    db: Database, database_url: str
+) -> None:
+    async with running(db, database_url) as executor:
+        async with asyncio.timeout(5):
+            while executor.claim_rounds < 1:
+                await asyncio.sleep(0)
+        # A parked task (a durable timer's due time) inserted by someone else: its NOTIFY
+        # wakes the executor before it is available; it must wake again at available_at.
+        due = datetime.now(UTC) + timedelta(seconds=1)
+        host_id, process_id = await start(db, first_task_available_at=due)
+        run = await wait_terminal(database_url, db, host_id, process_id)
+    assert run.state == "COMPLETED"
 
 
 async def test_a_task_inserted_between_listen_and_the_first_claim_is_not_missed(
