@@ -2,7 +2,7 @@
 # source errors.json sha256:b8ee9052e17fb9ec2dd5109308e7aaf2e7ff43fc9f8c8f2b735869e3fe445e7e
 # source examples.json sha256:fa9686ab55bde4c52c6f6a3095f7eebc064afcad6dad18d6056d5794b009086d
 # source schemas.json sha256:3876064fef411fd14c07fa4becc3e778fdae5b651be659b776668fb6fa686c53
-# source workflow-tools-list-full.json sha256:9213c7d9cfad55aa03b653c11ec55dec6e95c2468d5a583a2e5207a59fc0c9e1
+# source workflow-tools-list-full.json sha256:1d8c9ec593c20cd09b75454f1562b5e0ceaa89a09688d91b70ab45d03d633d69
 
 """The stable error registry (contracts errors.json) as an enum and a Literal type."""
 

@@ -23,7 +23,7 @@ def describe_tool(route: ToolRoute) -> dict[str, Any]:
         "title": route.title,
         "description": route.description,
         "inputSchema": dict(route.input_schema),
-        "outputSchema": dict(route.output_schema),
+        "outputSchema": route.declared_output_schema,
         "annotations": dict(route.annotations),
         "_meta": {
             f"{META_PREFIX}permission": route.permission,
