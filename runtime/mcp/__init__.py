@@ -24,7 +24,7 @@ from runtime.mcp.protected_resource import (
 )
 from runtime.mcp.protocol import LEGACY_VERSION
 from runtime.mcp.server import HttpReply, McpServer
-from runtime.mcp.tools import describe_tool
+from runtime.mcp.tools import declared_output_schema, describe_tool
 
 __all__ = [
     "INVALID_PARAMS",
@@ -41,6 +41,7 @@ __all__ = [
     "ToolHandler",
     "ToolOutcome",
     "bearer_challenge",
+    "declared_output_schema",
     "describe_tool",
     "duplicate_credential_fault",
     "error_outcome",
