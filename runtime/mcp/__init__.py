@@ -15,6 +15,7 @@ from runtime.mcp.http_checks import (
     unsupported_media_fault,
 )
 from runtime.mcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, JsonRpcFault
+from runtime.mcp.origins import origin_allowed
 from runtime.mcp.paging import Pages
 from runtime.mcp.protected_resource import (
     METADATA_PATH,
@@ -46,6 +47,7 @@ __all__ = [
     "duplicate_credential_fault",
     "error_outcome",
     "is_json_content_type",
+    "origin_allowed",
     "resource_metadata",
     "unauthenticated",
     "unsupported_media_fault",
