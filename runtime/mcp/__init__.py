@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from runtime.mcp.bearer_gate import BearerGate, unauthenticated
 from runtime.mcp.call import InputFailure, ToolCall, ToolHandler
-from runtime.mcp.dispatch import ToolOutcome, error_outcome
+from runtime.mcp.dispatch import ToolOutcome, error_outcome, repeated_members_refusal
 from runtime.mcp.http_checks import (
     duplicate_credential_fault,
     is_json_content_type,
     unsupported_media_fault,
 )
-from runtime.mcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, JsonRpcFault
+from runtime.mcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, JsonRpcFault, RepeatedMembers
 from runtime.mcp.origins import origin_allowed
 from runtime.mcp.paging import Pages
 from runtime.mcp.protected_resource import (
@@ -38,6 +38,7 @@ __all__ = [
     "JsonRpcFault",
     "McpServer",
     "Pages",
+    "RepeatedMembers",
     "ToolCall",
     "ToolHandler",
     "ToolOutcome",
@@ -48,6 +49,7 @@ __all__ = [
     "error_outcome",
     "is_json_content_type",
     "origin_allowed",
+    "repeated_members_refusal",
     "resource_metadata",
     "unauthenticated",
     "unsupported_media_fault",

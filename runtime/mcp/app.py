@@ -23,10 +23,10 @@ from runtime.mcp.http_checks import (
     is_json_content_type,
     unsupported_media_fault,
 )
-from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault, decoded_before
+from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault, decode_arguments, decoded_before
 from runtime.mcp.origins import origin_allowed
 from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
-from runtime.mcp.server import HttpReply, McpServer, decode_json
+from runtime.mcp.server import HttpReply, McpServer
 from runtime.mcp.tools import ToolRegistry, ToolRoute
 from runtime.telemetry import metrics
 
@@ -103,7 +103,7 @@ async def tool_post(name: str, request: Request[Any, Any, Any], state: State) ->
         return _reply(refusal, request)
     dispatcher: ToolDispatcher = state.dispatcher
     try:
-        arguments = decode_json(await request.body())
+        arguments = decode_arguments(await request.body())
     except JsonRpcFault as fault:
         return _reply(HttpReply(fault.http_status, fault.to_response(None)), request)
     try:
