@@ -194,6 +194,39 @@ async def test_a_literal_api_key_header_is_refused_at_publish_naming_it_and_the_
 
 
 @pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_literal_credential_in_an_api_key_policy_is_refused_by_save_as_by_publish(
+    owner: McpTestClient, backend: KeyedBackend
+) -> None:
+    # Issue 40 black-box (b): only publish and start refused it; save stored it in the head.
+    literal = "pk_live_in_policy_1111"
+    text = api_key_definition(f"{backend.base}/partner/claims").replace(
+        '"${ $secrets.partnerKey }"', literal
+    )
+    assert literal in text
+    wf_def_id = new_id()
+    for name, arguments in (
+        ("workflow_definition_save", save_arguments(wf_def_id, text)),
+        ("workflow_definition_publish", publish_arguments(wf_def_id, text)),
+    ):
+        result = await owner.call_tool(name, arguments)
+        body = refused(result, "WORKFLOW_INPUT_INVALID")
+        [problem] = body["error"]["details"]["problems"]
+        assert problem["pointer"] == "/use/authentications/partnerApi/apiKey/value"
+        assert "literal credential" in problem["message"]
+        assert literal not in json.dumps(result)
+
+
+def save_arguments(wf_def_id: str, text: str) -> dict[str, Any]:
+    """workflow_definition_save arguments for a head holding text."""
+    return {
+        "hostId": HOST, "wfDefId": wf_def_id, "sourceRevision": 1, "actor": "steve",
+        "namespace": "claims", "name": "summarize-claim", "version": "1.2.0",
+        "definition": text, "lifecycleStatus": "PUBLISHED", "catalogVisible": False,
+        "owner": {"userId": "owner-1"}, "active": True,
+    }  # fmt: skip
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
 async def test_a_deleted_secret_stops_the_next_call_with_an_authorization_error(
     http: httpx.AsyncClient,
     dev_identity: DevIdentity,
