@@ -20,6 +20,7 @@ from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_tas
 from runtime.execution.credential import token_expiry
 from runtime.invocation import rules, store
 from runtime.invocation.requests import StartRequest
+from runtime.publication.secrets import missing_secrets
 from runtime.scheduler.models import ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
@@ -139,6 +140,27 @@ def _verdict(
     )
 
 
+def _secrets_refusal(declared: tuple[str, ...], missing: list[str]) -> WorkflowError | None:
+    """The refusal of a head that declares secrets the host does not hold, as publish's."""
+    if not missing:
+        return None
+    problems = [
+        {
+            "pointer": f"/use/secrets/{declared.index(name)}",
+            "rule": "unknown-secret",
+            "message": f"the host holds no secret named {name}; put it with workflow_secret_put "
+            "(or `workflow-mcp secrets put NAME`) and start again",
+        }
+        for name in missing
+    ]
+    return WorkflowError(
+        "WORKFLOW_NOT_FOUND",
+        f"the definition declares secrets the host does not hold: {', '.join(missing)}; put "
+        "them with workflow_secret_put and start again",
+        details={"secrets": missing, "problems": problems},
+    )
+
+
 @dataclass(frozen=True)
 class _Call:
     """A start's values fixed before any round trip (a retry keeps them)."""
@@ -247,7 +269,12 @@ async def start_workflow(
             input_digest = rules.check_input(request.input, None, document)
             admitted = datetime.now(UTC)
             deadline_ts = _deadline(definition, admitted)
-            refusal = _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
+            # A head naming a secret the host lacks would only fail at its first call; like
+            # publish, refuse it now (a new run only: a retry still re-attaches).
+            missing = await missing_secrets(conn, ctx.host_id, definition.secrets)
+            refusal = _secrets_refusal(definition.secrets, missing) or _verdict(
+                admission, ctx, definition, admitted, deadline_ts, can_exchange
+            )
             params = _start_params(
                 call, head, document, input_digest, deadline_ts, refusal is not None
             )

@@ -216,6 +216,40 @@ async def test_a_literal_credential_in_an_api_key_policy_is_refused_by_save_as_b
         assert literal not in json.dumps(result)
 
 
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_workflow_start_refuses_a_head_declaring_a_secret_the_host_does_not_hold(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # Issue 40 black-box (c): publish refused it, start accepted it and the run failed later.
+    text = api_key_definition(f"{backend.base}/partner/claims").replace(
+        "do:\n", "timeout:\n  after: PT5M\ndo:\n", 1
+    )
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    starter = client(http, dev_identity, "starter", roles=("workflow-admin",))
+    arguments = {"wfDefId": wf_def_id, "input": {"claimId": "A"}}
+    body = refused(await starter.call_tool("workflow_start", arguments), "WORKFLOW_NOT_FOUND")
+    assert body["error"]["details"]["secrets"] == ["partnerKey"]
+    assert "partnerKey" in body["error"]["message"]
+    assert await _runs(services) == 0
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    started = ok(await starter.call_tool("workflow_start", arguments))
+    assert started["state"] == "ACCEPTED"
+
+
+async def _runs(services: Services) -> int:
+    async with services.database.transaction() as conn:
+        cursor = await conn.execute("SELECT count(*) AS n FROM workflow_process")
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
 def save_arguments(wf_def_id: str, text: str) -> dict[str, Any]:
     """workflow_definition_save arguments for a head holding text."""
     return {
