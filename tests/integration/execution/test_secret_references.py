@@ -21,6 +21,7 @@ import pytest
 
 from runtime.collaborators import Services
 from runtime.composition.runs import _show
+from runtime.execution import ExecutionSettings
 from runtime.security.devtools import DevIdentity
 from runtime.settings import Settings
 from tests.support.binding_builders import HOST, new_id
@@ -287,4 +288,41 @@ async def test_a_deleted_secret_stops_the_next_call_with_an_authorization_error(
     body = refused(result, "WORKFLOW_TASK_FAILED")
     assert body["error"]["details"]["status"] == 403
     assert body["error"]["details"]["type"].endswith("/authorization")
+    # Issue 40 black-box (d): the error says which secret is missing (a name, never a value).
+    assert body["error"]["message"].endswith("the host holds no secret named partnerKey")
     assert backend.seen == []  # nothing left without its credential
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_secret_deleted_through_the_tool_under_a_started_run_fails_it_naming_the_secret(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # A saved head is no published version, so workflow_secret_delete lets the secret go while
+    # a run started from the head still needs it.
+    text = api_key_definition(f"{backend.base}/partner/claims").replace(
+        "do:\n", "timeout:\n  after: PT5M\ndo:\n", 1
+    )
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    starter = client(http, dev_identity, "starter", roles=("workflow-admin",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    started = ok(
+        await starter.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {"claimId": "A"}})
+    )
+    deleted = {"hostId": HOST, "name": "partnerKey", "operationId": new_id()}
+    ok(await operator.call_tool("workflow_secret_delete", deleted))
+    instance = started["workflowInstanceId"]
+    allowed = ExecutionSettings(http_allowlist=[backend.base])
+    async with verifying_executor(services, allowed):
+        result = await starter.call_tool(
+            "workflow_wait_result", {"workflowInstanceId": instance, "waitMs": 15000}
+        )
+    body = refused(result, "WORKFLOW_TASK_FAILED")
+    assert body["error"]["details"]["status"] == 403
+    assert "the host holds no secret named partnerKey" in body["error"]["message"]
+    assert backend.seen == []
