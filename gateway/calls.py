@@ -9,7 +9,7 @@ from gateway.acl import RelayAcl, is_internal, refuse_internal
 from gateway.caller import Caller, RequestCaller
 from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, with_error_meta
-from gateway.routed import PreparedTool, call_routed, unreachable
+from gateway.routed import ACTION_HEADER, PreparedTool, call_routed, unreachable
 from runtime.errors import AuthenticationError, WorkflowError, policy_denied
 from runtime.mcp import (
     INVALID_PARAMS,
@@ -76,7 +76,9 @@ class GatewayCalls:
         routed = self._tools.get(name)
         try:
             if routed is not None:
-                return with_error_meta(await call_routed(self._client, routed, caller, arguments))
+                action = headers.get(ACTION_HEADER)
+                outcome = await call_routed(self._client, routed, caller, arguments, action)
+                return with_error_meta(outcome)
             if is_internal(name):
                 raise refuse_internal()
             if self._acl.is_relayed(name):
