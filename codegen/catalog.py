@@ -27,13 +27,25 @@ class ToolSpec:
         """The tool name."""
         return str(self.entry["name"])
 
-    @property
-    def served(self) -> dict[str, Any]:
-        """The tool entry as served: every metadata key, schemas bundled."""
+    def served(self, error_result_schema: dict[str, Any]) -> dict[str, Any]:
+        """The tool entry as served: every metadata key, schemas bundled, the declared output."""
         served = dict(self.entry)
         served["inputSchema"] = self.input_schema
-        served["outputSchema"] = self.output_schema
+        served["outputSchema"] = declared_output_schema(self.output_schema, error_result_schema)
         return served
+
+
+def declared_output_schema(
+    success_schema: dict[str, Any], error_result_schema: dict[str, Any]
+) -> dict[str, Any]:
+    """The outputSchema a tool declares: its success shape or the error envelope.
+
+    An isError result carries seed 000's error envelope as structuredContent, and MCP requires
+    structuredContent to conform to the declared outputSchema (clients check it on errors too),
+    so the contract's success shape alone would make every refusal look malformed. The rule is
+    applied here, to every tool alike: a tool's contract entry declares its success shape only.
+    """
+    return {"type": "object", "anyOf": [success_schema, error_result_schema]}
 
 
 @dataclass(frozen=True)

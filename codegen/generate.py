@@ -71,7 +71,7 @@ def render_all(contracts_dir: Path) -> dict[str, str]:
     except (BundleError, ContractError, FormattingError, ValidatorCodeError) as exc:
         raise GenerationError(str(exc)) from exc
     served = {"$comment": stamp["notice"], "sources": stamp["sources"]}
-    served["tools"] = [tool.served for tool in catalog.tools]
+    served["tools"] = [tool.served(catalog.error_result_schema) for tool in catalog.tools]
     files["catalog.json"] = json_text(served)
     files["openapi.json"] = json_text(render_openapi(catalog, stamp))
     return {name: files[name] for name in GENERATED_FILES}

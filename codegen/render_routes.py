@@ -34,6 +34,14 @@ class ToolRoute:
     output_model: type[Struct]
     validate_input: Callable[[Any], Any]
     validate_output: Callable[[Any], Any]
+
+    @property
+    def declared_output_schema(self) -> dict[str, Any]:
+        """The outputSchema tools/list declares: the success shape or the error envelope.
+
+        The rule of codegen.catalog.declared_output_schema, which catalog.json shows.
+        """
+        return {"type": "object", "anyOf": [dict(self.output_schema), dict(ERROR_RESULT_SCHEMA)]}
 '''
 
 

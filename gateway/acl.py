@@ -21,7 +21,7 @@ from gateway.router import RoutedTool
 from generated.routes import ROUTES, ToolRoute
 from generated.tools import ToolName
 from runtime.errors import WorkflowError, policy_denied
-from runtime.mcp import describe_tool
+from runtime.mcp import declared_output_schema, describe_tool
 from runtime.security import SecuritySettings
 
 
@@ -89,7 +89,8 @@ def describe_routed(tool: RoutedTool) -> dict[str, Any]:
         "inputSchema": dict(tool.input_schema),
     }
     if tool.output_schema is not None:
-        described["outputSchema"] = dict(tool.output_schema)
+        # Workflow's refusals pass through as the error envelope (seed 000 Gateway Changes).
+        described["outputSchema"] = declared_output_schema(tool.output_schema)
     if tool.annotations is not None:
         described["annotations"] = dict(tool.annotations)
     return described

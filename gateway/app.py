@@ -38,6 +38,7 @@ from runtime.mcp import (
     McpServer,
     duplicate_credential_fault,
     is_json_content_type,
+    origin_allowed,
     resource_metadata,
     unsupported_media_fault,
     with_resource_metadata,
@@ -144,7 +145,7 @@ def _reply(reply: HttpReply, request: Request[Any, Any, Any]) -> Response[bytes]
 def _refusal(request: Request[Any, Any, Any], headers: Mapping[str, str]) -> HttpReply | None:
     origin = headers.get("origin")
     gateway: Gateway = request.app.state.gateway
-    if origin is not None and origin not in gateway.settings.gateway.allowed_origins:
+    if not origin_allowed(origin, gateway.settings.gateway.allowed_origins):
         fault = JsonRpcFault(INVALID_REQUEST, "origin not allowed", http_status=403)
         return HttpReply(403, fault.to_response(None))
     refused = duplicate_credential_fault(request.scope["headers"])

@@ -9,9 +9,17 @@ from gateway.acl import RelayAcl, is_internal, refuse_internal
 from gateway.caller import Caller, RequestCaller
 from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, with_error_meta
-from gateway.routed import PreparedTool, call_routed, unreachable
+from gateway.routed import ACTION_HEADER, PreparedTool, call_routed, unreachable
 from runtime.errors import AuthenticationError, WorkflowError, policy_denied
-from runtime.mcp import INVALID_PARAMS, JsonRpcFault, ToolOutcome, error_outcome, unauthenticated
+from runtime.mcp import (
+    INVALID_PARAMS,
+    JsonRpcFault,
+    RepeatedMembers,
+    ToolOutcome,
+    error_outcome,
+    repeated_members_refusal,
+    unauthenticated,
+)
 from runtime.telemetry import caller as bind_caller
 from runtime.telemetry import tool_call
 
@@ -58,6 +66,9 @@ class GatewayCalls:
             raise unauthenticated(failure.message, headers) from None
         if caller.host_id is not None:
             bind_caller(caller.host_id)
+        if isinstance(arguments, RepeatedMembers) and isinstance(name, str):
+            # A readable call whose input names a member twice: its tool's bad input.
+            return error_outcome(repeated_members_refusal(arguments))
         if arguments is None:
             arguments = {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
@@ -65,7 +76,9 @@ class GatewayCalls:
         routed = self._tools.get(name)
         try:
             if routed is not None:
-                return with_error_meta(await call_routed(self._client, routed, caller, arguments))
+                action = headers.get(ACTION_HEADER)
+                outcome = await call_routed(self._client, routed, caller, arguments, action)
+                return with_error_meta(outcome)
             if is_internal(name):
                 raise refuse_internal()
             if self._acl.is_relayed(name):

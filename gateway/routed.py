@@ -9,6 +9,7 @@ then one workflow_invoke with the HTTP timeout syncWaitMs + 2 s.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from gateway.caller import Caller
 from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, rendered_success
 from gateway.router import RoutedTool
-from runtime.errors import WorkflowError
+from runtime.errors import WorkflowError, policy_denied
 from runtime.invocation import SchemaCheck, canonical_input, check_request_bytes, schema_check
 from runtime.mcp import ToolOutcome
 
@@ -25,6 +26,9 @@ log = logging.getLogger("workflow.gateway.routed")
 
 # Seed 000 "Waiting, timeout and re-attach": the Gateway waits syncWaitMs plus this margin.
 TIMEOUT_MARGIN_S = 2.0
+# Seed 000 "Parent action": a running task's call names its action in this header.
+ACTION_HEADER = "x-workflow-action"
+_ACTION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def unreachable(what: str) -> WorkflowError:
@@ -67,10 +71,31 @@ def check_before_invoke(prepared: PreparedTool, caller: Caller, arguments: dict[
     return tool.binding_digest
 
 
+def parent_action(action: str | None) -> str | None:
+    """The parentActionId of a call a running workflow task makes (its x-workflow-action).
+
+    Seed 000 Parent action, step 4: the Gateway calls workflow_invoke with parentActionId, and
+    a nested call is never downgraded to a root start; a header that names no action is
+    refused here for the same reason.
+    """
+    if action is None:
+        return None
+    if _ACTION_ID.fullmatch(action) is None:
+        raise policy_denied(
+            f"{ACTION_HEADER} does not name a workflow action: a workflow-backed Tool called "
+            "from a running workflow is never started as a root run"
+        )
+    return action
+
+
 async def call_routed(
-    client: WorkflowClient, prepared: PreparedTool, caller: Caller, arguments: dict[str, Any]
+    client: WorkflowClient,
+    prepared: PreparedTool,
+    caller: Caller,
+    arguments: dict[str, Any],
+    action: str | None = None,
 ) -> ToolOutcome:
-    """Run a workflow-backed Tool for a verified caller."""
+    """Run a workflow-backed Tool for a verified caller (action: its x-workflow-action)."""
     binding_digest = check_before_invoke(prepared, caller, arguments)
     tool = prepared.tool
     invoke = {
@@ -79,6 +104,10 @@ async def call_routed(
         "expectedDefinitionDigest": tool.definition_digest,
         "input": arguments,
     }
+    parent = parent_action(action)
+    if parent is not None:
+        # Workflow refuses it until the action dispatch is restored (seed 000 Parent action).
+        invoke["parentActionId"] = parent
     timeout_s = tool.sync_wait_ms / 1000 + TIMEOUT_MARGIN_S
     try:
         result = await client.call_tool("workflow_invoke", invoke, caller, timeout_s=timeout_s)

@@ -16,11 +16,13 @@ from runtime.admission.token_cover import check_token_covers_run
 from runtime.admission.unknown_outcome import admit_or_unknown, unknown_admission
 from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
+from runtime.engine.check import worst_case_dispatches
 from runtime.errors import WorkflowError
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_task_payload
 from runtime.execution.credential import token_expiry
 from runtime.invocation import rules, store
 from runtime.invocation.requests import StartRequest
+from runtime.publication.secrets import missing_secrets
 from runtime.scheduler.models import ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
@@ -105,7 +107,7 @@ def _receipt(admitted: store.StartOutcome, wf_def_id: str) -> WorkflowStartOutpu
 def _sealed_or_none(
     keyring: Keyring, ctx: InvocationContext, process_id: str
 ) -> SealedSecret | None:
-    # Without a sealing key the run still starts; its outbound calls then fail closed.
+    # Without a sealing key only a run that makes no outbound call starts (_unsealed_refusal).
     if not keyring.has_usable_key:
         return None
     return seal_for(keyring, ctx, process_id)
@@ -137,6 +139,47 @@ def _verdict(
         lambda: admission.estimator.admit(
             START_CLASS, (deadline_ts - admitted).total_seconds() * 1000, count=False
         )
+    )
+
+
+def _unsealed_refusal(
+    sealed: SealedSecret | None, definition: WorkflowDefinition
+) -> WorkflowError | None:
+    """The refusal of a run that calls out when its token cannot be stored sealed.
+
+    Seed 000: the selector "applies to every run, including async runs started with
+    workflow_start", and "the token must be stored, not only held in memory"; as invoke
+    admission does ("Workflow refuses invoke admission when a usable sealing key is
+    unavailable"), a start whose calls would need that token is refused instead of accepted
+    and failed at its first call. A run that makes no call needs no token and still starts.
+    """
+    if sealed is not None or worst_case_dispatches(definition) == 0:
+        return None
+    return WorkflowError(
+        "WORKFLOW_START_REJECTED",
+        "no usable sealing key is configured, so the run's token cannot be stored for its "
+        "outbound calls; configure the run credential keyring (WORKFLOW_LONG_KEYRING_FILE)",
+    )
+
+
+def _secrets_refusal(declared: tuple[str, ...], missing: list[str]) -> WorkflowError | None:
+    """The refusal of a head that declares secrets the host does not hold, as publish's."""
+    if not missing:
+        return None
+    problems = [
+        {
+            "pointer": f"/use/secrets/{declared.index(name)}",
+            "rule": "unknown-secret",
+            "message": f"the host holds no secret named {name}; put it with workflow_secret_put "
+            "(or `workflow-mcp secrets put NAME`) and start again",
+        }
+        for name in missing
+    ]
+    return WorkflowError(
+        "WORKFLOW_NOT_FOUND",
+        f"the definition declares secrets the host does not hold: {', '.join(missing)}; put "
+        "them with workflow_secret_put and start again",
+        details={"secrets": missing, "problems": problems},
     )
 
 
@@ -249,7 +292,14 @@ async def start_workflow(
             input_digest = rules.check_input(request.input, None, document)
             admitted = datetime.now(UTC)
             deadline_ts = _deadline(definition, admitted)
-            refusal = _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
+            # A head naming a secret the host lacks would only fail at its first call; like
+            # publish, refuse it now (a new run only: a retry still re-attaches).
+            missing = await missing_secrets(conn, ctx.host_id, definition.secrets)
+            refusal = (
+                _secrets_refusal(definition.secrets, missing)
+                or _unsealed_refusal(call.sealed, definition)
+                or _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
+            )
             params = _start_params(
                 call, head, document, input_digest, deadline_ts, refusal is not None
             )

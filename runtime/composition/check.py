@@ -48,7 +48,14 @@ from runtime.engine.check.compensation import (
     uncompensated_message,
     uncompensated_writes,
 )
-from runtime.engine.model import WorkflowDefinition
+from runtime.engine.model import (
+    AskSpec,
+    HttpCallSpec,
+    McpCallSpec,
+    TrySpec,
+    WorkflowDefinition,
+    walk_tasks,
+)
 from runtime.errors import WorkflowError
 from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.publication import validate_definition
@@ -140,12 +147,35 @@ def analysis_of(definition: WorkflowDefinition) -> dict[str, Any]:
         "nestedCalls": needs.nested_calls,
         "worstCaseAttempts": needs.max_task_attempts,
         "worstCaseTimeMs": needs.worst_case_time_ms,
+        "unboundedBy": [] if needs.worst_case_time_ms is not None else unbounded_by(definition),
         "worstRetryDelayMs": needs.worst_retry_delay_ms,
         "totalWaitMs": needs.total_wait_ms,
         "interactiveViolations": list(needs.violations),
         "humanTasks": [fact.document() for fact in human_tasks(definition)],
         "worstCaseHumanWaitMs": worst_case_human_wait_ms(definition),
     }
+
+
+def unbounded_by(definition: WorkflowDefinition) -> list[str]:
+    """What can leave the run's time unbounded: the kinds of task without a limit of its own.
+
+    The report names only what the definition holds (a definition without a call was told that
+    "a call has no timeout", issue 40); an enclosing timeout may bound some of them.
+    """
+    causes: list[str] = []
+    for task in walk_tasks(definition.tasks):
+        spec, bounded = task.spec, task.timeout_ms is not None
+        if isinstance(spec, HttpCallSpec | McpCallSpec) and not bounded:
+            causes.append("a call has no timeout")
+        elif isinstance(spec, AskSpec) and spec.timeout_ms is None and not bounded:
+            causes.append("a human task has no timeout")
+        elif isinstance(spec, TrySpec) and _unlimited_retry(spec):
+            causes.append("a retry has no attempt limit")
+    return list(dict.fromkeys(causes))
+
+
+def _unlimited_retry(spec: TrySpec) -> bool:
+    return spec.catch.retry is not None and spec.catch.retry.attempt_count is None
 
 
 def check_definition(path: Path) -> tuple[FileReport, dict[str, Any] | None]:
@@ -314,7 +344,8 @@ def _analysis_lines(analysis: dict[str, Any]) -> list[str]:
     for call in analysis["mcpCalls"]:
         lines.append(f"    mcp {call['pointer']}: tool {call['tool']} needs a pinned dependency")
     time_ms = analysis["worstCaseTimeMs"]
-    time_text = "unbounded (a call has no timeout)" if time_ms is None else f"{time_ms} ms"
+    causes = "; ".join(analysis["unboundedBy"]) or "no declared bound"
+    time_text = f"unbounded ({causes})" if time_ms is None else f"{time_ms} ms"
     lines.append(
         f"    max fork width {analysis['maxForkWidth']}, nested calls {analysis['nestedCalls']}, "
         f"worst-case attempts {analysis['worstCaseAttempts']}, worst-case time {time_text}"

@@ -9,7 +9,9 @@ the size bound, a request the era rules refuse) is left to the app, which answer
 A call the door refuses is answered here, in a fraction of a millisecond: the tools/call result
 of its era with isError and WORKFLOW_CAPACITY_EXHAUSTED (retryable, retryAfterMs). It is
 refused before its bearer is verified: the refusal names no Tool and no host, so it tells an
-unauthenticated caller nothing but that the service is overloaded.
+unauthenticated caller nothing but that the service is overloaded. A repeat of a call the door
+let through within the last 30 s (a retry after WORKFLOW_TIMEOUT) is not judged: it goes on to
+the app, whose idempotency lookup re-attaches it to its run before any capacity check.
 
 `serve` judges a call earlier still: its HTTP server hands each POST, once read, to
 FrontDoor.answer_on_arrival before any task serves it (runtime.composition.http_protocol), so a
@@ -62,6 +64,7 @@ class FrontDoor:
     def __init__(self, app: ASGIApp, admission: Admission) -> None:
         self.app = app
         self.door = admission.door
+        self._let_through = _LetThrough()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection event."""
@@ -71,7 +74,7 @@ class FrontDoor:
         arrival = scope.get(ARRIVAL)
         if isinstance(arrival, _Arrival):
             # Judged on arrival by the HTTP server (answer_on_arrival), and let through.
-            if arrival.call is None:
+            if arrival.call is None or arrival.attach:
                 await self.app(scope, receive, send)
             else:
                 await self._through(arrival.at, arrival.call, scope, receive, send)
@@ -80,7 +83,7 @@ class FrontDoor:
         body, complete = await _read_body(receive)
         replay = _replaying(body, complete, receive)
         call = _invoke_call(body, scope) if complete else None
-        if call is None:
+        if call is None or self._let_through.repeats(call.fingerprint, arrived_at):
             await self.app(scope, replay, send)
             return
         retry_after = self.door.judge(arrived_at, call.fingerprint)
@@ -100,6 +103,7 @@ class FrontDoor:
             await _send_json(send, _refusal(call, self.door.settings.retry_after_min_ms))
             return
         door.passed(arrived_at, place)
+        self._let_through.remember(call.fingerprint, arrived_at)
         try:
             await self.app(scope, receive, send)
         finally:
@@ -118,6 +122,9 @@ class FrontDoor:
             return None
         arrived_at = time.monotonic()
         call = _invoke_call(body, scope) if len(body) <= MAX_READ_BYTES else None
+        if call is not None and self._let_through.repeats(call.fingerprint, arrived_at):
+            scope[ARRIVAL] = _Arrival(arrived_at, call, attach=True)
+            return None
         if call is not None:
             retry_after = self.door.judge(arrived_at, call.fingerprint)
             if retry_after is not None:
@@ -173,10 +180,53 @@ class _Call(msgspec.Struct, frozen=True):
 
 
 class _Arrival(msgspec.Struct, frozen=True):
-    """A request judged on arrival and let through: when it came, and the call (None: not one)."""
+    """A request judged on arrival and let through: when it came, the call (None: not one),
+    and whether it repeats a call let through within the attach window (it skips the door)."""
 
     at: float
     call: _Call | None
+    attach: bool = False
+
+
+# The longest a run of a call let through can still be live: a Tool's total deadline is at most
+# 30 s (seed 000, totalDeadlineMs). A repeat within it may re-attach to that run.
+ATTACH_WINDOW_S = 30.0
+MAX_REMEMBERED = 10_000
+
+
+class _LetThrough:
+    """Fingerprints of calls the door let through, each until its run can no longer be live.
+
+    Seed 000 Idempotency: "The attach check runs before admission, so it skips capacity
+    checks"; a retry after WORKFLOW_TIMEOUT re-attaches to its run. Refused at the door, such a
+    retry would get WORKFLOW_CAPACITY_EXHAUSTED with no instance id while its run is live, so a
+    repeat of a call let through goes past the door to the app, which authenticates it and
+    looks its key up as ever (and admits it against capacity if it is not a re-attach after
+    all). Per process: a retry that lands on another replica meets that replica's door.
+    """
+
+    def __init__(self) -> None:
+        self._until: dict[int, float] = {}
+
+    def remember(self, fingerprint: int | None, now: float) -> None:
+        """Record a call let through at now."""
+        if fingerprint is None:
+            return
+        self._until.pop(fingerprint, None)
+        if len(self._until) >= MAX_REMEMBERED:
+            self._until = {key: until for key, until in self._until.items() if until > now}
+            while len(self._until) >= MAX_REMEMBERED:
+                del self._until[next(iter(self._until))]
+        self._until[fingerprint] = now + ATTACH_WINDOW_S
+
+    def repeats(self, fingerprint: int | None, now: float) -> bool:
+        """Whether a call with this fingerprint was let through within the attach window."""
+        if fingerprint is None or (until := self._until.get(fingerprint)) is None:
+            return False
+        if until <= now:
+            del self._until[fingerprint]
+            return False
+        return True
 
 
 def _invoke_call(body: bytes, scope: Scope) -> _Call | None:

@@ -126,18 +126,13 @@ def select_run_token(
     Both remaining branches pick the same token, so the margin cannot change the choice here.
     """
     del margin_seconds  # only decides when a LONG run switches tokens; no LONG here
-    current = now or datetime.now(UTC)
     if check is not None:
-        claims = check(token.reveal())
-        expires_at = _claimed_expiry(claims) or expires_at
-    # Verification allows clock skew; a call never goes out with a token past its own exp.
+        # "while it still verifies": verification (exp with its clock-skew leeway included) is
+        # the whole test; a second exp check of our own would refuse a token the seed uses.
+        check(token.reveal())
+        return token
+    # No verifier (never in the service): the stored expiry is the only test left.
+    current = now or datetime.now(UTC)
     if expires_at is not None and expires_at <= current:
         raise AuthenticationError("the run credential has expired")
     return token
-
-
-def _claimed_expiry(claims: dict[str, Any]) -> datetime | None:
-    exp = claims.get("exp")
-    if isinstance(exp, bool) or not isinstance(exp, int | float):
-        return None
-    return datetime.fromtimestamp(exp, UTC)

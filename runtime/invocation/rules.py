@@ -37,11 +37,17 @@ MINUTE_MS = 60_000
 
 
 def check_caller_policy(ctx: InvocationContext, policy: CallerPolicy) -> None:
-    """Refuse unless the verified user satisfies one requireAnyOf clause ({} accepts all)."""
+    """Refuse unless the verified user holds one anyRole role or meets one requireAnyOf clause.
+
+    {} accepts every caller the Tool ACL let through (seed 000 Authorization, layer 3).
+    """
+    roles = policy.any_role
     clauses = policy.require_any_of
-    if clauses is UNSET or not clauses:
+    if (roles is UNSET or not roles) and (clauses is UNSET or not clauses):
         return
-    for clause in clauses:
+    if roles is not UNSET and any(role in ctx.roles for role in roles):
+        return
+    for clause in clauses if clauses is not UNSET else ():
         held = ctx.roles if clause.claim == "role" else ctx.positions
         if clause.value in held:
             return
@@ -183,16 +189,13 @@ def action_limit_from(bounds: RuntimeBounds) -> int:
 
 
 def idempotency_key(kind: str, supplied: str | None, input_digest: str) -> str:
-    """The key within the scope: the input digest (kind derived) or the caller's key."""
+    """The key within the scope: the input digest (kind derived) or the caller's key.
+
+    Seed 000 makes idempotencyKey "optional; required when the revision's key kind is explicit
+    or business", and for kind derived "key is the normalized input digest and Workflow computes
+    it": a key sent to a derived-key Tool is accepted and plays no part in the scope.
+    """
     if kind == "derived":
-        if supplied is not None:
-            # Ignoring it would let the caller believe its key scopes the replay; it does not.
-            raise input_invalid(
-                "this Tool derives its idempotency key from the input "
-                "(idempotencyPolicy.kind derived), so an idempotencyKey is refused: send the "
-                "same input to repeat a call, or publish the binding with kind explicit or "
-                "business to use caller keys"
-            )
         return input_digest
     if supplied is None or not 1 <= len(supplied) <= MAX_KEY_LENGTH:
         raise input_invalid(f"this Tool needs an idempotencyKey of 1-{MAX_KEY_LENGTH} characters")

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from runtime.mcp.bearer_gate import BearerGate, unauthenticated
 from runtime.mcp.call import InputFailure, ToolCall, ToolHandler
-from runtime.mcp.dispatch import ToolOutcome, error_outcome
+from runtime.mcp.dispatch import ToolOutcome, error_outcome, repeated_members_refusal
 from runtime.mcp.http_checks import (
     duplicate_credential_fault,
     is_json_content_type,
     unsupported_media_fault,
 )
-from runtime.mcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, JsonRpcFault
+from runtime.mcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, JsonRpcFault, RepeatedMembers
+from runtime.mcp.origins import origin_allowed
 from runtime.mcp.paging import Pages
 from runtime.mcp.protected_resource import (
     METADATA_PATH,
@@ -24,7 +25,7 @@ from runtime.mcp.protected_resource import (
 )
 from runtime.mcp.protocol import LEGACY_VERSION
 from runtime.mcp.server import HttpReply, McpServer
-from runtime.mcp.tools import describe_tool
+from runtime.mcp.tools import declared_output_schema, describe_tool
 
 __all__ = [
     "INVALID_PARAMS",
@@ -37,14 +38,18 @@ __all__ = [
     "JsonRpcFault",
     "McpServer",
     "Pages",
+    "RepeatedMembers",
     "ToolCall",
     "ToolHandler",
     "ToolOutcome",
     "bearer_challenge",
+    "declared_output_schema",
     "describe_tool",
     "duplicate_credential_fault",
     "error_outcome",
     "is_json_content_type",
+    "origin_allowed",
+    "repeated_members_refusal",
     "resource_metadata",
     "unauthenticated",
     "unsupported_media_fault",

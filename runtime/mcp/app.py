@@ -23,9 +23,10 @@ from runtime.mcp.http_checks import (
     is_json_content_type,
     unsupported_media_fault,
 )
-from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault, decoded_before
+from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault, decode_arguments, decoded_before
+from runtime.mcp.origins import origin_allowed
 from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
-from runtime.mcp.server import HttpReply, McpServer, decode_json
+from runtime.mcp.server import HttpReply, McpServer
 from runtime.mcp.tools import ToolRegistry, ToolRoute
 from runtime.telemetry import metrics
 
@@ -50,9 +51,7 @@ def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:
 
 
 def _origin_allowed(headers: Mapping[str, str], allowed: list[str]) -> bool:
-    origin = headers.get("origin")
-    # Non-browser clients send no Origin; a browser's must be one we trust (DNS rebinding).
-    return origin is None or origin in allowed
+    return origin_allowed(headers.get("origin"), allowed)
 
 
 def _forbidden_origin() -> HttpReply:
@@ -104,7 +103,7 @@ async def tool_post(name: str, request: Request[Any, Any, Any], state: State) ->
         return _reply(refusal, request)
     dispatcher: ToolDispatcher = state.dispatcher
     try:
-        arguments = decode_json(await request.body())
+        arguments = decode_arguments(await request.body())
     except JsonRpcFault as fault:
         return _reply(HttpReply(fault.http_status, fault.to_response(None)), request)
     try:

@@ -15,7 +15,7 @@ from runtime.collaborators import Services
 from runtime.errors import AuthenticationError, WorkflowError, input_invalid
 from runtime.mcp.bearer_gate import unauthenticated
 from runtime.mcp.call import InputFailure, ToolCall
-from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault
+from runtime.mcp.jsonrpc import INVALID_PARAMS, JsonRpcFault, RepeatedMembers
 from runtime.mcp.schema_problems import SchemaProblem, collect, pointer_of
 from runtime.mcp.tools import ServedTool, ToolRegistry, ToolRoute
 from runtime.security import InvocationContext, authorize_roles, check_host_assertion
@@ -65,6 +65,15 @@ def with_correlation(outcome: ToolOutcome, correlation: str | None) -> ToolOutco
     return ToolOutcome(structured, True, outcome.text)
 
 
+def repeated_members_refusal(arguments: RepeatedMembers) -> WorkflowError:
+    """The invalid-input refusal of arguments in which an object names a member twice."""
+    where = arguments.pointer or "the arguments"
+    return input_invalid(
+        f"{_PREFIX}an object names the same member twice (at {where}); send each member once",
+        {"reason": "duplicate-key", "pointer": arguments.pointer},
+    )
+
+
 def _compact_json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
@@ -96,6 +105,8 @@ class ToolDispatcher:
     ) -> ToolOutcome:
         if tool is None:
             raise JsonRpcFault(INVALID_PARAMS, "unknown tool")
+        if isinstance(arguments, RepeatedMembers):
+            return self._refuse_repeated(tool, arguments, headers)
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
@@ -111,6 +122,17 @@ class ToolDispatcher:
                     "WORKFLOW_INVOCATION_UNAVAILABLE", "the workflow store is unavailable"
                 )
             )
+
+    def _refuse_repeated(
+        self, tool: ServedTool, arguments: RepeatedMembers, headers: Mapping[str, str]
+    ) -> ToolOutcome:
+        """Arguments naming a member twice: authenticated like any call, then invalid input."""
+        try:
+            context = self._authenticate(tool, headers)
+            authorize_roles(context, tool.route.name, self.services.settings.security)
+            raise repeated_members_refusal(arguments)
+        except WorkflowError as error:
+            return error_outcome(error)
 
     def _authenticate(self, tool: ServedTool, headers: Mapping[str, str]) -> InvocationContext:
         try:

@@ -87,6 +87,31 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return members
 
 
+class _Repeating(dict[str, Any]):
+    """An object that named a member twice (only the second, locating pass builds one)."""
+
+
+def _marking_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    members = dict(pairs)
+    return _Repeating(members) if len(members) != len(pairs) else members
+
+
+class RepeatedMembers:
+    """Tool arguments in which an object names one member twice, in place of the arguments.
+
+    The call itself is readable (its envelope names every member once), so it is answered as a
+    tool call: authenticated, then refused as invalid input with an isError result (seed 000
+    Error envelopes), never run. Seed 001 "Canonical effective input": duplicate object keys
+    are rejected; a last-wins decoder would run the workflow on an input the caller did not
+    send in that form.
+    """
+
+    __slots__ = ("pointer",)
+
+    def __init__(self, pointer: str) -> None:
+        self.pointer = pointer
+
+
 def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
@@ -125,6 +150,78 @@ _DECODER = json.JSONDecoder(
     parse_int=_bounded_int,
     parse_float=_no_underflow,
 )
+# The second pass, run only when the first met a repeated member: it says where.
+_LOCATING_DECODER = json.JSONDecoder(
+    object_pairs_hook=_marking_members,
+    parse_constant=_no_constant,
+    parse_int=_bounded_int,
+    parse_float=_no_underflow,
+)
+MAX_POINTER = 200
+
+
+def _pointer(path: tuple[str | int, ...]) -> str:
+    text = "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+    return text if len(text) <= MAX_POINTER else text[:MAX_POINTER] + "..."
+
+
+def _repeating_at(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """The path of the first object that named a member twice, None when none did."""
+    if isinstance(value, _Repeating):
+        return path
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _repeating_at(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _only_arguments_repeat(decoded: Any) -> Any | None:
+    """The message with RepeatedMembers for its arguments, when only they repeat a member."""
+    if type(decoded) is not dict or decoded.get("method") != "tools/call":
+        return None
+    params = decoded.get("params")
+    if type(params) is not dict:
+        return None
+    envelope = {key: value for key, value in decoded.items() if key != "params"}
+    around = {key: value for key, value in params.items() if key != "arguments"}
+    if _repeating_at(envelope) is not None or _repeating_at(around) is not None:
+        return None
+    where = _repeating_at(params.get("arguments"))
+    if where is None:
+        return None
+    return {**decoded, "params": {**params, "arguments": RepeatedMembers(_pointer(where))}}
+
+
+def _repeated_member_fault() -> JsonRpcFault:
+    return JsonRpcFault(
+        PARSE_ERROR,
+        "parse error: an object names the same member twice",
+        data={"reason": "duplicate-key"},
+    )
+
+
+def decode_arguments(body: bytes) -> Any:
+    """Decode a body that is a tool's arguments (POST /tools/{name}).
+
+    A repeated member anywhere becomes RepeatedMembers (an isError refusal of the call, as in a
+    tools/call); anything else unreadable is a parse error as in decode_body.
+    """
+    try:
+        return decode_body(body)
+    except JsonRpcFault as fault:
+        if fault.data != {"reason": "duplicate-key"}:
+            raise
+    where = _repeating_at(_LOCATING_DECODER.decode(body.decode("utf-8")))
+    return RepeatedMembers(_pointer(where or ()))
+
+
 # Only an escape can carry a surrogate: UTF-8 bytes cannot encode one (decode() refuses them).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -149,6 +246,9 @@ def _holds_lone_surrogate(value: Any) -> bool:
 def decode_body(body: bytes) -> Any:
     """Decode a request body; invalid JSON, a repeated member or a lone surrogate is -32700.
 
+    A member repeated only inside a tools/call's arguments is the exception: the request is
+    readable, and its arguments arrive as RepeatedMembers for the tool to refuse as input.
+
     Every object is checked for duplicate members (I-JSON; seed 001 "Canonical effective
     input"): a last-duplicate-wins decoder would hand admission an input the caller did not
     send in that form, and the canonical profile's own refusal could never fire. A string
@@ -160,13 +260,15 @@ def decode_body(body: bytes) -> Any:
     """
     try:
         # RFC 8259 JSON on the wire is UTF-8; a str skips json's encoding sniffing.
-        decoded = _DECODER.decode(body.decode("utf-8"))
-    except _DuplicateKey:
-        raise JsonRpcFault(
-            PARSE_ERROR,
-            "parse error: an object names the same member twice",
-            data={"reason": "duplicate-key"},
-        ) from None
+        text = body.decode("utf-8")
+        try:
+            decoded = _DECODER.decode(text)
+        except _DuplicateKey:
+            # Inside a tools/call's arguments it is the tool's bad input (an isError result);
+            # anywhere else the request itself cannot be read.
+            decoded = _only_arguments_repeat(_LOCATING_DECODER.decode(text))
+            if decoded is None:
+                raise _repeated_member_fault() from None
     except _UnreadableNumber as exc:
         raise JsonRpcFault(
             PARSE_ERROR, f"parse error: {exc}", data={"reason": "unsupported-number"}

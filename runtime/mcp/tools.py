@@ -6,14 +6,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generated.routes import ToolRoute
+from generated.routes import ERROR_RESULT_SCHEMA, ToolRoute
 from generated.tools import ToolName
 from runtime.mcp.call import ToolHandler
 from runtime.mcp.paging import Pages
 
-__all__ = ["ServedTool", "ToolRegistry", "ToolRoute", "describe_tool"]
+__all__ = ["ServedTool", "ToolRegistry", "ToolRoute", "declared_output_schema", "describe_tool"]
 
 META_PREFIX = "io.lightapi.workflow/"
+
+
+def declared_output_schema(success_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The outputSchema a Tool declares: its success output or the error envelope.
+
+    A refusal's structuredContent is seed 000's error envelope, which MCP clients check against
+    the declared schema like any other; ToolRoute.declared_output_schema is the same rule.
+    """
+    return {"type": "object", "anyOf": [dict(success_schema), dict(ERROR_RESULT_SCHEMA)]}
 
 
 def describe_tool(route: ToolRoute) -> dict[str, Any]:
@@ -23,7 +32,7 @@ def describe_tool(route: ToolRoute) -> dict[str, Any]:
         "title": route.title,
         "description": route.description,
         "inputSchema": dict(route.input_schema),
-        "outputSchema": dict(route.output_schema),
+        "outputSchema": route.declared_output_schema,
         "annotations": dict(route.annotations),
         "_meta": {
             f"{META_PREFIX}permission": route.permission,

@@ -24,7 +24,7 @@ from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition,
 from runtime.engine.check import definition_warnings
 from runtime.engine.model import thaw
 from runtime.engine.parse import expression_sites
-from runtime.engine.parse.credentials import credential_header_problems
+from runtime.engine.parse.credentials import written_credential_problems
 from runtime.errors import input_invalid
 from runtime.publication.store.definition_rows import ExpressionDigest
 
@@ -63,12 +63,13 @@ def load_definition(text: str) -> dict[str, Any]:
 
 
 def refuse_written_credentials(document: Mapping[str, Any]) -> None:
-    """Refuse a draft whose calls write credential headers themselves (issue 24 item 3).
+    """Refuse a draft that writes a credential: a call's credential header (issue 24 item 3)
+    or a literal in an authentication policy's secret slot (issue 40).
 
     A saved head is not checked against the profile (drafts may be incomplete), but a literal
     credential must not be stored even there: it would live in the head and its digests.
     """
-    problems = credential_header_problems(document.get("do"))
+    problems = written_credential_problems(document)
     if problems:
         error = DefinitionError.collected(problems)
         raise input_invalid(f"definition is invalid: {error.message}", details=error.details())

@@ -12,7 +12,11 @@ from runtime.engine.check import MAX_WARNINGS
 from runtime.publication.definition_limits import DefinitionLimits
 from tests.support.binding_builders import new_id
 from tests.support.checker import publish_arguments
-from tests.support.hostile import assert_responsive, while_probing_steadily
+from tests.support.hostile import (
+    assert_loop_kept_serving,
+    assert_responsive,
+    while_probing_steadily,
+)
 from tests.support.invocation import ok, refused
 from tests.support.mcp import McpTestClient
 
@@ -53,12 +57,14 @@ async def _save_and_publish_while_probing(http: Any, owner: McpTestClient, text:
         http, owner.call_tool("workflow_definition_save", save_arguments(publish))
     )
     assert ok(probed.result)["result"] == "saved"
-    assert_responsive(probed)
+    # The loop's share of the call, not a wall-clock bound, which failed once on a loaded
+    # machine (/healthz 120 ms against 100 ms, issue 40).
+    assert_loop_kept_serving(probed)
     probed = await while_probing_steadily(
         http, owner.call_tool("workflow_definition_publish", publish)
     )
     assert ok(probed.result)["result"] == "published"
-    assert_responsive(probed)
+    assert_loop_kept_serving(probed)
 
 
 @pytest.mark.timeout(300)

@@ -76,7 +76,13 @@ def _section(value: dict[str, Any]) -> str | None:
             }
         },
         {"callerPolicy": {"requireAnyOf": [{"claim": "group", "value": "x"}]}},
-        {"callerPolicy": {"anyRole": ["x"]}},
+        {"callerPolicy": {"anyRole": []}},
+        {
+            "callerPolicy": {
+                "anyRole": ["x"],
+                "requireAnyOf": [{"claim": "role", "value": "x"}],
+            }
+        },
         {"toolAnnotations": {"readOnly": True, "destructive": True}},
         {"definitionDigest": "sha256:ABC"},
         {"inputSchema": {"type": "array"}},

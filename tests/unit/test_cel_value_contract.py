@@ -113,7 +113,17 @@ def test_null_converts_to_json_null() -> None:
 
 def test_missing_value_is_omitted_where_the_site_allows_it() -> None:
     assert evaluate_value("input.absent", {"input": {}}, allow_omit=True) is MISSING
-    assert evaluate_tree({"a": "${ input.absent }", "b": 1}, {"input": {}}, CelLimits()) == {"b": 1}
+
+
+def test_a_value_tree_entry_reading_an_absent_field_is_an_expression_error_not_dropped() -> None:
+    # docs/MIGRATING.md: "CEL faults with an expression error"; dsl-profile §1: "A failed
+    # evaluation is the expression error". No value-tree site omits an entry in silence.
+    for text in ("${ input.maybe + 'x' }", "${ input.maybe }"):
+        with pytest.raises(ExpressionError) as caught:
+            evaluate_tree({"r": text, "b": 1}, {"input": {}}, CelLimits())
+        assert caught.value.reason == "missing"
+    guarded = "${ has(input.maybe) ? input.maybe + 'x' : 'none' }"
+    assert evaluate_tree({"r": guarded}, {"input": {}}, CelLimits()) == {"r": "none"}
 
 
 def test_missing_value_is_an_error_where_omission_is_not_allowed() -> None:

@@ -34,6 +34,18 @@ async def test_failed_assert_faults_validation_and_maps_to_task_failed() -> None
     assert "/do/0/check" in outcome.error.message
 
 
+async def test_a_set_entry_reading_an_absent_field_fails_the_run_with_an_expression_error() -> None:
+    # Issue 40 black-box (a): the run used to complete without `r`.
+    parsed = definition([{"build": {"set": {"r": "${ input.maybe + 'x' }", "k": 1}}}])
+    outcome = await run_workflow(parsed, {}, StubPort())
+    assert outcome.output is None
+    assert outcome.error is not None and outcome.error.code == "WORKFLOW_TASK_FAILED"
+    assert "/do/0/build" in outcome.error.message
+    assert "maybe" in outcome.error.message
+    present = await run_workflow(parsed, {"maybe": "y"}, StubPort())
+    assert present.output == {"r": "yx", "k": 1}
+
+
 async def test_write_call_marks_effect_possible_then_confirmed() -> None:
     seen: list[str] = []
 

@@ -41,10 +41,11 @@ def test_a_token_that_does_not_verify_is_an_authentication_error() -> None:
         select_run_token(TOKEN, NOW + timedelta(hours=1), margin_seconds=300, check=refuses)
 
 
-def test_a_token_past_its_exp_within_the_verification_leeway_is_not_used() -> None:
+def test_a_token_past_its_exp_within_the_verification_leeway_is_used_while_it_verifies() -> None:
+    # Seed 000 rule 3: "use the original token while it still verifies"; verification alone
+    # decides (its clock-skew leeway included), no exp check of the selector's own.
     check = verifies_until(NOW - timedelta(seconds=5))  # a skew-tolerant verifier passed it
-    with pytest.raises(AuthenticationError):
-        select_run_token(TOKEN, None, margin_seconds=300, check=check, now=NOW)
+    assert select_run_token(TOKEN, None, margin_seconds=300, check=check, now=NOW) is TOKEN
 
 
 def test_without_a_verifier_the_stored_expiry_still_refuses_a_dead_token() -> None:

@@ -37,6 +37,12 @@ def messages(document: dict[str, Any]) -> list[str]:
              "do": [{"r": {"switch": [{"p": {"when": ".s == premium", "then": "end"}}]}}]},
             "'premium' in quotes",
         ),
+        (
+            {"document": HEADER, "do": [{"a": {"ask": {
+                "prompt": "ok?", "mode": "confirm", "assignment": {"roleId": "admin"},
+                "options": [{"label": "OK", "value": "OK"}]}}}]},
+            "`mode: confirm`",
+        ),
     ],
 )  # fmt: skip
 def test_light_workflow_syntax_is_named_with_the_convert_command(
@@ -44,3 +50,9 @@ def test_light_workflow_syntax_is_named_with_the_convert_command(
 ) -> None:
     found = [text for text in messages(document) if "workflow-mcp convert" in text]
     assert found and construct in found[0], messages(document)
+
+
+def test_an_ask_mode_with_no_equivalent_is_not_sent_to_convert() -> None:
+    document = {"document": HEADER, "do": [{"a": {"ask": {
+        "prompt": "ok?", "mode": "form", "assignment": {"roleId": "admin"}}}}]}  # fmt: skip
+    assert not [text for text in messages(document) if "workflow-mcp convert" in text]

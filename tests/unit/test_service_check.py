@@ -273,6 +273,24 @@ def test_check_takes_the_destination_policy_from_the_environment_too(
     assert _destination_problems(body) == []
 
 
+def test_an_unbounded_run_without_a_call_is_not_blamed_on_a_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 40 black-box (e): an ask without a timeout was reported as "a call has no timeout".
+    path = write(tmp_path, "open.yaml", approval_yaml())
+    code, body = run(capsys, path)
+    analysis = body["files"][0]["analysis"]
+    assert code == 0
+    assert analysis["worstCaseTimeMs"] is None
+    assert analysis["unboundedBy"] == ["a human task has no timeout"]
+    assert main(["check", path]) == 0
+    text = capsys.readouterr().out
+    assert "worst-case time unbounded (a human task has no timeout)" in text
+    assert "a call has no timeout" not in text
+    _, body = run(capsys, write(tmp_path, "bounded.yaml", approval_yaml(timeout="PT2H")))
+    assert body["files"][0]["analysis"]["unboundedBy"] == []
+
+
 def test_check_reports_human_tasks_and_their_worst_case_wait(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

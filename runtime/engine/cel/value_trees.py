@@ -8,7 +8,6 @@ from typing import Any
 
 from runtime.engine.cel.compiler import CelLimits
 from runtime.engine.cel.evaluation import check_result_size, evaluate_value
-from runtime.engine.cel.json_values import MISSING
 
 _RUNTIME_EXPRESSION = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
 
@@ -58,28 +57,24 @@ def tree_expressions(tree: Any) -> Iterator[str]:
 def evaluate_tree(tree: Any, variables: Mapping[str, Any], limits: CelLimits) -> Any:
     """Evaluate a value tree: `${ }` leaves become JSON, other values stay literals.
 
-    A map entry whose expression reads a missing field is omitted (absent stays absent).
+    A leaf whose expression reads a missing field is the expression error, as everywhere in
+    CEL (dsl-profile §1: "A failed evaluation is the expression error"): the entry is never
+    dropped in silence, so a run cannot complete without a value its definition sets. Guard an
+    optional field with has() to leave it out on purpose.
     """
-    result = _evaluate_node(tree, variables, limits, allow_omit=False)
+    result = _evaluate_node(tree, variables, limits)
     check_result_size(result, limits)
     return result
 
 
-def _evaluate_node(
-    tree: Any, variables: Mapping[str, Any], limits: CelLimits, *, allow_omit: bool
-) -> Any:
+def _evaluate_node(tree: Any, variables: Mapping[str, Any], limits: CelLimits) -> Any:
     if isinstance(tree, str):
         text = expression_text(tree)
         if text is None:
             return tree
-        return evaluate_value(text, variables, limits, allow_omit=allow_omit)
+        return evaluate_value(text, variables, limits)
     if isinstance(tree, Mapping):
-        result: dict[str, Any] = {}
-        for key, value in tree.items():
-            item = _evaluate_node(value, variables, limits, allow_omit=True)
-            if item is not MISSING:
-                result[key] = item
-        return result
+        return {key: _evaluate_node(value, variables, limits) for key, value in tree.items()}
     if isinstance(tree, list | tuple):
-        return [_evaluate_node(v, variables, limits, allow_omit=False) for v in tree]
+        return [_evaluate_node(v, variables, limits) for v in tree]
     return tree

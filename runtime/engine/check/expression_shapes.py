@@ -127,13 +127,9 @@ def infer_tree(tree: Any, site: Site, findings: list[Finding]) -> Shape:
     if isinstance(tree, Mapping):
         fields: dict[str, Field] = {}
         for key, value in tree.items():
-            omissible = False
-            text = expression_text(value) if isinstance(value, str) else None
-            if text is not None:
-                shape, omissible = infer_expression(text, site, findings)
-            else:
-                shape = infer_tree(value, site, findings)
-            fields[str(key)] = Field(shape, "maybe" if omissible else "always")
+            # A read that may find nothing fails the run (an expression error; the walk warns
+            # of it), so a tree that evaluated holds every one of its entries.
+            fields[str(key)] = Field(infer_tree(value, site, findings), "always")
         return obj(fields, closed=True)
     if isinstance(tree, list | tuple):
         item: Shape | None = None

@@ -9,6 +9,7 @@ from runtime.engine.cel.value_trees import expression_text
 from runtime.engine.model import AskOption, AskSpec, freeze
 from runtime.engine.parse.definition_errors import DefinitionError
 from runtime.engine.parse.durations import DurationError, parse_duration_ms
+from runtime.engine.parse.light_workflow_hints import ask_mode_hint
 from runtime.engine.parse.parse_context import reject_unknown, require_mapping
 
 _FIELDS = {"prompt", "mode", "assignment", "options", "required", "timeout", "onTimeout"}
@@ -54,7 +55,7 @@ def _mode(value: Any, options: tuple[AskOption, ...], pointer: str) -> Literal["
         return "approval"
     if value == "input":
         return "input"
-    raise DefinitionError("ask.mode must be approval or input", task=pointer)
+    raise DefinitionError(f"ask.mode must be approval or input{ask_mode_hint(value)}", task=pointer)
 
 
 def _assignment(value: Any, pointer: str) -> dict[str, str]:

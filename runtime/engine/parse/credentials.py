@@ -294,3 +294,60 @@ def _credential_header(name: str, value: Any, pointer: str) -> DefinitionError:
         pointer=pointer,
         rule="literal-credential" if literal else "credential-from-data",
     )
+
+
+# --- literal credentials in policies (checked on drafts too) -----------------------------------
+
+# The secret slots of each policy form: a value written there is the credential itself.
+_SECRET_SLOTS: Final = {"bearer": ("token",), "basic": ("password",), "apiKey": ("value",)}
+
+
+def written_credential_problems(document: Mapping[str, Any]) -> list[DefinitionError]:
+    """A problem for every credential written into the definition: a credential-like header a
+    call sets itself, or a literal in a policy's secret slot (use.authentications or a call's
+    own authentication). Checked on a saved draft too, which is otherwise not profile-checked:
+    the text would live in the head and its digests."""
+    problems = credential_header_problems(document.get("do"))
+    use = document.get("use")
+    policies = use.get("authentications") if isinstance(use, Mapping) else None
+    if isinstance(policies, Mapping):
+        for name, policy in policies.items():
+            problems += _policy_literals(policy, f"/use/authentications/{_escape(str(name))}")
+    for pointer, node in _walk(document.get("do"), "/do"):
+        if isinstance(node, Mapping) and isinstance(node.get("authentication"), Mapping):
+            problems += _policy_literals(node["authentication"], f"{pointer}/authentication")
+    return problems
+
+
+def _policy_literals(policy: Any, where: str) -> list[DefinitionError]:
+    if not isinstance(policy, Mapping):
+        return []
+    problems: list[DefinitionError] = []
+    for scheme, body in policy.items():
+        if not isinstance(body, Mapping):
+            continue
+        for slot in _SECRET_SLOTS.get(str(scheme), ()):
+            if _is_literal_credential(body.get(slot)):
+                problems.append(
+                    DefinitionError(
+                        f"{scheme}.{slot} holds a literal credential, which is refused: it would "
+                        f"be stored, digested and returned in receipts. Fix: {_FIX}",
+                        pointer=f"{where}/{_escape(str(scheme))}/{slot}",
+                        rule="literal-credential",
+                    )
+                )
+    return problems
+
+
+def _is_literal_credential(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return True
+    # `$secrets.NAME` without `${ }` names a secret (publish says how to write it); not a value.
+    return (
+        isinstance(value, str)
+        and bool(value.strip())
+        and expression_text(value) is None
+        and _SECRET_MENTION.search(value) is None
+    )

@@ -39,3 +39,13 @@ def bare_word_hint(name: str, expression: str) -> str:
     if not comparison or not _BARE_WORD.match(name):
         return ""
     return f"; light-workflow reads a bare word as a string: write '{name}' in quotes; {CONVERT}"
+
+
+def ask_mode_hint(mode: object) -> str:
+    """For light-workflow's `ask.mode: confirm`, which convert maps to approval."""
+    if mode != "confirm":
+        return ""
+    return (
+        "; `mode: confirm` is light-workflow's (its options are the acknowledgements, an "
+        f"approval here): {CONVERT}"
+    )

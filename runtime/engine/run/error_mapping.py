@@ -18,6 +18,9 @@ _RUNTIME_REASON = re.compile(
     r"|HTTP status \d{3}|the MCP server returned a JSON-RPC error|the MCP response has no result"
     r"|the Gateway refused the call|the MCP call failed|Workflow's service token is unavailable"
     r"|redirect refused: the call does not follow redirects \(HTTP status 3\d\d\)"
+    # A secret's name is definition text, never its value (runtime.execution.task_runner).
+    r"|the host holds no secret named [A-Za-z][A-Za-z0-9_]{0,62}"
+    r"|secret [A-Za-z][A-Za-z0-9_]{0,62} cannot be opened with the keyring"
 )
 
 

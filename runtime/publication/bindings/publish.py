@@ -19,10 +19,11 @@ from generated.models import (
 from runtime.binding_reach import Reach
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
-from runtime.publication.bindings.binding_problems import refusal
+from runtime.publication.bindings.binding_problems import BindingProblem, refusal
 from runtime.publication.bindings.decisions import active_version, close_with_decision
 from runtime.publication.bindings.destination_policy import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
+from runtime.publication.bindings.reach_rules import cycle_problems
 from runtime.publication.bindings.rejections import (
     InvalidBindingRequest,
     PublishEnvelope,
@@ -210,6 +211,17 @@ async def _lock_pinned_state(
     return version, owner
 
 
+async def _cycle_problems(
+    conn: Connection, host_id: str, publish: WorkflowBindingPublishInput
+) -> list[BindingProblem]:
+    tool_id = publish.binding.tool_id
+    nested = sorted({item.nested_tool_id for item in publish.dependencies})
+    if not nested:
+        return []
+    reaching = await binding_rows.dependencies_reaching(conn, host_id, nested, tool_id)
+    return cycle_problems(tool_id, publish.dependencies, reaching)
+
+
 async def _checked_publish(
     conn: Connection,
     ctx: InvocationContext,
@@ -232,7 +244,11 @@ async def _checked_publish(
             policy,
             parallelism_ceiling=parallelism_ceiling,
         )
-    problems = [*checked.problems, *pinned.problems]
+    problems = [
+        *checked.problems,
+        *pinned.problems,
+        *await _cycle_problems(conn, ctx.host_id, publish),
+    ]
     if problems:
         raise refusal(problems, publish.operation_id)
     assert validated is not None and state is not None

@@ -110,6 +110,42 @@ def reach_of(
     )
 
 
+def self_dependency_problems(
+    tool_id: str, dependencies: list[models.BindingDependency]
+) -> list[BindingProblem]:
+    """A Tool whose workflow calls the Tool itself: recursion, refused at publication (seed 001
+    Delegation And Cycle Prevention: "a workflow that calls its own composite tool")."""
+    return [
+        _problem(
+            f"/dependencies/{index}/nestedToolId",
+            "recursive-dependency",
+            f"dependencies[{index}] is this Tool itself ({tool_id}): a workflow-backed Tool may "
+            "not call its own Tool; remove the dependency or call another Tool",
+        )
+        for index, item in enumerate(dependencies)
+        if item.nested_tool_id.lower() == tool_id.lower()
+    ]
+
+
+def cycle_problems(
+    tool_id: str, dependencies: list[models.BindingDependency], reaching: set[str]
+) -> list[BindingProblem]:
+    """Dependencies whose Tools lead back to this one through their own current revisions
+    (seed 001: "a cycle across two or more workflow-backed tools"); stored state, no section."""
+    wanted = {tool.lower() for tool in reaching}
+    return [
+        BindingProblem(
+            f"/dependencies/{index}/nestedToolId",
+            "dependency-cycle",
+            f"dependencies[{index}] ({item.nested_tool_id}) calls back into this Tool "
+            f"({tool_id}) through its own dependencies: workflow-backed Tools may not form a "
+            "cycle; remove the dependency here or there",
+        )
+        for index, item in enumerate(dependencies)
+        if item.nested_tool_id.lower() in wanted and item.nested_tool_id.lower() != tool_id.lower()
+    ]
+
+
 def reach_problems(
     dependencies: list[models.BindingDependency], endpoint_targets: list[models.EndpointTarget]
 ) -> list[BindingProblem]:

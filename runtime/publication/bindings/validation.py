@@ -17,7 +17,12 @@ from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.destination_policy import DestinationPolicy, destination_problems
 from runtime.publication.bindings.endpoint_coverage import coverage_problems
 from runtime.publication.bindings.field_rules import binding_field_problems
-from runtime.publication.bindings.reach_rules import indexed_targets, reach_of, reach_problems
+from runtime.publication.bindings.reach_rules import (
+    indexed_targets,
+    reach_of,
+    reach_problems,
+    self_dependency_problems,
+)
 from runtime.publication.bindings.version_rules import (
     binding_static_fit_problems,
     effect_matrix_problems,
@@ -53,6 +58,7 @@ def check_request(request: WorkflowBindingPublishInput) -> RequestCheck:
     problems = [
         *binding_field_problems(request.binding),
         *reach_problems(request.dependencies, request.endpoint_targets),
+        *self_dependency_problems(request.binding.tool_id, request.dependencies),
     ]
     return RequestCheck(
         binding=request.binding,

@@ -466,3 +466,18 @@ class _Related(msgspec.Struct, frozen=True):
 
 class _ActiveCount(msgspec.Struct, frozen=True):
     active_count: int
+
+
+class _Reaching(msgspec.Struct, frozen=True):
+    nested_tool_id: str
+
+
+async def dependencies_reaching(
+    conn: Connection, host_id: str, nested_tool_ids: Sequence[str], target_tool_id: str
+) -> set[str]:
+    """The nested Tools whose current revisions' dependencies lead back to target_tool_id."""
+    if not nested_tool_ids:
+        return set()
+    params = {"host_id": host_id, "start": list(nested_tool_ids), "target": target_tool_id}
+    rows = await fetch_all(conn, QUERIES["select_dependencies_reaching"], params, _Reaching)
+    return {row.nested_tool_id for row in rows}

@@ -572,3 +572,23 @@ WHERE p.host_id = %(host_id)s AND p.tool_id = ANY(%(tool_ids)s::uuid[]);
 SELECT name
 FROM workflow_secret_t
 WHERE host_id = %(host_id)s AND name = ANY(%(names)s::text[]) AND deleted_ts IS NULL;
+
+-- select_dependencies_reaching --
+-- Which of the nested Tools (start) reach target through the dependencies of the host's
+-- current revisions (active or pending: either may serve), any number of hops. UNION keeps
+-- each (start, Tool) pair once, so a cycle among other Tools ends the walk.
+WITH RECURSIVE walk(start_id, tool_id) AS (
+    SELECT started, started
+    FROM unnest(%(start)s::uuid[]) AS started
+    UNION
+    SELECT walk.start_id, dependency.nested_tool_id
+    FROM walk
+    JOIN workflow_tool_binding_t binding
+      ON binding.host_id = %(host_id)s AND binding.tool_id = walk.tool_id
+     AND (binding.active OR binding.revision_status = 'pendingApproval')
+    JOIN workflow_tool_dependency_t dependency
+      ON dependency.host_id = binding.host_id AND dependency.binding_id = binding.binding_id
+)
+SELECT DISTINCT start_id::text AS nested_tool_id
+FROM walk
+WHERE tool_id = %(target)s::uuid;

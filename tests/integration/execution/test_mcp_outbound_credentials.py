@@ -116,6 +116,9 @@ async def test_a_token_that_expires_mid_run_stops_the_next_protected_call(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    # Seed 000: the original token is used "while it still verifies": with no clock-skew
+    # leeway, verification fails at exp, and so does the next call.
+    services.settings.security.clock_skew_seconds = 0
     tool = await _two_protected_calls(owner, backend)
     expires_at = int(time.time()) + 3
     caller, user = _caller(http, dev_identity, expires_at=expires_at)

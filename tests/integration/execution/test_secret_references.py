@@ -21,6 +21,7 @@ import pytest
 
 from runtime.collaborators import Services
 from runtime.composition.runs import _show
+from runtime.execution import ExecutionSettings
 from runtime.security.devtools import DevIdentity
 from runtime.settings import Settings
 from tests.support.binding_builders import HOST, new_id
@@ -194,6 +195,73 @@ async def test_a_literal_api_key_header_is_refused_at_publish_naming_it_and_the_
 
 
 @pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_literal_credential_in_an_api_key_policy_is_refused_by_save_as_by_publish(
+    owner: McpTestClient, backend: KeyedBackend
+) -> None:
+    # Issue 40 black-box (b): only publish and start refused it; save stored it in the head.
+    literal = "pk_live_in_policy_1111"
+    text = api_key_definition(f"{backend.base}/partner/claims").replace(
+        '"${ $secrets.partnerKey }"', literal
+    )
+    assert literal in text
+    wf_def_id = new_id()
+    for name, arguments in (
+        ("workflow_definition_save", save_arguments(wf_def_id, text)),
+        ("workflow_definition_publish", publish_arguments(wf_def_id, text)),
+    ):
+        result = await owner.call_tool(name, arguments)
+        body = refused(result, "WORKFLOW_INPUT_INVALID")
+        [problem] = body["error"]["details"]["problems"]
+        assert problem["pointer"] == "/use/authentications/partnerApi/apiKey/value"
+        assert "literal credential" in problem["message"]
+        assert literal not in json.dumps(result)
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_workflow_start_refuses_a_head_declaring_a_secret_the_host_does_not_hold(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # Issue 40 black-box (c): publish refused it, start accepted it and the run failed later.
+    text = api_key_definition(f"{backend.base}/partner/claims").replace(
+        "do:\n", "timeout:\n  after: PT5M\ndo:\n", 1
+    )
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    starter = client(http, dev_identity, "starter", roles=("workflow-admin",))
+    arguments = {"wfDefId": wf_def_id, "input": {"claimId": "A"}}
+    body = refused(await starter.call_tool("workflow_start", arguments), "WORKFLOW_NOT_FOUND")
+    assert body["error"]["details"]["secrets"] == ["partnerKey"]
+    assert "partnerKey" in body["error"]["message"]
+    assert await _runs(services) == 0
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    started = ok(await starter.call_tool("workflow_start", arguments))
+    assert started["state"] == "ACCEPTED"
+
+
+async def _runs(services: Services) -> int:
+    async with services.database.transaction() as conn:
+        cursor = await conn.execute("SELECT count(*) AS n FROM workflow_process")
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+def save_arguments(wf_def_id: str, text: str) -> dict[str, Any]:
+    """workflow_definition_save arguments for a head holding text."""
+    return {
+        "hostId": HOST, "wfDefId": wf_def_id, "sourceRevision": 1, "actor": "steve",
+        "namespace": "claims", "name": "summarize-claim", "version": "1.2.0",
+        "definition": text, "lifecycleStatus": "PUBLISHED", "catalogVisible": False,
+        "owner": {"userId": "owner-1"}, "active": True,
+    }  # fmt: skip
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
 async def test_a_deleted_secret_stops_the_next_call_with_an_authorization_error(
     http: httpx.AsyncClient,
     dev_identity: DevIdentity,
@@ -220,4 +288,41 @@ async def test_a_deleted_secret_stops_the_next_call_with_an_authorization_error(
     body = refused(result, "WORKFLOW_TASK_FAILED")
     assert body["error"]["details"]["status"] == 403
     assert body["error"]["details"]["type"].endswith("/authorization")
+    # Issue 40 black-box (d): the error says which secret is missing (a name, never a value).
+    assert body["error"]["message"].endswith("the host holds no secret named partnerKey")
     assert backend.seen == []  # nothing left without its credential
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_secret_deleted_through_the_tool_under_a_started_run_fails_it_naming_the_secret(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # A saved head is no published version, so workflow_secret_delete lets the secret go while
+    # a run started from the head still needs it.
+    text = api_key_definition(f"{backend.base}/partner/claims").replace(
+        "do:\n", "timeout:\n  after: PT5M\ndo:\n", 1
+    )
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    starter = client(http, dev_identity, "starter", roles=("workflow-admin",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    started = ok(
+        await starter.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {"claimId": "A"}})
+    )
+    deleted = {"hostId": HOST, "name": "partnerKey", "operationId": new_id()}
+    ok(await operator.call_tool("workflow_secret_delete", deleted))
+    instance = started["workflowInstanceId"]
+    allowed = ExecutionSettings(http_allowlist=[backend.base])
+    async with verifying_executor(services, allowed):
+        result = await starter.call_tool(
+            "workflow_wait_result", {"workflowInstanceId": instance, "waitMs": 15000}
+        )
+    body = refused(result, "WORKFLOW_TASK_FAILED")
+    assert body["error"]["details"]["status"] == 403
+    assert "the host holds no secret named partnerKey" in body["error"]["message"]
+    assert backend.seen == []

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from gateway.app import build_gateway, create_gateway_app
@@ -196,6 +197,37 @@ async def test_a_direct_workflow_invoke_and_an_unknown_tool_are_refused(
     unknown = refused(await caller.call_tool("claims.nothing", {}), "WORKFLOW_POLICY_DENIED")
     assert "unknown tool" in unknown["error"]["message"]
     assert len(workflow_seen.requests) == sent
+
+
+@pytest.mark.requirement("000:Parent action")
+async def test_a_call_from_a_running_workflow_is_refused_as_nested_never_run_as_a_root(
+    gateway_http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    router_file: Path,
+    workflow_seen: RecordingTransport,
+) -> None:
+    # Issue 40 X-12: the Gateway ignored x-workflow-action and Workflow started a root run.
+    tool = await publish_tool(owner_of(gateway_http, dev_identity))
+    write_tools(router_file, entry(tool))
+    caller = gateway_client(gateway_http, dev_identity)
+    action = "0198a3c2-0000-7000-8000-00000000a001"
+    nested = refused(
+        await caller.call_tool(
+            TOOL_NAME, {"claimId": "C-1"}, headers={"X-Workflow-Action": action}
+        ),
+        "WORKFLOW_POLICY_DENIED",
+    )
+    assert "nested workflow-backed Tool calls" in nested["error"]["message"]
+    assert "workflowInstanceId" not in nested
+    sent = msgspec.json.decode(workflow_seen.requests[-1].content)["params"]["arguments"]
+    assert sent["parentActionId"] == action
+    before = len(workflow_seen.requests)
+    forged = refused(
+        await caller.call_tool(TOOL_NAME, {"claimId": "C-1"}, headers={"X-Workflow-Action": "x"}),
+        "WORKFLOW_POLICY_DENIED",
+    )
+    assert "never started as a root run" in forged["error"]["message"]
+    assert len(workflow_seen.requests) == before
 
 
 @pytest.mark.requirement("000:Error mapping")

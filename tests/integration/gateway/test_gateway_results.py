@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import msgspec
 import pytest
 
 from gateway.app import build_gateway, create_gateway_app
 from runtime.security.devtools import DevIdentity
 from runtime.settings import Settings
+from tests.integration.gateway.test_gateway_access import listed
 from tests.support.binding_builders import OWNER, definition_yaml
 from tests.support.gateway import (
     TOOL_NAME,
@@ -70,6 +72,20 @@ async def test_output_outside_the_output_schema_fails_closed_and_inside_it_passe
         "WORKFLOW_OUTPUT_INVALID_AFTER_EFFECT",
     )
     assert write["error"]["afterEffect"] is True
+
+
+@pytest.mark.requirement("000:Error envelopes")
+async def test_a_refusal_conforms_to_the_output_schema_the_tool_declares(
+    gateway_http: httpx.AsyncClient, dev_identity: DevIdentity, router_file: Path, workers: object
+) -> None:
+    tool = await publish_tool(owner_of(gateway_http, dev_identity))
+    write_tools(router_file, entry(tool, "claims.read", output_schema=SUMMARY_SCHEMA))
+    caller = gateway_client(gateway_http, dev_identity)
+    declared = (await listed(caller))["claims.read"]["outputSchema"]
+    result = await caller.call_tool("claims.read", {"claimId": "C-2"})
+    assert result["isError"] is True
+    jsonschema.Draft202012Validator(declared).validate(result["structuredContent"])
+    jsonschema.Draft202012Validator(declared).validate({"summary": "Claim C-2"})
 
 
 @pytest.mark.requirement("001:MCP Result Envelope")

@@ -78,15 +78,41 @@ async def test_a_decimal_input_runs_and_its_other_spellings_replay_the_same_run(
     assert await _scalar(services, "SELECT count(*) FROM workflow_process") == 1
 
 
-async def test_duplicate_members_on_the_wire_are_refused_and_start_nothing(
+async def test_duplicate_members_in_the_arguments_are_an_is_error_refusal_and_start_nothing(
+    owner: McpTestClient, caller: McpTestClient, services: Services
+) -> None:
+    # Seed 001: duplicate object keys are rejected; seed 000 Error envelopes: a refusal of an
+    # authenticated call is an isError result, not a JSON-RPC error.
+    tool = await _loan_tool(owner)
+    reply = await _invoke_raw(caller, tool, '{"loanAmount": 1.5, "loanAmount": 2.5}')
+    caller.check(reply, "tools/call")
+    assert reply.status == 200
+    body = refused(reply.result, "WORKFLOW_INPUT_INVALID")
+    assert body["error"]["details"]["reason"] == "duplicate-key"
+    assert body["error"]["details"]["pointer"] == "/input"
+    assert "names the same member twice" in body["error"]["message"]
+    assert await _scalar(services, "SELECT count(*) FROM workflow_process") == 0
+
+
+async def test_duplicate_members_in_the_arguments_of_an_unauthenticated_call_are_a_401(
     owner: McpTestClient, caller: McpTestClient, services: Services
 ) -> None:
     tool = await _loan_tool(owner)
-    reply = await _invoke_raw(caller, tool, '{"loanAmount": 1.5, "loanAmount": 2.5}')
+    anonymous = McpTestClient(caller.http, caller.era, {})
+    reply = await _invoke_raw(anonymous, tool, '{"loanAmount": 1.5, "loanAmount": 2.5}')
+    assert reply.status == 401
+    assert reply.error["code"] == -32001
+
+
+async def test_duplicate_members_in_the_json_rpc_envelope_are_a_parse_error(
+    caller: McpTestClient,
+) -> None:
+    headers = {**caller.envelope_headers("tools/list"), **caller.auth}
+    text = '{"jsonrpc": "2.0", "id": 1, "id": 2, "method": "tools/list", "params": {}}'
+    reply = await caller.post_raw(text, headers)
     assert reply.status == 400
     assert reply.error["code"] == -32700
     assert reply.error["data"] == {"reason": "duplicate-key"}
-    assert await _scalar(services, "SELECT count(*) FROM workflow_process") == 0
 
 
 @pytest.mark.parametrize("number", ["9007199254740993", "1e16", "1e400"])

@@ -142,6 +142,24 @@ async def test_a_user_outside_the_caller_policy_cannot_call_and_one_inside_can(
     await _close(services)
 
 
+async def test_a_caller_policy_in_the_seeds_any_role_shape_admits_only_a_holder_of_a_role(
+    owner: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    services: Services,
+    workers: object,
+) -> None:
+    # Seed 000 Authorization: "for example {"anyRole": ["claims-agent", "genai-admin"]}".
+    tool = await publish_tool(owner, callerPolicy={"anyRole": ["claims-agent", "genai-admin"]})
+    outsider = client(http, dev_identity, "u-out", roles=("workflow-admin",))
+    agent = client(http, dev_identity, "u-agent", roles=("claims-agent",))
+    refused(
+        await outsider.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_POLICY_DENIED"
+    )
+    ok(await agent.call_tool("workflow_invoke", invoke_args(tool)))
+    await _close(services)
+
+
 async def test_invoke_is_rejected_when_no_sealing_key_is_configured(
     owner: McpTestClient, services: Services, dev_identity: DevIdentity
 ) -> None:

@@ -351,3 +351,45 @@ async def test_a_calls_body_is_decoded_once_whichever_way_it_came(
         result = await caller.call_tool("workflow_invoke", invoke_args(tool))
     assert ok(result)["status"] == "completed"
     assert len([text for text in decoded if '"workflow_invoke"' in text]) == 1
+
+
+async def _fill(services: Services) -> tuple[list[door.Pass], asyncio.Task[door.Pass]]:
+    """Every place of the door taken, one call waiting, and a Tool budget it cannot fit."""
+    services.admission.estimator.longest_budget = 1.0
+    front = services.admission.door
+    held = []
+    while front.inside < front.limit:
+        held.append(await front.enter())
+    waiting = asyncio.create_task(front.enter())
+    await wait_until(lambda: _waiting(services) == 1, what="a call waiting at the door")
+    return held, waiting
+
+
+@pytest.mark.requirement("000:Idempotency")
+async def test_a_retry_after_a_timeout_re_attaches_to_its_run_through_a_crowded_door(
+    doorway: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
+) -> None:
+    # Issue 40 X-13; seed 000: "The attach check runs before admission, so it skips capacity
+    # checks". No executor runs: the first call times out naming its queued run.
+    owner = client(doorway, dev_identity, "owner-1")
+    tool = await publish_tool(owner, syncWaitMs=100)
+    caller = client(doorway, dev_identity)
+    first = refused(
+        await caller.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_TIMEOUT"
+    )
+    held, waiting = await _fill(services)
+    try:
+        retry = refused(
+            await caller.call_tool("workflow_invoke", invoke_args(tool)), "WORKFLOW_TIMEOUT"
+        )
+        assert retry["workflowInstanceId"] == first["workflowInstanceId"]
+        # Another call is still refused at the door, before its bearer is verified.
+        other = refused(
+            await caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "C-2"})),
+            "WORKFLOW_CAPACITY_EXHAUSTED",
+        )
+        assert "workflowInstanceId" not in other
+    finally:
+        for place in held:
+            place.leave()
+        (await waiting).leave()

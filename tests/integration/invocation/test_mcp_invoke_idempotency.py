@@ -59,6 +59,20 @@ async def test_within_a_positive_replay_window_the_same_call_replays_the_result(
     assert different["workflowInstanceId"] != first["workflowInstanceId"]
 
 
+async def test_an_idempotency_key_sent_to_a_derived_key_tool_is_accepted_and_scopes_nothing(
+    owner: McpTestClient, caller: McpTestClient, workers: object
+) -> None:
+    # Seed 000: idempotencyKey is "optional; required when the revision's key kind is explicit
+    # or business"; for kind derived the key is the input digest Workflow computes.
+    tool = await publish_tool(
+        owner, idempotencyPolicy={"kind": "derived", "resultReplayMs": 600000}
+    )
+    first = ok(await _invoke(caller, tool, idempotencyKey="k-1"))
+    second = ok(await _invoke(caller, tool, idempotencyKey="k-2"))
+    assert second == first
+    assert ok(await _invoke(caller, tool)) == first
+
+
 async def test_a_retry_after_a_timeout_re_attaches_to_the_same_instance(
     owner: McpTestClient, caller: McpTestClient, services: Services
 ) -> None:

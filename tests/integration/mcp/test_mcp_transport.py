@@ -271,6 +271,14 @@ async def test_a_local_origin_is_accepted(mcp: McpTestClient) -> None:
     assert reply.status == 200
 
 
+async def test_a_browser_on_the_servers_own_loopback_origin_is_accepted(mcp: McpTestClient) -> None:
+    # Browsers send the port: the default loopback origins match any port.
+    reply = await mcp.request("tools/list", headers={"Origin": "http://127.0.0.1:8787"})
+    assert reply.status == 200
+    refused = await mcp.request("tools/list", headers={"Origin": "http://127.0.0.1.nip.io:8787"})
+    assert refused.status == 403
+
+
 async def test_get_on_the_endpoint_is_405(mcp: McpTestClient) -> None:
     response = await mcp.http.get("/mcp")
     assert response.status_code == 405

@@ -246,3 +246,46 @@ async def test_a_retried_publish_returns_the_stored_receipt(db: Database) -> Non
     with pytest.raises(WorkflowError) as other_user:
         await publish_binding(db, author_ctx("someone-else"), args)
     assert other_user.value.code == "WORKFLOW_POLICY_DENIED"
+
+
+def _rules(error: WorkflowError) -> list[str]:
+    return [problem["rule"] for problem in (error.details or {}).get("problems", [])]
+
+
+@pytest.mark.requirement("001:Delegation And Cycle Prevention")
+async def test_a_tool_whose_workflow_calls_the_tool_itself_is_refused_at_publish(
+    db: Database,
+) -> None:
+    # Seed 001 Phase 1 gate: recursive workflow-tool dependencies are rejected.
+    wf_def_id, text = await _version(db, mcp_tool="tools.self")
+    itself = dependency("tools.self")
+    args = publish_args(binding(wf_def_id, itself["nestedToolId"], text), 0, dependencies=[itself])
+    error = await _rejection(db, owner_ctx(), args)
+    assert error.code == "WORKFLOW_INPUT_INVALID"
+    assert _rules(error) == ["recursive-dependency"]
+    assert error.details["problems"][0]["pointer"] == "/dependencies/0/nestedToolId"
+
+
+@pytest.mark.requirement("001:Delegation And Cycle Prevention")
+async def test_a_cycle_across_two_workflow_backed_tools_is_refused_when_it_would_close(
+    db: Database,
+) -> None:
+    to_b, to_a = dependency("tools.b"), dependency("tools.a")
+    a_def, a_text = await _version(db, mcp_tool="tools.b")
+    first = await publish_binding(
+        db,
+        owner_ctx(),
+        publish_args(binding(a_def, to_a["nestedToolId"], a_text), 0, dependencies=[to_b]),
+    )
+    assert first["status"] == "active"
+    b_def, b_text = await _version(db, mcp_tool="tools.a")
+    closing = publish_args(binding(b_def, to_b["nestedToolId"], b_text), 0, dependencies=[to_a])
+    error = await _rejection(db, owner_ctx(), closing)
+    assert _rules(error) == ["dependency-cycle"]
+    assert to_a["nestedToolId"] in error.details["problems"][0]["message"]
+    # Without the edge back, B publishes.
+    b_alone, b_text2 = await _version(db, mcp_tool="tools.c")
+    ok = publish_args(
+        binding(b_alone, to_b["nestedToolId"], b_text2), 0, dependencies=[dependency("tools.c")]
+    )
+    assert (await publish_binding(db, owner_ctx(), ok))["status"] == "active"

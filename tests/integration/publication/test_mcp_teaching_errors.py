@@ -144,16 +144,6 @@ async def test_a_missing_required_input_field_is_named(
     assert "$.creditScore is required" in message
 
 
-async def test_an_idempotency_key_for_a_derived_key_tool_is_refused_with_the_reason(
-    owner: McpTestClient, caller: McpTestClient
-) -> None:
-    tool = await publish_tool(owner)
-    args = invoke_args(tool, idempotencyKey="order-1")
-    error = refused(await caller.call_tool("workflow_invoke", args), "WORKFLOW_INPUT_INVALID")
-    assert "derived" in error["error"]["message"]
-    assert "idempotencyKey" in error["error"]["message"]
-
-
 async def test_a_failing_expression_names_the_expression_and_the_task(
     owner: McpTestClient, caller: McpTestClient, workers: object
 ) -> None:
