@@ -466,11 +466,22 @@ SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM step) AS mar
 
 -- confirm_effect --
 -- Under the lease, record that the step's effect happened, with its output.
-WITH owner AS (
+-- The run row is locked before the task row, the order mark_effect_possible and cancels take
+-- them in: the other way round, two fork branches of one task, one marking and one
+-- confirming, could each hold the row the other waits for (a deadlock). The uncorrelated
+-- EXISTS runs once, before the first task row is locked.
+WITH run_lock AS MATERIALIZED (
+    SELECT process_id
+    FROM workflow_process
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+    FOR UPDATE
+),
+owner AS (
     SELECT host_id, process_id, task_id, fencing_token
     FROM workflow_task
     WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
       AND fencing_token = %(fencing_token)s AND state = 'running'
+      AND EXISTS (SELECT 1 FROM run_lock)
     FOR UPDATE
 ),
 step AS (

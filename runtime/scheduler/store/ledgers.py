@@ -106,7 +106,11 @@ async def mark_effect_possible(
 
 async def confirm_effect(conn: Connection, lease: LeaseState, step_no: int, output: Any) -> bool:
     """Record the step's effect as confirmed; False when it was not possible. Raises LeaseLost."""
-    params = lease.fence() | {"step_no": step_no, "output": jsonb(output)}
+    params = lease.fence() | {
+        "process_id": lease.process_id,
+        "step_no": step_no,
+        "output": jsonb(output),
+    }
     row = await _one(conn, QUERIES["confirm_effect"], params, EffectConfirmed)
     if not row.owned:
         raise LeaseLost(lease.task_id, "confirm_effect")
