@@ -161,10 +161,18 @@ def calls_to(tool: str, *, times: int = 1) -> Callable[[dict[str, Any]], bool]:
 
 
 def invoke(
-    server: LiveServer, entry: RoutedTool, data: dict[str, Any], *, user: str = AUTHOR
+    server: LiveServer,
+    entry: RoutedTool,
+    data: dict[str, Any],
+    *,
+    user: str = AUTHOR,
+    roles: tuple[str, ...] = ("user",),
 ) -> dict[str, Any]:
-    """workflow_invoke as the Gateway sends it for a routed Tool; the CallToolResult."""
-    token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=("user",))
+    """workflow_invoke as the Gateway sends it for a routed Tool; the CallToolResult.
+
+    roles: the caller's; a run discloses its status and result only to what they allowed.
+    """
+    token = server.identity.user_token(host_id=DEV_HOST_ID, user_id=user, roles=roles)
     headers = auth_headers(server.identity, token, server.identity.app_token(host_id=DEV_HOST_ID))
     headers["MCP-Protocol-Version"] = "2025-11-25"
     arguments = {

@@ -296,11 +296,13 @@ async def test_every_confirmed_fork_branch_is_compensated(db: Database) -> None:
         reserve, charge, ship = order_tasks(backend.base)
         # Both branches confirm (reserve no longer exports inside a branch), then ship fails.
         del reserve["reserve"]["export"]
+        # Nothing exported the order, so ship names it by the input (a read of an absent
+        # field is an expression error).
+        ship["ship"]["with"]["body"] = {"order": "${ workflow.input.sku }"}
         charge["charge"]["compensate"] = order_tasks(backend.base)[0]["reserve"]["compensate"]
         charge["charge"]["compensate"]["with"]["endpoint"] = f"{backend.base}/refund"
-        # charge starts a moment later: two writes of one run marked at the same instant can
-        # deadlock in the step ledger (a mark locks the run then the task, a confirmation the
-        # task then the run), which this test is not about.
+        # charge starts a moment later, so the order of confirmation (and so of the undo) is
+        # known.
         later = {"later": {"do": [{"pause": {"wait": {"milliseconds": 300}}}, charge]}}
         both = {"both": {"fork": {"branches": [reserve, later]}}}
         pid = await _start(db, host, document([both, ship]))

@@ -124,7 +124,9 @@ def test_a_rollback_during_a_run_of_the_newer_revision_moves_the_next_call_and_t
     newer = tools_by_name(second.router)[tool]
     assert newer.workflow_version == "1.1.0"
     # The run of 1.1.0 is admitted and held at its GET: in flight through the rollback.
-    pending = _structured(invoke(workflow, newer, {"id": "a"}))
+    # A caller who may read the run afterwards (its disclosure ceiling is set at acceptance).
+    reader = ("admin", "workflow-admin")
+    pending = _structured(invoke(workflow, newer, {"id": "a"}, roles=reader))
     assert pending["error"]["code"] == "WORKFLOW_TIMEOUT", pending
     instance = pending["workflowInstanceId"]
     options = ("--rollback", tool, "--reason", "1.1.0 hangs on its backend")
@@ -146,7 +148,7 @@ def test_a_rollback_during_a_run_of_the_newer_revision_moves_the_next_call_and_t
     assert stale["isError"] is True
     assert stale["structuredContent"]["error"]["code"] == "WORKFLOW_DEFINITION_MISMATCH"
     release.set()
-    headers = as_user(workflow, AUTHOR, roles=("admin", "workflow-admin"))
+    headers = as_user(workflow, AUTHOR, roles=reader)
     waited = _structured(
         call_tool(workflow, "workflow_wait_result", {"workflowInstanceId": instance}, headers)
     )
