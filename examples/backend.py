@@ -1,10 +1,12 @@
-"""A tiny protected claims backend for the write-Tool example (standard library only).
+"""A tiny protected backend for the write-Tool examples (standard library only).
 
     python -m examples.backend [--port 8790]
 
 POST /notes with `Authorization: Bearer <token>` and a JSON body {claimId, note} answers
 201 with the stored note and who added it; without a bearer it answers 401. GET /notes lists
-the notes. It reads the token's subject without verifying the signature: Workflow verified
+the notes. POST /orders/<step> with a JSON body {orderId} records the step and answers 201,
+except `ship`, which answers 503 (the compensation example); GET /orders lists the recorded
+steps. It reads the token's subject without verifying the signature: Workflow verified
 the caller's token before sending it, and this example only shows that the caller's own
 bearer arrives. The token is never printed.
 """
@@ -20,6 +22,9 @@ from typing import Any
 
 DEFAULT_PORT = 8790
 _NOTES: list[dict[str, Any]] = []
+_ORDER_CALLS: list[dict[str, str]] = []
+# The order step that always fails: the compensation example's third write.
+FAILING_STEP = "ship"
 _LOCK = threading.Lock()
 
 
@@ -38,7 +43,7 @@ def subject_of(authorization: str | None) -> str | None:
 
 
 class NotesHandler(BaseHTTPRequestHandler):
-    """GET and POST /notes behind a bearer check."""
+    """GET and POST /notes and /orders behind a bearer check."""
 
     def _reply(self, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
@@ -55,28 +60,32 @@ class NotesHandler(BaseHTTPRequestHandler):
         return caller
 
     def do_GET(self) -> None:
-        """List the notes."""
-        if self.path != "/notes":
+        """List the notes, or the recorded order steps."""
+        if self.path not in ("/notes", "/orders"):
             self._reply(404, {"error": "not found"})
         elif self._caller() is not None:
             with _LOCK:
-                self._reply(200, {"notes": list(_NOTES)})
+                if self.path == "/notes":
+                    self._reply(200, {"notes": list(_NOTES)})
+                else:
+                    self._reply(200, {"calls": list(_ORDER_CALLS)})
 
     def do_POST(self) -> None:
-        """Store one note."""
-        if self.path != "/notes":
+        """Store one note, or record one order step."""
+        step = self.path.removeprefix("/orders/") if self.path.startswith("/orders/") else None
+        if self.path != "/notes" and not step:
             self._reply(404, {"error": "not found"})
             return
         caller = self._caller()
         if caller is None:
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
-            self._reply(400, {"error": "the body is not JSON"})
+        body = self._body()
+        if body is None:
             return
-        if not isinstance(body, dict) or not body.get("claimId") or not body.get("note"):
+        if step:
+            self._order_step(step, body)
+            return
+        if not body.get("claimId") or not body.get("note"):
             self._reply(400, {"error": "claimId and note are required"})
             return
         with _LOCK:
@@ -88,6 +97,30 @@ class NotesHandler(BaseHTTPRequestHandler):
             }
             _NOTES.append(note)
         self._reply(201, note)
+
+    def _body(self) -> dict[str, Any] | None:
+        """The request's JSON object; None (after answering 400) when it is not one."""
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self._reply(400, {"error": "the body is not a JSON object"})
+            return None
+        return body
+
+    def _order_step(self, step: str, body: dict[str, Any]) -> None:
+        """Record one step of an order; the failing step records nothing."""
+        if not body.get("orderId"):
+            self._reply(400, {"error": "orderId is required"})
+        elif step == FAILING_STEP:
+            self._reply(503, {"error": f"{step} is unavailable"})
+        else:
+            call = {"step": step, "orderId": str(body["orderId"])}
+            with _LOCK:
+                _ORDER_CALLS.append(call)
+            self._reply(201, call)
 
     def log_message(self, format: str, *args: Any) -> None:
         """One line per request, without headers (so no token is ever logged)."""

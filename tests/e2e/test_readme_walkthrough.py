@@ -15,6 +15,12 @@ session, as a user pastes them into one shell (they share the `mcp` helper, the 
 run's handle), against `make run` and the Gateway: save and start a definition with an `ask`,
 see it WAITING, an inbox empty for a user without the `approver` role, the task listed, read
 and approved by one with it, and the starter's result naming the decision and who made it.
+
+Its `compensation` blocks ("A write that is undone") publish examples/orders/ into the same
+mcp-router.yml, then run in one bash session after the `mcp` helper of "A run that waits for a
+person" (as a user who pasted it there): the order Tool's call fails with its shipment's error,
+the run's status reports both writes undone while the run keeps that error, and the backend
+lists reserve, charge, then refund and release, each once.
 """
 
 from __future__ import annotations
@@ -200,8 +206,11 @@ def test_the_readme_has_the_walkthrough_blocks_this_test_runs() -> None:
         "light-workflow",
     ]
     assert [info for info, _ in blocks("human-tasks")] == ["human-tasks"] * 5
-    # One section of that name: the executable one inside the walkthrough.
-    assert README.read_text(encoding="utf-8").count("A run that waits for a person") == 1
+    assert [info for info, _ in blocks("compensation")] == ["compensation"] * 4
+    # One section of each name: the executable one inside the walkthrough.
+    text = README.read_text(encoding="utf-8")
+    assert text.count("A run that waits for a person") == 1
+    assert text.count("### A write that is undone") == 1
 
 
 @pytest.fixture
@@ -343,3 +352,67 @@ def _quoted_after(anchor: str) -> list[str]:
 def _shown_needs() -> list[str]:
     """The report lines the README quotes in its `text` block after the convert command."""
     return _quoted_after("### Bring a light-workflow definition")
+
+
+def _mcp_helper() -> str:
+    """The `mcp` shell function as "A run that waits for a person" defines it, word for word."""
+    defining = next(body for _, body in blocks("human-tasks") if "mcp() {" in body)
+    found = re.search(r"^mcp\(\) \{\n.*?^\}\n", defining, re.M | re.S)
+    assert found is not None, defining
+    return found.group(0)
+
+
+def _until_listed(tool: str, checkout: Path) -> None:
+    """Wait until the Gateway lists tool: it checks its snapshot at most every 500 ms."""
+    token = _run("make -s token ARGS='--dir .data/dev --kind user --roles genai-admin'", checkout)
+    headers = {"Authorization": f"Bearer {token.strip()}", "MCP-Protocol-Version": "2025-11-25"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for _ in range(40):
+        reply = httpx.post("http://127.0.0.1:8788/mcp", json=listing, headers=headers).json()
+        if tool in [listed["name"] for listed in reply["result"]["tools"]]:
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"the Gateway does not list {tool}: {reply}")
+
+
+def test_the_readme_undoes_a_failed_orders_writes_verbatim(scratch: Path) -> None:
+    _busy(*PORTS)
+    checkout = _checkout(scratch)
+    first_publish, _ = (body for _, body in blocks("walkthrough"))
+    publish, *pasted = (body for _, body in blocks("compensation"))
+    with ExitStack() as running:
+        _terminals(running, checkout)
+        _run(first_publish, checkout)
+        published = _run(publish, checkout)
+        assert re.search(r"^orders\.place-order .*Published", published, re.M), published
+        # Published into the same router: the first walkthrough's Tools stay served.
+        router = (checkout / "mcp-router.yml").read_text()
+        for tool in ("claims.add-note", "loans.quick-decision", "orders.place-order"):
+            assert f"name: {tool}" in router, router
+        assert not (checkout / "examples" / "mcp-router.yml").exists()
+        _until_listed("orders.place-order", checkout)
+        helper, failed, status, calls = _session([_mcp_helper(), *pasted], checkout)
+    assert helper == ""
+    # The call fails with the shipment's error: what the README shows, word for word.
+    shown_failure = _quoted_after('orders.place-order \'{"orderId"')
+    assert shown_failure == [
+        "task /do/2/ship failed with a communication error (status 503): HTTP status 503"
+    ]
+    assert failed.splitlines() == shown_failure, failed
+    # The run keeps its error; charge then reserve were undone, each once, as the README shows.
+    shown_status = _quoted_after('"$HANDLE" compensation\n')
+    state, code, compensation, in_result = shown_status
+    assert (state, code, in_result) == ("FAILED", "WORKFLOW_TASK_FAILED", "completed")
+    assert json.loads(compensation) == {
+        "state": "completed",
+        "steps": [
+            {"task": "charge", "state": "completed", "attempts": 1},
+            {"task": "reserve", "state": "completed", "attempts": 1},
+        ],
+    }
+    assert status.splitlines() == shown_status, status
+    # The backend's record: the two writes, then refund and release, each once.
+    shown_calls = _quoted_after("http://127.0.0.1:8790/orders -H")
+    steps = [call["step"] for call in json.loads(shown_calls[0])["calls"]]
+    assert steps == ["reserve", "charge", "refund", "release"]
+    assert calls.splitlines() == shown_calls, calls
