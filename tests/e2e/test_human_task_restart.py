@@ -22,7 +22,11 @@ from tests.support.mcp import McpTestClient
 from tests.support.server import LiveServer, run_server
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(300),
+    pytest.mark.requirement("issue-22:human-tasks"),
+]
 
 # Longer than the first server needs to park both runs, short enough to pass while it is down.
 TIMEOUT = "PT3S"

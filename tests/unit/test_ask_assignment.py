@@ -9,6 +9,8 @@ from runtime.engine import DefinitionError, parse_definition
 from runtime.engine.model import AskSpec
 from tests.support.human_tasks import input_ask_yaml
 
+pytestmark = pytest.mark.requirement("issue-22:human-tasks")
+
 
 def _ask(assignment: str) -> AskSpec:
     document = yaml.safe_load(input_ask_yaml(assignment))

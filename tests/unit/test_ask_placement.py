@@ -10,6 +10,8 @@ from runtime.engine import DefinitionError
 from runtime.engine.check import worst_case_human_wait_ms
 from tests.support.engine import definition
 
+pytestmark = pytest.mark.requirement("issue-22:human-tasks")
+
 
 def _ask(timeout: str | None = "PT1H") -> dict[str, Any]:
     ask: dict[str, Any] = {"prompt": "ok?", "mode": "input", "assignment": {"roleId": "r"}}

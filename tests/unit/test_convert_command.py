@@ -6,10 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from runtime.composition.check import EXIT_CLEAN, EXIT_ERRORS
 from runtime.composition.convert_command import run_convert
+
+pytestmark = pytest.mark.requirement("issue-23:convert")
 
 DIGEST = "sha256:" + "ab" * 32
 FLOW = """\

@@ -15,6 +15,8 @@ from runtime.engine.convert.scope import Scope
 from runtime.engine.convert.uris import UriNotConvertible, convert_uri
 from runtime.publication.definition_checks import checked_for_publication
 
+pytestmark = pytest.mark.requirement("issue-23:convert")
+
 SCOPE = Scope(
     exported=frozenset({"risk"}),
     maybe=frozenset({"approval", "note"}),

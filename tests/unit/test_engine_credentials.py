@@ -17,6 +17,8 @@ from runtime.execution.credential import RunToken
 from runtime.execution.outbound.auth import with_credential
 from runtime.security import SecretToken
 
+pytestmark = pytest.mark.requirement("issue-24:host-secrets")
+
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "w", "version": "1.0.0"}
 URI = "https://api.example.com/orders"
 

@@ -9,6 +9,8 @@ import pytest
 from runtime.engine import parse_definition
 from runtime.engine.parse import DefinitionError
 
+pytestmark = pytest.mark.requirement("issue-23:convert")
+
 HEADER = {"dsl": "1.0.3", "namespace": "t", "name": "t", "version": "1.0.0"}
 
 

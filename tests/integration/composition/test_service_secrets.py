@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from runtime.collaborators import Services
 from runtime.publication.pinned import host_secret
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST
 from tests.support.cli import run_command
+
+pytestmark = pytest.mark.requirement("issue-24:host-secrets")
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = "pk_live_operator_3c4d5e6f"

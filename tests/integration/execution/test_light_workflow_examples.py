@@ -42,7 +42,7 @@ from tests.support.outbound import allow_http
 from tests.support.shared import shared_path
 from tests.support.waiting import wait_until
 
-pytestmark = needs_examples
+pytestmark = [needs_examples, pytest.mark.requirement("issue-23:convert")]
 
 RISK_ORIGIN = "http://127.0.0.1:18080"
 OFFERS = ("personalized-offer-rest-v1", "personalized-offer-mcp-v1")

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 
 from runtime.canonical import timestamp
 from runtime.human_tasks import sample_open_tasks
@@ -23,6 +24,8 @@ from tests.support.human_tasks import (
 from tests.support.invocation import CALLER, client, ok, refused
 from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.requirement("issue-22:human-tasks")
 
 
 async def _open_tasks(who: McpTestClient, instance: str) -> list[dict[str, Any]]:

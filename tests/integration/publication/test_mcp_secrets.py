@@ -20,6 +20,8 @@ from tests.support.binding_builders import HOST
 from tests.support.invocation import client, ok, refused
 from tests.support.mcp import McpTestClient
 
+pytestmark = pytest.mark.requirement("issue-24:host-secrets")
+
 OTHER_HOST = "0196a1b2-0000-7000-8000-00000000beef"
 KEY = "pk_live_7f3a9c1e5b2d4f60"
 ROTATED = "pk_live_second_0a1b2c3d"
