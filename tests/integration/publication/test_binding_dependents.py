@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
 import pytest
 
 from runtime.security.devtools import DevIdentity
+from runtime.store import Database
 from tests.support.binding_builders import (
     HOST,
     OWNER,
@@ -388,3 +390,53 @@ async def test_a_plan_the_call_cannot_carry_out_is_refused_and_changes_nothing(
     assert error["error"]["message"] == "repinBindingIds: a reject takes no plan"
     assert (await _head(owner, inner.tool_id))["pendingBindingId"] == pending["bindingId"]
     await _assert_unmoved(owner, inner, outers, proposed)
+
+
+async def test_a_plan_racing_the_owners_own_approval_of_a_repin_approves_it_once(
+    owner: McpTestClient, http: httpx.AsyncClient, dev_identity: DevIdentity, db: Database
+) -> None:
+    author = client(http, dev_identity, "an-author", roles=("admin",))
+    inner, outers, proposed = await _pinned_pair(owner, author)
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT binding_digest FROM workflow_tool_binding_t WHERE binding_id = %s",
+            (proposed[0],),
+        )
+        pending = await cursor.fetchone()
+    assert pending is not None
+    decide = {
+        "hostId": HOST,
+        "bindingId": proposed[0],
+        "expectedBindingDigest": pending["binding_digest"],
+        "decision": "approve",
+    }
+    plan = _inner_publish(await _head(owner, inner.tool_id), inner, proposed)
+    results = await asyncio.gather(
+        *(
+            owner.call_tool("workflow_binding_decide", dict(decide, operationId=new_id()))
+            for _ in range(3)
+        ),
+        owner.call_tool("workflow_binding_publish", plan),
+        *(
+            owner.call_tool("workflow_binding_decide", dict(decide, operationId=new_id()))
+            for _ in range(3)
+        ),
+    )
+    # Whoever takes the outer Tool's head first approves the repin; every other call is refused.
+    won = [ok(result) for result in results if not result["isError"]]
+    for result in results:
+        if result["isError"]:
+            refused(result, "WORKFLOW_STATE_CONFLICT")
+    assert len(won) == 1
+    async with db.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT count(*) AS n FROM workflow_tool_binding_decision_t"
+            " WHERE binding_id = %s AND action = 'approve'",
+            (proposed[0],),
+        )
+        approvals = await cursor.fetchone()
+    assert approvals is not None and approvals["n"] == 1
+    assert (await _head(owner, outers[0].tool_id))["activeBindingId"] == proposed[0]
+    planned = won[0].get("repinnedBindingIds") == proposed
+    inner_active = (await _head(owner, inner.tool_id))["activeBindingId"]
+    assert (inner_active == won[0]["bindingId"]) is planned
