@@ -2,7 +2,7 @@
 # source errors.json sha256:1fefd5d1d9abb6917633fefc2cbb1cad4ade16143ef1184f708e53c1fa867567
 # source examples.json sha256:938b21f63c89bdd9f9201f7a15423ff7fb5bda3f95776288147068b36da424ab
 # source schemas.json sha256:cd97ca0795bc37b28ebe55302f615a75d74074efe1ddb55304ec76e0bea43c1a
-# source workflow-tools-list-full.json sha256:cd3487f323cf34d4f10e7235daf37168767c6bcd7b0d4b382f9d2d71770f9053
+# source workflow-tools-list-full.json sha256:d9f947279a19f5e794bf704fd83fcbaeb1cc17c46d8f7c05b2126816c75f296c
 
 """The stable error registry (contracts errors.json) as an enum and a Literal type."""
 

@@ -2,7 +2,7 @@
 # source errors.json sha256:1fefd5d1d9abb6917633fefc2cbb1cad4ade16143ef1184f708e53c1fa867567
 # source examples.json sha256:938b21f63c89bdd9f9201f7a15423ff7fb5bda3f95776288147068b36da424ab
 # source schemas.json sha256:cd97ca0795bc37b28ebe55302f615a75d74074efe1ddb55304ec76e0bea43c1a
-# source workflow-tools-list-full.json sha256:cd3487f323cf34d4f10e7235daf37168767c6bcd7b0d4b382f9d2d71770f9053
+# source workflow-tools-list-full.json sha256:d9f947279a19f5e794bf704fd83fcbaeb1cc17c46d8f7c05b2126816c75f296c
 
 from __future__ import annotations
 
@@ -785,6 +785,17 @@ class WorkflowBindingPublishOutput(Struct):
         ]
         | UnsetType
     ) = UNSET
+    repinned_binding_ids: (
+        Annotated[
+            list[BindingId],
+            Meta(
+                description="The pending revisions the plan approved, in the order given.",
+                max_length=32,
+                min_length=1,
+            ),
+        ]
+        | UnsetType
+    ) = field(name="repinnedBindingIds", default=UNSET)
 
 
 class WorkflowBindingRetireInput(Struct):
@@ -862,6 +873,17 @@ class WorkflowBindingDecideInput(Struct):
     decision: Annotated[Literal["approve", "reject"], Meta(description="The owner's decision.")]
     operation_id: OperationId = field(name="operationId")
     comment: Comment | UnsetType = UNSET
+    repin_binding_ids: (
+        Annotated[
+            list[BindingId],
+            Meta(
+                description="The promotion plan (approve only): pending revisions of other Tools (owned by the caller) that pin this Tool at the version being approved; each is revalidated and approved atomically with the approval.",
+                max_length=32,
+                min_length=1,
+            ),
+        ]
+        | UnsetType
+    ) = field(name="repinBindingIds", default=UNSET)
 
 
 class WorkflowBindingDecideOutput(Struct):
@@ -873,6 +895,17 @@ class WorkflowBindingDecideOutput(Struct):
     approval_digest: Sha256Digest = field(name="approvalDigest")
     decision_id: DecisionId = field(name="decisionId")
     aggregate_version: AggregateVersion = field(name="aggregateVersion")
+    repinned_binding_ids: (
+        Annotated[
+            list[BindingId],
+            Meta(
+                description="The pending revisions the plan approved, in the order given.",
+                max_length=32,
+                min_length=1,
+            ),
+        ]
+        | UnsetType
+    ) = field(name="repinnedBindingIds", default=UNSET)
 
 
 class WorkflowBindingRevokeInput(Struct):
@@ -1529,6 +1562,17 @@ class WorkflowBindingPublishInput(Struct):
     ] = field(name="endpointTargets")
     expected_aggregate_version: ExpectedAggregateVersion = field(name="expectedAggregateVersion")
     operation_id: OperationId = field(name="operationId")
+    repin_binding_ids: (
+        Annotated[
+            list[BindingId],
+            Meta(
+                description="The promotion plan: pending revisions of other Tools (owned by the caller) that pin this Tool at the version being published; each is revalidated and approved atomically with the publish, which must activate the revision at once.",
+                max_length=32,
+                min_length=1,
+            ),
+        ]
+        | UnsetType
+    ) = field(name="repinBindingIds", default=UNSET)
 
 
 class WorkflowBindingListOutput(Struct):

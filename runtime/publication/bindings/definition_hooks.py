@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runtime.errors import WorkflowError
-from runtime.publication.bindings.decisions import close_with_decision
+from runtime.publication.bindings.approval import close_with_decision
 from runtime.publication.store import binding_rows
 from runtime.publication.store.definition_rows import Owner
 from runtime.security import InvocationContext

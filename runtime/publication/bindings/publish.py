@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import msgspec
 from msgspec import UNSET
 
 from generated import models
@@ -19,8 +20,8 @@ from generated.models import (
 from runtime.binding_reach import Reach
 from runtime.canonical import CanonicalError
 from runtime.errors import WorkflowError, input_invalid
+from runtime.publication.bindings.approval import active_version, close_with_decision
 from runtime.publication.bindings.binding_problems import BindingProblem, refusal
-from runtime.publication.bindings.decisions import active_version, close_with_decision
 from runtime.publication.bindings.destination_policy import DestinationPolicy, resolve_names
 from runtime.publication.bindings.digests import approval_digest, binding_digest
 from runtime.publication.bindings.reach_rules import cycle_problems
@@ -43,6 +44,7 @@ from runtime.publication.bindings.status_rules import (
 from runtime.publication.bindings.validation import PinnedCheck, check_pinned, check_request
 from runtime.publication.check_threads import off_loop
 from runtime.publication.promotion.dependents import refuse_stranding
+from runtime.publication.promotion.plan import approve_plan, plan_of, refuse_unused_plan
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows, definition_rows
 from runtime.publication.store.definition_rows import Owner
@@ -273,6 +275,7 @@ async def _publish(
         raise version_conflict(head.aggregate_version)
     unchanged = await _unchanged(conn, ctx, head, request.binding_digest, warnings)
     if unchanged is not None:
+        refuse_unused_plan(publish.repin_binding_ids, "the publish is unchanged; nothing moves")
         return unchanged
     candidate = Candidate(
         wf_def_id=request.binding.wf_def_id,
@@ -283,7 +286,19 @@ async def _publish(
         published_by=pinned_version.published_by,
     )
     status = await decide_status(conn, ctx, head, candidate, owner)
-    if status.active:
+    repinned: list[str] = []
+    if not status.active:
+        refuse_unused_plan(
+            publish.repin_binding_ids,
+            "the revision would wait for the owner's approval; "
+            "pass the plan to workflow_binding_decide",
+        )
+    else:
+        plan = plan_of(publish.repin_binding_ids, policy, parallelism_ceiling, None, operation_id)
+        repinned = await approve_plan(
+            conn, ctx, plan, tool_id=tool_id, version=request.binding.workflow_version
+        )
+        # After the plan: the Tools it repinned no longer pin the version being replaced.
         await refuse_stranding(
             conn,
             ctx.host_id,
@@ -323,7 +338,8 @@ async def _publish(
     )
     stored = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     assert stored is not None
-    return revision_receipt("published", stored, version, decision_id, warnings)
+    receipt = revision_receipt("published", stored, version, decision_id, warnings)
+    return msgspec.structs.replace(receipt, repinned_binding_ids=repinned or UNSET)
 
 
 async def publish_binding(

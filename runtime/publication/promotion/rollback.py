@@ -19,18 +19,17 @@ from msgspec import UNSET
 
 from generated.models import WorkflowBindingRollbackInput, WorkflowBindingRollbackOutput
 from runtime.errors import WorkflowError
-from runtime.publication.bindings.decisions import (
+from runtime.publication.bindings.approval import (
     Reviewed,
-    approve_reviewed,
     close_with_decision,
     comment_of,
-    lock_reviewed_revision,
     revalidate,
 )
 from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.rejections import is_final_rejection, not_found
 from runtime.publication.bindings.status_rules import current_owner, require_owner
 from runtime.publication.promotion.dependents import refuse_stranding
+from runtime.publication.promotion.plan import approve_plan, plan_of
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows, definition_rows, lineage_rows
 from runtime.publication.store.binding_rows import StoredRevision
@@ -48,15 +47,6 @@ def _stale_digest(active: StoredRevision) -> WorkflowError:
         bindingDigest=active.binding_digest,
         activeBindingId=active.binding_id,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Approval:
-    """What approving a revision in this rollback needs: the rules as configured, the reason."""
-
-    policy: DestinationPolicy
-    parallelism_ceiling: int | None
-    comment: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,44 +106,6 @@ async def _lock(conn: Connection, ctx: InvocationContext, pair: _Pair, expected:
     return Reviewed(restored, version, owner, head)
 
 
-async def _approve_plan(
-    conn: Connection,
-    ctx: InvocationContext,
-    request: WorkflowBindingRollbackInput,
-    restored: StoredRevision,
-    approve: _Approval,
-) -> list[str]:
-    """Approve the plan's pending revisions of other Tools that repin this one (given order).
-
-    Each must be pending, of another Tool, pin this Tool at the restored version, be owned by
-    the caller and pass every publish rule now; any refusal refuses the whole rollback.
-    """
-    planned = [] if request.repin_binding_ids is UNSET else list(request.repin_binding_ids)
-    for binding_id in planned:
-        found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
-        if found is None:
-            raise not_found(f"binding revision {binding_id} of repinBindingIds")
-        if found.tool_id == restored.tool_id or found.revision_status != "pendingApproval":
-            raise _conflict(
-                f"repinBindingIds: {binding_id} is not a pending revision of another Tool"
-            )
-        reach = await binding_rows.read_reach(conn, ctx.host_id, binding_id)
-        pins = {
-            d.nested_tool_version
-            for d in reach.dependencies
-            if d.nested_tool_id == restored.tool_id
-        }
-        if pins != {restored.workflow_version}:
-            raise _conflict(
-                f"repinBindingIds: {binding_id} does not pin this Tool at version "
-                f"{restored.workflow_version}"
-            )
-        reviewed = await lock_reviewed_revision(conn, ctx, binding_id, found.binding_digest)
-        await revalidate(conn, ctx, reviewed, approve.policy, approve.parallelism_ceiling)
-        await approve_reviewed(conn, ctx, reviewed, approve.comment, request.operation_id)
-    return planned
-
-
 def _new_revision(
     ctx: InvocationContext, reviewed: Reviewed, binding_id: str, operation_id: str
 ) -> binding_rows.NewRevision:
@@ -191,8 +143,10 @@ async def _rollback(
     # The restored revision must still pass every publish rule as configured now.
     await revalidate(conn, ctx, reviewed, policy, parallelism_ceiling)
     restored, head = reviewed.revision, reviewed.head
-    approval = _Approval(policy, parallelism_ceiling, comment)
-    repinned = await _approve_plan(conn, ctx, request, restored, approval)
+    plan = plan_of(request.repin_binding_ids, policy, parallelism_ceiling, comment, operation_id)
+    repinned = await approve_plan(
+        conn, ctx, plan, tool_id=restored.tool_id, version=restored.workflow_version
+    )
     # After the plan: the Tools it repinned no longer pin the version being replaced.
     await refuse_stranding(
         conn,
