@@ -17,6 +17,7 @@ from runtime.admission.unknown_outcome import admit_or_unknown, unknown_admissio
 from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.engine.check import worst_case_dispatches
+from runtime.engine.check.service_identity import service_identity_problems
 from runtime.errors import WorkflowError
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_task_payload
 from runtime.execution.credential import token_expiry
@@ -75,7 +76,12 @@ def _parse_head(text: str) -> tuple[dict[str, Any], WorkflowDefinition]:
             "WORKFLOW_START_REJECTED", "the saved definition cannot be read"
         ) from None
     try:
-        return document, parse_definition(document)
+        definition = parse_definition(document)
+        # A step acting as a service identity needs approval evidence, as at publish.
+        unapproved = service_identity_problems(definition)
+        if unapproved:
+            raise DefinitionError.collected(unapproved)
+        return document, definition
     except DefinitionError as error:
         # The same problems publish would list, so the editor can show where to fix the head.
         raise WorkflowError(
