@@ -23,7 +23,7 @@ from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_tas
 from runtime.execution.credential import token_expiry
 from runtime.invocation import rules, store
 from runtime.invocation.requests import StartRequest
-from runtime.publication.secrets import missing_secrets
+from runtime.publication.secrets import missing_secrets, scope_refusal, unscoped_secrets
 from runtime.scheduler.models import ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
@@ -301,8 +301,10 @@ async def start_workflow(
             # A head naming a secret the host lacks would only fail at its first call; like
             # publish, refuse it now (a new run only: a retry still re-attaches).
             missing = await missing_secrets(conn, ctx.host_id, definition.secrets)
+            unscoped = await unscoped_secrets(conn, ctx.host_id, definition.secrets, call.wf_def_id)
             refusal = (
                 _secrets_refusal(definition.secrets, missing)
+                or scope_refusal(definition.secrets, unscoped, call.wf_def_id, "start it")
                 or _unsealed_refusal(call.sealed, definition)
                 or _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
             )

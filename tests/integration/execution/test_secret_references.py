@@ -453,3 +453,80 @@ async def test_a_binding_on_a_version_whose_secret_call_has_no_approval_evidence
     body = refused(result, "WORKFLOW_INPUT_INVALID")
     rules = {problem["rule"] for problem in body["error"]["details"]["problems"]}
     assert rules == {"service-identity-evidence"}
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_secret_scoped_to_definitions_serves_only_those_at_publish_start_and_call(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # Issue 40 X-11: a host secret was usable by any definition of the host; seed 001 wants
+    # service identity "no broader than the published capability set".
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    uri = f"{backend.base}/partner/claims"
+    text = api_key_definition(uri)
+    allowed, other = new_id(), new_id()
+    ok(
+        await operator.call_tool(
+            "workflow_secret_put", {**_put(FIRST_KEY), "definitions": [allowed]}
+        )
+    )
+    listed = ok(await operator.call_tool("workflow_secret_list", {"hostId": HOST}))
+    assert listed["items"][0]["definitions"] == [allowed]
+
+    # Publish: another definition declaring it is refused, naming the secret; the named one
+    # publishes.
+    await save_head(owner, other, text)
+    body = refused(
+        await owner.call_tool("workflow_definition_publish", publish_arguments(other, text)),
+        "WORKFLOW_POLICY_DENIED",
+    )
+    assert body["error"]["details"]["secrets"] == ["partnerKey"]
+    assert body["error"]["details"]["problems"][0]["rule"] == "secret-scope"
+    await save_head(owner, allowed, text)
+    ok(await owner.call_tool("workflow_definition_publish", publish_arguments(allowed, text)))
+
+    # Start: the same refusal, and nothing runs.
+    starter = client(http, dev_identity, "starter", roles=("workflow-admin",))
+    arguments = {"wfDefId": other, "input": {"claimId": "A"}}
+    body = refused(await starter.call_tool("workflow_start", arguments), "WORKFLOW_POLICY_DENIED")
+    assert body["error"]["details"]["secrets"] == ["partnerKey"]
+    assert await _runs(services) == 0
+
+    # A rotation that names no definitions keeps the scope.
+    ok(await operator.call_tool("workflow_secret_put", _put(SECOND_KEY)))
+    listed = ok(await operator.call_tool("workflow_secret_list", {"hostId": HOST}))
+    assert listed["items"][0]["definitions"] == [allowed]
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_call_of_a_definition_outside_the_secrets_scope_is_refused_before_it_leaves(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    caller = client(http, dev_identity, roles=("genai-user",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    uri = f"{backend.base}/partner/claims"
+    tool = await publish_calling_tool(
+        owner, api_key_definition(uri), uri, write=True, policy_digest=PARTNER_POLICY_DIGEST
+    )
+    # The administrator narrows the secret to another definition: the next call stops.
+    narrowed = {**_put(SECOND_KEY), "definitions": [new_id()]}
+    ok(await operator.call_tool("workflow_secret_put", narrowed))
+    backend.expected = SECOND_KEY
+    async with verifying_executor(services):
+        result = await until_settled(
+            lambda: caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "A"}))
+        )
+    body = refused(result, "WORKFLOW_TASK_FAILED")
+    assert body["error"]["details"]["status"] == 403
+    assert "partnerKey may not be used by this definition" in body["error"]["message"]
+    assert SECOND_KEY not in json.dumps(result)
+    assert backend.seen == []
