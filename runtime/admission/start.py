@@ -17,12 +17,13 @@ from runtime.admission.unknown_outcome import admit_or_unknown, unknown_admissio
 from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.engine.check import worst_case_dispatches
+from runtime.engine.check.service_identity import service_identity_problems
 from runtime.errors import WorkflowError
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_task_payload
 from runtime.execution.credential import token_expiry
 from runtime.invocation import rules, store
 from runtime.invocation.requests import StartRequest
-from runtime.publication.secrets import missing_secrets
+from runtime.publication.secrets import missing_secrets, scope_refusal, unscoped_secrets
 from runtime.scheduler.models import ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
@@ -75,7 +76,12 @@ def _parse_head(text: str) -> tuple[dict[str, Any], WorkflowDefinition]:
             "WORKFLOW_START_REJECTED", "the saved definition cannot be read"
         ) from None
     try:
-        return document, parse_definition(document)
+        definition = parse_definition(document)
+        # A step acting as a service identity needs approval evidence, as at publish.
+        unapproved = service_identity_problems(definition)
+        if unapproved:
+            raise DefinitionError.collected(unapproved)
+        return document, definition
     except DefinitionError as error:
         # The same problems publish would list, so the editor can show where to fix the head.
         raise WorkflowError(
@@ -295,8 +301,10 @@ async def start_workflow(
             # A head naming a secret the host lacks would only fail at its first call; like
             # publish, refuse it now (a new run only: a retry still re-attaches).
             missing = await missing_secrets(conn, ctx.host_id, definition.secrets)
+            unscoped = await unscoped_secrets(conn, ctx.host_id, definition.secrets, call.wf_def_id)
             refusal = (
                 _secrets_refusal(definition.secrets, missing)
+                or scope_refusal(definition.secrets, unscoped, call.wf_def_id, "start it")
                 or _unsealed_refusal(call.sealed, definition)
                 or _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
             )

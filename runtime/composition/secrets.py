@@ -85,6 +85,8 @@ async def _put(db: Database, keyring: Keyring, args: argparse.Namespace) -> int:
         "value": read_value(sys.stdin),
         "operationId": args.operation_id or str(uuid.uuid4()),
     }
+    if args.definition is not None:  # the scope; absent keeps it (every definition at first)
+        arguments["definitions"] = [str(item).lower() for item in args.definition]
     _validated("workflow_secret_put", arguments)
     request = msgspec.convert(arguments, WorkflowSecretPutInput)
     receipt = await put_secret(db, keyring, operator_context(args.host), request, arguments)
@@ -178,6 +180,14 @@ def add_secrets_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "printed.",
     )
     put.add_argument("name", metavar="NAME", help="the secret's name, as $secrets.NAME reads it")
+    put.add_argument(
+        "--definition",
+        action="append",
+        default=None,
+        metavar="WFDEFID",
+        help="a definition that may use the secret (repeat for several); without it a new "
+        "secret serves every definition of the host and a rotation keeps its scope",
+    )
     listing = verbs.add_parser("list", help="the host's secrets: names, versions, references")
     listing.add_argument("--json", action="store_true", help="JSON instead of a table")
     delete = verbs.add_parser(

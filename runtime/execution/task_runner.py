@@ -76,7 +76,7 @@ from runtime.execution.service_token import SecretOpener, ServiceTokens
 from runtime.execution.settings import ExecutionSettings
 from runtime.execution.targets import policy_for
 from runtime.execution.token_exchange import TokenExchanger, renew_near_expiry
-from runtime.publication.pinned import host_secret
+from runtime.publication.pinned import SecretScopeError, host_secret
 from runtime.scheduler import faults
 from runtime.scheduler.errors import task_failed, timeout_error
 from runtime.scheduler.lease import DispatchBudgeted, TaskHandler, TaskLease
@@ -450,7 +450,7 @@ class WorkflowRuntime:
             return await self._run_token(db, task, exchangeable)
 
         async def secret(name: str) -> SecretToken:
-            return await self._host_secret(db, task.host_id, name)
+            return await self._host_secret(db, task.host_id, name, loaded.spec.wf_def_id)
 
         return CallContext(
             db=db,
@@ -468,15 +468,26 @@ class WorkflowRuntime:
             service_token=self.service_tokens,
         )
 
-    async def _host_secret(self, db: Database, host_id: str, name: str) -> SecretToken:
+    async def _host_secret(
+        self, db: Database, host_id: str, name: str, wf_def_id: str | None
+    ) -> SecretToken:
         # Read at every dispatch, never cached: the next call after a rotation sends the new
-        # value, and a deleted secret stops it. Errors name the secret, never its value.
+        # value, and a deleted (or re-scoped) secret stops it. Errors name the secret, never
+        # its value.
         async with db.transaction(read_only=True) as conn:
             try:
-                value = await host_secret(conn, self.keyring, host_id, name)
+                # A run always names its definition; "" (never a wfDefId) is out of any scope.
+                value = await host_secret(conn, self.keyring, host_id, name, wf_def_id or "")
             except KeyringError:
                 raise EffectFailure(
                     "authentication", f"secret {name} cannot be opened with the keyring", 401
+                ) from None
+            except SecretScopeError:
+                raise EffectFailure(
+                    "authorization",
+                    f"secret {name} may not be used by this definition: its scope "
+                    "(workflow_secret_put definitions) does not name it",
+                    403,
                 ) from None
         if value is None:
             raise EffectFailure("authorization", f"the host holds no secret named {name}", 403)

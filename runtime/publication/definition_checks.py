@@ -22,6 +22,7 @@ from runtime.canonical import (
 )
 from runtime.engine import DefinitionError, ExpressionError, WorkflowDefinition, parse_definition
 from runtime.engine.check import definition_warnings
+from runtime.engine.check.service_identity import service_identity_problems
 from runtime.engine.model import thaw
 from runtime.engine.parse import expression_sites
 from runtime.engine.parse.credentials import written_credential_problems
@@ -94,6 +95,15 @@ def validate_definition(document: dict[str, Any]) -> WorkflowDefinition:
         raise input_invalid("definition is invalid: it does not match the DSL profile") from error
 
 
+def refuse_unapproved_service_identity(definition: WorkflowDefinition) -> None:
+    """Refuse a definition with a call that authenticates with a host secret (a service
+    identity) and carries no approval evidence (seed 001, Authorization And Data Protection)."""
+    problems = service_identity_problems(definition)
+    if problems:
+        error = DefinitionError.collected(problems)
+        raise input_invalid(f"definition is invalid: {error.message}", details=error.details())
+
+
 def check_document_version(document: Mapping[str, Any], version: str) -> None:
     """Refuse a version whose definition text declares another document.version."""
     header = document.get("document")
@@ -127,6 +137,7 @@ def loaded_with_digest(text: str) -> tuple[dict[str, Any], str]:
 def checked_for_publication(document: dict[str, Any]) -> CheckedDefinition:
     """Validate a loaded document and compute what its version stores beside the text."""
     definition = validate_definition(document)
+    refuse_unapproved_service_identity(definition)
     found = definition_warnings(definition, document)  # refuses the data bugs it proves
     return CheckedDefinition(
         warnings=[PublicationWarning(**warning) for warning in found],

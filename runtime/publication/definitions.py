@@ -35,7 +35,7 @@ from runtime.publication.definition_checks import (
     refuse_written_credentials,
 )
 from runtime.publication.receipt_ledger import rejections_with_codes, run_operation
-from runtime.publication.secrets import missing_secrets
+from runtime.publication.secrets import missing_secrets, scope_refusal, unscoped_secrets
 from runtime.publication.source_revision import judge_revision
 from runtime.publication.store import definition_rows
 from runtime.security import InvocationContext, check_host_assertion
@@ -245,6 +245,14 @@ async def _publish(
         return await _existing_version_receipt(conn, ctx, request, digest, existing, document)
     checked = await off_loop(checked_for_publication, document)
     await _require_secrets(conn, ctx, checked.secrets)
+    out_of_scope = scope_refusal(
+        checked.secrets,
+        await unscoped_secrets(conn, ctx.host_id, checked.secrets, request.wf_def_id),
+        request.wf_def_id,
+        "publish",
+    )
+    if out_of_scope is not None:  # host state, not the request: never stored
+        raise out_of_scope
     created = await definition_rows.insert_version(
         conn,
         definition_rows.NewVersion(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.binding_reach import Reach
+from runtime.publication.secrets import SecretScopeError as SecretScopeError
 from runtime.publication.secrets import open_secret
 from runtime.publication.store import binding_rows, definition_rows, grant_rows
 from runtime.publication.store.grant_rows import LiveGrant as LiveGrant
@@ -36,7 +37,10 @@ async def revision_reach(conn: Connection, host_id: str, binding_id: str) -> Rea
 
 
 async def host_secret(
-    conn: Connection, keyring: Keyring, host_id: str, name: str
+    conn: Connection, keyring: Keyring, host_id: str, name: str, wf_def_id: str | None = None
 ) -> SecretToken | None:
-    """The current value of a host secret, or None; KeyringError when it cannot be opened."""
-    return await open_secret(conn, keyring, host_id, name)
+    """The current value of a host secret, or None; KeyringError when it cannot be opened.
+
+    With wf_def_id (a definition's call), SecretScopeError when the secret may not serve it.
+    """
+    return await open_secret(conn, keyring, host_id, name, wf_def_id)

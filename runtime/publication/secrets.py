@@ -90,12 +90,13 @@ async def _put(
 ) -> WorkflowSecretPutOutput:
     host_id, name, actor = ctx.host_id, request.name, ctx.user_id
     plain = request.value.encode("utf-8")
+    scope = None if request.definitions is UNSET else sorted(set(request.definitions))
     for _ in range(2):  # a concurrent first put of the name takes the rotation path
         lock = await secret_rows.lock_secret(conn, host_id, name)
         if lock is None:
             await _check_room(conn, host_id)
             sealed = keyring.seal(plain, associated_data(host_id, name, 1))
-            stored = await secret_rows.insert_secret(conn, host_id, name, sealed, actor)
+            stored = await secret_rows.insert_secret(conn, host_id, name, sealed, actor, scope)
             if stored is None:
                 continue
             return _put_receipt("created", name, stored)
@@ -103,7 +104,9 @@ async def _put(
             await _check_room(conn, host_id)
         version = lock.version + 1
         sealed = keyring.seal(plain, associated_data(host_id, name, version))
-        stored = await secret_rows.store_secret_version(conn, host_id, name, version, sealed, actor)
+        stored = await secret_rows.store_secret_version(
+            conn, host_id, name, version, sealed, actor, scope
+        )
         assert stored is not None  # we hold the row lock and read its version
         return _put_receipt("created" if lock.deleted else "rotated", name, stored)
     raise WorkflowError("WORKFLOW_OPERATION_PENDING", "another put of this secret is in progress")
@@ -198,6 +201,7 @@ async def list_secrets(
             created_at=timestamp(entry.created_ts),
             updated_at=timestamp(entry.updated_ts),
             updated_by=entry.updated_by,
+            definitions=UNSET if entry.definitions is None else entry.definitions,
             referenced_by=references.get(entry.name, []),
         )
         for entry in shown
@@ -267,26 +271,73 @@ async def delete_secret(
 # --- what publication and execution read ------------------------------------------------------
 
 
+class SecretScopeError(Exception):
+    """A host secret was asked for by a definition its scope (`definitions`) does not name."""
+
+
+def in_scope(scope: Sequence[str] | None, wf_def_id: str) -> bool:
+    """Whether a secret with this scope (None: every definition) may serve wf_def_id."""
+    return scope is None or wf_def_id.lower() in scope
+
+
 async def missing_secrets(conn: Connection, host_id: str, names: Sequence[str]) -> list[str]:
     """The declared names the host does not hold, holding the others FOR SHARE until commit."""
     if not names:
         return []
     held = await secret_rows.share_live_secret_names(conn, host_id, names)
-    return sorted(set(names) - held)
+    return sorted(set(names) - set(held))
+
+
+async def unscoped_secrets(
+    conn: Connection, host_id: str, names: Sequence[str], wf_def_id: str
+) -> list[str]:
+    """The declared names the host holds whose scope does not name wf_def_id (held FOR SHARE)."""
+    if not names:
+        return []
+    held = await secret_rows.share_live_secret_names(conn, host_id, names)
+    return sorted(name for name, scope in held.items() if not in_scope(scope, wf_def_id))
+
+
+def scope_refusal(
+    declared: Sequence[str], unscoped: Sequence[str], wf_def_id: str, doing: str
+) -> WorkflowError | None:
+    """WORKFLOW_POLICY_DENIED for a definition declaring secrets whose scope does not name it."""
+    if not unscoped:
+        return None
+    problems = [
+        {
+            "pointer": f"/use/secrets/{list(declared).index(name)}",
+            "rule": "secret-scope",
+            "message": f"secret {name} may not be used by definition {wf_def_id}: its scope "
+            "names other definitions; an administrator adds this one with workflow_secret_put "
+            "(definitions)",
+        }
+        for name in unscoped
+    ]
+    return WorkflowError(
+        "WORKFLOW_POLICY_DENIED",
+        f"the definition declares secrets it may not use: {', '.join(unscoped)}; an "
+        f"administrator must add wfDefId {wf_def_id} to their definitions before you {doing}",
+        details={"secrets": list(unscoped), "problems": problems},
+    )
 
 
 async def open_secret(
-    conn: Connection, keyring: Keyring, host_id: str, name: str
+    conn: Connection, keyring: Keyring, host_id: str, name: str, wf_def_id: str | None = None
 ) -> SecretToken | None:
     """The current value of a host secret, or None when the host holds none by that name.
 
-    A value that cannot be opened (tampering, a key no longer in the keyring) raises
-    KeyringError, naming neither the value nor the key material.
+    wf_def_id: the definition whose call asks (SecretScopeError when the secret's scope does
+    not name it); None for the service's own uses (a token exchange client secret). A value
+    that cannot be opened (tampering, a key no longer in the keyring) raises KeyringError,
+    naming neither the value nor the key material.
     """
     found = await secret_rows.select_sealed_secret(conn, host_id, name)
     if found is None:
         return None
-    version, sealed = found
+    version, sealed, scope = found
+    if wf_def_id is not None and not in_scope(scope, wf_def_id):
+        raise SecretScopeError(f"secret {name} is not scoped to definition {wf_def_id}")
     plain = keyring.open(sealed, associated_data(host_id, name, version))
     try:
         return SecretToken(plain.decode("utf-8"))

@@ -219,6 +219,7 @@ def endpoint_target(
     ref: str = "claims-api",
     uri: str = "https://api.example.com/claims",
     methods: tuple[str, ...] = ("post", "GET", "POST"),
+    policy_digest: str = POLICY_DIGEST,
 ) -> dict[str, Any]:
     """One resolved endpoint target (the default covers definition_yaml(write=True)'s call)."""
     return {
@@ -226,7 +227,7 @@ def endpoint_target(
         "endpointUri": uri,
         "allowedMethods": list(methods),
         "environments": ["prod", "dev"],
-        "authorizationPolicyDigest": POLICY_DIGEST,
+        "authorizationPolicyDigest": policy_digest,
     }
 
 

@@ -14,6 +14,7 @@ from runtime.execution import ExecutionSettings, WorkflowRuntime
 from runtime.scheduler import Executor
 from tests.support.binding_builders import (
     EVIDENCE,
+    POLICY_DIGEST,
     binding,
     endpoint_target,
     new_id,
@@ -103,7 +104,12 @@ def calling_definition(*tasks: str, policy: str = RUN_CREDENTIAL_POLICY) -> str:
 
 
 async def publish_calling_tool(
-    owner: McpTestClient, text: str, backend_uri: str, *, write: bool = False
+    owner: McpTestClient,
+    text: str,
+    backend_uri: str,
+    *,
+    write: bool = False,
+    policy_digest: str = POLICY_DIGEST,
 ) -> Tool:
     """Save, publish and self-approve a Tool whose endpoint target is backend_uri."""
     wf_def_id = new_id()
@@ -111,7 +117,7 @@ async def publish_calling_tool(
     await publish_version(owner, wf_def_id, text, "1.2.0")
     tool_id = new_id()
     value = (write_binding if write else binding)(wf_def_id, tool_id, text)
-    targets = [endpoint_target(uri=backend_uri)]
+    targets = [endpoint_target(uri=backend_uri, policy_digest=policy_digest)]
     receipt = ok(
         await owner.call_tool(
             "workflow_binding_publish", publish_args(value, 0, endpoint_targets=targets)

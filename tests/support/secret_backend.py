@@ -6,9 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.publication.bindings.authorization_policy import authorization_policy_digest
 from tests.support.binding_builders import EVIDENCE
 from tests.support.execution import read_body
 from tests.support.protected_backend import Receive, Send
+
+# The authorizationPolicyDigest of a target that api_key_definition's call reaches.
+PARTNER_POLICY_DIGEST = authorization_policy_digest(["partnerApi"])
 
 
 @dataclass

@@ -11,6 +11,7 @@ import pytest
 
 from runtime.canonical import load_definition_yaml
 from runtime.engine import DefinitionError, parse_definition
+from runtime.engine.check.service_identity import service_identity_problems
 from runtime.engine.model import CredentialPolicy, HttpCallSpec, walk_tasks
 from runtime.engine.run import HttpRequest
 from runtime.execution.credential import RunToken
@@ -197,3 +198,4 @@ def test_the_publishing_guide_example_parses_to_an_api_key_policy() -> None:
         "partnerApi", "apiKey", secret="partnerKey", header="x-api-key"
     )
     assert definition.secrets == ("partnerKey",)
+    assert service_identity_problems(definition) == []  # the secret call carries its evidence

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 
 from gateway.router import DEFAULT_ROLES
+from generated.models import EndpointTarget
 from publisher.payloads import Actor, binding_arguments, derived_targets
 from publisher.spec import (
     DEFAULT_ADMISSION_LIMITS,
@@ -17,7 +19,12 @@ from publisher.spec import (
     derived_id,
     load_dir,
 )
+from runtime.canonical import load_definition_yaml
+from runtime.engine import parse_definition
+from runtime.publication.bindings.authorization_policy import authorization_policy_problems
+from runtime.publication.bindings.reach_rules import reach_of
 from tests.support.publisher_harness import EXAMPLES, copy_examples
+from tests.support.secret_backend import PARTNER_POLICY_DIGEST, api_key_definition
 
 ACTOR = Actor(host_id="01964b05-552a-7c4b-9184-6857e7f3dc5f", user_id="alice")
 
@@ -127,3 +134,24 @@ def test_a_write_task_without_review_evidence_is_refused_before_any_call(tmp_pat
     message = str(raised.value)
     assert "claim-note.tool.yaml" in message and "addNote (http POST" in message
     assert "--evidence TASK=sha256:" in message
+
+
+def test_derived_targets_carry_the_authorization_policy_digest_workflow_checks(
+    tmp_path: Path,
+) -> None:
+    # Workflow refuses a target a secret-authenticated call reaches unless its digest is the
+    # publisher's (issue 40 X-11); the two must compute the same value.
+    directory = tmp_path / "d"
+    directory.mkdir()
+    text = api_key_definition("https://api.example.com/claims").replace(
+        'namespace: claims\n  name: summarize-claim\n  version: "1.2.0"',
+        'namespace: n\n  name: w\n  version: "1.0.0"',
+    )
+    (directory / "w.yaml").write_text(text)
+    (directory / "w.tool.yaml").write_text("tool: n.w\nworkflow: w.yaml\nenvironments: [prod]\n")
+    [tool] = load_dir(directory).tools
+    [target] = derived_targets(tool)
+    assert target["authorizationPolicyDigest"] == PARTNER_POLICY_DIGEST
+    resolved = reach_of([], [msgspec.convert(target, EndpointTarget)]).endpoint_targets
+    definition = parse_definition(load_definition_yaml(text))
+    assert authorization_policy_problems(definition, list(enumerate(resolved))) == []

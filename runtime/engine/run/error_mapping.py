@@ -21,6 +21,8 @@ _RUNTIME_REASON = re.compile(
     # A secret's name is definition text, never its value (runtime.execution.task_runner).
     r"|the host holds no secret named [A-Za-z][A-Za-z0-9_]{0,62}"
     r"|secret [A-Za-z][A-Za-z0-9_]{0,62} cannot be opened with the keyring"
+    r"|secret [A-Za-z][A-Za-z0-9_]{0,62} may not be used by this definition: its scope"
+    r" \(workflow_secret_put definitions\) does not name it"
 )
 
 

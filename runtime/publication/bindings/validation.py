@@ -13,6 +13,7 @@ from generated.models import PublicationWarning, ToolBinding, WorkflowBindingPub
 from runtime.binding_reach import EndpointTarget, Reach
 from runtime.engine.check import WriteTask
 from runtime.engine.model import WorkflowDefinition
+from runtime.publication.bindings.authorization_policy import authorization_policy_problems
 from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.destination_policy import DestinationPolicy, destination_problems
 from runtime.publication.bindings.endpoint_coverage import coverage_problems
@@ -28,6 +29,7 @@ from runtime.publication.bindings.version_rules import (
     effect_matrix_problems,
     pinned_data_flow,
     pinned_definition_problems,
+    service_identity_binding_problems,
     service_parallelism_problems,
 )
 
@@ -102,6 +104,8 @@ def check_pinned(
     found, writes = effect_matrix_problems(definition, request.binding, request.reach)
     problems.extend(found)
     problems.extend(coverage_problems(definition, (target for _, target in targets)))
+    problems.extend(authorization_policy_problems(definition, targets))
+    problems.extend(service_identity_binding_problems(definition))
     problems.extend(binding_static_fit_problems(definition, request.binding))
     problems.extend(service_parallelism_problems(definition, parallelism_ceiling))
     if not data_flow:

@@ -26,6 +26,7 @@ from runtime.engine.check import (
     warning_entry,
     write_tasks,
 )
+from runtime.engine.check.service_identity import service_identity_problems
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.field_rules import DIGEST_PATTERN
@@ -131,6 +132,19 @@ def effect_matrix_problems(
     for task in writes:
         found.extend(_write_task_problems(task, outer, binding.tool_name))
     return found, writes
+
+
+def service_identity_binding_problems(definition: WorkflowDefinition) -> list[BindingProblem]:
+    """Every call of the pinned version acting as a service identity without approval evidence.
+
+    Publish refuses such a version now; one published before that rule is refused here, so no
+    new revision serves it (seed 001: service identity "only when the step has explicit
+    publication-time approval evidence").
+    """
+    return [
+        BindingProblem(problem.pointer, problem.rule, problem.message)
+        for problem in service_identity_problems(definition)
+    ]
 
 
 def static_fit_findings(

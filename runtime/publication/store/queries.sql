@@ -456,18 +456,21 @@ WHERE host_id = %(host_id)s AND deleted_ts IS NULL;
 -- insert_secret --
 -- Store the first version of a name the host never held; returns a row only when created.
 INSERT INTO workflow_secret_t (
-    host_id, name, version, key_id, nonce, ciphertext, created_by, updated_by
+    host_id, name, version, key_id, nonce, ciphertext, created_by, updated_by, definitions
 ) VALUES (
     %(host_id)s, %(name)s, %(version)s, %(key_id)s, %(nonce)s, %(ciphertext)s, %(actor)s,
-    %(actor)s
+    %(actor)s, %(definitions)s::uuid[]
 )
 ON CONFLICT (host_id, name) DO NOTHING
 RETURNING version, created_ts, updated_ts;
 
 -- store_secret_version --
 -- Replace a locked row's value with the next version (a rotation, or a put after a delete).
+-- A put that names no definitions keeps a live secret's scope; after a delete it starts afresh.
 UPDATE workflow_secret_t
 SET version = %(version)s,
+    definitions = CASE WHEN %(scoped)s THEN %(definitions)s::uuid[]
+                       WHEN deleted_ts IS NULL THEN definitions ELSE NULL END,
     key_id = %(key_id)s,
     nonce = %(nonce)s,
     ciphertext = %(ciphertext)s,
@@ -489,7 +492,8 @@ RETURNING version;
 
 -- select_secret_page --
 -- One page of a host's live secrets in name order (byte order, so cursors are stable).
-SELECT name, version, created_ts, updated_ts, updated_by
+SELECT name, version, created_ts, updated_ts, updated_by,
+       definitions::text[] AS definitions
 FROM workflow_secret_t
 WHERE host_id = %(host_id)s AND deleted_ts IS NULL
   AND (%(after)s::text IS NULL OR name COLLATE "C" > %(after)s::text COLLATE "C")
@@ -497,8 +501,9 @@ ORDER BY name COLLATE "C"
 LIMIT %(limit)s;
 
 -- share_live_secret_names --
--- Which of the given names the host holds, locked FOR SHARE (a delete waits for the publish).
-SELECT name
+-- Which of the given names the host holds and their scopes (NULL: every definition), locked
+-- FOR SHARE (a delete or a narrowing put waits for the publish).
+SELECT name, definitions::text[] AS definitions
 FROM workflow_secret_t
 WHERE host_id = %(host_id)s AND name = ANY(%(names)s::text[]) AND deleted_ts IS NULL
 FOR SHARE;
@@ -519,7 +524,7 @@ LIMIT 10000;
 
 -- select_sealed_secret --
 -- The sealed current value of a live host secret (execution opens it at dispatch).
-SELECT version, key_id, nonce, ciphertext
+SELECT version, key_id, nonce, ciphertext, definitions::text[] AS definitions
 FROM workflow_secret_t
 WHERE host_id = %(host_id)s AND name = %(name)s AND deleted_ts IS NULL;
 

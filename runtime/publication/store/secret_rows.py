@@ -38,6 +38,7 @@ class SecretEntry(msgspec.Struct, frozen=True):
     created_ts: datetime
     updated_ts: datetime
     updated_by: str
+    definitions: list[str] | None = None  # the scope; None: every definition of the host
 
 
 class SecretReference(msgspec.Struct, frozen=True):
@@ -53,6 +54,7 @@ class _Sealed(msgspec.Struct, frozen=True):
     key_id: str
     nonce: bytes
     ciphertext: bytes
+    definitions: list[str] | None = None
 
 
 class _Live(msgspec.Struct, frozen=True):
@@ -61,6 +63,7 @@ class _Live(msgspec.Struct, frozen=True):
 
 class _Name(msgspec.Struct, frozen=True):
     name: str
+    definitions: list[str] | None = None
 
 
 class _Version(msgspec.Struct, frozen=True):
@@ -80,9 +83,16 @@ async def count_live_secrets(conn: Connection, host_id: str) -> int:
 
 
 def _sealed_params(
-    host_id: str, name: str, version: int, sealed: SealedSecret, actor: str
+    host_id: str,
+    name: str,
+    version: int,
+    sealed: SealedSecret,
+    actor: str,
+    definitions: Sequence[str] | None,
 ) -> dict[str, object]:
     return {
+        "scoped": definitions is not None,
+        "definitions": None if definitions is None else list(definitions),
         "host_id": host_id,
         "name": name,
         "version": version,
@@ -94,18 +104,35 @@ def _sealed_params(
 
 
 async def insert_secret(
-    conn: Connection, host_id: str, name: str, sealed: SealedSecret, actor: str
+    conn: Connection,
+    host_id: str,
+    name: str,
+    sealed: SealedSecret,
+    actor: str,
+    definitions: Sequence[str] | None = None,
 ) -> StoredVersion | None:
-    """Store version 1 of a name the host never held; None when a row already exists."""
-    params = _sealed_params(host_id, name, 1, sealed, actor)
+    """Store version 1 of a name the host never held; None when a row already exists.
+
+    definitions: the wfDefIds that may use it; None: every definition of the host.
+    """
+    params = _sealed_params(host_id, name, 1, sealed, actor, definitions)
     return await fetch_one(conn, QUERIES["insert_secret"], params, StoredVersion)
 
 
 async def store_secret_version(
-    conn: Connection, host_id: str, name: str, version: int, sealed: SealedSecret, actor: str
+    conn: Connection,
+    host_id: str,
+    name: str,
+    version: int,
+    sealed: SealedSecret,
+    actor: str,
+    definitions: Sequence[str] | None = None,
 ) -> StoredVersion | None:
-    """Replace the locked row's value with version (its stored version plus one)."""
-    params = _sealed_params(host_id, name, version, sealed, actor)
+    """Replace the locked row's value with version (its stored version plus one).
+
+    definitions None keeps a live secret's scope (every definition after a delete).
+    """
+    params = _sealed_params(host_id, name, version, sealed, actor, definitions)
     return await fetch_one(conn, QUERIES["store_secret_version"], params, StoredVersion)
 
 
@@ -124,11 +151,13 @@ async def select_secret_page(
     return await fetch_all(conn, QUERIES["select_secret_page"], params, SecretEntry)
 
 
-async def share_live_secret_names(conn: Connection, host_id: str, names: Sequence[str]) -> set[str]:
-    """The names among names that the host holds, their rows locked FOR SHARE."""
+async def share_live_secret_names(
+    conn: Connection, host_id: str, names: Sequence[str]
+) -> dict[str, list[str] | None]:
+    """The names among names that the host holds, with their scopes; rows locked FOR SHARE."""
     params = {"host_id": host_id, "names": list(names)}
     rows = await fetch_all(conn, QUERIES["share_live_secret_names"], params, _Name)
-    return {row.name for row in rows}
+    return {row.name: row.definitions for row in rows}
 
 
 async def select_secret_references(
@@ -143,11 +172,11 @@ async def select_secret_references(
 
 async def select_sealed_secret(
     conn: Connection, host_id: str, name: str
-) -> tuple[int, SealedSecret] | None:
-    """The current version of a live host secret and its sealed value, or None."""
+) -> tuple[int, SealedSecret, list[str] | None] | None:
+    """The current version of a live host secret, its sealed value and scope, or None."""
     params = {"host_id": host_id, "name": name}
     row = await fetch_one(conn, QUERIES["select_sealed_secret"], params, _Sealed)
     if row is None:
         return None
     sealed = SealedSecret(key_id=row.key_id, nonce=row.nonce, ciphertext=row.ciphertext)
-    return row.version, sealed
+    return row.version, sealed, row.definitions

@@ -68,3 +68,22 @@ async def test_a_value_outside_the_contract_is_refused_without_echo(
     assert code == 0 and json.loads(out) == []
     code, _, err = await _cli(database_url, dev_identity, "list", "--host", "not-a-host")
     assert code == 2 and "--host" in err
+
+
+async def test_an_operator_scopes_a_secret_to_definitions_and_a_rotation_keeps_the_scope(
+    database_url: str, dev_identity: DevIdentity
+) -> None:
+    allowed = "7d1f3c2a-9b8e-4c6d-a5f4-3e2d1c0b9a87"
+    code, out, err = await _cli(
+        database_url, dev_identity, "put", "partnerKey", "--host", HOST,
+        "--definition", allowed.upper(), stdin=KEY,
+    )  # fmt: skip
+    assert (code, out.strip()) == (0, "created partnerKey version 1"), err
+    code, out, err = await _cli(
+        database_url, dev_identity, "put", "partnerKey", "--host", HOST, stdin=KEY
+    )
+    assert (code, out.strip()) == (0, "rotated partnerKey version 2"), err
+    code, out, err = await _cli(database_url, dev_identity, "list", "--host", HOST, "--json")
+    assert code == 0, err
+    [item] = json.loads(out)
+    assert item["definitions"] == [allowed]

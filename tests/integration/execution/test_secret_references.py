@@ -24,13 +24,30 @@ from runtime.composition.runs import _show
 from runtime.execution import ExecutionSettings
 from runtime.security.devtools import DevIdentity
 from runtime.settings import Settings
-from tests.support.binding_builders import HOST, new_id
+from tests.support.binding_builders import (
+    HOST,
+    POLICY_DIGEST,
+    binding,
+    endpoint_target,
+    insert_version_row,
+    new_id,
+    publish_args,
+    write_binding,
+)
 from tests.support.checker import publish_arguments
 from tests.support.execution import serving
-from tests.support.invocation import client, invoke_args, ok, refused, save_head, until_settled
+from tests.support.invocation import (
+    client,
+    invoke_args,
+    ok,
+    publish_version,
+    refused,
+    save_head,
+    until_settled,
+)
 from tests.support.mcp import McpTestClient
 from tests.support.protected_backend import publish_calling_tool, verifying_executor
-from tests.support.secret_backend import KeyedBackend, api_key_definition
+from tests.support.secret_backend import PARTNER_POLICY_DIGEST, KeyedBackend, api_key_definition
 
 FIRST_KEY = "pk_live_first_5b2d4f60a1c3"
 SECOND_KEY = "pk_live_second_9e8d7c6b5a41"
@@ -120,7 +137,9 @@ async def test_a_secret_authenticates_the_call_never_shows_and_rotation_reaches_
     ok(await seen.call(operator, "workflow_secret_put", _put(FIRST_KEY)))
     ok(await seen.call(owner, "workflow_definition_publish", publish))
 
-    tool = await publish_calling_tool(owner, text, uri, write=True)
+    tool = await publish_calling_tool(
+        owner, text, uri, write=True, policy_digest=PARTNER_POLICY_DIGEST
+    )
     backend.expected = FIRST_KEY
     async with verifying_executor(services):
         first = ok(
@@ -274,7 +293,9 @@ async def test_a_deleted_secret_stops_the_next_call_with_an_authorization_error(
     caller = client(http, dev_identity, roles=("genai-user",))
     ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
     uri = f"{backend.base}/partner/claims"
-    tool = await publish_calling_tool(owner, api_key_definition(uri), uri, write=True)
+    tool = await publish_calling_tool(
+        owner, api_key_definition(uri), uri, write=True, policy_digest=PARTNER_POLICY_DIGEST
+    )
     # Behind the service's back (an operator's repair): the row is tombstoned under the run.
     await admin.execute(
         "UPDATE workflow_secret_t SET key_id = NULL, nonce = NULL, ciphertext = NULL, "
@@ -325,4 +346,187 @@ async def test_a_secret_deleted_through_the_tool_under_a_started_run_fails_it_na
     body = refused(result, "WORKFLOW_TASK_FAILED")
     assert body["error"]["details"]["status"] == 403
     assert "the host holds no secret named partnerKey" in body["error"]["message"]
+    assert backend.seen == []
+
+
+def _without_evidence(text: str) -> str:
+    """The definition with its call's approval evidence removed."""
+    lines = text.splitlines(keepends=True)
+    kept = [line for line in lines if "metadata:" not in line and "approvalEvidence" not in line]
+    assert len(kept) == len(lines) - 2
+    return "".join(kept)
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_call_authenticated_by_a_host_secret_without_approval_evidence_is_refused(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # Issue 40 X-11: a secret makes the call act as a service identity, which seed 001 permits
+    # only "when the step has explicit publication-time approval evidence", read or write.
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    text = _without_evidence(
+        api_key_definition(f"{backend.base}/partner/claims").replace("method: POST", "method: GET")
+    )
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    published = await owner.call_tool(
+        "workflow_definition_publish", publish_arguments(wf_def_id, text)
+    )
+    body = refused(published, "WORKFLOW_INPUT_INVALID")
+    [problem] = body["error"]["details"]["problems"]
+    assert problem["rule"] == "service-identity-evidence"
+    assert problem["pointer"] == "/do/0/submit"
+    assert "partnerKey" in problem["message"] and "approvalEvidenceDigest" in problem["message"]
+    starter = client(http, dev_identity, "starter", roles=("workflow-admin",))
+    arguments = {"wfDefId": wf_def_id, "input": {"claimId": "A"}}
+    body = refused(await starter.call_tool("workflow_start", arguments), "WORKFLOW_START_REJECTED")
+    assert body["error"]["details"]["problems"][0]["rule"] == "service-identity-evidence"
+    assert await _runs(services) == 0
+
+
+async def _publish_with_target(
+    owner: McpTestClient, text: str, uri: str, policy_digest: str
+) -> dict[str, Any]:
+    """Publish text and a write binding whose one endpoint target (uri) has policy_digest."""
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    await publish_version(owner, wf_def_id, text, "1.2.0")
+    value = write_binding(wf_def_id, new_id(), text)
+    targets = [endpoint_target(uri=uri, policy_digest=policy_digest)]
+    result: dict[str, Any] = await owner.call_tool(
+        "workflow_binding_publish", publish_args(value, 0, endpoint_targets=targets)
+    )
+    return result
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_target_reached_with_a_secret_must_carry_the_digest_of_the_calls_authentication(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    backend: KeyedBackend,
+) -> None:
+    # Issue 40 X-11: authorizationPolicyDigest was never checked, so a revision's review did
+    # not show which service identity reaches which endpoint.
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    uri = f"{backend.base}/partner/claims"
+    text = api_key_definition(uri)
+    body = refused(
+        await _publish_with_target(owner, text, uri, POLICY_DIGEST), "WORKFLOW_INPUT_INVALID"
+    )
+    [problem] = body["error"]["details"]["problems"]
+    assert problem["rule"] == "authorization-policy-digest"
+    assert problem["pointer"] == "/endpointTargets/0/authorizationPolicyDigest"
+    assert PARTNER_POLICY_DIGEST in problem["message"] and "partnerApi" in problem["message"]
+    receipt = ok(await _publish_with_target(owner, text, uri, PARTNER_POLICY_DIGEST))
+    assert receipt["status"] == "active"
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_binding_on_a_version_whose_secret_call_has_no_approval_evidence_is_refused(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # A version published before publish required the evidence (stored as it was then) cannot
+    # get a new revision serving it.
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    uri = f"{backend.base}/partner/claims"
+    text = _without_evidence(api_key_definition(uri).replace("method: POST", "method: GET"))
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, text)
+    await insert_version_row(services.database, wf_def_id, text)
+    value = binding(wf_def_id, new_id(), text)
+    targets = [endpoint_target(uri=uri, policy_digest=PARTNER_POLICY_DIGEST)]
+    result = await owner.call_tool(
+        "workflow_binding_publish", publish_args(value, 0, endpoint_targets=targets)
+    )
+    body = refused(result, "WORKFLOW_INPUT_INVALID")
+    rules = {problem["rule"] for problem in body["error"]["details"]["problems"]}
+    assert rules == {"service-identity-evidence"}
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_secret_scoped_to_definitions_serves_only_those_at_publish_start_and_call(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    # Issue 40 X-11: a host secret was usable by any definition of the host; seed 001 wants
+    # service identity "no broader than the published capability set".
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    uri = f"{backend.base}/partner/claims"
+    text = api_key_definition(uri)
+    allowed, other = new_id(), new_id()
+    ok(
+        await operator.call_tool(
+            "workflow_secret_put", {**_put(FIRST_KEY), "definitions": [allowed]}
+        )
+    )
+    listed = ok(await operator.call_tool("workflow_secret_list", {"hostId": HOST}))
+    assert listed["items"][0]["definitions"] == [allowed]
+
+    # Publish: another definition declaring it is refused, naming the secret; the named one
+    # publishes.
+    await save_head(owner, other, text)
+    body = refused(
+        await owner.call_tool("workflow_definition_publish", publish_arguments(other, text)),
+        "WORKFLOW_POLICY_DENIED",
+    )
+    assert body["error"]["details"]["secrets"] == ["partnerKey"]
+    assert body["error"]["details"]["problems"][0]["rule"] == "secret-scope"
+    await save_head(owner, allowed, text)
+    ok(await owner.call_tool("workflow_definition_publish", publish_arguments(allowed, text)))
+
+    # Start: the same refusal, and nothing runs.
+    starter = client(http, dev_identity, "starter", roles=("workflow-admin",))
+    arguments = {"wfDefId": other, "input": {"claimId": "A"}}
+    body = refused(await starter.call_tool("workflow_start", arguments), "WORKFLOW_POLICY_DENIED")
+    assert body["error"]["details"]["secrets"] == ["partnerKey"]
+    assert await _runs(services) == 0
+
+    # A rotation that names no definitions keeps the scope.
+    ok(await operator.call_tool("workflow_secret_put", _put(SECOND_KEY)))
+    listed = ok(await operator.call_tool("workflow_secret_list", {"hostId": HOST}))
+    assert listed["items"][0]["definitions"] == [allowed]
+
+
+@pytest.mark.requirement("001:Authorization And Data Protection")
+async def test_a_call_of_a_definition_outside_the_secrets_scope_is_refused_before_it_leaves(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: KeyedBackend,
+) -> None:
+    operator = client(http, dev_identity, "secret-admin", roles=("host-admin",))
+    caller = client(http, dev_identity, roles=("genai-user",))
+    ok(await operator.call_tool("workflow_secret_put", _put(FIRST_KEY)))
+    uri = f"{backend.base}/partner/claims"
+    tool = await publish_calling_tool(
+        owner, api_key_definition(uri), uri, write=True, policy_digest=PARTNER_POLICY_DIGEST
+    )
+    # The administrator narrows the secret to another definition: the next call stops.
+    narrowed = {**_put(SECOND_KEY), "definitions": [new_id()]}
+    ok(await operator.call_tool("workflow_secret_put", narrowed))
+    backend.expected = SECOND_KEY
+    async with verifying_executor(services):
+        result = await until_settled(
+            lambda: caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "A"}))
+        )
+    body = refused(result, "WORKFLOW_TASK_FAILED")
+    assert body["error"]["details"]["status"] == 403
+    assert "partnerKey may not be used by this definition" in body["error"]["message"]
+    assert SECOND_KEY not in json.dumps(result)
     assert backend.seen == []

@@ -24,7 +24,7 @@ from tests.support.binding_builders import (
 from tests.support.invocation import Tool, ok, publish_tool, publish_version, revoke_args, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.publication_builders import context
-from tests.support.secret_backend import api_key_definition
+from tests.support.secret_backend import PARTNER_POLICY_DIGEST, api_key_definition
 
 pytestmark = pytest.mark.requirement("001:Publication, Versioning, And Rollback")
 
@@ -53,7 +53,10 @@ async def _outer(owner: McpTestClient, inner: Tool) -> str:
     await publish_version(owner, wf_def_id, text, "1.2.0")
     value = write_binding(wf_def_id, tool_id, text, toolName="claims.outer")
     args = publish_args(
-        value, 0, endpoint_targets=[endpoint_target(uri=CLAIMS)], dependencies=[pin(inner, "1.2.0")]
+        value,
+        0,
+        endpoint_targets=[endpoint_target(uri=CLAIMS, policy_digest=PARTNER_POLICY_DIGEST)],
+        dependencies=[pin(inner, "1.2.0")],
     )
     receipt = ok(await owner.call_tool("workflow_binding_publish", args))
     assert receipt["status"] == "active", receipt
@@ -131,7 +134,10 @@ async def test_a_pinned_version_that_is_not_the_promoted_one_is_drift_with_both_
     await publish_version(owner, wf_def_id, text, "1.2.0")
     value = write_binding(wf_def_id, tool_id, text, toolName="claims.outer")
     args = publish_args(
-        value, 0, endpoint_targets=[endpoint_target(uri=CLAIMS)], dependencies=[pin(inner, "1.1.0")]
+        value,
+        0,
+        endpoint_targets=[endpoint_target(uri=CLAIMS, policy_digest=PARTNER_POLICY_DIGEST)],
+        dependencies=[pin(inner, "1.1.0")],
     )
     ok(await owner.call_tool("workflow_binding_publish", args))
     drift = await _drift(owner, tool_id)
