@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.publication.bindings.authorization_policy import authorization_policy_digest
+from runtime.publication.authorization_policy import authorization_policy_digest
 from tests.support.binding_builders import EVIDENCE
 from tests.support.execution import read_body
 from tests.support.protected_backend import Receive, Send

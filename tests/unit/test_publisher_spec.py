@@ -21,7 +21,7 @@ from publisher.spec import (
 )
 from runtime.canonical import load_definition_yaml
 from runtime.engine import parse_definition
-from runtime.publication.bindings.authorization_policy import authorization_policy_problems
+from runtime.publication.authorization_policy import authorization_policy_problems
 from runtime.publication.bindings.reach_rules import reach_of
 from tests.support.publisher_harness import EXAMPLES, copy_examples
 from tests.support.secret_backend import PARTNER_POLICY_DIGEST, api_key_definition

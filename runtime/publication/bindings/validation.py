@@ -13,7 +13,7 @@ from generated.models import PublicationWarning, ToolBinding, WorkflowBindingPub
 from runtime.binding_reach import EndpointTarget, Reach
 from runtime.engine.check import WriteTask
 from runtime.engine.model import WorkflowDefinition
-from runtime.publication.bindings.authorization_policy import authorization_policy_problems
+from runtime.publication.authorization_policy import authorization_policy_problems
 from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.destination_policy import DestinationPolicy, destination_problems
 from runtime.publication.bindings.endpoint_coverage import coverage_problems
