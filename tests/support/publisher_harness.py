@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import threading
 import uuid
@@ -20,8 +21,8 @@ import yaml
 from gateway.router import RoutedTool, RouterSnapshot, load_snapshot
 from publisher.command import run_publish
 from publisher.ledger import Ledger
-from runtime.security.devtools import DEV_HOST_ID
-from tests.support.server import REPO_ROOT, LiveServer
+from runtime.security.devtools import DEV_HOST_ID, DevIdentity
+from tests.support.server import REPO_ROOT, LiveServer, run_server
 from tests.support.tokens import auth_headers
 from workflow_mcp.cli import build_parser
 
@@ -74,6 +75,33 @@ def publish(
     out, err = io.StringIO(), io.StringIO()
     code = run_publish(args, transport=transport, out=out, err=err)
     return Published(code, out.getvalue(), err.getvalue(), router)
+
+
+SCHEMES_ENV = "WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES"
+
+
+@contextmanager
+def http_targets_server(
+    database_url: str, directory: Path, identity: DevIdentity
+) -> Iterator[LiveServer]:
+    """Workflow in a subprocess that accepts http endpoint targets on loopback.
+
+    The scheme setting reaches the child through the environment, set only while it starts.
+    """
+    previous = os.environ.get(SCHEMES_ENV)
+    os.environ[SCHEMES_ENV] = '["http", "https"]'
+    try:
+        context = run_server(database_url, directory, identity)
+        server = context.__enter__()
+    finally:
+        if previous is None:
+            os.environ.pop(SCHEMES_ENV, None)
+        else:
+            os.environ[SCHEMES_ENV] = previous
+    try:
+        yield server
+    finally:
+        context.__exit__(None, None, None)
 
 
 def ledger_of(directory: Path) -> Ledger:

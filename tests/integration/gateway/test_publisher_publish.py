@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from tests.support.publisher_harness import (
     DropResponses,
     calls_to,
     copy_examples,
+    http_targets_server,
     invoke,
     ledger_of,
     publish,
@@ -28,33 +28,20 @@ from tests.support.publisher_harness import (
     unique,
     write_logic_tool,
 )
-from tests.support.server import LiveServer, free_port, run_server
+from tests.support.server import LiveServer, free_port
 
 pytestmark = pytest.mark.requirement("000:Publish ordering")
-
-# The examples' write Tool calls http://127.0.0.1:8790: this Workflow allows plain http.
-SCHEMES_ENV = "WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES"
 
 
 @pytest.fixture(scope="module")
 def workflow(
     live_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:
-    """Workflow in a subprocess that accepts http endpoint targets on loopback."""
-    previous = os.environ.get(SCHEMES_ENV)
-    os.environ[SCHEMES_ENV] = '["http", "https"]'
-    try:
-        context = run_server(live_database, tmp_path_factory.mktemp("publisher"), live_identity)
-        server = context.__enter__()
-    finally:
-        if previous is None:
-            os.environ.pop(SCHEMES_ENV, None)
-        else:
-            os.environ[SCHEMES_ENV] = previous
-    try:
+    """Workflow in a subprocess that accepts http endpoint targets on loopback (the examples'
+    write Tool calls http://127.0.0.1:8790)."""
+    directory = tmp_path_factory.mktemp("publisher")
+    with http_targets_server(live_database, directory, live_identity) as server:
         yield server
-    finally:
-        context.__exit__(None, None, None)
 
 
 def test_the_examples_publish_and_land_in_the_router(workflow: LiveServer, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +18,7 @@ from tests.support.publisher_harness import (
     AUTHOR,
     as_user,
     call_tool,
+    http_targets_server,
     invoke,
     ledger_of,
     publish,
@@ -26,11 +26,9 @@ from tests.support.publisher_harness import (
     unique,
     write_logic_tool,
 )
-from tests.support.server import LiveServer, run_server
+from tests.support.server import LiveServer
 
 pytestmark = pytest.mark.requirement("001:Publication, Versioning, And Rollback")
-
-SCHEMES_ENV = "WORKFLOW_PUBLICATION_DESTINATIONS_ALLOWED_SCHEMES"
 
 
 @pytest.fixture(scope="module")
@@ -38,20 +36,9 @@ def workflow(
     live_database: str, live_identity: DevIdentity, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:
     """Workflow in a subprocess that accepts http endpoint targets on loopback."""
-    previous = os.environ.get(SCHEMES_ENV)
-    os.environ[SCHEMES_ENV] = '["http", "https"]'
-    try:
-        context = run_server(live_database, tmp_path_factory.mktemp("rollback"), live_identity)
-        server = context.__enter__()
-    finally:
-        if previous is None:
-            os.environ.pop(SCHEMES_ENV, None)
-        else:
-            os.environ[SCHEMES_ENV] = previous
-    try:
+    directory = tmp_path_factory.mktemp("rollback")
+    with http_targets_server(live_database, directory, live_identity) as server:
         yield server
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture
