@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,9 @@ class ToolSpec:
         """The tool entry as served: every metadata key, schemas bundled, the declared output."""
         served = dict(self.entry)
         served["inputSchema"] = self.input_schema
-        served["outputSchema"] = declared_output_schema(self.output_schema, error_result_schema)
+        served["outputSchema"] = declared_output_schema(
+            self.output_schema, declared_error_schema(error_result_schema)
+        )
         return served
 
 
@@ -46,6 +49,24 @@ def declared_output_schema(
     applied here, to every tool alike: a tool's contract entry declares its success shape only.
     """
     return {"type": "object", "anyOf": [success_schema, error_result_schema]}
+
+
+def declared_error_schema(error_result_schema: dict[str, Any]) -> dict[str, Any]:
+    """The error envelope as every tool declares it: error.details left an open object.
+
+    The contract's envelope spells out each code's details (compensation, the request-validation
+    evidence shapes); repeated in all outputSchemas it was half of tools/list's bytes, which every
+    client downloads and parses. A client validating structuredContent needs only the envelope's
+    frame: status, the error's code, message and flags, and details as an object (its members'
+    descriptions are the contract's too). The full shape stays in the contract, the generated
+    models and validators, which check every answer we send.
+    """
+    declared = copy.deepcopy(error_result_schema)
+    error = declared["properties"]["error"]
+    error["properties"]["details"] = {"type": "object", "additionalProperties": True}
+    for member in (*declared["properties"].values(), *error["properties"].values()):
+        member.pop("description", None)
+    return declared
 
 
 @dataclass(frozen=True)

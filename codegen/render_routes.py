@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from codegen.catalog import BundledCatalog, ToolSpec
+from codegen.catalog import BundledCatalog, ToolSpec, declared_error_schema
 from codegen.contracts import ContractError
 from codegen.render_models import input_model_name, output_model_name
 from codegen.render_validators import validator_function_name
@@ -41,7 +41,10 @@ class ToolRoute:
 
         The rule of codegen.catalog.declared_output_schema, which catalog.json shows.
         """
-        return {"type": "object", "anyOf": [dict(self.output_schema), dict(ERROR_RESULT_SCHEMA)]}
+        return {
+            "type": "object",
+            "anyOf": [dict(self.output_schema), dict(DECLARED_ERROR_RESULT_SCHEMA)],
+        }
 '''
 
 
@@ -110,6 +113,9 @@ def render_routes(catalog: BundledCatalog, header: str) -> str:
         ROUTE_CLASS,
         "",
         f"ERROR_RESULT_SCHEMA: Mapping[str, Any] = {_literal(catalog.error_result_schema)}",
+        "# The envelope as outputSchemas declare it (codegen.catalog.declared_error_schema).",
+        "DECLARED_ERROR_RESULT_SCHEMA: Mapping[str, Any] = "
+        f"{_literal(declared_error_schema(catalog.error_result_schema))}",
         "ERROR_RESULT_MODEL: type[Struct] = models.WorkflowErrorResult",
         f"validate_error_result = validators.{validator_function_name(ERROR_RESULT_ID)}",
         "",

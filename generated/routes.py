@@ -44,7 +44,10 @@ class ToolRoute:
 
         The rule of codegen.catalog.declared_output_schema, which catalog.json shows.
         """
-        return {"type": "object", "anyOf": [dict(self.output_schema), dict(ERROR_RESULT_SCHEMA)]}
+        return {
+            "type": "object",
+            "anyOf": [dict(self.output_schema), dict(DECLARED_ERROR_RESULT_SCHEMA)],
+        }
 
 
 ERROR_RESULT_SCHEMA: Mapping[str, Any] = {
@@ -260,6 +263,57 @@ ERROR_RESULT_SCHEMA: Mapping[str, Any] = {
         "status": {"enum": ["failed", "timeout", "cancelled", "rejected"], "type": "string"},
         "workflowInstanceId": {
             "description": "Id of one workflow run.",
+            "maxLength": 36,
+            "minLength": 36,
+            "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+            "type": "string",
+        },
+    },
+    "required": ["status", "error"],
+    "type": "object",
+}
+# The envelope as outputSchemas declare it (codegen.catalog.declared_error_schema).
+DECLARED_ERROR_RESULT_SCHEMA: Mapping[str, Any] = {
+    "additionalProperties": False,
+    "description": 'structuredContent of an isError tool result; the text content is "<code>: <message>".',
+    "properties": {
+        "error": {
+            "additionalProperties": False,
+            "properties": {
+                "afterEffect": {"type": "boolean"},
+                "code": {
+                    "enum": [
+                        "WORKFLOW_INPUT_INVALID",
+                        "WORKFLOW_START_REJECTED",
+                        "WORKFLOW_DEFINITION_MISMATCH",
+                        "WORKFLOW_DEFINITION_RETIRED",
+                        "WORKFLOW_TIMEOUT",
+                        "WORKFLOW_CANCELLED",
+                        "WORKFLOW_TASK_FAILED",
+                        "WORKFLOW_OUTPUT_INVALID",
+                        "WORKFLOW_OUTPUT_INVALID_AFTER_EFFECT",
+                        "WORKFLOW_POLICY_DENIED",
+                        "WORKFLOW_CAPACITY_EXHAUSTED",
+                        "WORKFLOW_INVOCATION_UNAVAILABLE",
+                        "WORKFLOW_IDEMPOTENCY_CONFLICT",
+                        "WORKFLOW_BUDGET_EXHAUSTED",
+                        "WORKFLOW_OPERATION_PENDING",
+                        "WORKFLOW_NOT_FOUND",
+                        "VERSION_CONFLICT",
+                        "WORKFLOW_STATE_CONFLICT",
+                    ],
+                    "type": "string",
+                },
+                "details": {"additionalProperties": True, "type": "object"},
+                "message": {"maxLength": 4096, "minLength": 1, "type": "string"},
+                "retryAfterMs": {"maximum": 86400000, "minimum": 0, "type": "integer"},
+                "retryable": {"type": "boolean"},
+            },
+            "required": ["code", "message", "retryable", "afterEffect"],
+            "type": "object",
+        },
+        "status": {"enum": ["failed", "timeout", "cancelled", "rejected"], "type": "string"},
+        "workflowInstanceId": {
             "maxLength": 36,
             "minLength": 36,
             "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",

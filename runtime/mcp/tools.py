@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generated.routes import ERROR_RESULT_SCHEMA, ToolRoute
+from generated.routes import DECLARED_ERROR_RESULT_SCHEMA, ToolRoute
 from generated.tools import ToolName
 from runtime.mcp.call import ToolHandler
 from runtime.mcp.paging import Pages
@@ -22,7 +22,10 @@ def declared_output_schema(success_schema: Mapping[str, Any]) -> dict[str, Any]:
     A refusal's structuredContent is seed 000's error envelope, which MCP clients check against
     the declared schema like any other; ToolRoute.declared_output_schema is the same rule.
     """
-    return {"type": "object", "anyOf": [dict(success_schema), dict(ERROR_RESULT_SCHEMA)]}
+    return {
+        "type": "object",
+        "anyOf": [dict(success_schema), dict(DECLARED_ERROR_RESULT_SCHEMA)],
+    }
 
 
 def describe_tool(route: ToolRoute) -> dict[str, Any]:

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from codegen.bundle import BundleError, Bundler
-from codegen.catalog import bundle_catalog
+from codegen.catalog import bundle_catalog, declared_error_schema
 from codegen.contracts import SCHEMAS_FILE, TOOLS_FILE, load_contracts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "catalog"
@@ -97,3 +98,46 @@ def test_a_property_named_ref_is_data_not_a_reference() -> None:
     bundler = Bundler({SCHEMAS_FILE: {"$defs": {}}, TOOLS_FILE: {}})
     schema = {"type": "object", "properties": {"$ref": {"type": "string"}}}
     assert bundler.bundle(schema, TOOLS_FILE) == schema
+
+
+CONTRACTS = Path(__file__).parents[2] / "contracts" / "workflow-admin"
+
+
+def _real_catalog() -> Any:
+    return bundle_catalog(load_contracts(CONTRACTS))
+
+
+def test_every_tool_declares_the_envelope_frame_not_each_codes_details() -> None:
+    # The full envelope repeated in 23 outputSchemas was half of tools/list's bytes.
+    catalog = _real_catalog()
+    declared = declared_error_schema(catalog.error_result_schema)
+    assert declared["properties"]["error"]["properties"]["details"] == {
+        "type": "object",
+        "additionalProperties": True,
+    }
+    assert len(json.dumps(declared)) * 3 < len(json.dumps(catalog.error_result_schema))
+    served = json.loads(
+        (Path(__file__).parents[2] / "generated" / "catalog.json").read_text(encoding="utf-8")
+    )
+    for tool in served["tools"]:
+        assert tool["outputSchema"]["anyOf"][1] == declared, tool["name"]
+
+
+def test_the_declared_envelope_admits_every_envelope_the_contract_admits() -> None:
+    catalog = _real_catalog()
+    full = jsonschema.Draft202012Validator(catalog.error_result_schema)
+    declared = jsonschema.Draft202012Validator(declared_error_schema(catalog.error_result_schema))
+    examples = json.loads((CONTRACTS / "examples.json").read_text(encoding="utf-8"))
+    envelopes = [node for node in _objects(examples) if full.is_valid(node) and "error" in node]
+    assert envelopes
+    for envelope in envelopes:
+        assert declared.is_valid(envelope), envelope
+    assert not declared.is_valid({"status": "failed", "error": {"code": "WORKFLOW_TASK_FAILED"}})
+
+
+def _objects(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        return [node] + [found for value in node.values() for found in _objects(value)]
+    if isinstance(node, list):
+        return [found for item in node for found in _objects(item)]
+    return []
