@@ -1,13 +1,16 @@
 """Profiling aid (not a test): service CPU per sequential one-task workflow_invoke on one Tool.
 
     .venv/bin/python -m bench.profile_invoke [--calls 400] [--concurrent 0] [--fast]
-                                             [--pyspy out.txt] [--rounds 1]
+                                             [--pyspy out.txt] [--rounds 1] [--statements]
 
 Starts PostgreSQL and the real server (bench/harness.py), publishes one set1 Tool, warms up,
 then runs `--calls` sequential workflow_invoke calls through POST /mcp on one reused httpx
 client (and `--concurrent` callers sharing the calls, if given) and prints the service's and
 PostgreSQL's CPU ms per call. With `--pyspy FILE` it records the server with py-spy (raw
-collapsed stacks) while the load runs, for reading where the time goes. Every loop is bounded.
+collapsed stacks) while the load runs, for reading where the time goes. With `--statements`
+it counts the SQL statements PostgreSQL ran per sequential call, net of an idle window of the
+same length: a count, unlike CPU time, that a busy machine does not blur, so a change that
+adds a round trip to the invoke path shows as +1.00 whatever else runs. Every loop is bounded.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 
 from bench import harness
 from bench.harness import CLOCK_TICKS, Service, database, gateway_for, running_service
@@ -41,6 +46,7 @@ async def _load(
     rounds: int,
     pyspy: str | None,
     cprofile: str | None = None,
+    statements: StatementLog | None = None,
 ) -> list[str]:
     lines = []
     timeout = httpx.Timeout(CALL_TIMEOUT_S)
@@ -84,6 +90,8 @@ async def _load(
             )
             net = (service.server_cpu() - server - idle_rate * elapsed) * 1000 / calls
             lines[-1] += f" (user {user:.2f}, system {system:.2f}; net of idle {net:.2f})"
+            if statements is not None:
+                lines[-1] += "; " + await statements.per_call(one, calls)
             if concurrent:
                 await asyncio.sleep(0.5)
                 server, postgres, began = service.server_cpu(), service.postgres_cpu(), time.time()
@@ -105,6 +113,43 @@ async def _load(
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=60)
     return lines
+
+
+class StatementLog:
+    """Counts the statements PostgreSQL logs (log_min_duration_statement = 0) in a window."""
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+
+    def _set(self, value: str) -> Path:
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET log_min_duration_statement = {value}")
+            conn.execute("SELECT pg_reload_conf()")
+            row = conn.execute("SELECT current_setting('data_directory')").fetchone()
+        assert row is not None
+        return Path(row[0]) / "postmaster.log"
+
+    def _count(self, log: Path, start: int) -> int:
+        with log.open("rb") as handle:
+            handle.seek(start)
+            return handle.read().count(b" duration: ")
+
+    async def per_call(self, one: Callable[[], Awaitable[None]], calls: int) -> str:
+        """Statements per call of `calls` sequential calls, net of an idle window as long."""
+        log = self._set("0")
+        try:
+            await asyncio.sleep(0.5)
+            start, began = log.stat().st_size, time.time()
+            for _ in range(calls):
+                await one()
+            elapsed = time.time() - began
+            busy = self._count(log, start)
+            start = log.stat().st_size
+            await asyncio.sleep(elapsed)
+            idle = self._count(log, start)
+        finally:
+            self._set("-1")
+        return f"statements {(busy - idle) / calls:.2f}/call (idle window {idle})"
 
 
 def _user_system(pid: int) -> tuple[float, float]:
@@ -156,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast", action="store_true", help="embedded PostgreSQL without fsync")
     parser.add_argument("--pyspy", default=None, help="record the server into this raw file")
     parser.add_argument("--cprofile", default=None, help="cProfile (CPU clock) stats file")
+    parser.add_argument(
+        "--statements", action="store_true", help="count SQL statements per sequential call"
+    )
     args = parser.parse_args(argv)
     extra: dict[str, Any] = {}
     if args.cprofile:
@@ -166,8 +214,17 @@ def main(argv: list[str] | None = None) -> int:
         database(args.fast) as (url, postmaster_pid),
         running_service(url, postmaster_pid, extra) as service,
     ):
+        statements = StatementLog(url) if args.statements else None
         asyncio.run(
-            _load(service, args.calls, args.concurrent, args.rounds, args.pyspy, args.cprofile)
+            _load(
+                service,
+                args.calls,
+                args.concurrent,
+                args.rounds,
+                args.pyspy,
+                args.cprofile,
+                statements,
+            )
         )
     return 0
 

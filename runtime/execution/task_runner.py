@@ -229,7 +229,8 @@ class WorkflowRuntime:
         db = lease.database
         loaded = await self._load(db, task)
         # A top-level task resumed from a timer replays its writes at its first task's steps.
-        ledgered = dataclasses.replace(task, step_no=timers.write_base(task))
+        base = timers.write_base(task)
+        ledgered = task if base == task.step_no else dataclasses.replace(task, step_no=base)
         replays = task.attempts > 1 or timers.resumed(task)
         prior = await self._prior_calls(db, ledgered) if replays else {}
         effects = DurableEffects(self._call_context(db, ledgered, lease, loaded, prior))

@@ -298,12 +298,19 @@ def _run_values(params: AdmitParams | StartParams) -> dict[str, Any]:
     values = msgspec.structs.asdict(params)
     secret: SealedSecret | None = values.pop("secret")
     return values | {
+        "disclosure_ceiling": _text_array(params.disclosure_ceiling),
         "payload": Jsonb(params.payload),
         "limits": json_param(params.limits),
         "key_id": None if secret is None else secret.key_id,
         "nonce": None if secret is None else secret.nonce,
         "ciphertext": None if secret is None else secret.ciphertext,
     }
+
+
+def _text_array(parts: list[str] | None) -> str | None:
+    """A text[] literal of fixed words (disclosure parts): the server parses it, so psycopg's
+    list adaptation (element type search, array dumper) stays off the admission path."""
+    return None if parts is None else "{" + ",".join(parts) + "}"
 
 
 async def admit_invoke(
