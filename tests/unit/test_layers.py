@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "runtime.addresses",
         "runtime.errors",
         "runtime.cancellation",
+        "runtime.lightspeed",
     ),
 )
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
