@@ -7,12 +7,16 @@ reproduce, with one line on stderr naming the field.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from runtime.composition.cli import command_settings
 from runtime.lightspeed import (
     ContractError,
     check_vectors,
@@ -22,6 +26,9 @@ from runtime.lightspeed import (
     source_resolution_id,
     tool_invocation_id,
 )
+from runtime.receiver import recover as recover_from_runs
+from runtime.settings import Settings
+from runtime.store.bootstrap import open_store
 
 EXIT_OK = 0
 EXIT_REFUSED = 2
@@ -107,6 +114,22 @@ def parse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _recover(settings: Settings, host_id: str, execution_id: str) -> dict[str, Any]:
+    store_settings = msgspec.structs.replace(settings.store, pool_min_size=1, pool_max_size=2)
+    store = await open_store(store_settings, run_migrations=False)
+    try:
+        return await recover_from_runs(store.database, host_id, execution_id)
+    finally:
+        await store.close(stop_embedded=False)
+
+
+def recover(args: argparse.Namespace) -> int:
+    """workflow_tool_recovery: the resolutions an execution (producer id) has made, as JSON."""
+    settings = command_settings(args, args.document)
+    print(json.dumps(asyncio.run(_recover(settings, args.host, args.execution_id))))
+    return EXIT_OK
+
+
 def add_lightspeed_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `lightspeed` and its subcommands."""
     top = commands.add_parser(
@@ -130,3 +153,16 @@ def add_lightspeed_parser(commands: argparse._SubParsersAction[argparse.Argument
     run.set_defaults(run=emission_id)
     run = sub.add_parser("parse", help="parse an envelope or start args on stdin, print it back")
     run.set_defaults(run=parse)
+    run = sub.add_parser(
+        "recover",
+        help="workflow_tool_recovery: the resolutions an execution has made (from run state)",
+    )
+    run.add_argument(
+        "--execution-id",
+        required=True,
+        help="the producer workflow id: a start's execution_id or the receiver id of a mapping",
+    )
+    run.add_argument("--host", required=True, help="the host id the runs belong to")
+    run.add_argument("--config", default=None, help="YAML settings file ($WORKFLOW_CONFIG)")
+    run.add_argument("--database-url", default=None, help="overrides store.database_url")
+    run.set_defaults(run=recover)

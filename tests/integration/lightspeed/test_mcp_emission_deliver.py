@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,6 +16,7 @@ from runtime.receiver import LightspeedSettings, recover
 from runtime.scheduler import faults
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST
+from tests.support.cli import run_command
 from tests.support.invocation import client, ok, refused
 from tests.support.lightspeed_bridge import (
     ECHO,
@@ -272,6 +274,7 @@ async def test_start_args_run_the_tool_and_reply_as_the_execution(
     services: Services,
     workers: object,
     bridge: tuple[Holder, LightspeedSettings],
+    database_url: str,
 ) -> None:
     holder, settings = bridge
     envelope, promise = pushed(holder, ECHO, {"text": "start"}, source="wte:demo-1")
@@ -283,12 +286,24 @@ async def test_start_args_run_the_tool_and_reply_as_the_execution(
     }
     first = ok(await caller.call_tool(DELIVER, {"startArgs": start}))
     assert first["kind"] == "start"
-    assert (await recover(services.database, HOST, "wte:demo-1")) == {"resolutions": {}}
+    assert await _recover_cli(database_url, "wte:demo-1") == {"resolutions": {}}
     await _replied(services, settings, holder)
     [accepted] = holder.accepted()
     assert accepted["envelope"]["producer"]["workflow_id"] == "wte:demo-1"
     assert accepted["emission_id"] == source_resolution_id(
         UNIVERSE, "wte:demo-1", HOLDER_ID, promise
     )
-    recovered = await recover(services.database, HOST, "wte:demo-1")
-    assert recovered["resolutions"]["reply"]["kind"] == "resolved"
+    payload = holder.state.promises[promise].resolution["payload_ref"]  # type: ignore[index]
+    assert holder.state.cas[payload] == b'{"text":"start"}'
+    assert await _recover_cli(database_url, "wte:demo-1") == {
+        "resolutions": {"reply": {"kind": "resolved", "payload_ref": payload}}
+    }
+
+
+async def _recover_cli(database_url: str, execution_id: str) -> Any:
+    code, out, err = await run_command(
+        "lightspeed", "recover", "--execution-id", execution_id, "--host", HOST,
+        "--database-url", database_url,
+    )  # fmt: skip
+    assert code == 0, err
+    return json.loads(out)
