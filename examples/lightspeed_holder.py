@@ -361,29 +361,36 @@ def push(args: argparse.Namespace) -> int:
     data = args.args.encode()
     ref = "sha256:" + hashlib.sha256(data).hexdigest()
     _http("PUT", f"{holder}/cas/{ref}", raw=data)
-    _, made = _http("POST", f"{holder}/promises", {"source_workflow_id": args.source})
+    # The Promise's source, fixed at admission: the execution a start-on-call binding launches,
+    # or the receiver a pushed binding authorizes (E7, E16).
+    source = args.start or args.source
+    _, made = _http("POST", f"{holder}/promises", {"source_workflow_id": source})
     promise_id = made["promise_id"]
     invocation_id = "wti:sha256:" + hashlib.sha256(uuid.uuid4().bytes).hexdigest()
     envelope = invocation_envelope(universe, session, args.tool, ref, promise_id, invocation_id, 1)
-    results = [
-        call_deliver(args.mcp_url, _headers(), {"envelope": envelope}) for _ in range(args.times)
-    ]
+    arguments: dict[str, Any] = {"envelope": envelope}
+    if args.start:
+        arguments = {
+            "startArgs": {
+                "universe_id": universe,
+                "holder_workflow_id": state["workflow_id"],
+                "execution_id": args.start,
+                "invocation": envelope["body"]["invocation"],
+            }
+        }
+    results = [call_deliver(args.mcp_url, _headers(), arguments) for _ in range(args.times)]
     if args.cancel_after is not None:
         time.sleep(args.cancel_after)
         _http("POST", f"{holder}/promises/{promise_id}/cancel")
         notice = cancellation_envelope(universe, session, invocation_id, promise_id, 2)
         results.append(call_deliver(args.mcp_url, _headers(), {"envelope": notice}))
-    print(
-        json.dumps(
-            {
-                "invocation_id": invocation_id,
-                "promise_id": promise_id,
-                "arguments_ref": ref,
-                "deliveries": results,
-            },
-            indent=2,
-        )
-    )
+    report = {
+        "invocation_id": invocation_id,
+        "promise_id": promise_id,
+        "arguments_ref": ref,
+        "deliveries": results,
+    }
+    print(json.dumps(report, indent=2))
     return 0
 
 
@@ -410,6 +417,12 @@ def main(argv: list[str] | None = None) -> int:
         "--source",
         default=DEFAULT_RECEIVER,
         help="the Promise source: the receiver workflow id the binding authorizes",
+    )
+    run.add_argument(
+        "--start",
+        default=None,
+        metavar="EXECUTION_ID",
+        help="start-on-call: send WorkflowToolStartArgs with this execution id instead",
     )
     run = commands.add_parser("state", help="print the holder's state")
     run.add_argument("--holder-url", default=f"http://127.0.0.1:{DEFAULT_PORT}")
