@@ -220,8 +220,8 @@ async def test_a_session_uses_a_workflow_mcp_tool_as_its_receiver_through_the_ga
         assert _promise(state, slow)["accepted_emission_id"] is None
 
         # A3-8: recovery of a start-on-call execution, both ways.
-        started = push(holder, mcp, session, "--tool", "demo.echo.v1", "--args", '{"text":"started"}',
-                       "--start", "wte:e2e-1")  # fmt: skip
+        started = push(holder, mcp, session, "--tool", "demo.echo.v1",
+                       "--args", '{"text":"started"}', "--start", "wte:e2e-1")  # fmt: skip
         assert started["deliveries"][0]["kind"] == "start"
         _sync_wait(
             lambda: _promise(holder_state(holder), started)["state"] == "resolved",
