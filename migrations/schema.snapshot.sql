@@ -1924,6 +1924,8 @@ CREATE INDEX workflow_task_running_lease_sweep_idx ON public.workflow_task USING
 
 CREATE INDEX workflow_tool_binding_decision_tool_idx ON public.workflow_tool_binding_decision_t USING btree (host_id, tool_id, decided_ts DESC);
 
+CREATE INDEX workflow_tool_binding_lightspeed_idx ON public.workflow_tool_binding_t USING btree (host_id, (((binding -> 'lightspeedReceiver'::text) ->> 'toolId'::text))) WHERE (active AND (binding ? 'lightspeedReceiver'::text));
+
 CREATE UNIQUE INDEX workflow_tool_binding_one_active_idx ON public.workflow_tool_binding_t USING btree (host_id, tool_id) WHERE active;
 
 CREATE UNIQUE INDEX workflow_tool_binding_one_pending_idx ON public.workflow_tool_binding_t USING btree (host_id, tool_id) WHERE (revision_status = 'pendingApproval'::text);

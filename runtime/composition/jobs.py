@@ -265,7 +265,7 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
             lambda: refresh_planner_statistics(db),
         ),
     ]
-    if settings.lightspeed.receivers:
+    if settings.lightspeed.holder_url is not None:
         # Replies to Lightspeed holders (issue 37): each ended run's source_resolution, sent
         # at least once with its one derived id, bounded retries.
         jobs.append(

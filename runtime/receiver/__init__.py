@@ -10,12 +10,13 @@ from __future__ import annotations
 from runtime.receiver.deliver import Bridge, cancelled_by_holder, deliver, parse
 from runtime.receiver.recovery import recover
 from runtime.receiver.replies import reply_round, send_due_replies, send_reply
-from runtime.receiver.settings import LightspeedSettings, ReceiverMapping
+from runtime.receiver.settings import LightspeedSettings
+from runtime.receiver.store import Receiver
 
 __all__ = [
     "Bridge",
     "LightspeedSettings",
-    "ReceiverMapping",
+    "Receiver",
     "cancelled_by_holder",
     "deliver",
     "parse",

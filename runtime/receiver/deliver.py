@@ -30,7 +30,7 @@ from runtime.lightspeed import (
 )
 from runtime.receiver import store
 from runtime.receiver.ports import read_content
-from runtime.receiver.settings import LightspeedSettings, ReceiverMapping
+from runtime.receiver.settings import LightspeedSettings
 from runtime.security import InvocationContext, Keyring
 from runtime.store import Database
 
@@ -108,17 +108,25 @@ async def deliver(
     return await _invoke(bridge, ctx, emission_id, document, document.body.invocation)
 
 
-def _mapping(
-    settings: LightspeedSettings, invocation: Invocation, universe: str
-) -> ReceiverMapping:
-    mapping = settings.receiver(invocation.tool_id)
-    if mapping is None:
+async def _receiver(
+    bridge: Bridge, host_id: str, invocation: Invocation, universe: str
+) -> store.Receiver:
+    """The host's Tool whose active binding serves the invocation's tool id, for this universe."""
+    async with bridge.db.transaction(read_only=True) as conn:
+        found = await store.select_receivers(conn, host_id, invocation.tool_id)
+    if not found:
         raise WorkflowError(
             "WORKFLOW_NOT_FOUND", f"no Tool here serves the Lightspeed tool {invocation.tool_id!r}"
         )
-    if universe not in mapping.universes or invocation.session_universe_id != universe:
+    if len(found) > 1:
+        raise WorkflowError(
+            "WORKFLOW_STATE_CONFLICT",
+            f"more than one active Tool serves the Lightspeed tool {invocation.tool_id!r}",
+        )
+    [receiver] = found
+    if universe not in receiver.universes or invocation.session_universe_id != universe:
         raise policy_denied(f"universe {universe} may not call {invocation.tool_id!r}")
-    return mapping
+    return receiver
 
 
 async def _arguments(bridge: Bridge, invocation: Invocation) -> dict[str, Any]:
@@ -134,7 +142,7 @@ async def _arguments(bridge: Bridge, invocation: Invocation) -> dict[str, Any]:
     return value
 
 
-def _reply_route(document: Envelope | StartArgs, mapping: ReceiverMapping) -> tuple[str, str, str]:
+def _reply_route(document: Envelope | StartArgs, mapping: store.Receiver) -> tuple[str, str, str]:
     """(universe, holder workflow id, producer workflow id) of the invocation's reply."""
     if isinstance(document, StartArgs):
         return document.universe_id, document.holder_workflow_id, document.execution_id
@@ -152,7 +160,7 @@ async def _invoke(
     universe = (
         document.universe_id if isinstance(document, StartArgs) else document.producer.universe_id
     )
-    mapping = _mapping(bridge.settings, invocation, universe)
+    mapping = await _receiver(bridge, ctx.host_id, invocation, universe)
     arguments = await _arguments(bridge, invocation)
     request = InvokeRequest(
         stable_tool_ref=mapping.stable_tool_ref,

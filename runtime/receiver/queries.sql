@@ -69,3 +69,13 @@ FROM workflow_lightspeed_inbox
 WHERE host_id = %(host_id)s AND producer_workflow_id = %(producer_workflow_id)s
   AND kind IN ('tool_invocation', 'start')
 ORDER BY created_ts;
+
+-- select_receivers --
+-- The active Tools of a host whose binding serves a Lightspeed tool id (more than one: ambiguous).
+SELECT tool_id::text AS stable_tool_ref,
+       binding -> 'lightspeedReceiver' -> 'universes' AS universes,
+       binding -> 'lightspeedReceiver' ->> 'receiverWorkflowId' AS receiver_workflow_id
+FROM workflow_tool_binding_t
+WHERE host_id = %(host_id)s AND active AND binding ? 'lightspeedReceiver'
+  AND binding -> 'lightspeedReceiver' ->> 'toolId' = %(tool_id)s
+LIMIT 2;

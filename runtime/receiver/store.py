@@ -52,6 +52,14 @@ class RecoveredReply(msgspec.Struct, frozen=True, kw_only=True):
     resolution: dict[str, Any] | None
 
 
+class Receiver(msgspec.Struct, frozen=True, kw_only=True):
+    """A Tool whose active binding serves a Lightspeed tool id (binding.lightspeedReceiver)."""
+
+    stable_tool_ref: str
+    universes: list[str]
+    receiver_workflow_id: str
+
+
 class _Outcome(msgspec.Struct, frozen=True):
     outcome: dict[str, Any]
 
@@ -130,3 +138,9 @@ async def select_recovery(
     """The replies of one producer id (an execution or an authorized receiver)."""
     params = {"host_id": host_id, "producer_workflow_id": producer_workflow_id}
     return await fetch_all(conn, QUERIES["select_recovery"], params, RecoveredReply)
+
+
+async def select_receivers(conn: Connection, host_id: str, tool_id: str) -> list[Receiver]:
+    """The host's active Tools serving Lightspeed tool_id (at most two: one is the answer)."""
+    params = {"host_id": host_id, "tool_id": tool_id}
+    return await fetch_all(conn, QUERIES["select_receivers"], params, Receiver)

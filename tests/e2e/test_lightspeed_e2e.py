@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -29,7 +28,7 @@ from tests.support.binding_builders import HOST, OWNER
 from tests.support.cli import run_command
 from tests.support.gateway import run_gateway, write_tools
 from tests.support.invocation import client, publish_tool
-from tests.support.lightspeed_bridge import ECHO_TEXT, EXPLICIT, SLOW_TEXT
+from tests.support.lightspeed_bridge import ECHO_TEXT, EXPLICIT, SLOW_TEXT, receiver
 from tests.support.live_stack import environment
 from tests.support.server import REPO_ROOT, LiveServer, free_port, run_server
 from tests.support.waiting import wait_until
@@ -39,8 +38,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 UNIVERSE = "6f3a1a52-58c1-4f0e-9c2d-1a2b3c4d5e6f"
 HOLDER_ID = f"{UNIVERSE}/bot:v1:demo"
 RECEIVER_ID = "workflow-mcp/receiver/demo"
-ECHO_TOOL = str(uuid.uuid5(uuid.NAMESPACE_URL, "workflow-mcp:e2e:demo.echo.v1"))
-SLOW_TOOL = str(uuid.uuid5(uuid.NAMESPACE_URL, "workflow-mcp:e2e:demo.slow.v1"))
 
 
 def _dir(path: Path) -> Path:
@@ -49,17 +46,7 @@ def _dir(path: Path) -> Path:
 
 
 def _settings_env(holder_url: str) -> dict[str, str]:
-    receivers = [
-        {
-            "tool_id": name,
-            "stable_tool_ref": tool,
-            "universes": [UNIVERSE],
-            "receiver_workflow_id": RECEIVER_ID,
-        }
-        for name, tool in (("demo.echo.v1", ECHO_TOOL), ("demo.slow.v1", SLOW_TOOL))
-    ]
     return {
-        "WORKFLOW_LIGHTSPEED_RECEIVERS": json.dumps(receivers),
         "WORKFLOW_LIGHTSPEED_HOLDER_URL": holder_url,
         "WORKFLOW_LIGHTSPEED_CONTENT_STORE_URL": f"{holder_url}/cas",
         "WORKFLOW_LIGHTSPEED_REPLY_INTERVAL_S": "0.1",
@@ -125,8 +112,11 @@ def holder_state(holder_url: str) -> dict[str, Any]:
 async def _publish(server: LiveServer, identity: DevIdentity) -> None:
     async with httpx.AsyncClient(base_url=server.base_url, timeout=60.0) as http:
         owner = client(http, identity, OWNER)
-        await publish_tool(owner, text=ECHO_TEXT, tool_id=ECHO_TOOL, idempotencyPolicy=EXPLICIT)
-        await publish_tool(owner, text=SLOW_TEXT, tool_id=SLOW_TOOL, idempotencyPolicy=EXPLICIT)
+        # Each Tool's binding names the Lightspeed tool it serves (lightspeedReceiver).
+        for text, name in ((ECHO_TEXT, "demo.echo.v1"), (SLOW_TEXT, "demo.slow.v1")):
+            await publish_tool(
+                owner, text=text, idempotencyPolicy=EXPLICIT, lightspeedReceiver=receiver(name)
+            )
 
 
 async def _run_state(database_url: str, instance: str) -> str:

@@ -21,7 +21,7 @@ from examples.lightspeed_holder import (
     serve,
 )
 from runtime.collaborators import Services
-from runtime.receiver import LightspeedSettings, ReceiverMapping, send_due_replies
+from runtime.receiver import LightspeedSettings, send_due_replies
 from tests.support.binding_builders import definition_yaml
 from tests.support.invocation import Tool, publish_tool
 from tests.support.mcp import McpTestClient
@@ -76,30 +76,25 @@ def running_holder() -> Iterator[Holder]:
         thread.join()
 
 
+def receiver(tool_id: str, universes: tuple[str, ...] = (UNIVERSE,)) -> dict[str, Any]:
+    """A binding's lightspeedReceiver: the Lightspeed tool it serves, for which universes."""
+    return {"toolId": tool_id, "universes": list(universes), "receiverWorkflowId": RECEIVER_ID}
+
+
 async def publish_receivers(owner: McpTestClient) -> tuple[Tool, Tool]:
-    """The echo Tool and the slow Tool, keyed by the caller's key."""
-    echo = await publish_tool(owner, text=ECHO_TEXT, idempotencyPolicy=EXPLICIT)
-    slow = await publish_tool(owner, text=SLOW_TEXT, idempotencyPolicy=EXPLICIT)
+    """The echo Tool and the slow Tool, keyed by the caller's key, serving ECHO and SLOW."""
+    echo = await publish_tool(
+        owner, text=ECHO_TEXT, idempotencyPolicy=EXPLICIT, lightspeedReceiver=receiver(ECHO)
+    )
+    slow = await publish_tool(
+        owner, text=SLOW_TEXT, idempotencyPolicy=EXPLICIT, lightspeedReceiver=receiver(SLOW)
+    )
     return echo, slow
 
 
-def configure(services: Services, holder: Holder, echo: Tool, slow: Tool) -> LightspeedSettings:
-    """Map ECHO and SLOW to the Tools; ports on the holder; retries without pauses."""
+def configure(services: Services, holder: Holder) -> LightspeedSettings:
+    """The bridge's ports on the holder; retries without pauses."""
     settings = LightspeedSettings(
-        receivers=[
-            ReceiverMapping(
-                tool_id=ECHO,
-                stable_tool_ref=echo.tool_id,
-                universes=[UNIVERSE],
-                receiver_workflow_id=RECEIVER_ID,
-            ),
-            ReceiverMapping(
-                tool_id=SLOW,
-                stable_tool_ref=slow.tool_id,
-                universes=[UNIVERSE],
-                receiver_workflow_id=RECEIVER_ID,
-            ),
-        ],
         content_store_url=f"{holder.url}/cas",
         holder_url=holder.url,
         reply_pause_ms=0,

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from examples.lightspeed_holder import invocation_envelope
 from runtime.collaborators import Services
 from runtime.lightspeed import content_ref, source_resolution_id
 from runtime.receiver import LightspeedSettings, recover
@@ -17,9 +18,11 @@ from runtime.scheduler import faults
 from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import HOST
 from tests.support.cli import run_command
-from tests.support.invocation import client, ok, refused
+from tests.support.invocation import client, ok, publish_tool, refused
 from tests.support.lightspeed_bridge import (
     ECHO,
+    ECHO_TEXT,
+    EXPLICIT,
     HOLDER_ID,
     RECEIVER_ID,
     SLOW,
@@ -27,8 +30,10 @@ from tests.support.lightspeed_bridge import (
     Holder,
     cancellation,
     configure,
+    new_invocation_id,
     publish_receivers,
     pushed,
+    receiver,
     reply_rounds,
     running_holder,
 )
@@ -36,6 +41,7 @@ from tests.support.mcp import McpTestClient
 from tests.support.waiting import wait_until
 
 DELIVER = "workflow_emission_deliver"
+OTHER_UNIVERSE = "00000000-0000-4000-8000-000000000000"
 
 
 @pytest.fixture
@@ -43,8 +49,8 @@ async def bridge(
     owner: McpTestClient, services: Services
 ) -> AsyncIterator[tuple[Holder, LightspeedSettings]]:
     with running_holder() as holder:
-        echo, slow = await publish_receivers(owner)
-        yield holder, configure(services, holder, echo, slow)
+        await publish_receivers(owner)
+        yield holder, configure(services, holder)
 
 
 async def _deliver(caller: McpTestClient, envelope: dict[str, Any]) -> dict[str, Any]:
@@ -190,20 +196,48 @@ async def test_a_malformed_envelope_is_refused_naming_the_field_and_starts_nothi
 async def test_an_unmapped_tool_a_foreign_universe_and_tampered_arguments_are_refused(
     caller: McpTestClient, bridge: tuple[Holder, LightspeedSettings]
 ) -> None:
-    holder, settings = bridge
+    holder, _ = bridge
     envelope, _ = pushed(holder, "demo.unknown.v1", {})
     refused(await _deliver(caller, envelope), "WORKFLOW_NOT_FOUND")
-    settings.receivers[0].universes = ["00000000-0000-4000-8000-000000000000"]
-    envelope, _ = pushed(holder, ECHO, {"text": "hi"})
-    refused(await _deliver(caller, envelope), "WORKFLOW_POLICY_DENIED")
-    settings.receivers[0].universes = [UNIVERSE]
+    ref = holder.put(b"{}")
+    foreign = invocation_envelope(
+        OTHER_UNIVERSE, "s", ECHO, ref, "promise_9", new_invocation_id(), 1
+    )
+    refused(await _deliver(caller, foreign), "WORKFLOW_POLICY_DENIED")
     # E9: the content store's bytes must be the reference's.
+    envelope, _ = pushed(holder, ECHO, {"text": "hi"})
     ref = envelope["body"]["invocation"]["arguments_ref"]
     holder.state.cas[ref] = b'{"text":"tampered"}'
     body = refused(await _deliver(caller, envelope), "WORKFLOW_INPUT_INVALID")
     assert "arguments_ref" in body["error"]["message"]
     del holder.state.cas[ref]
     refused(await _deliver(caller, envelope), "WORKFLOW_NOT_FOUND")
+
+
+async def test_the_receiver_is_the_tools_binding_and_two_tools_serving_one_id_are_ambiguous(
+    owner: McpTestClient, caller: McpTestClient, bridge: tuple[Holder, LightspeedSettings]
+) -> None:
+    holder, _ = bridge
+    # A Tool of the same definition without lightspeedReceiver serves nothing.
+    await publish_tool(owner, text=ECHO_TEXT, idempotencyPolicy=EXPLICIT)
+    envelope, _ = pushed(holder, ECHO, {"text": "hi"})
+    assert ok(await _deliver(caller, envelope))["outcome"] == "accepted"
+    await publish_tool(
+        owner, text=ECHO_TEXT, idempotencyPolicy=EXPLICIT, lightspeedReceiver=receiver(ECHO)
+    )
+    envelope, _ = pushed(holder, ECHO, {"text": "hi"})
+    refused(await _deliver(caller, envelope), "WORKFLOW_STATE_CONFLICT")
+
+
+async def test_a_receiver_tool_keyed_by_derived_input_digests_is_refused(
+    owner: McpTestClient, caller: McpTestClient, bridge: tuple[Holder, LightspeedSettings]
+) -> None:
+    holder, _ = bridge
+    # Two invocations with equal arguments would fold into one run under a derived key (E4).
+    await publish_tool(owner, text=ECHO_TEXT, lightspeedReceiver=receiver("demo.derived.v1"))
+    envelope, _ = pushed(holder, "demo.derived.v1", {"text": "hi"})
+    body = refused(await _deliver(caller, envelope), "WORKFLOW_START_REJECTED")
+    assert "idempotencyKind" in body["error"]["message"]
 
 
 async def test_exactly_one_of_envelope_and_start_args_is_required(caller: McpTestClient) -> None:
