@@ -126,7 +126,8 @@ async def _recover(settings: Settings, host_id: str, execution_id: str) -> dict[
 def recover(args: argparse.Namespace) -> int:
     """workflow_tool_recovery: the resolutions an execution (producer id) has made, as JSON."""
     settings = command_settings(args, args.document)
-    print(json.dumps(asyncio.run(_recover(settings, args.host, args.execution_id))))
+    answer = asyncio.run(_recover(settings, args.host, args.execution_id))
+    print(json.dumps(answer, separators=(",", ":")))
     return EXIT_OK
 
 
