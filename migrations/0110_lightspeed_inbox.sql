@@ -37,6 +37,9 @@ CREATE TABLE workflow_lightspeed_inbox (
 -- The reply job's work list: replies not yet confirmed.
 CREATE INDEX workflow_lightspeed_inbox_pending_idx
     ON workflow_lightspeed_inbox (next_attempt_ts) WHERE reply_state = 'pending';
+-- A cancellation that arrived before its invocation (delivery order is not guaranteed).
+CREATE INDEX workflow_lightspeed_inbox_invocation_idx
+    ON workflow_lightspeed_inbox (host_id, invocation_id);
 -- Recovery by the producer id (workflow_tool_recovery).
 CREATE INDEX workflow_lightspeed_inbox_producer_idx
     ON workflow_lightspeed_inbox (host_id, producer_workflow_id)

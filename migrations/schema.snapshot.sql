@@ -1896,6 +1896,8 @@ CREATE INDEX workflow_idempotency_replay_until_idx ON public.workflow_idempotenc
 
 CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING btree (host_id, tool_id, created_ts) WHERE (tool_id IS NOT NULL);
 
+CREATE INDEX workflow_lightspeed_inbox_invocation_idx ON public.workflow_lightspeed_inbox USING btree (host_id, invocation_id);
+
 CREATE INDEX workflow_lightspeed_inbox_pending_idx ON public.workflow_lightspeed_inbox USING btree (next_attempt_ts) WHERE (reply_state = 'pending'::text);
 
 CREATE INDEX workflow_lightspeed_inbox_producer_idx ON public.workflow_lightspeed_inbox USING btree (host_id, producer_workflow_id) WHERE (producer_workflow_id IS NOT NULL);

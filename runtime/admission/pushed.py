@@ -43,6 +43,12 @@ async def admit_pushed_call(
             "a receiver Tool needs idempotencyKind explicit or business (the invocation id is"
             " its key)",
         )
+    if revision.result_replay_ms <= 0:
+        # A delivery whose answer was lost is delivered again, possibly after the run ended:
+        # only a replay window lets that delivery find the run instead of starting another.
+        raise WorkflowError(
+            "WORKFLOW_START_REJECTED", "a receiver Tool needs a resultReplayMs above 0"
+        )
     pinned = dataclasses.replace(
         request,
         expected_definition_digest=revision.definition_digest,

@@ -161,6 +161,22 @@ async def _invoke(
         document.universe_id if isinstance(document, StartArgs) else document.producer.universe_id
     )
     mapping = await _receiver(bridge, ctx.host_id, invocation, universe)
+    kind = "start" if isinstance(document, StartArgs) else "tool_invocation"
+    async with bridge.db.transaction(read_only=True) as conn:
+        cancelled = await store.cancellation_arrived(conn, ctx.host_id, invocation.invocation_id)
+    if cancelled:
+        # Its Promise is already terminal (E10): no run, and so no reply.
+        outcome = {"emissionId": emission_id, "kind": kind, "outcome": "cancelled"}
+        return await _record(
+            bridge,
+            store.Emission(
+                host_id=ctx.host_id,
+                emission_id=emission_id,
+                kind=kind,
+                invocation_id=invocation.invocation_id,
+                outcome=outcome,
+            ),
+        )
     arguments = await _arguments(bridge, invocation)
     request = InvokeRequest(
         stable_tool_ref=mapping.stable_tool_ref,
@@ -173,7 +189,6 @@ async def _invoke(
         bridge.db, ctx, request, bridge.keyring, admission=bridge.admission
     )
     universe, holder, producer = _reply_route(document, mapping)
-    kind = "start" if isinstance(document, StartArgs) else "tool_invocation"
     outcome = {
         "emissionId": emission_id,
         "kind": kind,

@@ -79,3 +79,10 @@ FROM workflow_tool_binding_t
 WHERE host_id = %(host_id)s AND active AND binding ? 'lightspeedReceiver'
   AND binding -> 'lightspeedReceiver' ->> 'toolId' = %(tool_id)s
 LIMIT 2;
+
+-- select_cancelled --
+-- Whether a cancellation of an invocation arrived (perhaps before the invocation itself).
+SELECT emission_id FROM workflow_lightspeed_inbox
+WHERE host_id = %(host_id)s AND invocation_id = %(invocation_id)s
+  AND kind = 'invocation_cancellation'
+LIMIT 1;

@@ -144,3 +144,13 @@ async def select_receivers(conn: Connection, host_id: str, tool_id: str) -> list
     """The host's active Tools serving Lightspeed tool_id (at most two: one is the answer)."""
     params = {"host_id": host_id, "tool_id": tool_id}
     return await fetch_all(conn, QUERIES["select_receivers"], params, Receiver)
+
+
+class _EmissionId(msgspec.Struct, frozen=True):
+    emission_id: str
+
+
+async def cancellation_arrived(conn: Connection, host_id: str, invocation_id: str) -> bool:
+    """Whether the session already cancelled this invocation's reply Promise."""
+    params = {"host_id": host_id, "invocation_id": invocation_id}
+    return await fetch_one(conn, QUERIES["select_cancelled"], params, _EmissionId) is not None

@@ -229,7 +229,7 @@ async def test_the_receiver_is_the_tools_binding_and_two_tools_serving_one_id_ar
     refused(await _deliver(caller, envelope), "WORKFLOW_STATE_CONFLICT")
 
 
-async def test_a_receiver_tool_keyed_by_derived_input_digests_is_refused(
+async def test_a_receiver_tool_keyed_by_derived_digests_or_without_a_replay_window_is_refused(
     owner: McpTestClient, caller: McpTestClient, bridge: tuple[Holder, LightspeedSettings]
 ) -> None:
     holder, _ = bridge
@@ -238,6 +238,32 @@ async def test_a_receiver_tool_keyed_by_derived_input_digests_is_refused(
     envelope, _ = pushed(holder, "demo.derived.v1", {"text": "hi"})
     body = refused(await _deliver(caller, envelope), "WORKFLOW_START_REJECTED")
     assert "idempotencyKind" in body["error"]["message"]
+    # A redelivery after a lost answer must find the run, even after it ended (E3).
+    await publish_tool(
+        owner,
+        text=ECHO_TEXT,
+        idempotencyPolicy={"kind": "explicit", "resultReplayMs": 0},
+        lightspeedReceiver=receiver("demo.no-replay.v1"),
+    )
+    envelope, _ = pushed(holder, "demo.no-replay.v1", {"text": "hi"})
+    body = refused(await _deliver(caller, envelope), "WORKFLOW_START_REJECTED")
+    assert "resultReplayMs" in body["error"]["message"]
+
+
+@pytest.mark.requirement("003:E10")
+async def test_a_cancellation_that_arrives_first_means_the_invocation_never_runs(
+    caller: McpTestClient,
+    services: Services,
+    bridge: tuple[Holder, LightspeedSettings],
+) -> None:
+    holder, settings = bridge
+    envelope, _ = pushed(holder, ECHO, {"text": "late"})
+    early = ok(await _deliver(caller, cancellation(envelope)))
+    assert early["outcome"] == "ignored" and "workflowInstanceId" not in early
+    late = ok(await _deliver(caller, envelope))
+    assert late["outcome"] == "cancelled" and "workflowInstanceId" not in late
+    assert await reply_rounds(services, settings) == 0
+    assert holder.state.deliveries == []
 
 
 async def test_exactly_one_of_envelope_and_start_args_is_required(caller: McpTestClient) -> None:
