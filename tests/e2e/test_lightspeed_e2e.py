@@ -81,13 +81,45 @@ def running_holder(directory: Path) -> Iterator[str]:
         log.close()
 
 
-def _sync_wait(check: Any, what: str, within_s: float = 30.0) -> None:
+def _sync_wait(check: Any, what: str, within_s: float = 90.0) -> None:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(0.05)
     raise AssertionError(f"{what} did not hold within {within_s}s")
+
+
+SLOW_SPEC = """\
+tool: demo.slow
+workflow: slow.yaml
+idempotencyKind: explicit
+resultReplayMs: 600000
+roles: [admin, lightspeed-session]
+lightspeed:
+  toolId: demo.slow.v1
+  universes: [6f3a1a52-58c1-4f0e-9c2d-1a2b3c4d5e6f]
+  receiverWorkflowId: workflow-mcp/receiver/demo
+"""
+
+
+def publish_site(directory: Path, gateway_mcp: str, router: Path, token: str) -> None:
+    """`workflow-mcp publish` of examples/lightspeed/ (plus a slow Tool) through the Gateway."""
+    site = _dir(directory / "site")
+    for path in (REPO_ROOT / "examples" / "lightspeed").glob("*.yaml"):
+        (site / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    slow = SLOW_TEXT.replace("namespace: claims", "namespace: demo").replace(
+        "name: summarize-claim", "name: slow"
+    )
+    (site / "slow.yaml").write_text(slow, encoding="utf-8")
+    (site / "slow.tool.yaml").write_text(SLOW_SPEC, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "workflow_mcp.cli", "publish", str(site), "--url", gateway_mcp,
+         "--router", str(router)],
+        cwd=REPO_ROOT, env=dict(os.environ, WORKFLOW_PUBLISH_TOKEN=token), capture_output=True,
+        text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def push(holder_url: str, mcp_url: str, token: str, *args: str, app: str = "") -> dict[str, Any]:
@@ -155,11 +187,13 @@ async def test_a_session_uses_a_workflow_mcp_tool_as_its_receiver_through_the_ga
         gateway = stack.enter_context(
             run_gateway(tmp_path / "g", live_identity, server.mcp_url, router, host_id=HOST)
         )
-        await _publish(server, live_identity)
+        mcp = f"{gateway.base_url}/mcp"
+        # A3-4: `workflow-mcp publish examples/lightspeed/` through the Gateway.
+        admin = live_identity.user_token(host_id=HOST, user_id=OWNER, roles=("admin",))
+        publish_site(tmp_path, mcp, router, admin)
         session = live_identity.user_token(
             host_id=HOST, user_id="lightspeed", roles=("lightspeed-session",)
         )
-        mcp = f"{gateway.base_url}/mcp"
 
         # A3-4: the same invocation pushed twice: one run, one accepted resolution.
         echo = push(holder, mcp, session, "--tool", "demo.echo.v1", "--args", '{"text":"hi"}',
@@ -193,10 +227,10 @@ async def test_a_session_uses_a_workflow_mcp_tool_as_its_receiver_through_the_ga
         async def cancelled() -> bool:
             return await _run_state(database_url, _instance(slow)) == "CANCELLED"
 
-        await wait_until(cancelled, what="the slow run CANCELLED", within_s=30)
+        await wait_until(cancelled, what="the slow run CANCELLED", within_s=90)
 
         # A3-6: a Promise recorded with another source: the holder rejects our reply.
-        foreign = push(holder, mcp, session, "--tool", "demo.echo.v1", "--args", "{}",
+        foreign = push(holder, mcp, session, "--tool", "demo.echo.v1", "--args", '{"text":"x"}',
                        "--source", "someone/else")  # fmt: skip
 
         def rejected() -> bool:
