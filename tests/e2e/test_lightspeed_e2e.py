@@ -269,12 +269,13 @@ async def test_a_session_uses_a_workflow_mcp_tool_as_its_receiver_through_the_ga
 
 @pytest.mark.requirement("003:E3")
 @pytest.mark.requirement("003:E17")
-async def test_a_kill_9_after_the_reply_left_re_sends_it_with_the_same_id_and_the_holder_dedupes(
-    database_url: str, live_identity: DevIdentity, tmp_path: Path
+@pytest.mark.parametrize("point", ["before_reply", "after_reply"])
+async def test_a_kill_9_around_the_reply_re_sends_it_with_the_same_id_after_restart(
+    database_url: str, live_identity: DevIdentity, tmp_path: Path, point: str
 ) -> None:
     with ExitStack() as stack:
         holder = stack.enter_context(running_holder(tmp_path))
-        faulty = _settings_env(holder) | {"WORKFLOW_FAULTS": "after_reply=kill"}
+        faulty = _settings_env(holder) | {"WORKFLOW_FAULTS": f"{point}=kill"}
         with environment(faulty):
             first = stack.enter_context(
                 run_server(database_url, _dir(tmp_path / "1"), live_identity)
@@ -287,24 +288,23 @@ async def test_a_kill_9_after_the_reply_left_re_sends_it_with_the_same_id_and_th
         report = push(holder, first.mcp_url, session, "--tool", "demo.echo.v1", "--args",
                       '{"text":"once"}', app=app)  # fmt: skip
         assert first.process is not None
-        # The reply reaches the holder, then the process dies before recording it as sent.
-        first.process.wait(timeout=60)
+        # The reply's resolution and id are recorded; the process dies before the send
+        # (before_reply) or after it, before recording it as sent (after_reply).
+        first.process.wait(timeout=90)
         assert first.process.returncode == -signal.SIGKILL
-        state = holder_state(holder)
         expected = source_resolution_id(UNIVERSE, RECEIVER_ID, HOLDER_ID, report["promise_id"])
-        assert [(d["emission_id"], d["verdict"]) for d in state["deliveries"]] == [
-            (expected, "accepted")
-        ]
+        before = [(expected, "accepted")] if point == "after_reply" else []
+        sent = [(d["emission_id"], d["verdict"]) for d in holder_state(holder)["deliveries"]]
+        assert sent == before
         with environment(_settings_env(holder)):
             stack.enter_context(run_server(database_url, _dir(tmp_path / "2"), live_identity))
 
         def re_sent() -> bool:
-            return len(holder_state(holder)["deliveries"]) == 2
+            return len(holder_state(holder)["deliveries"]) == len(before) + 1
 
-        _sync_wait(re_sent, "the reply re-sent after the restart")
+        _sync_wait(re_sent, "the reply sent after the restart")
         state = holder_state(holder)
-        assert [(d["emission_id"], d["verdict"]) for d in state["deliveries"]] == [
-            (expected, "accepted"),
-            (expected, "duplicate"),
-        ]
+        # The same id both times: the holder dedupes the re-send (accepted stays 1).
+        after = [(expected, "duplicate")] if point == "after_reply" else [(expected, "accepted")]
+        assert [(d["emission_id"], d["verdict"]) for d in state["deliveries"]] == before + after
         assert _promise(state, report)["state"] == "resolved"
