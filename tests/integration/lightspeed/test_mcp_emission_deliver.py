@@ -367,3 +367,25 @@ async def _recover_cli(database_url: str, execution_id: str) -> Any:
     )  # fmt: skip
     assert code == 0, err
     return json.loads(out)
+
+
+@pytest.mark.requirement("003:E8")
+async def test_the_reply_goes_to_holder_workflow_id_as_given_never_a_reconstructed_id(
+    caller: McpTestClient,
+    services: Services,
+    workers: object,
+    bridge: tuple[Holder, LightspeedSettings],
+) -> None:
+    holder, settings = bridge
+    # The holder is another workflow than {universe}/{producing session}: only the given id
+    # reaches it (a reconstructed one would be refused by the stand-in as an unknown workflow).
+    holder.state.session_id = "bot:v1:elsewhere"
+    envelope, promise = pushed(holder, ECHO, {"text": "there"})
+    assert envelope["producer"]["session_id"] != holder.state.session_id
+    envelope["body"]["holder_workflow_id"] = holder.state.workflow_id
+    ok(await _deliver(caller, envelope))
+    await _replied(services, settings, holder)
+    [accepted] = holder.accepted()
+    assert accepted["emission_id"] == source_resolution_id(
+        UNIVERSE, RECEIVER_ID, holder.state.workflow_id, promise
+    )
