@@ -24,6 +24,7 @@ from handlers import (
     workflow_definition_publish,
     workflow_definition_retire,
     workflow_definition_save,
+    workflow_emission_deliver,
     workflow_get_result,
     workflow_get_status,
     workflow_invoke,
@@ -65,4 +66,5 @@ HANDLERS: Final[Mapping[ToolName, ToolHandler]] = {
     "workflow_task_list": ToolHandler(workflow_task_list.handle),
     "workflow_task_get": ToolHandler(workflow_task_get.handle),
     "workflow_task_complete": ToolHandler(workflow_task_complete.handle),
+    "workflow_emission_deliver": ToolHandler(workflow_emission_deliver.handle),
 }

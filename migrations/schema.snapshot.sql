@@ -1478,6 +1478,28 @@ CREATE TABLE public.workflow_invocation_t (
     CONSTRAINT workflow_invocation_tool_check CHECK (((operation = 'invoke'::text) = (tool_id IS NOT NULL)))
 );
 
+CREATE TABLE public.workflow_lightspeed_inbox (
+    host_id uuid NOT NULL,
+    emission_id text NOT NULL,
+    kind text NOT NULL,
+    invocation_id text NOT NULL,
+    outcome jsonb NOT NULL,
+    process_id uuid,
+    universe_id uuid,
+    holder_workflow_id text,
+    promise_id text,
+    producer_workflow_id text,
+    reply_state text DEFAULT 'none'::text NOT NULL,
+    reply_emission_id text,
+    resolution jsonb,
+    reply_attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_ts timestamp with time zone DEFAULT now() NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    replied_ts timestamp with time zone,
+    CONSTRAINT workflow_lightspeed_inbox_kind_check CHECK ((kind = ANY (ARRAY['tool_invocation'::text, 'start'::text, 'invocation_cancellation'::text]))),
+    CONSTRAINT workflow_lightspeed_inbox_reply_state_check CHECK ((reply_state = ANY (ARRAY['none'::text, 'pending'::text, 'sent'::text, 'cancelled'::text, 'abandoned'::text])))
+);
+
 CREATE TABLE public.workflow_process (
     host_id uuid NOT NULL,
     process_id uuid NOT NULL,
@@ -1799,6 +1821,9 @@ ALTER TABLE ONLY public.workflow_idempotency_t
 ALTER TABLE ONLY public.workflow_invocation_t
     ADD CONSTRAINT workflow_invocation_pk PRIMARY KEY (host_id, process_id);
 
+ALTER TABLE ONLY public.workflow_lightspeed_inbox
+    ADD CONSTRAINT workflow_lightspeed_inbox_pk PRIMARY KEY (host_id, emission_id);
+
 ALTER TABLE ONLY public.workflow_process
     ADD CONSTRAINT workflow_process_pk PRIMARY KEY (host_id, process_id);
 
@@ -1871,6 +1896,12 @@ CREATE INDEX workflow_idempotency_replay_until_idx ON public.workflow_idempotenc
 
 CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING btree (host_id, tool_id, created_ts) WHERE (tool_id IS NOT NULL);
 
+CREATE INDEX workflow_lightspeed_inbox_invocation_idx ON public.workflow_lightspeed_inbox USING btree (host_id, invocation_id);
+
+CREATE INDEX workflow_lightspeed_inbox_pending_idx ON public.workflow_lightspeed_inbox USING btree (next_attempt_ts) WHERE (reply_state = 'pending'::text);
+
+CREATE INDEX workflow_lightspeed_inbox_producer_idx ON public.workflow_lightspeed_inbox USING btree (host_id, producer_workflow_id) WHERE (producer_workflow_id IS NOT NULL);
+
 CREATE INDEX workflow_process_finished_idx ON public.workflow_process USING btree (finished_ts) WHERE (finished_ts IS NOT NULL);
 
 CREATE INDEX workflow_process_live_deadline_sweep_idx ON public.workflow_process USING btree (deadline_ts) WHERE ((state = ANY (ARRAY['ACCEPTED'::text, 'RUNNING'::text, 'WAITING'::text])) AND (deadline_ts IS NOT NULL));
@@ -1894,6 +1925,8 @@ CREATE INDEX workflow_task_running_key_idx ON public.workflow_task USING btree (
 CREATE INDEX workflow_task_running_lease_sweep_idx ON public.workflow_task USING btree (lease_expires_ts) WHERE ((state = 'running'::text) AND (lease_expires_ts IS NOT NULL));
 
 CREATE INDEX workflow_tool_binding_decision_tool_idx ON public.workflow_tool_binding_decision_t USING btree (host_id, tool_id, decided_ts DESC);
+
+CREATE INDEX workflow_tool_binding_lightspeed_idx ON public.workflow_tool_binding_t USING btree (host_id, (((binding -> 'lightspeedReceiver'::text) ->> 'toolId'::text))) WHERE (active AND (binding ? 'lightspeedReceiver'::text));
 
 CREATE UNIQUE INDEX workflow_tool_binding_one_active_idx ON public.workflow_tool_binding_t USING btree (host_id, tool_id) WHERE active;
 

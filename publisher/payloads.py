@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from publisher.spec import (
     DEFAULT_ADMISSION_LIMITS,
     DEFAULT_ENVIRONMENTS,
@@ -211,6 +213,8 @@ def binding_document(tool: Tool) -> dict[str, Any]:
         binding["policyDigest"] = spec.policy_digest
     if spec.response_policy_digest is not None:
         binding["responsePolicyDigest"] = spec.response_policy_digest
+    if spec.lightspeed is not None:
+        binding["lightspeedReceiver"] = msgspec.to_builtins(spec.lightspeed)
     return binding
 
 

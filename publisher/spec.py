@@ -93,6 +93,14 @@ class Annotations(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw
     idempotent: bool | None = None
 
 
+class LightspeedSpec(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    """`lightspeed:` of a Tool spec: the binding's lightspeedReceiver (docs/LIGHTSPEED.md)."""
+
+    tool_id: str
+    universes: list[str]
+    receiver_workflow_id: str
+
+
 class ToolSpec(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
     """One Tool spec file as written (every field but tool and workflow is optional)."""
 
@@ -122,6 +130,8 @@ class ToolSpec(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_on
     annotations: Annotations = msgspec.field(default_factory=Annotations)
     policy_digest: str | None = None
     response_policy_digest: str | None = None
+    # Seed 003 (issue 37): the Lightspeed workflow tool this Tool serves as receiver.
+    lightspeed: LightspeedSpec | None = None
 
 
 @dataclass(frozen=True)

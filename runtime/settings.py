@@ -14,6 +14,7 @@ import msgspec
 from runtime.admission.settings import CapacitySettings
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.publication.publication_settings import PublicationSettings
+from runtime.receiver.settings import LightspeedSettings
 from runtime.security.settings import SecuritySettings
 from runtime.store.settings import StoreSettings
 from runtime.telemetry.settings import TelemetrySettings
@@ -54,3 +55,5 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     capacity: CapacitySettings = msgspec.field(default_factory=CapacitySettings)
     # Log format and level, trace export (runtime/telemetry).
     telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)
+    # The Lightspeed receiver bridge (issue 37): off while it maps no receivers.
+    lightspeed: LightspeedSettings = msgspec.field(default_factory=LightspeedSettings)

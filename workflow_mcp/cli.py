@@ -17,6 +17,7 @@ from runtime.composition import cli as service
 from runtime.composition.bootstrap import apply_dev_identity
 from runtime.composition.config import load_settings
 from runtime.publication import policy_from_settings
+from workflow_mcp.lightspeed import add_lightspeed_parser
 
 
 def publish(args: argparse.Namespace) -> int:
@@ -45,7 +46,11 @@ def _add_gateway(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     commands.choices["gateway"].set_defaults(run=gateway)
 
 
-CLIENT_COMMANDS: tuple[service.AddCommand, ...] = (_add_publish, _add_gateway)
+CLIENT_COMMANDS: tuple[service.AddCommand, ...] = (
+    _add_publish,
+    _add_gateway,
+    add_lightspeed_parser,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

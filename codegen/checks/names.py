@@ -48,7 +48,9 @@ INBOX_TOOLS = (
     "workflow_task_get",
     "workflow_task_complete",
 )
-ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS
+# The Lightspeed receiver bridge (issue 37): seed 003's emissions delivered to this service.
+LIGHTSPEED_TOOLS = ("workflow_emission_deliver",)
+ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS + LIGHTSPEED_TOOLS
 # Tools that carry hostId and the publisher's bearer.
 HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS
 

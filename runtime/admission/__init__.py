@@ -8,7 +8,8 @@ the composition; the queue (runtime.scheduler) reports to it through its probe i
 
 from __future__ import annotations
 
-from runtime.admission.invoke import invoke_tool
+from runtime.admission.invoke import Admitted, invoke_tool
+from runtime.admission.pushed import admit_pushed_call
 from runtime.admission.sampler import CapacitySampler
 from runtime.admission.settings import CapacitySettings
 from runtime.admission.start import start_workflow
@@ -16,8 +17,10 @@ from runtime.admission.state import Admission
 
 __all__ = [
     "Admission",
+    "Admitted",
     "CapacitySampler",
     "CapacitySettings",
+    "admit_pushed_call",
     "invoke_tool",
     "start_workflow",
 ]

@@ -18,6 +18,7 @@ from runtime.human_tasks import sample_open_tasks
 from runtime.invocation.retention import sweep_retention
 from runtime.mcp.app import ServicesFactory
 from runtime.publication import sample_binding_drift, sweep_operation_receipts
+from runtime.receiver import reply_round
 from runtime.scheduler import Executor, SchedulerSettings
 from runtime.settings import Settings
 from runtime.store import Database
@@ -264,6 +265,16 @@ def service_jobs(services: Services) -> list[BackgroundJob]:
             lambda: refresh_planner_statistics(db),
         ),
     ]
+    if settings.lightspeed.holder_url is not None:
+        # Replies to Lightspeed holders (issue 37): each ended run's source_resolution, sent
+        # at least once with its one derived id, bounded retries.
+        jobs.append(
+            PeriodicJob(
+                "lightspeed-replies",
+                settings.lightspeed.reply_interval_s,
+                lambda: reply_round(db, settings.lightspeed),
+            )
+        )
     if settings.execution.workers_enabled:
         jobs.append(executor_job(services))
     if settings.capacity.enabled:

@@ -30,6 +30,8 @@ _BINDING_REVIEWERS = ["admin", "host-admin", "workflow-admin", "genai-admin"]
 _WORKFLOW_ADMINS = ["admin", "host-admin", "workflow-admin"]
 # Host secrets are the host's own credentials: only its administrators manage them (issue 24).
 _SECRET_ADMINS = ["admin", "host-admin"]
+# Who may deliver Lightspeed emissions (issue 37): the session side's relay, and administrators.
+_LIGHTSPEED_SENDERS = ["admin", "host-admin", "lightspeed-session"]
 
 # The seed's "Operator setup" and "Authorization" sections. workflow_invoke is deliberately
 # absent: the published Tool is the capability, so no user role is checked for it.
@@ -53,6 +55,7 @@ DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_secret_put": _SECRET_ADMINS,
     "workflow_secret_list": _SECRET_ADMINS,
     "workflow_secret_delete": _SECRET_ADMINS,
+    "workflow_emission_deliver": _LIGHTSPEED_SENDERS,
 }
 
 

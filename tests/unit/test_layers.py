@@ -26,6 +26,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.mcp",),
     ("runtime.collaborators",),
     ("runtime.settings",),
+    # The Lightspeed receiver bridge (issue 37): admits through runtime.admission.
+    ("runtime.receiver",),
     ("runtime.admission",),
     ("runtime.invocation",),
     ("runtime.execution",),
@@ -38,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "runtime.addresses",
         "runtime.errors",
         "runtime.cancellation",
+        "runtime.lightspeed",
     ),
 )
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}

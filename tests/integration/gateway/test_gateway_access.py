@@ -82,8 +82,9 @@ async def test_tools_list_shows_each_role_its_tools_and_never_workflow_invoke(
     assert set(await listed(caller("nobody"))) == inbox
     everything = await listed(caller("admin", "claims-agent"))
     assert "workflow_invoke" not in everything
+    # admin also delivers Lightspeed emissions (issue 37; also role lightspeed-session).
     assert set(everything) == {TOOL_NAME, "claims.agents"} | WORKFLOW_ADMIN_TOOLS | (
-        GENAI_ADMIN_TOOLS | inbox
+        GENAI_ADMIN_TOOLS | inbox | {"workflow_emission_deliver"}
     )
 
 
