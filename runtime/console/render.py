@@ -24,7 +24,9 @@ SECURITY_HEADERS = {
     # Pages show a person's tasks and runs: no shared or browser cache keeps them.
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on its own
+    # form posts, and the origin check (guard.same_origin) could not tell them from a sandbox.
+    "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
 
