@@ -71,6 +71,7 @@ def _usage_banner(host: str, port: int, data_dir: str, dev: bool) -> str:
             '    -H "Authorization: Bearer $USER" -H "X-Scope-Token: Bearer $APP" \\',
             "    -H 'MCP-Protocol-Version: 2025-11-25' \\",
             """    -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'""",
+            f"the console: http://{host}:{port}/console (sign in with a user token such as $USER)",
         ]
     return "\n".join(lines)
 
