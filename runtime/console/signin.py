@@ -81,12 +81,12 @@ async def sign_in(request: AnyRequest, state: State) -> Response[bytes]:
     services: Services = state.services
     form = await request.form()
     sent_csrf = form.get("csrf")
+    if not state.get("console_dev_sign_in"):
+        return _sign_in_page(request, state, 403, "Development sign-in is not enabled here.")
     if not same_origin(request) or not csrf_ok(
         services.keyring, request.cookies.get(PRE_COOKIE), sent_csrf
     ):
         return _sign_in_page(request, state, 403, "The sign-in form expired: please try again.")
-    if not state.get("console_dev_sign_in"):
-        return _sign_in_page(request, state, 403, "Development sign-in is not enabled here.")
     token = form.get("token")
     token = token.strip() if isinstance(token, str) else ""
     if not token or len(token) > MAX_TOKEN_CHARS:
