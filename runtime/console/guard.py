@@ -74,7 +74,19 @@ def same_origin(request: Request[Any, Any, Any]) -> bool:
         return False
     ours = urlsplit(str(request.base_url))
     theirs = urlsplit(origin)
-    return (theirs.scheme, theirs.netloc) == (ours.scheme, ours.netloc)
+    return (theirs.scheme, theirs.netloc) == (scheme_of(request), ours.netloc)
+
+
+def scheme_of(request: Request[Any, Any, Any]) -> str:
+    """The scheme the browser used: X-Forwarded-Proto from a relay (the Gateway's), else ours.
+
+    A page can set no such header on a cross-site request; it only makes cookies Secure and the
+    origin check stricter, so a client sending it gains nothing.
+    """
+    forwarded = request.headers.get("x-forwarded-proto")
+    if forwarded in ("http", "https"):
+        return forwarded
+    return request.url.scheme
 
 
 def form_ok(

@@ -10,7 +10,7 @@ from litestar.datastructures import Cookie, State
 
 from runtime.collaborators import Services
 from runtime.console.common import SIGN_IN, AnyRequest, acted
-from runtime.console.guard import CONSOLE_SERVICE, Caller, same_origin, signed_in
+from runtime.console.guard import CONSOLE_SERVICE, Caller, same_origin, scheme_of, signed_in
 from runtime.console.render import SECURITY_HEADERS, STATIC, page, redirect
 from runtime.console.session import (
     COOKIE,
@@ -32,7 +32,7 @@ STATIC_FILES = {
 
 def _secure(request: AnyRequest) -> bool:
     """Cookies are Secure whenever the console is reached over TLS."""
-    return request.url.scheme == "https"
+    return scheme_of(request) == "https"
 
 
 def _cookie(request: AnyRequest, key: str, value: str, max_age: int) -> Cookie:
