@@ -16,11 +16,12 @@ from runtime.console.common import (
     viewed,
     with_caller,
 )
-from runtime.console.diff import changes
+from runtime.console.diff import changes, flatten
 from runtime.console.guard import Caller
 from runtime.console.render import page, redirect
 
 PAGE_SIZE = 25
+LIMIT_SECTIONS = ("runtimeBounds", "admissionLimits")
 NOTICES = {
     "approved": "The revision was approved: it is the Tool's active revision now.",
     "rejected": "The revision was rejected.",
@@ -114,12 +115,19 @@ async def _tool_page(
                 active["binding"] if comparing and active is not None else None,
                 revision["binding"],
             ),
+            limits=_limits(revision["binding"]),
             decisions=data["decisions"],
             drift=data.get("drift"),
             operation_id=new_operation_id(),
             **values,
         ),
     )
+
+
+def _limits(binding: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The revision's runtime bounds and admission limits, each leaf by its pointer."""
+    shown = {name: binding[name] for name in LIMIT_SECTIONS if name in binding}
+    return sorted(flatten(shown).items())
 
 
 @get("/tools/{tool_id:str}")

@@ -212,6 +212,7 @@ async def test_an_owner_approves_a_pending_revision_a_non_owner_cannot_see(
     changes = owner.locator("#changes")
     await expect(changes).to_contain_text("/totalDeadlineMs")
     await expect(changes).to_contain_text("25000")
+    await expect(owner.locator("#limits")).to_contain_text("/runtimeBounds/")
     await owner.get_by_role("button", name="Approve", exact=True).click()
     await expect(owner.get_by_text("The revision was approved")).to_be_visible(timeout=WAIT_MS)
     await expect(owner.locator("#revision-status")).to_have_text("active")
