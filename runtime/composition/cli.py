@@ -106,7 +106,7 @@ def serve(args: argparse.Namespace) -> int:
         for route in dev_token_routes(identity):
             app.register(route)
     # The console's development sign-in accepts dev tokens only where the dev identity is in use.
-    register_console(app, dev_sign_in=dev)
+    register_console(app, dev_sign_in=dev, settings=settings.console)
     server = settings.server
     print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
 

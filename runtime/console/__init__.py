@@ -6,9 +6,12 @@ signed-in person's verified context: the same roles, host scoping and handlers a
 
 from __future__ import annotations
 
+import httpx
 from litestar import Litestar, Router
 
 from runtime.console import bindings, runs, signin, tasks
+from runtime.console.oidc import OidcClient
+from runtime.settings import ConsoleSettings
 
 __all__ = ["console_router", "register_console"]
 
@@ -24,6 +27,8 @@ def console_router() -> Router:
             signin.sign_in,
             signin.sign_out,
             signin.static_file,
+            signin.oidc_start,
+            signin.oidc_callback,
             tasks.inbox,
             tasks.task_view,
             tasks.task_answer,
@@ -40,7 +45,24 @@ def console_router() -> Router:
     )
 
 
-def register_console(app: Litestar, *, dev_sign_in: bool) -> None:
-    """Serve the console on app; dev_sign_in: accept development user tokens (development only)."""
+def register_console(
+    app: Litestar,
+    *,
+    dev_sign_in: bool,
+    settings: ConsoleSettings | None = None,
+    oidc_transport: httpx.AsyncBaseTransport | None = None,
+) -> None:
+    """Serve the console on app (unless settings disable it).
+
+    dev_sign_in: accept development user tokens (development mode only); settings with an
+    OpenID Connect issuer: sign-in with it (oidc_transport: a test's way to the issuer).
+    """
+    settings = settings or ConsoleSettings()
+    if not settings.enabled:
+        return
     app.state.console_dev_sign_in = dev_sign_in
+    oidc = OidcClient(settings, transport=oidc_transport) if settings.oidc_configured else None
+    app.state.console_oidc = oidc
+    if oidc is not None:
+        app.on_shutdown.append(oidc.aclose)
     app.register(console_router())

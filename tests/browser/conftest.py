@@ -7,20 +7,19 @@ Skipped, saying why, where chromium or Playwright is not installed (`.ci/run` in
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from litestar import Litestar
 
 from handlers import HANDLERS
 from runtime.collaborators import Services
 from runtime.console import register_console
 from runtime.mcp.app import attach_services, create_app
+from tests.support.console import serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 # The machine's network is closed, and nothing of the browser's own should run beside the test.
@@ -78,22 +77,8 @@ def app(services: Services) -> Litestar:
 @pytest.fixture
 async def console_url(app: Litestar) -> AsyncIterator[str]:
     """The app served over real HTTP on a free loopback port, in the test's event loop."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if serving.done():
-                    serving.result()
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(serving, 10)
+    async with serving(app) as url:
+        yield url
 
 
 def axe_source() -> str:

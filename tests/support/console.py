@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import uvicorn
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 _OPERATION = re.compile(r'name="operationId" value="([^"]+)"')
@@ -57,3 +61,24 @@ class ConsoleClient:
 def console_client(app: Any) -> httpx.AsyncClient:
     """An httpx client on app over ASGI whose cookie jar keeps the console's session."""
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """app served over real HTTP on a free loopback port, in the current event loop; its URL."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_config=None, access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    running = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                if running.done():
+                    running.result()
+                await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(running, 10)
