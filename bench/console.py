@@ -162,16 +162,38 @@ async def _main(runs: int, tasks: int, samples: int, fast: bool) -> None:
             pages = await _pages(http, service.base_url, cookies)
             who = {"inbox": "approver", "inbox page 2": "approver", "task": "approver"}
             who |= {"approvals": "owner", "tools": "owner"}
+            # Baselines on the same machine at the same moment: what any request costs here.
+            health = f"{service.base_url}/healthz"
+            await _report(http, "healthz (ref)", health, cookies["starter"], samples)
+            approver = gateway_for(service, http, host_id, "bench-approver", ("approver",))
+            await _report_mcp(approver, samples)
             for name, path in pages.items():
                 cookie = cookies[who.get(name, "starter")]
-                target = f"{service.base_url}{path}"
-                await _first_byte_ms(http, target, cookie)  # warm-up
-                timed = sorted([await _first_byte_ms(http, target, cookie) for _ in range(samples)])
-                print(
-                    f"{name:13s} first byte, {len(timed)} GETs: p50 {_quantile(timed, 0.5):.1f} ms,"
-                    f" p95 {_quantile(timed, 0.95):.1f} ms, max {timed[-1]:.1f} ms",
-                    flush=True,
-                )
+                await _report(http, name, f"{service.base_url}{path}", cookie, samples)
+
+
+def _print(name: str, what: str, timed: list[float]) -> None:
+    print(
+        f"{name:13s} {what}, {len(timed)} requests: p50 {_quantile(timed, 0.5):.1f} ms,"
+        f" p95 {_quantile(timed, 0.95):.1f} ms, max {timed[-1]:.1f} ms",
+        flush=True,
+    )
+
+
+async def _report(http: httpx.AsyncClient, name: str, url: str, cookie: str, samples: int) -> None:
+    await _first_byte_ms(http, url, cookie)  # warm-up
+    timed = sorted([await _first_byte_ms(http, url, cookie) for _ in range(samples)])
+    _print(name, "first byte", timed)
+
+
+async def _report_mcp(approver: Gateway, samples: int) -> None:
+    """The inbox's own tool over POST /mcp (whole answer), for comparison."""
+    timed = []
+    for _ in range(samples + 1):
+        began = time.perf_counter()
+        _ok(await approver.call("workflow_task_list", {"state": "open", "limit": 25}), "list")
+        timed.append((time.perf_counter() - began) * 1000)
+    _print("mcp task_list", "whole answer", sorted(timed[1:]))
 
 
 def main(argv: list[str] | None = None) -> int:
