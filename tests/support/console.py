@@ -8,6 +8,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Any
 
 import httpx
@@ -15,6 +16,33 @@ import uvicorn
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 _OPERATION = re.compile(r'name="operationId" value="([^"]+)"')
+
+
+class _Forms(HTMLParser):
+    """Each form's action, the formactions of its buttons, and its hidden inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[tuple[set[str], dict[str, str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = {name: value or "" for name, value in attrs}
+        if tag == "form":
+            self.forms.append(({found.get("action", "")}, {}))
+        elif self.forms and tag == "button" and "formaction" in found:
+            self.forms[-1][0].add(found["formaction"])
+        elif self.forms and tag == "input" and found.get("type") == "hidden":
+            self.forms[-1][1][found.get("name", "")] = found.get("value", "")
+
+
+def hidden_fields(page: str, action: str) -> dict[str, str]:
+    """The hidden inputs of the page's form that posts to action."""
+    parser = _Forms()
+    parser.feed(page)
+    for actions, hidden in parser.forms:
+        if action in actions:
+            return hidden
+    raise AssertionError(f"the page has no form posting to {action}")
 
 
 def csrf_of(page: str) -> str:
@@ -50,12 +78,10 @@ class ConsoleClient:
         return await self.http.get(path)
 
     async def submit(self, page_path: str, action: str, fields: dict[str, Any]) -> httpx.Response:
-        """Post a form of page_path to action with the page's CSRF token and operationId."""
+        """Post the form of page_path whose action (or a button's formaction) is action: its
+        hidden fields (CSRF token, operationId, pinned digests) with fields over them."""
         page = (await self.http.get(page_path)).text
-        data = {"csrf": csrf_of(page), **fields}
-        if "operationId" not in data and _OPERATION.search(page):
-            data["operationId"] = operation_of(page)
-        return await self.http.post(action, data=data)
+        return await self.http.post(action, data={**hidden_fields(page, action), **fields})
 
 
 def console_client(app: Any) -> httpx.AsyncClient:
