@@ -307,6 +307,10 @@ async def test_pages_read_without_javascript_fit_a_phone_and_pass_axe(
     ):
         await checker.goto(path)
         assert await serious_violations(checker) == [], path
+    # The run page's tables and digests at phone width: they scroll or wrap inside the page.
+    await checker.set_viewport_size(PHONE)
+    await checker.goto(f"/console/runs/{instance}")
+    assert await checker.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     await checker.goto(f"/console/tasks/{task['taskId']}")
     signed_out = await browser.new_context(base_url=console_url, bypass_csp=True)
     people.append(signed_out)
