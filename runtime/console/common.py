@@ -51,11 +51,8 @@ async def acted(request: AnyRequest, state: State, act: Action) -> Response[byte
     caller = signed_in(request, state)
     form = await request.form()
     fields = {key: value for key, value in form.items() if isinstance(value, str)}
-    if caller is None:
-        if not form_ok(request, state, None, fields):
-            return refused_form()
-        return redirect(SIGN_IN)  # pragma: no cover - form_ok is False without a session
-    if not form_ok(request, state, caller.session.nonce, fields):
+    # Without a session no token can match: the same refusal, never a redirect that acts.
+    if caller is None or not form_ok(request, state, caller.session.nonce, fields):
         return refused_form()
     return await act(caller, fields)
 

@@ -148,3 +148,14 @@ async def test_the_run_page_is_the_starters_alone(
     assert page.status_code == 200 and "WAITING" in page.text
     assert instance not in (await other.get("/console/runs")).text
     assert (await other.get(f"/console/runs/{instance}")).status_code == 404
+
+
+async def test_pages_need_a_session_and_a_post_without_one_is_refused(
+    browser_http: httpx.AsyncClient,
+) -> None:
+    for path in ("/console/inbox", "/console/runs", "/console/approvals", "/console/tools"):
+        answer = await browser_http.get(path)
+        assert (answer.status_code, answer.headers["location"]) == (303, "/console/sign-in")
+    task = f"/console/tasks/{uuid.uuid4()}"
+    refused = await browser_http.post(task, data={"value": "APPROVED", "csrf": "x"})
+    assert refused.status_code == 403 and "nothing was changed" in refused.text
