@@ -51,13 +51,22 @@ class ConsoleRelay:
         self, workflow_url: str, *, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self._origin = console_origin(workflow_url)
-        self._http = httpx.AsyncClient(
-            transport=transport, timeout=TIMEOUT_S, trust_env=False, follow_redirects=False
-        )
+        self._transport = transport
+        # Made on the first relayed request: a Gateway nobody opens the console through holds
+        # no client.
+        self._http: httpx.AsyncClient | None = None
 
     async def aclose(self) -> None:
         """Close the relay's connections."""
-        await self._http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                transport=self._transport, timeout=TIMEOUT_S, trust_env=False
+            )
+        return self._http
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI HTTP request under /console."""
@@ -80,7 +89,9 @@ class ConsoleRelay:
         query = scope.get("query_string", b"").decode("latin-1")
         url = f"{self._origin}{path}" + (f"?{query}" if query else "")
         try:
-            answer = await self._http.request(scope["method"], url, headers=headers, content=body)
+            answer = await self._client().request(
+                scope["method"], url, headers=headers, content=body
+            )
         except httpx.HTTPError:
             await _answer(send, 502, [], b"the workflow console could not be reached")
             return
