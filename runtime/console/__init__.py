@@ -9,7 +9,7 @@ from __future__ import annotations
 import httpx
 from litestar import Litestar, Router
 
-from runtime.console import bindings, runs, signin, tasks
+from runtime.console import bindings, oidc_routes, runs, signin, tasks
 from runtime.console.oidc import OidcClient
 from runtime.settings import ConsoleSettings
 
@@ -27,8 +27,8 @@ def console_router() -> Router:
             signin.sign_in,
             signin.sign_out,
             signin.static_file,
-            signin.oidc_start,
-            signin.oidc_callback,
+            oidc_routes.oidc_start,
+            oidc_routes.oidc_callback,
             tasks.inbox,
             tasks.task_view,
             tasks.task_answer,

@@ -7,12 +7,10 @@ from typing import Any
 
 from litestar import Response, get, post
 from litestar.datastructures import Cookie, State
-from litestar.params import Parameter
 
 from runtime.collaborators import Services
 from runtime.console.common import SIGN_IN, AnyRequest, acted
 from runtime.console.guard import CONSOLE_SERVICE, Caller, same_origin, scheme_of, signed_in
-from runtime.console.oidc import FLOW_COOKIE, FLOW_SECONDS, OidcClient, OidcError
 from runtime.console.render import SECURITY_HEADERS, STATIC, page, redirect
 from runtime.console.session import (
     COOKIE,
@@ -32,12 +30,13 @@ STATIC_FILES = {
 }
 
 
-def _secure(request: AnyRequest) -> bool:
+def secure(request: AnyRequest) -> bool:
     """Cookies are Secure whenever the console is reached over TLS."""
     return scheme_of(request) == "https"
 
 
-def _cookie(request: AnyRequest, key: str, value: str, max_age: int) -> Cookie:
+def session_cookie(request: AnyRequest, key: str, value: str, max_age: int) -> Cookie:
+    """An HttpOnly, SameSite=Strict console cookie (Secure over TLS)."""
     return Cookie(
         key=key,
         value=value,
@@ -45,13 +44,14 @@ def _cookie(request: AnyRequest, key: str, value: str, max_age: int) -> Cookie:
         path=PATH,
         httponly=True,
         samesite="strict",
-        secure=_secure(request),
+        secure=secure(request),
     )
 
 
-def _sign_in_page(
+def sign_in_page(
     request: AnyRequest, state: State, status: int = 200, error: str | None = None
 ) -> Response[bytes]:
+    """The sign-in page (with error), and a fresh nonce for its form's CSRF token."""
     services: Services = state.services
     nonce = new_nonce()
     response = page(
@@ -62,7 +62,7 @@ def _sign_in_page(
         sign_in_csrf=csrf_token(services.keyring, nonce),
         error=error,
     )
-    response.set_cookie(_cookie(request, PRE_COOKIE, nonce, 1800))
+    response.set_cookie(session_cookie(request, PRE_COOKIE, nonce, 1800))
     return response
 
 
@@ -75,7 +75,7 @@ async def console_home(request: AnyRequest, state: State) -> Response[bytes]:
 @get("/sign-in")
 async def sign_in_form(request: AnyRequest, state: State) -> Response[bytes]:
     """The sign-in form (development mode: a development user token)."""
-    return _sign_in_page(request, state)
+    return sign_in_page(request, state)
 
 
 @post("/sign-in")
@@ -85,25 +85,25 @@ async def sign_in(request: AnyRequest, state: State) -> Response[bytes]:
     form = await request.form()
     sent_csrf = form.get("csrf")
     if not state.get("console_dev_sign_in"):
-        return _sign_in_page(request, state, 403, "Development sign-in is not enabled here.")
+        return sign_in_page(request, state, 403, "Development sign-in is not enabled here.")
     if not same_origin(request) or not csrf_ok(
         services.keyring, request.cookies.get(PRE_COOKIE), sent_csrf
     ):
-        return _sign_in_page(request, state, 403, "The sign-in form expired: please try again.")
+        return sign_in_page(request, state, 403, "The sign-in form expired: please try again.")
     token = form.get("token")
     token = token.strip() if isinstance(token, str) else ""
     if not token or len(token) > MAX_TOKEN_CHARS:
-        return _sign_in_page(request, state, 422, "Paste a development user token.")
+        return sign_in_page(request, state, 422, "Paste a development user token.")
     try:
         context = services.authenticator.authenticate_user(token, CONSOLE_SERVICE)
     except (AuthenticationError, WorkflowError) as failure:
         # The verifier's messages name the failed check, never the token.
-        return _sign_in_page(request, state, 401, f"That token was refused: {failure.message}")
+        return sign_in_page(request, state, 401, f"That token was refused: {failure.message}")
     expires = int(context.user_token_expires_at.timestamp())
     value = seal_session(services.keyring, token, expires)
     max_age = max(1, expires - int(time.time()))
     response = redirect("/console/inbox")
-    response.set_cookie(_cookie(request, COOKIE, value, max_age))
+    response.set_cookie(session_cookie(request, COOKIE, value, max_age))
     response.delete_cookie(PRE_COOKIE, path=PATH)
     return response
 
@@ -128,74 +128,3 @@ async def static_file(name: str) -> Response[bytes]:
         return Response(b"not found", status_code=404, media_type="text/plain")
     headers = {**SECURITY_HEADERS, "Cache-Control": "public, max-age=3600"}
     return Response((STATIC / name).read_bytes(), media_type=media_type, headers=headers)
-
-
-def _origin(request: AnyRequest) -> str:
-    return f"{scheme_of(request)}://{request.url.netloc}"
-
-
-@get("/oidc/start")
-async def oidc_start(request: AnyRequest, state: State) -> Response[bytes]:
-    """Send the browser to the issuer (authorization code flow with PKCE)."""
-    services: Services = state.services
-    oidc: OidcClient | None = state.get("console_oidc")
-    if oidc is None:
-        return redirect(SIGN_IN)
-    try:
-        started = await oidc.start(services.keyring, _origin(request))
-    except OidcError as failure:
-        return _sign_in_page(request, state, 502, str(failure))
-    response = redirect(started.location)
-    # Lax, not Strict: the issuer's redirect back to the callback is a cross-site navigation.
-    response.set_cookie(
-        Cookie(
-            key=FLOW_COOKIE,
-            value=started.flow_cookie,
-            max_age=FLOW_SECONDS,
-            path=f"{PATH}/oidc",
-            httponly=True,
-            samesite="lax",
-            secure=_secure(request),
-        )
-    )
-    return response
-
-
-@get("/oidc/callback")
-async def oidc_callback(
-    request: AnyRequest,
-    state: State,
-    code: str | None = None,
-    oidc_state: str | None = Parameter(query="state", default=None),
-    error: str | None = None,
-) -> Response[bytes]:
-    """The issuer's answer: exchange the code, verify the token as MCP would, start a session."""
-    services: Services = state.services
-    oidc: OidcClient | None = state.get("console_oidc")
-    if oidc is None:
-        return redirect(SIGN_IN)
-    if error is not None:
-        return _sign_in_page(request, state, 401, "The sign-in service did not sign you in.")
-    try:
-        token = await oidc.finish(
-            services.keyring, request.cookies.get(FLOW_COOKIE), oidc_state, code
-        )
-        context = services.authenticator.authenticate_user(token, CONSOLE_SERVICE)
-    except OidcError as failure:
-        return _sign_in_page(request, state, 401, str(failure))
-    except (AuthenticationError, WorkflowError) as failure:
-        return _sign_in_page(request, state, 401, f"Your token was refused: {failure.message}")
-    expires = int(context.user_token_expires_at.timestamp())
-    # A page, not a redirect: the navigation to the inbox must start on this site for the
-    # browser to send the SameSite=Strict session cookie with it.
-    response = page("signed_in.html")
-    response.set_cookie(
-        _cookie(
-            request,
-            COOKIE,
-            seal_session(services.keyring, token, expires),
-            max(1, expires - int(time.time())),
-        )
-    )
-    response.delete_cookie(FLOW_COOKIE, path=f"{PATH}/oidc")
-    return response
