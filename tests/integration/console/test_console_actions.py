@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -26,6 +27,7 @@ from tests.support.human_tasks import approval_yaml, input_ask_yaml, started_wai
 from tests.support.invocation import client, ok, save_head
 from tests.support.mcp import McpTestClient
 from tests.support.publication import versioned
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.requirement("issue-39:console")
 
@@ -151,3 +153,33 @@ async def test_the_owner_revokes_then_rolls_back_through_the_tool_page(
         f"{path}/revoke", data={**reviewed, "operationId": new_id(), "comment": "again"}
     )
     assert stale.status_code == 422 and 'class="alert error"' in stale.text
+
+
+async def test_the_inbox_pages_by_the_tools_cursor(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    signed_in: Any,
+    dev_identity: DevIdentity,
+    workers: Any,
+) -> None:
+    approver = client(http, dev_identity, "ann", roles=("approver",))
+    wf_def_id = new_id()
+    await save_head(owner, wf_def_id, approval_yaml())
+    for _ in range(27):
+        ok(await caller.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {}}))
+
+    async def all_open() -> bool:
+        listed = ok(await approver.call_tool("workflow_task_list", {"limit": 100}))
+        return len(listed["tasks"]) == 27
+
+    await wait_until(all_open, what="27 tasks open", within_s=30)
+    ann = await signed_in("ann", "approver")
+    first = (await ann.get("/console/inbox")).text
+    tasks = re.findall(r'href="/console/tasks/([0-9a-f-]{36})"', first)
+    following = re.search(r'href="(/console/inbox\?cursor=[^"]+)"', first)
+    assert len(tasks) == 25 and following is not None
+    second = (await ann.get(html.unescape(following.group(1)))).text
+    rest = re.findall(r'href="/console/tasks/([0-9a-f-]{36})"', second)
+    assert len(rest) == 2 and not set(rest) & set(tasks)
+    assert "Next page" not in second
