@@ -26,6 +26,7 @@ class _Forms(HTMLParser):
         self.forms: list[tuple[set[str], dict[str, str]]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        """Note a form, a button's formaction, or a hidden input of the current form."""
         found = {name: value or "" for name, value in attrs}
         if tag == "form":
             self.forms.append(({found.get("action", "")}, {}))

@@ -39,6 +39,7 @@ def _s256(verifier: str) -> str:
 
 @get("/.well-known/openid-configuration")
 async def discovery(state: State) -> dict[str, Any]:
+    """The issuer's OpenID Connect discovery document."""
     issuer: IssuerState = state.issuer
     return {
         "issuer": issuer.url,
@@ -50,6 +51,7 @@ async def discovery(state: State) -> dict[str, Any]:
 
 @get("/authorize")
 async def authorize(request: Request[Any, Any, Any], state: State) -> Response[bytes]:
+    """Sign the configured person in at once and send the browser back with a code."""
     issuer: IssuerState = state.issuer
     query = request.query_params
     if query.get("response_type") != "code" or query.get("client_id") != CLIENT_ID:
@@ -63,6 +65,7 @@ async def authorize(request: Request[Any, Any, Any], state: State) -> Response[b
 
 @post("/token", status_code=200)
 async def token(request: Request[Any, Any, Any], state: State) -> Response[dict[str, Any]]:
+    """Exchange a code for an access token when its PKCE verifier matches the challenge."""
     issuer: IssuerState = state.issuer
     form = await request.form()
     issued = issuer.codes.pop(str(form.get("code")), None)
