@@ -4,10 +4,13 @@ the development identity is in use, not on a service with configured trusted key
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
 import pytest
 
+from runtime.security.devtools import DEV_HOST_ID
+from tests.support.gateway import run_gateway
 from tests.support.server import LiveServer
 
 pytestmark = pytest.mark.requirement("issue-39:console")
@@ -31,3 +34,22 @@ async def test_serve_serves_the_console_and_no_dev_sign_in_with_configured_keys(
         assert refused.status_code == 403 and "not enabled here" in refused.text
         assert "wf_console=" not in refused.headers.get("set-cookie", "")
         assert (await http.get("/console/inbox")).headers["location"] == "/console/sign-in"
+
+
+async def test_the_gateway_process_relays_the_console(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    with run_gateway(
+        tmp_path / "gateway",
+        live_server.identity,
+        live_server.mcp_url,
+        tmp_path / "mcp-router.yml",
+        host_id=DEV_HOST_ID,
+    ) as gateway:
+        base = gateway.mcp_url.removesuffix("/mcp")
+        async with httpx.AsyncClient(base_url=base) as http:
+            page = await http.get("/console/sign-in")
+            script = await http.get("/console/static/console.css")
+    assert page.status_code == 200 and "<h1>Sign in</h1>" in page.text
+    assert "Content-Security-Policy" in page.headers
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/css")
