@@ -15,7 +15,7 @@ from litestar.datastructures import State
 from runtime.collaborators import Services
 from runtime.console.common import AnyRequest, acted, failure_page, viewed, with_caller
 from runtime.console.guard import Caller
-from runtime.console.render import page, redirect
+from runtime.console.render import SECURITY_HEADERS, page, redirect
 from runtime.errors import WorkflowError
 from runtime.invocation.started_runs import run_tasks, started_runs
 from runtime.security import authorize_roles
@@ -92,6 +92,11 @@ async def run_view(
         except WorkflowError as error:
             return failure_page("Run not available", error.code, error.message, "/console/runs")
         status: dict[str, Any] = answer.data
+        live = status["state"] in LIVE
+        if not live and request.headers.get("hx-trigger") == "run-state":
+            # The live page's poll sees the run end: the whole page reloads (the cancel form goes).
+            refresh = {**SECURITY_HEADERS, "HX-Refresh": "true"}
+            return Response(b"", status_code=200, headers=refresh)
         return page(
             "run.html",
             **with_caller(
@@ -99,7 +104,7 @@ async def run_view(
                 nav="runs",
                 status=status,
                 tasks=[msgspec.structs.asdict(task) for task in tasks],
-                live=status["state"] in LIVE,
+                live=live,
                 error=None,
                 notice=CANCEL_NOTICES.get(cancel or ""),
             ),

@@ -99,6 +99,18 @@ async def test_an_assignee_answers_in_the_browser_and_watches_the_run_complete(
     approver = client(http, dev_identity, "ann", roles=("approver",))
     instance, _ = await started_waiting(owner, caller, approver, approval_yaml())
     shots = _screenshot_dir(tmp_path)
+    # The starter opens the waiting run's page and keeps it open.
+    starter = await _sign_in(
+        browser,
+        people,
+        console_url,
+        dev_identity.user_token(
+            host_id=HOST, user_id="caller-1", roles=("admin", "workflow-admin"), client_id="portal"
+        ),
+    )
+    await starter.get_by_role("link", name="Runs").click()
+    await starter.get_by_role("link", name=instance).click()
+    await expect(starter.locator("#run-state-value")).to_have_text("WAITING")
     ann = await _sign_in(browser, people, console_url, _token(dev_identity, "ann", "approver"))
     sam = await _sign_in(browser, people, console_url, _token(dev_identity, "sam", "clerk"))
     # Ann, an approver, sees the task; Sam, a clerk, sees an empty inbox.
@@ -111,19 +123,10 @@ async def test_an_assignee_answers_in_the_browser_and_watches_the_run_complete(
     await ann.get_by_role("button", name="Approve").click()
     await expect(ann.get_by_text("Your answer was recorded.")).to_be_visible(timeout=WAIT_MS)
     await expect(ann.locator("#task-state")).to_have_text("answered")
-    # The starter watches the run complete (the page refreshes itself while the run is live).
-    starter = await _sign_in(
-        browser,
-        people,
-        console_url,
-        dev_identity.user_token(
-            host_id=HOST, user_id="caller-1", roles=("admin", "workflow-admin"), client_id="portal"
-        ),
-    )
-    await starter.get_by_role("link", name="Runs").click()
-    await starter.get_by_role("link", name=instance).click()
+    # The starter's page, never reloaded, refreshes itself while the run is live: it completes.
     await expect(starter.locator("#run-state-value")).to_have_text("COMPLETED", timeout=WAIT_MS)
     await expect(starter.locator("#run-output")).to_contain_text('"by": "ann"')
+    await expect(starter.get_by_role("button", name="Cancel this run")).to_have_count(0)
     await starter.screenshot(path=str(shots / "console-run.png"), full_page=True)
 
 
