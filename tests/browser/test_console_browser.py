@@ -263,6 +263,8 @@ async def test_a_failed_step_is_shown_with_its_error(
     await expect(starter.locator("#run-error")).to_contain_text(status["error"]["message"])
     failed_row = starter.locator("#steps tbody tr").filter(has_text="failed")
     await expect(failed_row).to_have_count(1)
+    # The step's own row names its error and its attempts.
+    await expect(failed_row).to_contain_text(status["error"]["message"])
 
 
 async def test_pages_read_without_javascript_fit_a_phone_and_pass_axe(
