@@ -15,12 +15,14 @@ from typing import Any
 
 import httpx
 import msgspec
-from litestar import Litestar, Request, Response, get, post, route
+from litestar import Litestar, Request, Response, asgi, get, post, route
 from litestar.datastructures import State
 
 from gateway.acl import RelayAcl, listed_routed
 from gateway.caller import CallerVerifier, RequestCaller
 from gateway.calls import GatewayCalls
+from gateway.console_relay import PREFIX as CONSOLE_PREFIX
+from gateway.console_relay import ConsoleRelay
 from gateway.credentials import app_token_source
 from gateway.listing import CallerTools
 from gateway.relay import WorkflowClient
@@ -64,6 +66,8 @@ class Gateway:
     gate: BearerGate
     acl: RelayAcl
     client: WorkflowClient
+    # /console relayed to Workflow's console (issue 39).
+    console: ConsoleRelay
     # The snapshot last served and its Tools by name, input schemas compiled.
     _prepared: tuple[RouterSnapshot | None, dict[str, PreparedTool]] = field(
         default_factory=lambda: (None, {}), init=False, repr=False
@@ -127,6 +131,7 @@ def build_gateway(
         client=WorkflowClient(
             section.workflow_url, app_token_source(section, identity), transport=transport
         ),
+        console=ConsoleRelay(section.workflow_url, transport=transport),
     )
 
 
@@ -187,6 +192,13 @@ async def protected_resource_get(request: Request[Any, Any, Any], state: State) 
     return resource_metadata(str(request.base_url), gateway.settings.security.user_token.issuers)
 
 
+@asgi(CONSOLE_PREFIX, is_mount=True)
+async def console_relay(scope: Any, receive: Any, send: Any) -> None:
+    """Workflow's console, relayed (gateway.console_relay)."""
+    gateway: Gateway = scope["app"].state.gateway
+    await gateway.console(scope, receive, send)
+
+
 def create_gateway_app(gateway: Gateway) -> Litestar:
     """The ASGI app serving gateway; its Workflow client is closed at shutdown."""
 
@@ -196,9 +208,10 @@ def create_gateway_app(gateway: Gateway) -> Litestar:
             yield
         finally:
             await gateway.client.aclose()
+            await gateway.console.aclose()
 
     app = Litestar(
-        route_handlers=[mcp_post, mcp_other, healthz, protected_resource_get],
+        route_handlers=[mcp_post, mcp_other, healthz, protected_resource_get, console_relay],
         lifespan=[lifespan],
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,

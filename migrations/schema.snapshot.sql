@@ -1894,6 +1894,8 @@ CREATE INDEX workflow_idempotency_process_idx ON public.workflow_idempotency_t U
 
 CREATE INDEX workflow_idempotency_replay_until_idx ON public.workflow_idempotency_t USING btree (result_replay_until);
 
+CREATE INDEX workflow_invocation_started_idx ON public.workflow_invocation_t USING btree (host_id, user_id, created_ts DESC, process_id DESC) WHERE (operation = 'start'::text);
+
 CREATE INDEX workflow_invocation_tool_idx ON public.workflow_invocation_t USING btree (host_id, tool_id, created_ts) WHERE (tool_id IS NOT NULL);
 
 CREATE INDEX workflow_lightspeed_inbox_invocation_idx ON public.workflow_lightspeed_inbox USING btree (host_id, invocation_id);

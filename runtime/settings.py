@@ -42,6 +42,33 @@ class ServerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     shutdown_grace_s: float = 10.0
 
 
+class ConsoleSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The console at /console (runtime/console): whether it is served and how people sign in.
+
+    With an OpenID Connect issuer, sign-in is the authorization code flow with PKCE against it;
+    the access token it issues must verify as a user token (security.user_token). Development
+    mode (no trusted keys) also offers a sign-in form taking a development user token.
+    """
+
+    enabled: bool = True
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    # A confidential client's secret, read from this file (a public client sends none: PKCE).
+    oidc_client_secret_file: str | None = None
+    oidc_scopes: list[str] = msgspec.field(default_factory=lambda: ["openid"])
+    # Where the issuer sends people back; default: the console's origin + /console/oidc/callback.
+    oidc_redirect_uri: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.oidc_issuer is None) != (self.oidc_client_id is None):
+            raise ValueError("console.oidc_issuer and console.oidc_client_id go together")
+
+    @property
+    def oidc_configured(self) -> bool:
+        """Whether sign-in with OpenID Connect is configured."""
+        return self.oidc_issuer is not None
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The whole service configuration."""
 
@@ -57,3 +84,5 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)
     # The Lightspeed receiver bridge (issue 37): off while it maps no receivers.
     lightspeed: LightspeedSettings = msgspec.field(default_factory=LightspeedSettings)
+    # The console for the people in the loop (issue 39).
+    console: ConsoleSettings = msgspec.field(default_factory=ConsoleSettings)

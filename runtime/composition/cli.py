@@ -36,6 +36,7 @@ from runtime.composition.jobs import with_service_jobs
 from runtime.composition.runs import add_runs_parser, runs_command
 from runtime.composition.secrets import add_secrets_parser, secrets_command
 from runtime.composition.worker import run_worker
+from runtime.console import register_console
 from runtime.execution import stop_waiting
 from runtime.mcp.app import create_app
 from runtime.publication import policy_from_settings
@@ -70,6 +71,7 @@ def _usage_banner(host: str, port: int, data_dir: str, dev: bool) -> str:
             '    -H "Authorization: Bearer $USER" -H "X-Scope-Token: Bearer $APP" \\',
             "    -H 'MCP-Protocol-Version: 2025-11-25' \\",
             """    -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'""",
+            f"the console: http://{host}:{port}/console (sign in with a user token such as $USER)",
         ]
     return "\n".join(lines)
 
@@ -103,6 +105,8 @@ def serve(args: argparse.Namespace) -> int:
     if identity is not None:
         for route in dev_token_routes(identity):
             app.register(route)
+    # The console's development sign-in accepts dev tokens only where the dev identity is in use.
+    register_console(app, dev_sign_in=dev, settings=settings.console)
     server = settings.server
     print(_usage_banner(server.host, server.port, settings.store.data_dir, dev), flush=True)
 

@@ -123,3 +123,20 @@ DELETE FROM workflow_tool_start_count_t b
 USING old o
 WHERE b.host_id = o.host_id AND b.tool_id = o.tool_id AND b.per_user = o.per_user
   AND b.end_user_subject = o.end_user_subject AND b.second = o.second;
+
+-- select_started_runs --
+-- The runs one caller started (workflow_start) on a host, newest first, after a keyset cursor:
+-- the console's Runs page. The same owner columns as select_owned_run; lifecycle re-checks them.
+SELECT i.process_id::text AS process_id, i.operation, i.user_id, i.end_user_subject,
+       i.principal_subject, i.tool_id::text AS tool_id, i.starter_roles, i.disclosure_ceiling,
+       i.wf_def_id::text AS wf_def_id, i.definition_digest, p.state, p.effect_state,
+       p.cancellation_policy, p.cancel_requested, p.result, p.error, p.deadline_ts,
+       p.created_ts, p.updated_ts, p.finished_ts
+FROM workflow_invocation_t i
+JOIN workflow_run_state p ON p.host_id = i.host_id AND p.process_id = i.process_id
+WHERE i.host_id = %(host_id)s AND i.operation = 'start' AND i.user_id = %(user_id)s
+  AND i.end_user_subject = %(subject)s AND i.principal_subject = %(principal)s
+  AND (%(before_ts)s::timestamptz IS NULL
+       OR (i.created_ts, i.process_id) < (%(before_ts)s::timestamptz, %(before_id)s::uuid))
+ORDER BY i.created_ts DESC, i.process_id DESC
+LIMIT %(limit)s;

@@ -27,6 +27,7 @@ from runtime.scheduler.models import (
 from runtime.security import SealedSecret
 from runtime.store import (
     Connection,
+    fetch_all,
     fetch_built,
     fetch_one,
     fetch_one_built,
@@ -486,3 +487,24 @@ async def sweep_start_counts(conn: Connection, batch: int) -> int:
     """Delete per-second start counts no window can reach any more; how many went."""
     cursor = await conn.execute(QUERIES["sweep_start_counts"], {"batch": batch})
     return cursor.rowcount
+
+
+async def select_started_runs(
+    conn: Connection,
+    host_id: str,
+    owner: tuple[str, str, str],
+    before: tuple[datetime, str] | None,
+    limit: int,
+) -> list[OwnedRun]:
+    """One caller's start runs (owner: user id, subject, principal), newest first, after before."""
+    user_id, subject, principal = owner
+    params = {
+        "host_id": host_id,
+        "user_id": user_id,
+        "subject": subject,
+        "principal": principal,
+        "before_ts": None if before is None else before[0],
+        "before_id": None if before is None else before[1],
+        "limit": limit,
+    }
+    return await fetch_all(conn, QUERIES["select_started_runs"], params, OwnedRun)

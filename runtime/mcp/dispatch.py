@@ -100,6 +100,28 @@ class ToolDispatcher:
                 outcome = with_correlation(outcome, observed.correlation_id)
             return outcome
 
+    async def call_as(
+        self, name: str, arguments: dict[str, Any], context: InvocationContext
+    ) -> ToolOutcome:
+        """One call by a caller already authenticated (the console's session): the same host
+        assertion, role check, validation, handler and output check as tools/call."""
+        tool = self.registry.get(name)
+        with tool_call(tool.route.name if tool is not None else "unknown", {}) as observed:
+            if tool is None:
+                raise JsonRpcFault(INVALID_PARAMS, "unknown tool")
+            try:
+                outcome = await self._run(tool, context, arguments)
+            except WorkflowError as error:
+                outcome = error_outcome(error)
+            except StoreUnavailable:
+                outcome = error_outcome(
+                    WorkflowError(
+                        "WORKFLOW_INVOCATION_UNAVAILABLE", "the workflow store is unavailable"
+                    )
+                )
+            observed.code = _outcome_code(outcome)
+            return outcome
+
     async def _call(
         self, tool: ServedTool | None, arguments: Any, headers: Mapping[str, str]
     ) -> ToolOutcome:

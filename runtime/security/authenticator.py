@@ -78,6 +78,18 @@ class Authenticator:
         self._check_caller(app_claims, service_id, host_id)
         return self._context(user_claims, user_token, host_id, service_id, client_id)
 
+    def authenticate_user(self, user_token: str, caller_service_id: str) -> InvocationContext:
+        """The context of a verified user token alone, for the service's own first-party pages.
+
+        The console is Workflow itself, not a calling application: no scope token, no caller
+        policy; the host, user, roles and client principal are the user token's, as on MCP.
+        """
+        user_claims = self._verifier.verify(user_token, TokenKind.USER)
+        host_id = normalize_host_id(user_claims.get(self._settings.claims.host))
+        if host_id is None:
+            raise AuthenticationError("user token does not name a valid host")
+        return self._context(user_claims, user_token, host_id, caller_service_id, caller_service_id)
+
     def check_present(
         self,
         authorization_header: str | None,

@@ -22,6 +22,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("publisher",),
     ("gateway",),
     ("runtime.composition",),
+    # The console's pages (issue 39): tool calls through runtime.mcp's dispatcher.
+    ("runtime.console",),
     ("handlers",),
     ("runtime.mcp",),
     ("runtime.collaborators",),
