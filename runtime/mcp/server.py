@@ -27,6 +27,15 @@ from runtime.mcp.protocol import (
     EraContext,
     resolve_era,
 )
+from runtime.mcp.tasks import (
+    EXTENSION,
+    TASK_TOOLS,
+    TaskService,
+    declares_extension,
+    detailed_task,
+    missing_capability,
+    task_object,
+)
 
 _LEGACY_STATUS_200 = frozenset({400, 404})
 
@@ -60,7 +69,10 @@ class McpServer:
         server_info: dict[str, str] | None = None,
         instructions: str = INSTRUCTIONS,
         list_cache_scope: str = "public",
+        tasks: TaskService | None = None,
     ) -> None:
+        # MCP tasks (issue 35): None serves neither revision's tasks.
+        self.tasks = tasks
         # "private" when tools/list depends on the caller (the Gateway filters it by role).
         self.list_cache_scope = list_cache_scope
         self.server_info = SERVER_INFO if server_info is None else server_info
@@ -129,15 +141,22 @@ class McpServer:
     ) -> dict[str, Any]:
         if era.era is Era.LEGACY:
             return await self._dispatch_legacy(method, params, headers)
-        return await self._dispatch_modern(method, params, headers)
+        return await self._dispatch_modern(method, params, headers, era.client_capabilities)
 
     async def _dispatch_legacy(
         self, method: str, params: dict[str, Any], headers: Mapping[str, str]
     ) -> dict[str, Any]:
         if method == "initialize":
+            capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+            if self.tasks is not None:
+                capabilities["tasks"] = {
+                    "list": {},
+                    "cancel": {},
+                    "requests": {"tools": {"call": {}}},
+                }
             return {
                 "protocolVersion": LEGACY_VERSION,
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": capabilities,
                 "serverInfo": self.server_info,
                 "instructions": self.instructions,
             }
@@ -145,23 +164,57 @@ class McpServer:
             return {}
         if method == "tools/list":
             tools, next_cursor = self.registry.page(params.get("cursor"), self.page_size)
+            if self.tasks is not None:
+                tools = [_with_task_support(tool) for tool in tools]
             return _with_cursor({"tools": tools}, next_cursor)
         if method == "tools/call":
-            outcome = await self.dispatcher.call(
-                params.get("name"), params.get("arguments"), headers
-            )
+            name = params.get("name")
+            task = params.get("task")
+            if self.tasks is not None and isinstance(task, dict) and name in TASK_TOOLS:
+                started = await self.tasks.start(
+                    name, params.get("arguments"), headers, LEGACY_VERSION, task.get("ttl")
+                )
+                if isinstance(started, dict):
+                    return {"task": started}
+                return started.to_call_result()
+            outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
             return outcome.to_call_result()
+        if self.tasks is not None and method.startswith("tasks/"):
+            return await self._legacy_task_method(self.tasks, method, params, headers)
+        raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+
+    async def _legacy_task_method(
+        self, tasks: TaskService, method: str, params: dict[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """The experimental tasks of 2025-11-25 (the server declares them at initialize)."""
+        if method == "tasks/get":
+            return task_object(await tasks.get(params.get("taskId"), headers), LEGACY_VERSION)
+        if method == "tasks/result":
+            return await tasks.result(params.get("taskId"), headers)
+        if method == "tasks/list":
+            listed, next_cursor = await tasks.list(params.get("cursor"), headers, self.page_size)
+            return _with_cursor({"tasks": listed}, next_cursor)
+        if method == "tasks/cancel":
+            state = await tasks.cancel(params.get("taskId"), headers, LEGACY_VERSION)
+            return task_object(state, LEGACY_VERSION)
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
 
     async def _dispatch_modern(
-        self, method: str, params: dict[str, Any], headers: Mapping[str, str]
+        self,
+        method: str,
+        params: dict[str, Any],
+        headers: Mapping[str, str],
+        capabilities: Mapping[str, Any],
     ) -> dict[str, Any]:
         meta = {SERVER_INFO_KEY: self.server_info}
         if method == "server/discover":
+            served: dict[str, Any] = {"tools": {"listChanged": False}}
+            if self.tasks is not None:
+                served["extensions"] = {EXTENSION: {}}
             return {
                 "resultType": "complete",
                 "supportedVersions": [MODERN_VERSION, LEGACY_VERSION],
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": served,
                 "instructions": self.instructions,
                 "ttlMs": self.list_ttl_ms,
                 "cacheScope": "public",
@@ -178,15 +231,51 @@ class McpServer:
             }
             return _with_cursor(body, next_cursor)
         if method == "tools/call":
-            outcome = await self.dispatcher.call(
-                params.get("name"), params.get("arguments"), headers
-            )
+            name = params.get("name")
+            # The task branch: a set lookup and, for workflow_start only, a dict lookup.
+            if name in TASK_TOOLS and self.tasks is not None and declares_extension(capabilities):
+                started = await self.tasks.start(
+                    name, params.get("arguments"), headers, MODERN_VERSION
+                )
+                if isinstance(started, dict):
+                    return {"resultType": "task", **started, "_meta": meta}
+                outcome = started
+            else:
+                outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
             result = outcome.to_call_result()
             # A tool's own _meta (the Gateway's workflow ids) travels beside the server's.
             if tool_meta := result.get("_meta"):
                 meta = {**tool_meta, **meta}
             return {"resultType": "complete", **result, "_meta": meta}
+        if self.tasks is not None and method in _MODERN_TASK_METHODS:
+            if not declares_extension(capabilities):
+                raise missing_capability()
+            body = await self._modern_task_method(self.tasks, method, params, headers)
+            return {"resultType": "complete", **body, "_meta": meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+
+    async def _modern_task_method(
+        self, tasks: TaskService, method: str, params: dict[str, Any], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """The extension's tasks/get, tasks/update and tasks/cancel."""
+        task_id = params.get("taskId")
+        if method == "tasks/get":
+            return detailed_task(await tasks.get(task_id, headers))
+        if method == "tasks/update":
+            await tasks.update(task_id, params.get("inputResponses"), headers)
+            return {}
+        await tasks.cancel(task_id, headers, MODERN_VERSION)
+        return {}
+
+
+_MODERN_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+
+
+def _with_task_support(tool: dict[str, Any]) -> dict[str, Any]:
+    """A 2025-11-25 Tool: workflow_start declares optional task-augmented execution."""
+    if tool.get("name") not in TASK_TOOLS:
+        return tool
+    return {**tool, "execution": {**(tool.get("execution") or {}), "taskSupport": "optional"}}
 
 
 def decode_json(body: bytes) -> Any:

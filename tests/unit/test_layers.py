@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("handlers",),
     ("runtime.mcp",),
     ("runtime.collaborators",),
+    ("runtime.mcp_tasks",),
     ("runtime.settings",),
     ("runtime.admission",),
     ("runtime.invocation",),
