@@ -175,7 +175,9 @@ def attach_services(
         page_size=services.settings.server.tools_list_page_size,
         list_ttl_ms=services.settings.server.tools_list_ttl_ms,
         gate=BearerGate(services.authenticator, services.settings.server.anonymous_discovery),
-        tasks=TaskService(dispatcher, services),
+        tasks=TaskService(
+            dispatcher, services, page_size=services.settings.server.tools_list_page_size
+        ),
     )
 
 

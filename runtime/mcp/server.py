@@ -17,7 +17,7 @@ from runtime.mcp.jsonrpc import (
     is_request_id,
     result_response,
 )
-from runtime.mcp.ports import ToolCalls, ToolPages
+from runtime.mcp.ports import TaskCalls, ToolCalls, ToolPages
 from runtime.mcp.protocol import (
     LEGACY_VERSION,
     MODERN_VERSION,
@@ -29,12 +29,11 @@ from runtime.mcp.protocol import (
 )
 from runtime.mcp.tasks import (
     EXTENSION,
+    LEGACY_TASK_METHODS,
+    MODERN_TASK_METHODS,
     TASK_TOOLS,
-    TaskService,
     declares_extension,
-    detailed_task,
     missing_capability,
-    task_object,
 )
 
 _LEGACY_STATUS_200 = frozenset({400, 404})
@@ -69,7 +68,7 @@ class McpServer:
         server_info: dict[str, str] | None = None,
         instructions: str = INSTRUCTIONS,
         list_cache_scope: str = "public",
-        tasks: TaskService | None = None,
+        tasks: TaskCalls | None = None,
     ) -> None:
         # MCP tasks (issue 35): None serves neither revision's tasks.
         self.tasks = tasks
@@ -179,24 +178,8 @@ class McpServer:
                 return started.to_call_result()
             outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
             return outcome.to_call_result()
-        if self.tasks is not None and method.startswith("tasks/"):
-            return await self._legacy_task_method(self.tasks, method, params, headers)
-        raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
-
-    async def _legacy_task_method(
-        self, tasks: TaskService, method: str, params: dict[str, Any], headers: Mapping[str, str]
-    ) -> dict[str, Any]:
-        """The experimental tasks of 2025-11-25 (the server declares them at initialize)."""
-        if method == "tasks/get":
-            return task_object(await tasks.get(params.get("taskId"), headers), LEGACY_VERSION)
-        if method == "tasks/result":
-            return await tasks.result(params.get("taskId"), headers)
-        if method == "tasks/list":
-            listed, next_cursor = await tasks.list(params.get("cursor"), headers, self.page_size)
-            return _with_cursor({"tasks": listed}, next_cursor)
-        if method == "tasks/cancel":
-            state = await tasks.cancel(params.get("taskId"), headers, LEGACY_VERSION)
-            return task_object(state, LEGACY_VERSION)
+        if self.tasks is not None and method in LEGACY_TASK_METHODS:
+            return await self.tasks.answer(method, params, headers, LEGACY_VERSION)
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
 
     async def _dispatch_modern(
@@ -247,28 +230,12 @@ class McpServer:
             if tool_meta := result.get("_meta"):
                 meta = {**tool_meta, **meta}
             return {"resultType": "complete", **result, "_meta": meta}
-        if self.tasks is not None and method in _MODERN_TASK_METHODS:
+        if self.tasks is not None and method in MODERN_TASK_METHODS:
             if not declares_extension(capabilities):
                 raise missing_capability()
-            body = await self._modern_task_method(self.tasks, method, params, headers)
+            body = await self.tasks.answer(method, params, headers, MODERN_VERSION)
             return {"resultType": "complete", **body, "_meta": meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
-
-    async def _modern_task_method(
-        self, tasks: TaskService, method: str, params: dict[str, Any], headers: Mapping[str, str]
-    ) -> dict[str, Any]:
-        """The extension's tasks/get, tasks/update and tasks/cancel."""
-        task_id = params.get("taskId")
-        if method == "tasks/get":
-            return detailed_task(await tasks.get(task_id, headers))
-        if method == "tasks/update":
-            await tasks.update(task_id, params.get("inputResponses"), headers)
-            return {}
-        await tasks.cancel(task_id, headers, MODERN_VERSION)
-        return {}
-
-
-_MODERN_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 def _with_task_support(tool: dict[str, Any]) -> dict[str, Any]:

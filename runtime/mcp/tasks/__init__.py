@@ -9,6 +9,9 @@ from __future__ import annotations
 from runtime.mcp.tasks.service import TaskService
 from runtime.mcp.tasks.shapes import (
     EXTENSION,
+    LEGACY_TASK_METHODS,
+    MODERN_TASK_METHODS,
+    RELATED_TASK_KEY,
     TASK_TOOLS,
     TaskState,
     declares_extension,
@@ -19,6 +22,9 @@ from runtime.mcp.tasks.shapes import (
 
 __all__ = [
     "EXTENSION",
+    "LEGACY_TASK_METHODS",
+    "MODERN_TASK_METHODS",
+    "RELATED_TASK_KEY",
     "TASK_TOOLS",
     "TaskService",
     "TaskState",

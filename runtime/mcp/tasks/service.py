@@ -28,11 +28,13 @@ from runtime.mcp.ports import ToolCalls
 from runtime.mcp.protocol import LEGACY_VERSION, MODERN_VERSION
 from runtime.mcp.tasks.shapes import (
     DEFAULT_TTL_MS,
+    LIST_PAGE_SIZE,
     MIN_TTL_MS,
     RELATED_TASK_KEY,
     RESULT_WAIT_MS,
     TaskState,
     created_at,
+    detailed_task,
     elicitation,
     task_object,
 )
@@ -58,9 +60,12 @@ def _unavailable() -> JsonRpcFault:
 class TaskService:
     """The task methods of both revisions, on the service's own tools."""
 
-    def __init__(self, dispatcher: ToolCalls, services: Services) -> None:
+    def __init__(
+        self, dispatcher: ToolCalls, services: Services, *, page_size: int = LIST_PAGE_SIZE
+    ) -> None:
         self.dispatcher = dispatcher
         self.services = services
+        self.page_size = page_size
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -91,6 +96,34 @@ class TaskService:
         created = created_at(row)
         return task_object(TaskState(row, "working", created, "The workflow run is accepted."), era)
 
+    # -- the tasks/* methods ----------------------------------------------------------------
+
+    async def answer(
+        self, method: str, params: dict[str, Any], headers: Mapping[str, str], era: str
+    ) -> dict[str, Any]:
+        """One tasks/* method of era (the server checked the method and the capability)."""
+        task_id = params.get("taskId")
+        if era == MODERN_VERSION:
+            if method == "tasks/get":
+                return detailed_task(await self.get(task_id, headers))
+            if method == "tasks/update":
+                await self.update(task_id, params.get("inputResponses"), headers)
+                return {}
+            await self.cancel(task_id, headers, era)
+            return {}
+        if method == "tasks/get":
+            return task_object(await self.get(task_id, headers), era)
+        if method == "tasks/result":
+            return await self.result(task_id, headers)
+        if method == "tasks/list":
+            listed, next_cursor = await self.list(params.get("cursor"), headers)
+            return (
+                {"tasks": listed}
+                if next_cursor is None
+                else {"tasks": listed, "nextCursor": next_cursor}
+            )
+        return task_object(await self.cancel(task_id, headers, era), era)
+
     # -- reading ----------------------------------------------------------------------------
 
     async def get(self, task_id: Any, headers: Mapping[str, str]) -> TaskState:
@@ -99,13 +132,13 @@ class TaskService:
         return await self._observe(ctx, row, headers)
 
     async def list(
-        self, cursor: Any, headers: Mapping[str, str], limit: int
+        self, cursor: Any, headers: Mapping[str, str]
     ) -> tuple[list[dict[str, Any]], str | None]:
         """tasks/list (2025-11-25): one page of the caller's own tasks of that revision."""
         ctx = self._authenticate(headers)
         try:
             rows, next_cursor = await mcp_tasks.list_own(
-                self.services.database, ctx, LEGACY_VERSION, cursor, limit
+                self.services.database, ctx, LEGACY_VERSION, cursor, self.page_size
             )
         except mcp_tasks.BadCursor:
             raise JsonRpcFault(INVALID_PARAMS, "cursor is not a cursor of this list") from None

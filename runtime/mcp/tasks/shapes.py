@@ -21,8 +21,11 @@ POLL_INTERVAL_MS = 2_000
 # A run lives at most 30 days (its deadline); its task a week longer, to read the result.
 DEFAULT_TTL_MS = 37 * 86_400_000
 MIN_TTL_MS = 1_000
+LIST_PAGE_SIZE = 50
 # tasks/result (2025-11-25) waits at most this long for the run to end.
 RESULT_WAIT_MS = MAX_WAIT_MS
+MODERN_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+LEGACY_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
