@@ -113,5 +113,6 @@ def detailed_task(state: TaskState) -> dict[str, Any]:
     if state.status == "input_required" and state.input_requests is not None:
         task["inputRequests"] = state.input_requests
     elif state.status == "completed" and state.result is not None:
-        task["result"] = state.result.to_call_result()
+        # What tools/call answers in this revision: a CallToolResult with its resultType.
+        task["result"] = {"resultType": "complete", **state.result.to_call_result()}
     return task

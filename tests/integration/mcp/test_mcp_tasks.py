@@ -15,7 +15,7 @@ from runtime.security.devtools import DevIdentity
 from tests.support.binding_builders import new_id
 from tests.support.human_tasks import approval_yaml, input_ask_yaml
 from tests.support.invocation import client, ok, save_head
-from tests.support.mcp import McpTestClient
+from tests.support.mcp import MODERN, McpTestClient, assert_valid_mcp
 from tests.support.mcp_tasks import (
     EXTENSION,
     get_task,
@@ -79,7 +79,9 @@ async def test_a_start_declaring_the_extension_is_a_task_that_asks_the_starter_a
     reply = await modern(caller, "tasks/update", update)
     assert reply.result["resultType"] == "complete"
     done = await task_reaching(caller, created["taskId"], ("completed",))
-    assert done["result"]["isError"] is False
+    # The CallToolResult as tools/call answers it in this revision, resultType included.
+    assert_valid_mcp(MODERN, "CallToolResult", done["result"])
+    assert done["result"]["resultType"] == "complete" and done["result"]["isError"] is False
     assert done["result"]["structuredContent"]["output"] == {
         "decision": "APPROVED",
         "by": "caller-1",
