@@ -268,3 +268,25 @@ async def test_an_ordinary_tools_call_is_unchanged_by_a_declared_extension(
     reply = await modern(caller, "tools/call", {"name": "workflow_task_list", "arguments": {}})
     assert reply.result["resultType"] == "complete"
     assert ok({k: v for k, v in reply.result.items() if k != "resultType"}) == {"tasks": []}
+
+
+async def test_a_key_of_another_tasks_run_is_ignored_even_when_the_caller_may_answer_it(
+    owner: McpTestClient, caller: McpTestClient, workers: Any
+) -> None:
+    # Two tasks of one caller: an answer sent on the first under the second's key changes
+    # nothing; keys are the asks of the task's own run.
+    wf_def_id = await _saved(owner, approval_yaml(role=MINE))
+    first = await start_task(caller, wf_def_id)
+    second = await start_task(caller, wf_def_id)
+    await task_reaching(caller, first["taskId"], ("input_required",))
+    asked = await task_reaching(caller, second["taskId"], ("input_required",))
+    [their_key] = asked["inputRequests"]
+    crossed = {"taskId": first["taskId"], "inputResponses": {their_key: _accept("APPROVED")}}
+    assert (await modern(caller, "tasks/update", crossed)).result["resultType"] == "complete"
+    for task in (first, second):
+        assert (await get_task(caller, task["taskId"]))["status"] == "input_required"
+    for bad in ([], "x", None):
+        refused = await modern(
+            caller, "tasks/update", {"taskId": first["taskId"], "inputResponses": bad}
+        )
+        assert refused.error["code"] == -32602
