@@ -9,6 +9,7 @@ result, workflow_task_list for what the caller may answer, workflow_task_complet
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +42,7 @@ from runtime.mcp.tasks.shapes import (
 from runtime.security import InvocationContext
 from runtime.store import StoreUnavailable
 
+log = logging.getLogger("workflow.mcp")
 _OPERATION_IDS = uuid.UUID("6f1c3a52-35a1-4f5e-9d7b-3e5f0c2a9b35")
 
 
@@ -85,8 +87,10 @@ class TaskService:
             row = await mcp_tasks.create(
                 self.services.database, ctx, instance, era, _ttl(ttl_ms, era)
             )
-        except StoreUnavailable:
-            # The run is accepted and runs on: say which, so no accepted work is lost to the caller.
+        except Exception as exc:
+            # The run is accepted and runs on: say which, so no accepted work is lost to the
+            # caller. Only the type is logged: a message may quote stored data.
+            log.error("task row of run %s not stored: %s", instance, type(exc).__name__)
             raise JsonRpcFault(
                 INTERNAL_ERROR,
                 "the run started but its task could not be stored; follow the run with "

@@ -290,3 +290,19 @@ async def test_a_key_of_another_tasks_run_is_ignored_even_when_the_caller_may_an
             caller, "tasks/update", {"taskId": first["taskId"], "inputResponses": bad}
         )
         assert refused.error["code"] == -32602
+
+
+async def test_a_task_row_that_cannot_be_stored_names_the_run_which_runs_on(
+    owner: McpTestClient, caller: McpTestClient, database_url: str
+) -> None:
+    # A real fault: the runtime role loses INSERT on the task table, after admission's commit.
+    wf_def_id = await _saved(owner, approval_yaml(role=MINE))
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute("REVOKE INSERT ON workflow_mcp_task FROM workflow_runtime")
+    arguments = {"wfDefId": wf_def_id, "input": {}}
+    reply = await modern(caller, "tools/call", {"name": "workflow_start", "arguments": arguments})
+    error = reply.error
+    assert error["code"] == -32603
+    instance = error["data"]["workflowInstanceId"]
+    status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
+    assert status["state"] in ("ACCEPTED", "RUNNING", "WAITING")
