@@ -169,7 +169,7 @@ class McpServer:
         if method == "tools/call":
             name = params.get("name")
             task = params.get("task")
-            if self.tasks is not None and isinstance(task, dict) and name in TASK_TOOLS:
+            if self.tasks is not None and isinstance(task, dict) and _is_task_tool(name):
                 started = await self.tasks.start(
                     name, params.get("arguments"), headers, LEGACY_VERSION, task.get("ttl")
                 )
@@ -215,8 +215,8 @@ class McpServer:
             return _with_cursor(body, next_cursor)
         if method == "tools/call":
             name = params.get("name")
-            # The task branch: a set lookup and, for workflow_start only, a dict lookup.
-            if name in TASK_TOOLS and self.tasks is not None and declares_extension(capabilities):
+            # The task branch: a type check and a set lookup, and for workflow_start a dict lookup.
+            if _is_task_tool(name) and self.tasks is not None and declares_extension(capabilities):
                 started = await self.tasks.start(
                     name, params.get("arguments"), headers, MODERN_VERSION
                 )
@@ -236,6 +236,11 @@ class McpServer:
             body = await self.tasks.answer(method, params, headers, MODERN_VERSION)
             return {"resultType": "complete", **body, "_meta": meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+
+
+def _is_task_tool(name: Any) -> bool:
+    # A name that is no string (a list, an object) is the dispatcher's "unknown tool", unhashable.
+    return type(name) is str and name in TASK_TOOLS
 
 
 def _with_task_support(tool: dict[str, Any]) -> dict[str, Any]:

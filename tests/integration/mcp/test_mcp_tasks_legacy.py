@@ -180,3 +180,11 @@ async def test_a_start_without_params_task_is_the_plain_receipt(
     params = {"name": "workflow_start", "arguments": {"wfDefId": wf_def_id, "input": {}}}
     result = (await legacy(caller, "tools/call", params)).result
     assert "task" not in result and result["isError"] is False
+
+
+async def test_a_task_augmented_call_naming_no_string_is_still_invalid_params(
+    caller: McpTestClient,
+) -> None:
+    for name in ([], {"a": 1}, 7, None):
+        params = {"name": name, "arguments": {}, "task": {}}
+        assert (await legacy(caller, "tools/call", params)).error["code"] == -32602
