@@ -30,6 +30,7 @@ from gateway.routed import PreparedTool, prepare
 from gateway.router import RouterSnapshot
 from gateway.settings import GatewayConfig
 from gateway.snapshot import SnapshotWatcher
+from gateway.tasks import GatewayTasks
 from runtime.errors import AuthenticationError
 from runtime.mcp import (
     INVALID_REQUEST,
@@ -106,6 +107,7 @@ class Gateway:
             server_info=SERVER_INFO,
             instructions=INSTRUCTIONS,
             list_cache_scope="private",
+            tasks=GatewayTasks(caller, self.acl, self.client, section.relay_timeout_ms / 1000),
         )
 
 

@@ -69,20 +69,35 @@ class WorkflowClient:
         self, name: str, arguments: dict[str, Any], caller: Caller, *, timeout_s: float
     ) -> dict[str, Any]:
         """Workflow's CallToolResult; JsonRpcFault for its JSON-RPC error answers."""
+        params = {"name": name, "arguments": arguments}
+        return await self.request(LEGACY_VERSION, "tools/call", params, caller, timeout_s=timeout_s)
+
+    async def request(
+        self,
+        era: str,
+        method: str,
+        params: dict[str, Any],
+        caller: Caller,
+        *,
+        timeout_s: float,
+        capabilities: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One request to Workflow in era (2026-07-28: with the envelope and capabilities)."""
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
-            "MCP-Protocol-Version": LEGACY_VERSION,
+            "MCP-Protocol-Version": era,
             "Authorization": f"Bearer {caller.user_token.reveal()}",
             "X-Scope-Token": f"Bearer {self._tokens.token_for(caller.host_id).reveal()}",
         }
+        if era != LEGACY_VERSION:
+            headers["Mcp-Method"] = method
+            named = params.get("taskId", params.get("name"))
+            if isinstance(named, str):
+                headers["Mcp-Name"] = named
+            params = {**params, "_meta": _modern_meta(era, capabilities or {})}
         inject_trace(headers)
-        message = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": name, "arguments": arguments},
-        }
+        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
         content = msgspec.json.encode(message)
         if self._wire is not None:
             try:
@@ -98,6 +113,14 @@ class WorkflowClient:
         except httpx.TransportError as error:
             raise WorkflowUnreachable(type(error).__name__) from None
         return _answer(response.status_code, response.content)
+
+
+def _modern_meta(era: str, capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": era,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "workflow-mcp-gateway", "version": "0.1.0"},
+    }
 
 
 def _answer(status_code: int, content: bytes) -> dict[str, Any]:

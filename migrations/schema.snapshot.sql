@@ -1500,6 +1500,22 @@ CREATE TABLE public.workflow_lightspeed_inbox (
     CONSTRAINT workflow_lightspeed_inbox_reply_state_check CHECK ((reply_state = ANY (ARRAY['none'::text, 'pending'::text, 'sent'::text, 'cancelled'::text, 'abandoned'::text])))
 );
 
+CREATE TABLE public.workflow_mcp_task (
+    host_id uuid NOT NULL,
+    task_id text NOT NULL,
+    process_id uuid NOT NULL,
+    user_id text NOT NULL,
+    end_user_subject text NOT NULL,
+    principal_subject text NOT NULL,
+    era text NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    ttl_ms bigint,
+    expires_ts timestamp with time zone,
+    CONSTRAINT workflow_mcp_task_era_check CHECK ((era = ANY (ARRAY['2026-07-28'::text, '2025-11-25'::text]))),
+    CONSTRAINT workflow_mcp_task_id_check CHECK (((length(task_id) >= 32) AND (length(task_id) <= 64))),
+    CONSTRAINT workflow_mcp_task_ttl_check CHECK ((((ttl_ms IS NULL) = (expires_ts IS NULL)) AND ((ttl_ms IS NULL) OR (ttl_ms > 0))))
+);
+
 CREATE TABLE public.workflow_process (
     host_id uuid NOT NULL,
     process_id uuid NOT NULL,
@@ -1824,6 +1840,9 @@ ALTER TABLE ONLY public.workflow_invocation_t
 ALTER TABLE ONLY public.workflow_lightspeed_inbox
     ADD CONSTRAINT workflow_lightspeed_inbox_pk PRIMARY KEY (host_id, emission_id);
 
+ALTER TABLE ONLY public.workflow_mcp_task
+    ADD CONSTRAINT workflow_mcp_task_pk PRIMARY KEY (host_id, task_id);
+
 ALTER TABLE ONLY public.workflow_process
     ADD CONSTRAINT workflow_process_pk PRIMARY KEY (host_id, process_id);
 
@@ -1903,6 +1922,10 @@ CREATE INDEX workflow_lightspeed_inbox_invocation_idx ON public.workflow_lightsp
 CREATE INDEX workflow_lightspeed_inbox_pending_idx ON public.workflow_lightspeed_inbox USING btree (next_attempt_ts) WHERE (reply_state = 'pending'::text);
 
 CREATE INDEX workflow_lightspeed_inbox_producer_idx ON public.workflow_lightspeed_inbox USING btree (host_id, producer_workflow_id) WHERE (producer_workflow_id IS NOT NULL);
+
+CREATE INDEX workflow_mcp_task_owner_idx ON public.workflow_mcp_task USING btree (host_id, user_id, end_user_subject, created_ts, task_id);
+
+CREATE INDEX workflow_mcp_task_process_idx ON public.workflow_mcp_task USING btree (host_id, process_id);
 
 CREATE INDEX workflow_process_finished_idx ON public.workflow_process USING btree (finished_ts) WHERE (finished_ts IS NOT NULL);
 
@@ -1989,6 +2012,9 @@ ALTER TABLE ONLY public.workflow_human_task
 
 ALTER TABLE ONLY public.workflow_invocation_t
     ADD CONSTRAINT workflow_invocation_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.workflow_mcp_task
+    ADD CONSTRAINT workflow_mcp_task_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.workflow_run_credential
     ADD CONSTRAINT workflow_run_credential_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;

@@ -25,6 +25,7 @@ from runtime.mcp.protected_resource import (
 )
 from runtime.mcp.protocol import LEGACY_VERSION
 from runtime.mcp.server import HttpReply, McpServer
+from runtime.mcp.tasks import EXTENSION as TASKS_EXTENSION
 from runtime.mcp.tools import declared_output_schema, describe_tool
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "INVALID_REQUEST",
     "LEGACY_VERSION",
     "METADATA_PATH",
+    "TASKS_EXTENSION",
     "BearerGate",
     "HttpReply",
     "InputFailure",

@@ -27,6 +27,7 @@ from runtime.mcp.jsonrpc import INVALID_REQUEST, JsonRpcFault, decode_arguments,
 from runtime.mcp.origins import origin_allowed
 from runtime.mcp.protected_resource import METADATA_PATH, resource_metadata, with_resource_metadata
 from runtime.mcp.server import HttpReply, McpServer
+from runtime.mcp.tasks import TaskService
 from runtime.mcp.tools import ToolRegistry, ToolRoute
 from runtime.telemetry import metrics
 
@@ -174,6 +175,9 @@ def attach_services(
         page_size=services.settings.server.tools_list_page_size,
         list_ttl_ms=services.settings.server.tools_list_ttl_ms,
         gate=BearerGate(services.authenticator, services.settings.server.anonymous_discovery),
+        tasks=TaskService(
+            dispatcher, services, page_size=services.settings.server.tools_list_page_size
+        ),
     )
 
 

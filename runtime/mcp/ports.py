@@ -27,3 +27,23 @@ class ToolCalls(Protocol):
     async def call(self, name: Any, arguments: Any, headers: Mapping[str, str]) -> ToolOutcome:
         """Run one call; headers are keyed by lower-case name."""
         ...
+
+
+class TaskCalls(Protocol):
+    """MCP tasks (issue 35): task-augmented tools/call and the tasks/* methods of both eras.
+
+    The service answers from its own store (runtime.mcp.tasks.TaskService); the reference
+    Gateway relays both to Workflow (gateway.tasks).
+    """
+
+    async def start(
+        self, name: Any, arguments: Any, headers: Mapping[str, str], era: str, ttl_ms: Any = None
+    ) -> ToolOutcome | dict[str, Any]:
+        """A task's Task object (of era), or the tool's own outcome when no task was made."""
+        ...
+
+    async def answer(
+        self, method: str, params: dict[str, Any], headers: Mapping[str, str], era: str
+    ) -> dict[str, Any]:
+        """The result body of one tasks/* method (without the modern resultType and _meta)."""
+        ...

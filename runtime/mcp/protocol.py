@@ -29,7 +29,13 @@ VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 # Methods whose named parameter is mirrored in the Mcp-Name header.
-_NAME_BEARING = {"tools/call": "name"}
+_NAME_BEARING = {
+    "tools/call": "name",
+    # The tasks extension: Mcp-Name carries params.taskId (routing to the task's holder).
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 class Era(enum.Enum):
@@ -91,7 +97,7 @@ def _check_modern_envelope(
     if name_key is not None:
         named = params.get(name_key)
         if named is not None and headers.get(NAME_HEADER) != named:
-            raise JsonRpcFault(HEADER_MISMATCH, "Mcp-Name header does not match params.name")
+            raise JsonRpcFault(HEADER_MISMATCH, f"Mcp-Name header does not match params.{name_key}")
     if not isinstance(version, str):
         raise JsonRpcFault(INVALID_PARAMS, "the protocol version must be a string")
     if version != MODERN_VERSION:

@@ -17,7 +17,7 @@ from runtime.mcp.jsonrpc import (
     is_request_id,
     result_response,
 )
-from runtime.mcp.ports import ToolCalls, ToolPages
+from runtime.mcp.ports import TaskCalls, ToolCalls, ToolPages
 from runtime.mcp.protocol import (
     LEGACY_VERSION,
     MODERN_VERSION,
@@ -26,6 +26,14 @@ from runtime.mcp.protocol import (
     Era,
     EraContext,
     resolve_era,
+)
+from runtime.mcp.tasks import (
+    EXTENSION,
+    LEGACY_TASK_METHODS,
+    MODERN_TASK_METHODS,
+    TASK_TOOLS,
+    declares_extension,
+    missing_capability,
 )
 
 _LEGACY_STATUS_200 = frozenset({400, 404})
@@ -60,7 +68,10 @@ class McpServer:
         server_info: dict[str, str] | None = None,
         instructions: str = INSTRUCTIONS,
         list_cache_scope: str = "public",
+        tasks: TaskCalls | None = None,
     ) -> None:
+        # MCP tasks (issue 35): None serves neither revision's tasks.
+        self.tasks = tasks
         # "private" when tools/list depends on the caller (the Gateway filters it by role).
         self.list_cache_scope = list_cache_scope
         self.server_info = SERVER_INFO if server_info is None else server_info
@@ -129,15 +140,22 @@ class McpServer:
     ) -> dict[str, Any]:
         if era.era is Era.LEGACY:
             return await self._dispatch_legacy(method, params, headers)
-        return await self._dispatch_modern(method, params, headers)
+        return await self._dispatch_modern(method, params, headers, era.client_capabilities)
 
     async def _dispatch_legacy(
         self, method: str, params: dict[str, Any], headers: Mapping[str, str]
     ) -> dict[str, Any]:
         if method == "initialize":
+            capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+            if self.tasks is not None:
+                capabilities["tasks"] = {
+                    "list": {},
+                    "cancel": {},
+                    "requests": {"tools": {"call": {}}},
+                }
             return {
                 "protocolVersion": LEGACY_VERSION,
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": capabilities,
                 "serverInfo": self.server_info,
                 "instructions": self.instructions,
             }
@@ -145,23 +163,41 @@ class McpServer:
             return {}
         if method == "tools/list":
             tools, next_cursor = self.registry.page(params.get("cursor"), self.page_size)
+            if self.tasks is not None:
+                tools = [_with_task_support(tool) for tool in tools]
             return _with_cursor({"tools": tools}, next_cursor)
         if method == "tools/call":
-            outcome = await self.dispatcher.call(
-                params.get("name"), params.get("arguments"), headers
-            )
+            name = params.get("name")
+            task = params.get("task")
+            if self.tasks is not None and isinstance(task, dict) and _is_task_tool(name):
+                started = await self.tasks.start(
+                    name, params.get("arguments"), headers, LEGACY_VERSION, task.get("ttl")
+                )
+                if isinstance(started, dict):
+                    return {"task": started}
+                return started.to_call_result()
+            outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
             return outcome.to_call_result()
+        if self.tasks is not None and method in LEGACY_TASK_METHODS:
+            return await self.tasks.answer(method, params, headers, LEGACY_VERSION)
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
 
     async def _dispatch_modern(
-        self, method: str, params: dict[str, Any], headers: Mapping[str, str]
+        self,
+        method: str,
+        params: dict[str, Any],
+        headers: Mapping[str, str],
+        capabilities: Mapping[str, Any],
     ) -> dict[str, Any]:
         meta = {SERVER_INFO_KEY: self.server_info}
         if method == "server/discover":
+            served: dict[str, Any] = {"tools": {"listChanged": False}}
+            if self.tasks is not None:
+                served["extensions"] = {EXTENSION: {}}
             return {
                 "resultType": "complete",
                 "supportedVersions": [MODERN_VERSION, LEGACY_VERSION],
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": served,
                 "instructions": self.instructions,
                 "ttlMs": self.list_ttl_ms,
                 "cacheScope": "public",
@@ -178,15 +214,40 @@ class McpServer:
             }
             return _with_cursor(body, next_cursor)
         if method == "tools/call":
-            outcome = await self.dispatcher.call(
-                params.get("name"), params.get("arguments"), headers
-            )
+            name = params.get("name")
+            # The task branch: a type check and a set lookup, and for workflow_start a dict lookup.
+            if _is_task_tool(name) and self.tasks is not None and declares_extension(capabilities):
+                started = await self.tasks.start(
+                    name, params.get("arguments"), headers, MODERN_VERSION
+                )
+                if isinstance(started, dict):
+                    return {"resultType": "task", **started, "_meta": meta}
+                outcome = started
+            else:
+                outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
             result = outcome.to_call_result()
             # A tool's own _meta (the Gateway's workflow ids) travels beside the server's.
             if tool_meta := result.get("_meta"):
                 meta = {**tool_meta, **meta}
             return {"resultType": "complete", **result, "_meta": meta}
+        if self.tasks is not None and method in MODERN_TASK_METHODS:
+            if not declares_extension(capabilities):
+                raise missing_capability()
+            body = await self.tasks.answer(method, params, headers, MODERN_VERSION)
+            return {"resultType": "complete", **body, "_meta": meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+
+
+def _is_task_tool(name: Any) -> bool:
+    # A name that is no string (a list, an object) is the dispatcher's "unknown tool", unhashable.
+    return type(name) is str and name in TASK_TOOLS
+
+
+def _with_task_support(tool: dict[str, Any]) -> dict[str, Any]:
+    """A 2025-11-25 Tool: workflow_start declares optional task-augmented execution."""
+    if tool.get("name") not in TASK_TOOLS:
+        return tool
+    return {**tool, "execution": {**(tool.get("execution") or {}), "taskSupport": "optional"}}
 
 
 def decode_json(body: bytes) -> Any:

@@ -416,3 +416,19 @@ def test_the_readme_undoes_a_failed_orders_writes_verbatim(scratch: Path) -> Non
     steps = [call["step"] for call in json.loads(shown_calls[0])["calls"]]
     assert steps == ["reserve", "charge", "refund", "release"]
     assert calls.splitlines() == shown_calls, calls
+
+
+def test_the_readme_follows_a_run_as_an_mcp_task_verbatim(scratch: Path) -> None:
+    # Issue 35: "A run as an MCP task" after the expense definition of "A run that waits for a
+    # person" is written and saved (its first two blocks), in the same shell.
+    assert [info for info, _ in blocks("mcp-tasks")] == ["mcp-tasks"] * 2
+    _busy(*PORTS)
+    checkout = _checkout(scratch)
+    saved = [body for _, body in blocks("human-tasks")][:2]
+    with ExitStack() as running:
+        _terminals(running, checkout, only=("workflow", "gateway"))
+        shown = _session([*saved, *(body for _, body in blocks("mcp-tasks"))], checkout)
+    _write, _start, asked, answered = shown
+    assert asked.splitlines() == _quoted_after("inputRequests.$KEY.params.message\n"), asked
+    assert answered.splitlines() == _quoted_after("result.structuredContent.output\n"), answered
+    assert answered.splitlines()[-1] == '{"by": "rita", "decision": "APPROVED"}'

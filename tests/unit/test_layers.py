@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("handlers",),
     ("runtime.mcp",),
     ("runtime.collaborators",),
+    ("runtime.mcp_tasks",),
     ("runtime.settings",),
     # The Lightspeed receiver bridge (issue 37): admits through runtime.admission.
     ("runtime.receiver",),
