@@ -2,7 +2,7 @@
 # source errors.json sha256:1fefd5d1d9abb6917633fefc2cbb1cad4ade16143ef1184f708e53c1fa867567
 # source examples.json sha256:938b21f63c89bdd9f9201f7a15423ff7fb5bda3f95776288147068b36da424ab
 # source schemas.json sha256:61a5850efad8986a226ab0eb7f150a859a8f95ec33d61b885c06d37e21b5e580
-# source workflow-tools-list-full.json sha256:6dcfcdfc55a61ec3c611a29c3a9c9c5fc137e618fa5d2fe7a96cc70e628f123a
+# source workflow-tools-list-full.json sha256:1d71cf356d95d08840238910a2ed751e3cb4c5b3f6f2c58287933dbe432c044b
 
 """The stable error registry (contracts errors.json) as an enum and a Literal type."""
 

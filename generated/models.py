@@ -2,7 +2,7 @@
 # source errors.json sha256:1fefd5d1d9abb6917633fefc2cbb1cad4ade16143ef1184f708e53c1fa867567
 # source examples.json sha256:938b21f63c89bdd9f9201f7a15423ff7fb5bda3f95776288147068b36da424ab
 # source schemas.json sha256:61a5850efad8986a226ab0eb7f150a859a8f95ec33d61b885c06d37e21b5e580
-# source workflow-tools-list-full.json sha256:6dcfcdfc55a61ec3c611a29c3a9c9c5fc137e618fa5d2fe7a96cc70e628f123a
+# source workflow-tools-list-full.json sha256:1d71cf356d95d08840238910a2ed751e3cb4c5b3f6f2c58287933dbe432c044b
 
 from __future__ import annotations
 
@@ -804,6 +804,17 @@ class WorkflowBindingRetireInput(Struct):
     expected_aggregate_version: ExpectedAggregateVersion = field(name="expectedAggregateVersion")
     operation_id: OperationId = field(name="operationId")
     comment: Comment | UnsetType = UNSET
+    repin_binding_ids: (
+        Annotated[
+            list[BindingId],
+            Meta(
+                description="The retirement plan: pending revisions of other Tools (owned by the caller) whose active revision pins this Tool and which no longer pin it; each is revalidated and approved atomically with the retirement.",
+                max_length=32,
+                min_length=1,
+            ),
+        ]
+        | UnsetType
+    ) = field(name="repinBindingIds", default=UNSET)
 
 
 class WorkflowBindingRetireOutput(Struct):
@@ -815,6 +826,17 @@ class WorkflowBindingRetireOutput(Struct):
     aggregate_version: AggregateVersion = field(name="aggregateVersion")
     retired_binding_id: BindingId | UnsetType = field(name="retiredBindingId", default=UNSET)
     withdrawn_binding_id: BindingId | UnsetType = field(name="withdrawnBindingId", default=UNSET)
+    repinned_binding_ids: (
+        Annotated[
+            list[BindingId],
+            Meta(
+                description="The pending revisions the plan approved, in the order given.",
+                max_length=32,
+                min_length=1,
+            ),
+        ]
+        | UnsetType
+    ) = field(name="repinnedBindingIds", default=UNSET)
 
 
 class WorkflowBindingGetInput(Struct):
