@@ -53,6 +53,7 @@ class DeadlineExpired(Exception):
 
 
 _ACTIVE: ContextVar[tuple[Deadline, ...]] = ContextVar("workflow_deadlines", default=())
+_NOTHING_HELD: frozenset[str] = frozenset()
 # Whether this flow of the run (the run itself, or a fork branch) still replays towards the
 # wait it parked on; a branch copies it at its start and clears its own copy there.
 _REPLAYING: ContextVar[bool] = ContextVar("workflow_replaying", default=False)
@@ -63,8 +64,9 @@ class Deadlines:
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        # The keys of the waits a parked run parked on, not yet reached by its replay.
-        self._held: set[str] = set()
+        # The keys of the waits a parked run parked on, not yet reached by its replay (a
+        # shared empty set until a resume holds some: a run that never parked allocates none).
+        self._held: set[str] | frozenset[str] = _NOTHING_HELD
 
     @contextlib.contextmanager
     def scope(
@@ -102,19 +104,20 @@ class Deadlines:
 
     def hold(self, keys: list[str]) -> None:
         """Replay without deadlines until each of these parked waits is reached."""
-        self._held = set(keys)
-        if self._held:
+        if keys:
+            self._held = set(keys)
             _REPLAYING.set(True)
 
     def reached(self, key: str) -> None:
         """A wait was reached: if it is one the run parked on, this flow replays no longer."""
-        if key in self._held:
-            self._held.discard(key)
+        held = self._held
+        if key in held and isinstance(held, set):
+            held.discard(key)
             _REPLAYING.set(False)
 
     def release(self) -> None:
         """The replayed top-level task ended: nothing is held any more."""
-        self._held.clear()
+        self._held = _NOTHING_HELD
 
     def _holding(self) -> bool:
         return bool(self._held) and _REPLAYING.get()
