@@ -395,3 +395,41 @@ async def test_a_wait_its_task_timeout_cuts_first_parks_until_the_timeout_and_ti
     assert first["created_ts"] + two_seconds - skew <= due <= first["updated_ts"] + two_seconds
     assert resumed["payload"]["parked"] == ["/do/0/guarded/try/0/nap#0"]
     assert resumed["result"] == {"finished": True}
+
+
+async def test_a_parked_fork_survives_a_killed_worker_and_each_branch_write_is_sent_once(
+    db: Database, keyring: Keyring, database_url: str
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(LocalServer()) as backend:
+
+        def post(path: str) -> dict[str, Any]:
+            return {"call": "http", "with": {"method": "post", "endpoint": backend.base + path}}
+
+        fork = waiting_fork(
+            {"do": [{"a": post("/a")}, {"nap": {"wait": {"seconds": 4}}}]},
+            {"do": [{"b": post("/b")}, {"nap": {"wait": {"seconds": 6}}}, {"c": post("/c")}]},
+        )
+        doc = document([fork, {"after": {"set": {"done": True}}}])
+        settings = {"in_slot_wait_ms": 100, "http_allowlist": [backend.base]}
+        try:
+            async with worker_process(database_url, "doomed", settings=settings) as doomed:
+                pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=LONG)
+                await wait_until(lambda: _all_parked(db, host, 1), what="the fork parked")
+                due = (await tasks_of(db, pid))[1]["available_at"]
+                doomed.send_signal(signal.SIGKILL)
+                async with asyncio.timeout(20):
+                    assert await doomed.wait() == -signal.SIGKILL
+            async with worker_process(
+                database_url, "rescuer", settings=settings, lease_ms=10_000
+            ):  # fmt: skip
+                run = await finished(db, host, pid)
+        finally:
+            await close_waiter(db)
+    assert run.state == "COMPLETED" and run.result == {"done": True}, run
+    # The rescuer replayed the fork from its parked task, at the due time the killed worker
+    # recorded: the writes before the waits were not sent again.
+    assert sorted(r["path"] for r in backend.requests) == ["/a", "/b", "/c"]
+    rows = await tasks_of(db, pid)
+    assert rows[1]["available_at"] == due and rows[1]["worker_id"] == "rescuer"
+    assert rows[0]["worker_id"] == "doomed"
