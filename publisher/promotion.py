@@ -210,5 +210,7 @@ def ledger_drift(ledger: Ledger, client: WorkflowClient, host_id: str) -> list[D
             continue
         drift = binding_head(client, host_id, ack.tool_id).get("drift") or {}
         for item in drift.get("items", []):
+            if item.get("contractChange") == "compatible":
+                continue  # a pinned Tool moved compatibly: listed by binding_get, no drift
             found.append(DriftLine(name, item["kind"], item["subject"], item["message"]))
     return found

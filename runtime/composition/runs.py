@@ -14,6 +14,7 @@ import msgspec
 
 from runtime.errors import WorkflowError
 from runtime.execution import compensation_store
+from runtime.execution.compensation import credential_refusal
 from runtime.human_tasks import store as human_tasks
 from runtime.invocation.results import compensation_document
 from runtime.invocation.waiting import cancel_run
@@ -139,6 +140,9 @@ async def _compensate(db: Database, args: argparse.Namespace) -> int:
     if run is None:
         print(f"no run {args.run_id} on host {args.host}", file=sys.stderr)
         return 1
+    refused = await credential_refusal(db, str(run["host_id"]), str(run["process_id"]))
+    if refused is not None:
+        raise refused  # typed, before anything changes (runtime.execution.compensation)
     async with db.transaction() as conn:
         retried = await compensation_store.retry_compensation(
             conn, str(run["host_id"]), str(run["process_id"])

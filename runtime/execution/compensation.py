@@ -28,6 +28,13 @@ Design, durable at every step:
    workflow_compensations{outcome="failed"}, listed by `runs list --compensation failed`, and
    started again by `workflow-mcp runs compensate ID`); a compensation run that itself dies
    leaves the record failed too (a trigger of migration 0087).
+6. A retry has no run credential: seed 000 deletes it when a run ends, and the compensation
+   run's copy went with that run's end. No other identity may stand in for the initiating
+   user (seed 001: nested calls default to the initiating user's narrowed delegation; a
+   service identity needs publication-time approval evidence, which a host secret's call has
+   and an operator's token has not). So `runs compensate` refuses up front, changing nothing,
+   when a step it would run calls with the run's token (``credential_refusal``); steps whose
+   calls use host secrets or no authentication are retried.
 """
 
 from __future__ import annotations
@@ -38,10 +45,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from runtime.engine import parse_definition
 from runtime.engine.run import EffectFailure, LoopBoundEffects
 from runtime.engine.run.compensation import (
     NothingToUndo,
     compensated_task,
+    needs_run_credential,
     recorded_output,
     run_compensation,
 )
@@ -288,3 +297,41 @@ def _problem_text(problem: dict[str, Any]) -> str:
     if where:
         text += f" at {where}"
     return text
+
+
+async def credential_refusal(db: Database, host_id: str, process_id: str) -> WorkflowError | None:
+    """Why a retry of the run's failed compensation cannot run (None: it can, or none failed).
+
+    The steps a retry runs (failed, unfinished or never started) whose compensation calls with
+    the run's user token are refused: that token was deleted when the run ended (step 6 of the
+    design above). The error is typed: reason runCredentialGone and the steps by name.
+    """
+    async with db.transaction(read_only=True) as conn:
+        record = await compensation_store.select_compensation(conn, host_id, process_id)
+        if record is None or record.state != "failed":
+            return None
+        spec = await store.select_run_spec(conn, host_id, process_id)
+        document = None if spec is None else spec.definition
+        if spec is not None and document is None and spec.wf_def_id and spec.workflow_version:
+            document = await store.select_definition_document(
+                conn, host_id, spec.wf_def_id, spec.workflow_version
+            )
+    if document is None:
+        return None  # the retry's steps report the missing definition themselves
+    definition = parse_definition(document)
+    names = []
+    for step in record.steps:
+        if step["state"] not in ("failed", "running", "pending"):
+            continue
+        task = compensated_task(definition, str(step.get("task", "")))
+        if task is not None and needs_run_credential(task):
+            names.append(str(step.get("name") or step.get("task")))
+    if not names:
+        return None
+    return WorkflowError(
+        "WORKFLOW_POLICY_DENIED",
+        f"the compensation cannot be retried: step(s) {', '.join(names)} call with the run's "
+        "user credential, which was deleted when the run ended, and no other identity may "
+        "act for the user who started it; nothing was changed",
+        details={"reason": "runCredentialGone", "steps": names},
+    )

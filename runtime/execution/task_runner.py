@@ -256,6 +256,7 @@ class WorkflowRuntime:
                 state = RunState.from_json(task.payload["state"])
                 state.answers = answers
                 state.timers = dict(recorded_timers)
+                state.parked = timers.parked_at(task)
             return await run_workflow(
                 loaded.definition,
                 task.payload.get("input"),
@@ -318,7 +319,7 @@ class WorkflowRuntime:
         payload = human_tasks.parked_task_payload(waiting.state, human_task_id)
         if recorded_timers:
             # Its top-level task parked on a timer before this ask: the replay keeps its time.
-            payload |= timers.replay_payload(task, recorded_timers)
+            payload |= timers.replay_payload(task, timers.without_anchors(recorded_timers))
         wake_at = due if due is not None else _stop_at(task, self.settings)
         next_task = NewTask(
             WORKFLOW_TASK_KIND, payload, step_no=task.step_no + CALL_SLOTS, available_at=wake_at

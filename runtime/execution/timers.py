@@ -42,11 +42,25 @@ from runtime.scheduler.models import ClaimedTask
 TIMERS_KEY = "timers"
 WRITE_BASE_KEY = "writeBase"
 READS_KEY = "reads"
+PARKED_KEY = "parked"
+# Scope anchors (runtime.engine.run.timers.anchor) among the recorded timers.
+_ANCHOR = "/began#"
 
 
 def recorded_timers(task: ClaimedTask) -> dict[str, float]:
     """The due times the resumed top-level task recorded (empty unless it parked on one)."""
     return {key: float(due) for key, due in task.payload.get(TIMERS_KEY, {}).items()}
+
+
+def parked_at(task: ClaimedTask) -> list[str]:
+    """The keys of the waits the resumed top-level task parked on (its replay is held)."""
+    return list(task.payload.get(PARKED_KEY, []))
+
+
+def without_anchors(recorded: dict[str, float]) -> dict[str, float]:
+    """The recorded timers an ask's replay keeps: its scopes start again, as before timers
+    (a task timeout around an ask is not cut by the time a human took to answer)."""
+    return {key: due for key, due in recorded.items() if _ANCHOR not in key}
 
 
 def write_base(task: ClaimedTask) -> int:
@@ -69,7 +83,8 @@ def parked_payload(
 ) -> dict[str, Any]:
     """The parked successor's payload: the checkpoint and the replay record."""
     record = replay_payload(task, waiting.timers)
-    return {"state": waiting.state, **record, READS_KEY: journal.entries}
+    parked = {PARKED_KEY: list(waiting.parked)}
+    return {"state": waiting.state, **record, READS_KEY: journal.entries, **parked}
 
 
 def wake_at(waiting: AwaitingTimer, stop_at: datetime) -> datetime:

@@ -13,17 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import yaml
 
 from runtime.security.devtools import DevIdentity
-from tests.support.binding_builders import EVIDENCE, OWNER, new_id
+from tests.support.binding_builders import EVIDENCE, HOST, OWNER, new_id
 from tests.support.compensation import ORDER_INPUT, OrderBackend, order_tasks
 from tests.support.execution import serving
-from tests.support.invocation import client, ok, save_head
+from tests.support.gateway import entry, run_gateway, write_tools
+from tests.support.invocation import client, ok, publish_tool, save_head
 from tests.support.live_tools import invoke, publish_live_tool
 from tests.support.mcp import McpTestClient
-from tests.support.server import LiveServer, run_server
+from tests.support.server import LiveServer, free_port, run_server
 from tests.support.waiting import wait_until
 
 PATHS = ("reserve", "charge", "ship", "release", "refund")
@@ -227,3 +229,117 @@ async def test_a_write_of_unknown_outcome_is_reported_not_compensated_through_th
     [step] = status["compensation"]["steps"]
     assert (step["task"], step["state"]) == ("reserve", "skipped")
     assert "outcome is unknown" in step["error"]
+
+
+async def test_a_compensations_mcp_call_goes_through_the_reference_gateway_as_its_own_action(
+    database_url: str,
+    live_identity: DevIdentity,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # reserve is undone by an MCP call of the workflow-backed Tool orders.release, sent to the
+    # real reference Gateway (`workflow-mcp gateway`, its own process) as Workflow's Gateway.
+    gateway_port = free_port()
+    router = tmp_path / "mcp-router.yml"
+    write_tools(router)
+    (tmp_path / "workflow").mkdir()
+    async with serving(OrderBackend(failing={"ship": 500})) as backend:
+        _allow(monkeypatch, backend)
+        gateway_mcp = f"http://127.0.0.1:{gateway_port}/mcp"
+        monkeypatch.setenv("WORKFLOW_EXECUTION_OUTBOUND_GATEWAY_MCP_URL", gateway_mcp)
+        with (
+            run_server(database_url, tmp_path / "workflow", live_identity) as server,
+            run_gateway(
+                tmp_path / "gateway", live_identity, server.mcp_url, router, host_id=HOST,
+                port=gateway_port,
+            ),
+        ):  # fmt: skip
+            async with httpx.AsyncClient(base_url=server.base_url, timeout=60.0) as http:
+                owner = client(http, live_identity, OWNER)
+                caller = client(http, live_identity)
+                release = await publish_tool(owner, toolName="orders.release")
+                write_tools(router, entry(release, "orders.release", input_schema=_ANY))
+                tasks = order_tasks(backend.base)
+                undo = {"call": "mcp", "with": {"tool": "orders.release", "arguments": {}}}
+                tasks[0]["reserve"]["compensate"] = undo
+                wf_def_id = new_id()
+                await save_head(owner, wf_def_id, _document_yaml(tasks))
+                await _grant(owner, wf_def_id, release.tool_id)
+                started = ok(
+                    await caller.call_tool(
+                        "workflow_start", {"wfDefId": wf_def_id, "input": ORDER_INPUT}
+                    )
+                )
+                instance = str(started["workflowInstanceId"])
+                status = await _settled(caller, instance)
+        permits = await _permits(database_url, instance)
+    # The refund went to the backend; the release left as MCP calls through the Gateway (its
+    # ACL let the run's user token through), each under a permit of the compensation run,
+    # never of the ended run. The reference Gateway forwards a call that names an action as a
+    # nested workflow_invoke (parentActionId), which Workflow refuses until the action
+    # dispatch exists (issue 40 X-12): the step fails visibly after its bounded retries, and
+    # no root run of orders.release starts.
+    assert backend.paths() == ["reserve", "charge", "ship", "refund"]
+    assert status["state"] == "FAILED" and status["error"]["code"] == "WORKFLOW_TASK_FAILED"
+    assert status["compensation"]["state"] == "failed"
+    charge, reserve = status["compensation"]["steps"]
+    assert (charge["task"], charge["state"]) == ("charge", "completed")
+    assert (reserve["task"], reserve["state"], reserve["attempts"]) == ("reserve", "failed", 3)
+    assert "orders.release" in reserve["error"]
+    compensation_run = permits["compensation"]
+    assert [row[0] for row in permits["rows"]] == [compensation_run] * 3
+    assert {row[1] for row in permits["rows"]} == {"orders.release"}
+    assert permits["roots"] == 0
+    nested = "tools/call workflow_invoke WORKFLOW_POLICY_DENIED"
+    assert server.log_path.read_text(encoding="utf-8").count(nested) == 3
+
+
+_ANY: dict[str, Any] = {"type": "object"}
+
+
+def _document_yaml(tasks: list[dict[str, Any]]) -> str:
+    document = {
+        "document": {
+            "dsl": "1.0.3", "namespace": "claims", "name": "summarize-claim", "version": "1.2.0",
+        },
+        "timeout": {"after": "PT10M"},
+        "do": tasks,
+    }  # fmt: skip
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+async def _grant(owner: McpTestClient, wf_def_id: str, tool_id: str) -> None:
+    grant = {
+        "grantId": new_id(), "toolId": tool_id, "toolVersion": "1.0.0",
+        "lightapiDigest": "sha256:" + "a" * 64, "allowedEnvironments": ["dev", "prod"],
+    }  # fmt: skip
+    args = {
+        "hostId": HOST, "wfDefId": wf_def_id, "sourceRevision": 1, "actor": "steve",
+        "grants": [grant],
+    }  # fmt: skip
+    assert ok(await owner.call_tool("workflow_definition_grants_sync", args))["result"] == "saved"
+
+
+async def _permits(database_url: str, instance: str) -> dict[str, Any]:
+    """The compensation run of instance, the permits recorded for instance and its
+    compensation, and the root runs of orders.release (none may have started)."""
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        cursor = await conn.execute(
+            "SELECT compensation_process_id::text FROM workflow_compensation WHERE process_id = %s",
+            (instance,),
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        cursor = await conn.execute(
+            "SELECT process_id::text, tool_name FROM workflow_action_permit"
+            " WHERE process_id IN (%s, %s)",
+            (instance, row[0]),
+        )
+        rows = await cursor.fetchall()
+        cursor = await conn.execute(
+            "SELECT count(*) FROM workflow_process p JOIN workflow_tool_binding_t b"
+            " ON b.host_id = p.host_id AND b.binding_id = p.binding_id"
+            " WHERE b.tool_name = 'orders.release'"
+        )
+        roots = await cursor.fetchone()
+    return {"compensation": row[0], "rows": rows, "roots": roots[0] if roots else 0}

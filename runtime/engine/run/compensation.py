@@ -35,6 +35,20 @@ def compensated_task(definition: WorkflowDefinition, pointer: str) -> Task | Non
     return None
 
 
+def needs_run_credential(task: Task) -> bool:
+    """Whether task's compensation calls with the run's user token: any MCP call (its Gateway
+    call carries the token), or an HTTP call authenticated with runCredential."""
+    assert task.compensate is not None
+    for each in walk_tasks(task.compensate.body):
+        spec = each.spec
+        if isinstance(spec, McpCallSpec):
+            return True
+        credential = spec.credential if isinstance(spec, HttpCallSpec) else None
+        if credential is not None and credential.scheme == "runCredential":
+            return True
+    return False
+
+
 class NothingToUndo(Exception):
     """The recorded call was refused (a non-2xx answer, an MCP tool error): nothing happened."""
 

@@ -29,6 +29,7 @@ from runtime.engine.run.ports import Clock, EffectPort, RealClock, RunLimits
 from runtime.engine.run.runner import ListResult
 from runtime.engine.run.state import RunOutcome, RunState
 from runtime.engine.run.task_kinds import run_spec
+from runtime.engine.run.timers import Parking, anchor
 from runtime.engine.step_meter import charge_steps
 
 Checkpoint = Callable[[RunState], Awaitable[None]]
@@ -63,6 +64,14 @@ class Interpreter:
         # How often each ask was reached in the running top-level task (its replay's keys).
         self.asks_reached: dict[str, int] = {}
         self.timers_reached: dict[str, int] = {}
+        self._parking: Parking | None = None
+
+    @property
+    def parking(self) -> Parking:
+        """Whether all the run's flows wait (made for the first fork-branch wait only)."""
+        if self._parking is None:
+            self._parking = Parking(self)
+        return self._parking
 
     def begin_top_level_task(self) -> None:
         """Mark the start of a top-level task: a parked ask inside it resumes from here."""
@@ -157,7 +166,8 @@ class Interpreter:
             if task.input_from is None
             else self.transform(task.input_from, raw_vars, task.pointer)
         )
-        with self.deadlines.scope(task.timeout_ms, task.pointer, "Task timed out"):
+        began = anchor(self, task.timeout_ms, task.pointer)
+        with self.deadlines.scope(task.timeout_ms, task.pointer, "Task timed out", began):
             result, then = await run_spec(self, task, data, scope)
         descriptor["output"] = result
         output = result
@@ -207,6 +217,8 @@ async def run_workflow(
     # The workflow `timeout` counts from the run's start; a resumed run carries it in its
     # durable deadline instead (the executor caps the run deadline by it at admission).
     workflow_timeout = definition.timeout_ms if resume is None else None
+    if resume is not None:
+        runner.deadlines.hold(resume.parked)
     try:
         with (
             runner.deadlines.scope(limits.total_deadline_ms, "/", "Run deadline expired"),
@@ -238,6 +250,8 @@ async def _run_top_level(
             state.data, then = end.output, "end"
         state.answers = {}  # the next top-level task opens its own
         state.timers = {}
+        state.parked = []
+        runner.deadlines.release()
         if then in ("end", "exit"):
             state.finished = True
         elif then == "continue":

@@ -37,6 +37,12 @@ class Runner(Protocol):
     # The checkpoint before the running top-level task: a parked ask resumes from it.
     checkpoint: dict[str, Any]
 
+    @property
+    def parking(self) -> Any:
+        """Whether every flow of the run waits on a timer (a timers.Parking; typed there, as
+        the timers module imports this one)."""
+        ...
+
     def ask_key(self, task: Task) -> str:
         """The key of this reaching of an ask (the same on every replay of its top-level task)."""
         ...

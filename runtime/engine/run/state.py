@@ -31,6 +31,9 @@ class RunState:
     # parked on, by timer key; like the answers, set by the durable runner on resume and kept
     # beside the checkpoint, never in it (runtime.engine.run.timers).
     timers: dict[str, float] = field(default_factory=dict)
+    # The keys of the waits it parked on (AwaitingTimer.parked): its replay runs without
+    # deadlines until it reaches them (runtime.engine.run.deadlines); set like the timers.
+    parked: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON for a durable checkpoint."""

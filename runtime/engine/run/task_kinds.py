@@ -31,7 +31,13 @@ from runtime.engine.run.deadlines import DeadlineExpired
 from runtime.engine.run.faults import WorkflowFault, fault, matches_filter
 from runtime.engine.run.human import run_ask
 from runtime.engine.run.runner import Runner
-from runtime.engine.run.timers import retry_elapsed_s, started_at, timed_sleep
+from runtime.engine.run.timers import (
+    AwaitingTimer,
+    anchor,
+    retry_elapsed_s,
+    started_at,
+    timed_sleep,
+)
 from runtime.errors import WorkflowError
 
 Outcome = tuple[Any, str | None]
@@ -131,6 +137,10 @@ async def run_fork(
     if len(branches) > runner.limits.maximum_parallelism:
         raise fault("runtime", task.pointer, title="Fork wider than maximumParallelism")
     runs = [asyncio.ensure_future(run_branch(runner, b, data, scope)) for b in branches]
+    # Waits that may park (durable timers) need to know when every branch waits.
+    joined = (
+        None if runner.limits.in_slot_wait_s is None else runner.parking.fork(runs, spec.compete)
+    )
     try:
         if not spec.compete:
             return await all_branches(runs)
@@ -141,6 +151,8 @@ async def run_fork(
         raise
     finally:
         await _stop(runs)
+        if joined is not None:
+            runner.parking.joined(joined)
 
 
 async def all_branches(runs: Sequence[asyncio.Future[Any]]) -> list[Any]:
@@ -263,7 +275,9 @@ async def run_try(
         try:
             # limit.attempt.duration: each attempt times out on its own, and the timeout
             # (408) is an error this catch may retry like any other.
-            with runner.deadlines.scope(attempt_ms, task.pointer, "Retry attempt timed out"):
+            began = anchor(runner, attempt_ms, f"{task.pointer}/attempt")
+            title = "Retry attempt timed out"
+            with runner.deadlines.scope(attempt_ms, task.pointer, title, began):
                 return (await runner.run_list(spec.body, data, scope)).output
         except WorkflowFault as exc:
             error_scope = {**scope, catch.as_: exc.problem}
@@ -338,7 +352,8 @@ async def _first_success(runs: Sequence[asyncio.Future[Any]]) -> Any:
             error = run.exception()
             if error is None:
                 return run.result()
-            if isinstance(error, DeadlineExpired):
-                raise error  # an enclosing deadline ends every branch, not just this one
+            if isinstance(error, DeadlineExpired | AwaitingTimer):
+                # An enclosing deadline ends every branch, not just this one; a park too.
+                raise error
     # Every branch failed: which one is reported never depends on which failed last.
     raise runs[0].exception()  # type: ignore[misc]

@@ -205,6 +205,12 @@ async def _call_tool(
     session = first[1].get("mcp-session-id")
     if session:
         base["mcp-session-id"] = session
+    # Every later request names the version the server chose in its initialize answer (the
+    # MCP transport's rule): a server that answered with another version than the one asked
+    # for refuses the requested one on the notification and the call.
+    negotiated = _negotiated_version(first[0])
+    if negotiated is not None:
+        base["mcp-protocol-version"] = negotiated
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     await _post(client, url, base, note, timeout, max_bytes)
     call = {
@@ -220,6 +226,12 @@ async def _call_tool(
     if not isinstance(result, dict):
         raise EffectFailure("runtime", "the MCP response has no result")
     return result
+
+
+def _negotiated_version(message: Any) -> str | None:
+    result = message.get("result") if isinstance(message, dict) else None
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    return version if isinstance(version, str) and version else None
 
 
 async def _post(

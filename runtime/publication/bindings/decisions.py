@@ -33,7 +33,13 @@ from runtime.publication.bindings.rejections import (
     version_conflict,
 )
 from runtime.publication.promotion.dependents import refuse_stranding
-from runtime.publication.promotion.plan import approve_plan, plan_of, refuse_unused_plan
+from runtime.publication.promotion.plan import (
+    Plan,
+    approve_plan,
+    approve_retirement_plan,
+    plan_of,
+    refuse_unused_plan,
+)
 from runtime.publication.receipt_ledger import run_operation
 from runtime.publication.store import binding_rows
 from runtime.security import InvocationContext
@@ -184,9 +190,9 @@ async def _retire(
     conn: Connection,
     ctx: InvocationContext,
     request: WorkflowBindingRetireInput,
-    comment: str | None,
+    plan: Plan,
 ) -> WorkflowBindingRetireOutput:
-    tool_id, operation_id = request.tool_id, request.operation_id
+    tool_id, operation_id, comment = request.tool_id, request.operation_id, plan.comment
     expected = request.expected_aggregate_version
     if expected < 0:
         raise negative_version_error(operation_id, "workflow_binding_retire")
@@ -194,14 +200,19 @@ async def _retire(
     if expected != head.aggregate_version:
         raise version_conflict(head.aggregate_version)
     if head.active_binding_id is None and head.pending_binding_id is None:
+        refuse_unused_plan(request.repin_binding_ids, "the Tool has nothing to retire")
         return WorkflowBindingRetireOutput(
             result="unchanged", tool_id=tool_id, aggregate_version=head.aggregate_version
         )
+    current = await active_version(conn, ctx.host_id, head)
+    repinned = await approve_retirement_plan(
+        conn, ctx, plan, tool_id=tool_id, active_version=current
+    )
     await refuse_stranding(
         conn,
         ctx.host_id,
         tool_id,
-        current_version=await active_version(conn, ctx.host_id, head),
+        current_version=current,
         next_version=None,
         doing="retiring the Tool",
     )
@@ -232,6 +243,7 @@ async def _retire(
         aggregate_version=version,
         retired_binding_id=closed.get("retired", UNSET),
         withdrawn_binding_id=closed.get("withdrawn", UNSET),
+        repinned_binding_ids=repinned or UNSET,
     )
 
 
@@ -240,12 +252,27 @@ async def retire_binding(
     ctx: InvocationContext,
     request: WorkflowBindingRetireInput,
     arguments: Mapping[str, Any],
+    *,
+    policy: DestinationPolicy | None = None,
+    maximum_parallelism: int | None = None,
 ) -> WorkflowBindingRetireOutput:
-    """workflow_binding_retire: the active revision becomes retired, a pending one withdrawn."""
+    """workflow_binding_retire: the active revision becomes retired, a pending one withdrawn.
+
+    repinBindingIds (the plan) approves, in the same transaction, pending revisions of the
+    Tools that pin the retiring one and no longer do; the reverse gate then runs as before.
+    """
     comment = comment_of(request.comment, required=False)
+    destination_policy = policy or DestinationPolicy()
 
     async def perform(conn: Connection) -> WorkflowBindingRetireOutput:
-        return await _retire(conn, ctx, request, comment)
+        plan = plan_of(
+            request.repin_binding_ids,
+            destination_policy,
+            maximum_parallelism,
+            comment,
+            request.operation_id,
+        )
+        return await _retire(conn, ctx, request, plan)
 
     return await run_operation(
         db,

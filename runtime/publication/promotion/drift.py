@@ -3,7 +3,10 @@
 A revision is immutable, the world around it is not. Four kinds are reported:
 
 - dependencyVersion: a pinned nested Tool that is workflow-backed on the host (it has a
-  publication head) now has another version active, or none;
+  publication head) now has another version active, or none. When both versions' contracts
+  are known, the item says how the contract moved (contractChange, ``contract_change``): a
+  compatible move is listed but is no drift (``drifted``, the gauge and `publish --status`
+  leave it out), since the outer Tool's calls and reads still hold;
 - endpointTarget: an HTTP call of the pinned definition that no stored target covers, or a
   target the destination policy as configured now refuses;
 - secretDeleted: a secret the definition declares in use.secrets that the host no longer holds;
@@ -17,16 +20,18 @@ published before its inner Tool moved), reported instead of discovered by a fail
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from msgspec import UNSET
 
 from generated.models import BindingDrift, DriftItem
 from runtime.binding_reach import Reach
+from runtime.canonical.definition import input_schema_of
 from runtime.publication.bindings.destination_policy import DestinationPolicy, check_destination
 from runtime.publication.bindings.endpoint_coverage import coverage_problems
 from runtime.publication.bindings.rejections import BindingRuleViolation
 from runtime.publication.bindings.version_rules import pinned_definition_problems
+from runtime.publication.promotion.contract_change import Change, contract_change
 from runtime.publication.store import binding_rows, lineage_rows
 from runtime.publication.store.lineage_rows import ActiveBinding
 from runtime.store import Connection, Database
@@ -51,13 +56,24 @@ class Drift:
     binding_id: str
     items: list[DriftItem]
 
+    @property
+    def drifts(self) -> list[DriftItem]:
+        """The items that are drift: all but the compatible moves of a pinned Tool."""
+        return [item for item in self.items if item.contract_change != "compatible"]
+
     def contract(self) -> BindingDrift:
         """The drift section of workflow_binding_get."""
-        return BindingDrift(binding_id=self.binding_id, drifted=bool(self.items), items=self.items)
+        return BindingDrift(binding_id=self.binding_id, drifted=bool(self.drifts), items=self.items)
 
 
 def _item(
-    kind: DriftKind, subject: str, message: str, *, pinned: str = "", current: str = ""
+    kind: DriftKind,
+    subject: str,
+    message: str,
+    *,
+    pinned: str = "",
+    current: str = "",
+    change: Change | None = None,
 ) -> DriftItem:
     return DriftItem(
         kind=kind,
@@ -65,7 +81,33 @@ def _item(
         message=message[:2000],
         pinned=pinned[:256] or UNSET,
         current=current[:256] or UNSET,
+        contract_change=change or UNSET,
     )
+
+
+def _schemas(found: lineage_rows.VersionContract) -> tuple[Any, Any]:
+    """The (input, output) schemas a Tool's callers see at that version."""
+    document = found.document
+    output = (document.get("output") or {}).get("schema") if isinstance(document, dict) else None
+    if isinstance(output, dict) and "document" in output:
+        output = output["document"]
+    return (
+        found.input_schema if found.input_schema is not None else input_schema_of(document),
+        found.output_schema if found.output_schema is not None else (output or {}),
+    )
+
+
+async def _change(
+    conn: Connection, host_id: str, tool_id: str, pinned: str, current: str | None
+) -> Change | None:
+    """How the Tool's contract moved from pinned to current (None: one of them is unknown)."""
+    if current is None:
+        return None
+    before = await lineage_rows.select_version_contract(conn, host_id, tool_id, pinned)
+    after = await lineage_rows.select_version_contract(conn, host_id, tool_id, current)
+    if before is None or after is None:
+        return None
+    return contract_change(_schemas(before), _schemas(after))
 
 
 async def _dependency_items(conn: Connection, host_id: str, reach: Reach) -> list[DriftItem]:
@@ -78,12 +120,21 @@ async def _dependency_items(conn: Connection, host_id: str, reach: Reach) -> lis
             continue
         current = promoted[tool_id]
         what = f"has version {current} active" if current else "has no active revision"
+        change = await _change(conn, host_id, tool_id, pinned, current)
+        how = f" ({change} contract change)" if change else ""
         message = (
             f"dependency {dependency.authorization_tool_name} pins version {pinned} of Tool "
-            f"{tool_id}, which now {what}"
+            f"{tool_id}, which now {what}{how}"
         )
         found.append(
-            _item("dependencyVersion", tool_id, message, pinned=pinned, current=current or "")
+            _item(
+                "dependencyVersion",
+                tool_id,
+                message,
+                pinned=pinned,
+                current=current or "",
+                change=change,
+            )
         )
     return found
 
@@ -158,7 +209,7 @@ async def drift_counts(conn: Connection) -> dict[str, int]:
     counts: dict[str, int] = dict.fromkeys(DRIFT_KINDS, 0)
     for row in await lineage_rows.select_active_bindings(conn):
         drift = await binding_drift(conn, row)
-        for kind in {item.kind for item in drift.items}:
+        for kind in {item.kind for item in drift.drifts}:
             counts[kind] += 1
     return counts
 

@@ -6,6 +6,10 @@ promotion plan". A plan (repinBindingIds of workflow_binding_publish, _decide an
 names pending revisions of other Tools that pin the moving Tool at the version it moves to; each
 is locked, revalidated and approved in the caller's transaction before the reverse dependency
 gate runs, so one refusal of any entry refuses the whole call and changes nothing.
+
+A retirement's plan (workflow_binding_retire) moves the Tool to no version at all: its entries
+are pending revisions of the Tools whose active revision pins the retiring one, and which no
+longer pin it (they dropped the dependency, or call another Tool instead).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from runtime.publication.bindings.approval import (
 )
 from runtime.publication.bindings.destination_policy import DestinationPolicy
 from runtime.publication.bindings.rejections import not_found
-from runtime.publication.store import binding_rows
+from runtime.publication.store import binding_rows, lineage_rows
 from runtime.security import InvocationContext
 from runtime.store import Connection
 
@@ -62,9 +66,10 @@ def _conflict(message: str) -> WorkflowError:
 
 
 async def _lock_repin(
-    conn: Connection, ctx: InvocationContext, binding_id: str, tool_id: str, version: str
+    conn: Connection, ctx: InvocationContext, binding_id: str, tool_id: str, version: str | None
 ) -> Reviewed:
-    """Lock an entry as decide does (the owner check first), then check what it repins."""
+    """Lock an entry as decide does (the owner check first), then check what it repins
+    (version None: that it pins tool_id no more)."""
     found = await binding_rows.select_revision(conn, ctx.host_id, binding_id)
     if found is None:
         raise not_found(f"binding revision {binding_id} of repinBindingIds")
@@ -74,7 +79,9 @@ async def _lock_repin(
         raise _conflict(f"repinBindingIds: {binding_id} is not a pending revision of another Tool")
     reach = await binding_rows.read_reach(conn, ctx.host_id, binding_id)
     pins = {d.nested_tool_version for d in reach.dependencies if d.nested_tool_id == tool_id}
-    if pins != {version}:
+    if version is None and pins:
+        raise _conflict(f"repinBindingIds: {binding_id} still pins the Tool being retired")
+    if version is not None and pins != {version}:
         raise _conflict(
             f"repinBindingIds: {binding_id} does not pin this Tool at version {version}"
         )
@@ -92,6 +99,37 @@ async def approve_plan(
     """
     for binding_id in plan.binding_ids:
         reviewed = await _lock_repin(conn, ctx, binding_id, tool_id, version)
+        await revalidate(conn, ctx, reviewed, plan.policy, plan.parallelism_ceiling)
+        await approve_reviewed(conn, ctx, reviewed, plan.comment, plan.operation_id)
+    return list(plan.binding_ids)
+
+
+async def approve_retirement_plan(
+    conn: Connection,
+    ctx: InvocationContext,
+    plan: Plan,
+    *,
+    tool_id: str,
+    active_version: str | None,
+) -> list[str]:
+    """Approve a retirement's plan: each entry is a pending revision of a Tool whose active
+    revision pins tool_id at active_version, and it must not pin tool_id at all.
+
+    An entry of a Tool that does not depend on the retiring one is refused: a retirement is
+    no way to approve unrelated revisions. The caller runs the reverse dependency gate after.
+    """
+    if not plan.binding_ids:
+        return []
+    if active_version is None:
+        raise input_invalid("repinBindingIds: the Tool has no active revision to retire")
+    found = await lineage_rows.select_pinning_dependents(conn, ctx.host_id, tool_id, active_version)
+    dependents = {dependent.tool_id for dependent in found}
+    for binding_id in plan.binding_ids:
+        reviewed = await _lock_repin(conn, ctx, binding_id, tool_id, None)
+        if reviewed.revision.tool_id not in dependents:
+            raise _conflict(
+                f"repinBindingIds: {binding_id} is of a Tool that does not pin the retiring one"
+            )
         await revalidate(conn, ctx, reviewed, plan.policy, plan.parallelism_ceiling)
         await approve_reviewed(conn, ctx, reviewed, plan.comment, plan.operation_id)
     return list(plan.binding_ids)

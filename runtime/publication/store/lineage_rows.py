@@ -94,3 +94,19 @@ class _Promoted(msgspec.Struct, frozen=True):
 
 class _Name(msgspec.Struct, frozen=True):
     name: str
+
+
+class VersionContract(msgspec.Struct, frozen=True):
+    """A Tool's schemas at one version: the revision's own, or None (the definition's)."""
+
+    input_schema: Any
+    output_schema: Any
+    document: dict[str, Any]
+
+
+async def select_version_contract(
+    conn: Connection, host_id: str, tool_id: str, version: str
+) -> VersionContract | None:
+    """The contract of a Tool's most recently approved revision at version, or None."""
+    params = {"host_id": host_id, "tool_id": tool_id, "version": version}
+    return await fetch_one(conn, QUERIES["select_version_contract"], params, VersionContract)

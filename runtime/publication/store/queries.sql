@@ -597,3 +597,16 @@ WITH RECURSIVE walk(start_id, tool_id) AS (
 SELECT DISTINCT start_id::text AS nested_tool_id
 FROM walk
 WHERE tool_id = %(target)s::uuid;
+
+-- select_version_contract --
+-- The contract of a Tool at one version, for drift's classification: the schemas of its most
+-- recently approved revision of that version (whatever it became since) and the definition
+-- version's document (its input and output schemas when the revision names none).
+SELECT b.input_schema, b.output_schema, v.document
+FROM workflow_tool_binding_t b
+JOIN wf_definition_version_t v
+  ON v.host_id = b.host_id AND v.wf_def_id = b.wf_def_id AND v.version = b.workflow_version
+WHERE b.host_id = %(host_id)s AND b.tool_id = %(tool_id)s
+  AND b.workflow_version = %(version)s AND b.approved_ts IS NOT NULL
+ORDER BY b.approved_ts DESC
+LIMIT 1;

@@ -312,3 +312,37 @@ async def test_every_confirmed_fork_branch_is_compensated(db: Database) -> None:
     assert backend.paths() == ["reserve", "charge", "ship", "refund", "release"]
     assert [step["name"] for step in record.steps] == ["charge", "reserve"]
     assert record.state == "completed"
+
+
+async def test_runs_compensate_refuses_up_front_a_retry_whose_steps_need_the_run_credential(
+    db: Database, database_url: str
+) -> None:
+    host = str(uuid.uuid4())
+    backend = OrderBackend(failing={"ship": 500})
+    async with serving(backend), executor(db, _runtime(backend)):
+        doc = order_document(backend.base)
+        # refund calls with the run's user token; the run starts without one (as after its
+        # end, when seed 000 has deleted it), so the first compensation fails that step.
+        doc["use"] = {"authentications": {"userToken": {"bearer": {"use": "runCredential"}}}}
+        refund = doc["do"][1]["charge"]["compensate"]["do"][0]["refund"]
+        endpoint = refund["with"]["endpoint"]
+        refund["with"]["endpoint"] = {"uri": endpoint, "authentication": {"use": "userToken"}}
+        pid = await _start(db, host, doc)
+        record = await _compensation(db, host, pid)
+        assert record.state == "failed"
+        assert [(s["name"], s["state"]) for s in record.steps] == [
+            ("charge", "failed"),
+            ("reserve", "completed"),
+        ]
+        code, said, err = await run_command(
+            "runs", "compensate", pid, "--host", host, "--database-url", database_url
+        )
+        async with db.transaction(read_only=True) as conn:
+            after = await select_compensation(conn, host, pid)
+    await close_waiter(db)
+    # Refused with its typed reason before anything changed: no compensation run started.
+    assert code == 2, said
+    assert err.startswith("WORKFLOW_POLICY_DENIED: the compensation cannot be retried")
+    assert "step(s) charge call with the run's user credential" in err
+    assert after == record
+    assert backend.paths() == ["reserve", "charge", "ship", "release"]

@@ -309,3 +309,127 @@ async def test_a_run_resuming_from_a_timer_queues_from_its_due_time_not_from_whe
         first = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
         second = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
     assert [task.process_id for task, _ in first + second] == [ready, waited]
+
+
+def waiting_fork(*branches: dict[str, Any]) -> dict[str, Any]:
+    named = [{f"b{index}": branch} for index, branch in enumerate(branches)]
+    return {"both": {"fork": {"branches": named}}}
+
+
+async def test_runs_whose_fork_branches_all_wait_hold_no_slot_and_a_one_task_run_completes(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    fork = waiting_fork({"wait": "PT2M"}, {"wait": "PT3M"})
+    doc = document([fork, {"after": {"set": {"done": True}}}])
+    runtime = WorkflowRuntime(ExecutionSettings(), keyring)
+    async with two_slot_executor(db, runtime):
+        pids = [await start_standard(db, keyring, doc, host) for _ in range(50)]
+        await wait_until(
+            lambda: _all_parked(db, host, len(pids)), what="every fork parked", within_s=60
+        )
+        quick = await start(
+            db, keyring, document(set_tasks(1)), {"seen": 0}, host_id=host,
+            execution_class="standard",
+        )  # fmt: skip
+        run = await finished(db, host, quick)
+    assert run.state == "COMPLETED"
+    first, timer = await tasks_of(db, pids[0])
+    # Parked as a whole, until the earlier branch's due time, with both waits to reach.
+    keys = ["/do/0/both/fork/branches/0/b0#0", "/do/0/both/fork/branches/1/b1#0"]
+    assert sorted(timer["payload"]["parked"]) == keys
+    due = datetime.fromisoformat(first["result"]["timer"])
+    assert timer["available_at"] == due
+    assert due.timestamp() == pytest.approx(timer["payload"]["timers"][keys[0]], abs=0.001)
+
+
+async def test_a_fork_whose_branches_write_then_wait_parks_twice_and_sends_each_write_once(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(LocalServer()) as backend:
+        settings = ExecutionSettings(http_allowlist=[backend.base], in_slot_wait_ms=100)
+
+        def post(path: str) -> dict[str, Any]:
+            return {"call": "http", "with": {"method": "post", "endpoint": backend.base + path}}
+
+        fork = waiting_fork(
+            {"do": [{"a": post("/a")}, {"nap": {"wait": "PT1S"}}]},
+            {"do": [{"b": post("/b")}, {"nap": {"wait": "PT2S"}}, {"c": post("/c")}]},
+        )
+        doc = document([fork, {"after": {"set": {"done": True}}}])
+        runtime = WorkflowRuntime(settings, keyring, destinations=LOCAL_BACKENDS)
+        async with two_slot_executor(db, runtime):
+            pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=LONG)
+            run = await finished(db, host, pid)
+    assert run.state == "COMPLETED" and run.result == {"done": True}, run
+    # Parked when both branches waited, again when b alone did; the replays sent no write
+    # again, and c followed b's wait.
+    assert sorted(r["path"] for r in backend.requests) == ["/a", "/b", "/c"]
+    rows = await tasks_of(db, pid)
+    assert ["timer" in (row["result"] or {}) for row in rows] == [True, True, False, False]
+    a, b = "/do/0/both/fork/branches/0/b0/do/1/nap#0", "/do/0/both/fork/branches/1/b1/do/1/nap#0"
+    assert sorted(rows[1]["payload"]["parked"]) == [a, b] and rows[2]["payload"]["parked"] == [b]
+
+
+async def test_a_wait_its_task_timeout_cuts_first_parks_until_the_timeout_and_times_out(
+    db: Database, keyring: Keyring
+) -> None:
+    host = str(uuid.uuid4())
+    nap = {"nap": {"wait": "PT1M", "timeout": {"after": "PT2S"}}}
+    caught = {
+        "try": [nap],
+        "catch": {"errors": {"with": {"status": 408}}, "do": [{"late": {"set": {"late": True}}}]},
+    }
+    settings = ExecutionSettings(in_slot_wait_ms=100)
+    async with two_slot_executor(db, WorkflowRuntime(settings, keyring)):
+        pid = await start(
+            db, keyring, document([{"guarded": caught}]), {}, host_id=host, timeout_ms=LONG
+        )
+        run = await finished(db, host, pid)
+    # The timeout outcome, caught as when the wait slept in the slot until it.
+    assert run.state == "COMPLETED" and run.result == {"late": True}, run
+    first, resumed = await tasks_of(db, pid)
+    due = datetime.fromisoformat(first["result"]["timer"])
+    two_seconds, skew = timedelta(seconds=2), timedelta(seconds=1)
+    assert first["created_ts"] + two_seconds - skew <= due <= first["updated_ts"] + two_seconds
+    assert resumed["payload"]["parked"] == ["/do/0/guarded/try/0/nap#0"]
+    assert resumed["result"] == {"finished": True}
+
+
+async def test_a_parked_fork_survives_a_killed_worker_and_each_branch_write_is_sent_once(
+    db: Database, keyring: Keyring, database_url: str
+) -> None:
+    host = str(uuid.uuid4())
+    async with serving(LocalServer()) as backend:
+
+        def post(path: str) -> dict[str, Any]:
+            return {"call": "http", "with": {"method": "post", "endpoint": backend.base + path}}
+
+        fork = waiting_fork(
+            {"do": [{"a": post("/a")}, {"nap": {"wait": {"seconds": 4}}}]},
+            {"do": [{"b": post("/b")}, {"nap": {"wait": {"seconds": 6}}}, {"c": post("/c")}]},
+        )
+        doc = document([fork, {"after": {"set": {"done": True}}}])
+        settings = {"in_slot_wait_ms": 100, "http_allowlist": [backend.base]}
+        try:
+            async with worker_process(database_url, "doomed", settings=settings) as doomed:
+                pid = await start(db, keyring, doc, {}, host_id=host, timeout_ms=LONG)
+                await wait_until(lambda: _all_parked(db, host, 1), what="the fork parked")
+                due = (await tasks_of(db, pid))[1]["available_at"]
+                doomed.send_signal(signal.SIGKILL)
+                async with asyncio.timeout(20):
+                    assert await doomed.wait() == -signal.SIGKILL
+            async with worker_process(
+                database_url, "rescuer", settings=settings, lease_ms=10_000
+            ):  # fmt: skip
+                run = await finished(db, host, pid)
+        finally:
+            await close_waiter(db)
+    assert run.state == "COMPLETED" and run.result == {"done": True}, run
+    # The rescuer replayed the fork from its parked task, at the due time the killed worker
+    # recorded: the writes before the waits were not sent again.
+    assert sorted(r["path"] for r in backend.requests) == ["/a", "/b", "/c"]
+    rows = await tasks_of(db, pid)
+    assert rows[1]["available_at"] == due and rows[1]["worker_id"] == "rescuer"
+    assert rows[0]["worker_id"] == "doomed"

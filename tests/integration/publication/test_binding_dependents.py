@@ -440,3 +440,91 @@ async def test_a_plan_racing_the_owners_own_approval_of_a_repin_approves_it_once
     planned = won[0].get("repinnedBindingIds") == proposed
     inner_active = (await _head(owner, inner.tool_id))["activeBindingId"]
     assert (inner_active == won[0]["bindingId"]) is planned
+
+
+async def _dropping_the_pin(author: McpTestClient, owner: McpTestClient, outer: Tool) -> str:
+    """The author proposes the outer Tool without its dependency: pending the owner."""
+    value = binding(outer.wf_def_id, outer.tool_id, outer.text, toolName="claims.outer")
+    head = await _head(owner, outer.tool_id)
+    proposed = ok(
+        await author.call_tool(
+            "workflow_binding_publish", publish_args(value, head["aggregateVersion"])
+        )
+    )
+    assert proposed["status"] == "pendingApproval", proposed
+    return str(proposed["bindingId"])
+
+
+def _retire_args(head: dict[str, Any], tool: Tool, plan: list[str]) -> dict[str, Any]:
+    args = {
+        "hostId": HOST,
+        "toolId": tool.tool_id,
+        "expectedAggregateVersion": head["aggregateVersion"],
+        "operationId": new_id(),
+    }
+    return args | ({"repinBindingIds": plan} if plan else {})
+
+
+async def test_a_retirement_plan_approves_the_outer_tools_that_drop_the_pin_and_retires(
+    owner: McpTestClient, http: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    author = client(http, dev_identity, "an-author", roles=("admin",))
+    inner = await publish_tool(owner, toolName="claims.inner")
+    outer = await publish_tool(owner, toolName="claims.outer")
+    await _outer(owner, inner, "1.2.0", "claims.outer", outer)
+    dropped = await _dropping_the_pin(author, owner, outer)
+    head = await _head(owner, inner.tool_id)
+    error = refused(
+        await owner.call_tool("workflow_binding_retire", _retire_args(head, inner, [])),
+        "WORKFLOW_STATE_CONFLICT",
+    )
+    assert _affected(error) == [("claims.outer", "1.2.0")]
+    receipt = ok(
+        await owner.call_tool("workflow_binding_retire", _retire_args(head, inner, [dropped]))
+    )
+    assert receipt["result"] == "retired" and receipt["repinnedBindingIds"] == [dropped]
+    assert receipt["retiredBindingId"] == inner.binding_id
+    assert (await _head(owner, inner.tool_id)).get("activeBindingId") is None
+    outer_head = await _head(owner, outer.tool_id)
+    assert outer_head["activeBindingId"] == dropped
+    assert outer_head["decisions"][0]["action"] == "approve"
+
+
+async def test_a_retirement_plan_whose_entry_still_pins_or_is_unrelated_is_refused_whole(
+    owner: McpTestClient, http: httpx.AsyncClient, dev_identity: DevIdentity
+) -> None:
+    author = client(http, dev_identity, "an-author", roles=("admin",))
+    inner = await publish_tool(owner, toolName="claims.inner")
+    outer = await publish_tool(owner, toolName="claims.outer")
+    await _outer(owner, inner, "1.2.0", "claims.outer", outer)
+    # A pending repin that still pins the inner Tool (at another version).
+    value = binding(outer.wf_def_id, outer.tool_id, outer.text, toolName="claims.outer")
+    outer_head = await _head(owner, outer.tool_id)
+    args = publish_args(value, outer_head["aggregateVersion"], dependencies=[pin(inner, "1.3.0")])
+    still = ok(await author.call_tool("workflow_binding_publish", args))
+    assert still["status"] == "pendingApproval"
+    # A pending revision of a Tool that never depended on the inner one.
+    other = await publish_tool(owner, toolName="claims.other")
+    value = binding(other.wf_def_id, other.tool_id, other.text, toolName="claims.other")
+    value["syncWaitMs"] = 17000
+    other_head = await _head(owner, other.tool_id)
+    unrelated = ok(
+        await author.call_tool(
+            "workflow_binding_publish", publish_args(value, other_head["aggregateVersion"])
+        )
+    )
+    assert unrelated["status"] == "pendingApproval"
+    head = await _head(owner, inner.tool_id)
+    for plan, words in (
+        ([still["bindingId"]], "still pins the Tool being retired"),
+        ([unrelated["bindingId"]], "does not pin the retiring one"),
+        ([inner.binding_id], "not a pending revision of another Tool"),
+    ):
+        error = refused(
+            await owner.call_tool("workflow_binding_retire", _retire_args(head, inner, plan)),
+            "WORKFLOW_STATE_CONFLICT",
+        )
+        assert words in error["error"]["message"]
+    assert await _head(owner, inner.tool_id) == head
+    assert (await _head(owner, outer.tool_id))["pendingBindingId"] == still["bindingId"]
+    assert (await _head(owner, other.tool_id))["pendingBindingId"] == unrelated["bindingId"]

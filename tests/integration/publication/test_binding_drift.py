@@ -16,6 +16,7 @@ from runtime.telemetry.metrics import REGISTRY
 from tests.support.binding_builders import (
     HOST,
     OWNER,
+    binding,
     endpoint_target,
     new_id,
     publish_args,
@@ -144,3 +145,71 @@ async def test_a_pinned_version_that_is_not_the_promoted_one_is_drift_with_both_
     assert [(i["kind"], i["pinned"], i["current"]) for i in drift["items"]] == [
         ("dependencyVersion", "1.1.0", "1.2.0")
     ]
+
+
+async def _moved_back(owner: McpTestClient, name: str, **contract: Any) -> Tool:
+    """A Tool active at 1.2.0 whose 1.3.0 (with this contract) was promoted and rolled back."""
+    inner = await publish_tool(owner, toolName=name)
+    newer = await publish_tool(
+        owner,
+        toolName=name,
+        version="1.3.0",
+        tool_id=inner.tool_id,
+        wf_def_id=inner.wf_def_id,
+        expected_version=inner.aggregate_version,
+        **contract,
+    )
+    rollback = {
+        "hostId": HOST,
+        "toolId": inner.tool_id,
+        "expectedBindingDigest": newer.binding_digest,
+        "comment": "back to 1.2.0",
+        "operationId": new_id(),
+    }
+    ok(await owner.call_tool("workflow_binding_rollback", rollback))
+    return inner
+
+
+async def _pinning(owner: McpTestClient, inner: Tool, name: str) -> str:
+    """An outer Tool whose active revision pins inner at 1.3.0."""
+    outer = await publish_tool(owner, toolName=name)
+    value = binding(outer.wf_def_id, outer.tool_id, outer.text, toolName=name, syncWaitMs=19000)
+    args = publish_args(value, outer.aggregate_version, dependencies=[pin(inner, "1.3.0")])
+    assert ok(await owner.call_tool("workflow_binding_publish", args))["status"] == "active"
+    return outer.tool_id
+
+
+async def test_a_pinned_tool_that_moved_compatibly_is_listed_as_compatible_and_is_no_drift(
+    owner: McpTestClient,
+) -> None:
+    # 1.3.0 took an optional claimId; 1.2.0 (active again) takes any object: it accepts every
+    # input 1.3.0 did, and both promise the same output.
+    optional = {"type": "object", "properties": {"claimId": {"type": "string"}}}
+    inner = await _moved_back(owner, "claims.inner", inputSchema=optional)
+    drift = await _drift(owner, await _pinning(owner, inner, "claims.outer"))
+    assert drift["drifted"] is False
+    [item] = drift["items"]
+    assert (item["kind"], item["pinned"], item["current"]) == (
+        "dependencyVersion",
+        "1.3.0",
+        "1.2.0",
+    )
+    assert item["contractChange"] == "compatible"
+    assert "compatible contract change" in item["message"]
+
+
+async def test_a_pinned_tool_whose_output_lost_a_promised_field_is_breaking_drift(
+    owner: McpTestClient,
+) -> None:
+    # 1.3.0 promised a summary; 1.2.0 (active again) promises nothing: an outer workflow
+    # reading the summary breaks.
+    promised = {
+        "type": "object",
+        "required": ["summary"],
+        "properties": {"summary": {"type": "string"}},
+    }
+    inner = await _moved_back(owner, "claims.inner", outputSchema=promised)
+    drift = await _drift(owner, await _pinning(owner, inner, "claims.outer"))
+    assert drift["drifted"] is True
+    [item] = drift["items"]
+    assert item["kind"] == "dependencyVersion" and item["contractChange"] == "breaking"
