@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,8 @@ class ToolSpec:
     entry: dict[str, Any]
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
+    # The output of the tool named by taskResultTool: what a task-augmented call completes with.
+    task_result_schema: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -33,13 +36,15 @@ class ToolSpec:
         served = dict(self.entry)
         served["inputSchema"] = self.input_schema
         served["outputSchema"] = declared_output_schema(
-            self.output_schema, declared_error_schema(error_result_schema)
+            self.output_schema, declared_error_schema(error_result_schema), self.task_result_schema
         )
         return served
 
 
 def declared_output_schema(
-    success_schema: dict[str, Any], error_result_schema: dict[str, Any]
+    success_schema: dict[str, Any],
+    error_result_schema: dict[str, Any],
+    task_result_schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The outputSchema a tool declares: its success shape or the error envelope.
 
@@ -47,8 +52,15 @@ def declared_output_schema(
     structuredContent to conform to the declared outputSchema (clients check it on errors too),
     so the contract's success shape alone would make every refusal look malformed. The rule is
     applied here, to every tool alike: a tool's contract entry declares its success shape only.
+
+    A tool a client may call as an MCP task (its entry names a taskResultTool) completes that
+    task with the named tool's result (workflow_start's task ends with workflow_get_result's
+    document), which the declared schema admits as well.
     """
-    return {"type": "object", "anyOf": [success_schema, error_result_schema]}
+    branches = [success_schema, error_result_schema]
+    if task_result_schema is not None:
+        branches.insert(1, task_result_schema)
+    return {"type": "object", "anyOf": branches}
 
 
 def declared_error_schema(error_result_schema: dict[str, Any]) -> dict[str, Any]:
@@ -105,4 +117,18 @@ def bundle_catalog(contracts: ContractSet) -> BundledCatalog:
     error_result = bundler.bundle({"$ref": ERROR_RESULT_REF}, TOOLS_FILE)
     if not isinstance(error_result, dict):
         raise ContractError(f"{ERROR_RESULT_REF} must be a schema object")
-    return BundledCatalog(tools=tools, error_result_schema=error_result)
+    return BundledCatalog(tools=_with_task_results(tools), error_result_schema=error_result)
+
+
+def _with_task_results(tools: list[ToolSpec]) -> list[ToolSpec]:
+    """Each tool naming a taskResultTool, given that tool's output schema."""
+    outputs = {tool.name: tool.output_schema for tool in tools}
+    resolved = []
+    for tool in tools:
+        target = tool.entry.get("taskResultTool")
+        if target is not None:
+            if target not in outputs or target == tool.name:
+                raise ContractError(f"{tool.name}: taskResultTool must name another tool")
+            tool = dataclasses.replace(tool, task_result_schema=outputs[target])
+        resolved.append(tool)
+    return resolved

@@ -34,6 +34,8 @@ class ToolRoute:
     output_model: type[Struct]
     validate_input: Callable[[Any], Any]
     validate_output: Callable[[Any], Any]
+    # What a task-augmented call of the tool completes with (taskResultTool), or None.
+    task_result_schema: Mapping[str, Any] | None = None
 
     @property
     def declared_output_schema(self) -> dict[str, Any]:
@@ -41,10 +43,10 @@ class ToolRoute:
 
         The rule of codegen.catalog.declared_output_schema, which catalog.json shows.
         """
-        return {
-            "type": "object",
-            "anyOf": [dict(self.output_schema), dict(DECLARED_ERROR_RESULT_SCHEMA)],
-        }
+        branches = [dict(self.output_schema), dict(DECLARED_ERROR_RESULT_SCHEMA)]
+        if self.task_result_schema is not None:
+            branches.insert(1, dict(self.task_result_schema))
+        return {"type": "object", "anyOf": branches}
 '''
 
 
@@ -90,6 +92,8 @@ def _route(tool: ToolSpec) -> str:
         "validate_input": f"validators.{validator_function_name(input_validator_id(tool.name))}",
         "validate_output": f"validators.{validator_function_name(output_validator_id(tool.name))}",
     }
+    if tool.task_result_schema is not None:
+        fields["task_result_schema"] = _literal(tool.task_result_schema)
     arguments = "".join(f"        {key}={value},\n" for key, value in fields.items())
     return f"    {tool.name!r}: ToolRoute(\n{arguments}    ),\n"
 

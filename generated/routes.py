@@ -2,7 +2,7 @@
 # source errors.json sha256:1fefd5d1d9abb6917633fefc2cbb1cad4ade16143ef1184f708e53c1fa867567
 # source examples.json sha256:1450dc07aa8e820dfca9cb485bfcb8f2fd882426c2889ea1c8a47c79b1532a77
 # source schemas.json sha256:f28fe7366e9c82e3059ea3f58650172a5cb23490337a696ad00cf896e7897576
-# source workflow-tools-list-full.json sha256:9aa6d00dff0231c8ec4d29f034b4ecaa04c3e00be40b7a253a272b3386ce1221
+# source workflow-tools-list-full.json sha256:8b2b9f4dae7817a9e13230013a0c4af4eb9509e57d4e4bb5b9ec42185a511afc
 
 """The tool route table: one ToolRoute per catalog tool, in catalog order."""
 
@@ -37,6 +37,8 @@ class ToolRoute:
     output_model: type[Struct]
     validate_input: Callable[[Any], Any]
     validate_output: Callable[[Any], Any]
+    # What a task-augmented call of the tool completes with (taskResultTool), or None.
+    task_result_schema: Mapping[str, Any] | None = None
 
     @property
     def declared_output_schema(self) -> dict[str, Any]:
@@ -44,10 +46,10 @@ class ToolRoute:
 
         The rule of codegen.catalog.declared_output_schema, which catalog.json shows.
         """
-        return {
-            "type": "object",
-            "anyOf": [dict(self.output_schema), dict(DECLARED_ERROR_RESULT_SCHEMA)],
-        }
+        branches = [dict(self.output_schema), dict(DECLARED_ERROR_RESULT_SCHEMA)]
+        if self.task_result_schema is not None:
+            branches.insert(1, dict(self.task_result_schema))
+        return {"type": "object", "anyOf": branches}
 
 
 ERROR_RESULT_SCHEMA: Mapping[str, Any] = {
@@ -4253,6 +4255,37 @@ ROUTES: dict[ToolName, ToolRoute] = {
         output_model=models.WorkflowStartOutput,
         validate_input=validators.validate_workflow_start_input,
         validate_output=validators.validate_workflow_start_output,
+        task_result_schema={
+            "additionalProperties": False,
+            "properties": {
+                "definitionDigest": {
+                    "description": "A canonical digest: sha256: and 64 lower-case hex digits.",
+                    "maxLength": 71,
+                    "minLength": 71,
+                    "pattern": "^sha256:[0-9a-f]{64}$",
+                    "type": "string",
+                },
+                "output": {
+                    "additionalProperties": True,
+                    "description": "The public result: validated against the workflow output schema.",
+                    "type": "object",
+                },
+                "state": {
+                    "description": "COMPLETED with output, or the latest non-terminal state when the run has not finished. FAILED and CANCELLED runs return an error result with the run's stored normalized error instead.",
+                    "enum": ["ACCEPTED", "RUNNING", "WAITING", "COMPLETED"],
+                    "type": "string",
+                },
+                "workflowInstanceId": {
+                    "description": "Id of one workflow run.",
+                    "maxLength": 36,
+                    "minLength": 36,
+                    "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+                    "type": "string",
+                },
+            },
+            "required": ["workflowInstanceId", "state", "definitionDigest"],
+            "type": "object",
+        },
     ),
     "workflow_wait_result": ToolRoute(
         name="workflow_wait_result",

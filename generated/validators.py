@@ -2,7 +2,7 @@
 # source errors.json sha256:1fefd5d1d9abb6917633fefc2cbb1cad4ade16143ef1184f708e53c1fa867567
 # source examples.json sha256:1450dc07aa8e820dfca9cb485bfcb8f2fd882426c2889ea1c8a47c79b1532a77
 # source schemas.json sha256:f28fe7366e9c82e3059ea3f58650172a5cb23490337a696ad00cf896e7897576
-# source workflow-tools-list-full.json sha256:9aa6d00dff0231c8ec4d29f034b4ecaa04c3e00be40b7a253a272b3386ce1221
+# source workflow-tools-list-full.json sha256:8b2b9f4dae7817a9e13230013a0c4af4eb9509e57d4e4bb5b9ec42185a511afc
 # ruff: noqa: F841
 # fmt: off
 

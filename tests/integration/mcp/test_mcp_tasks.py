@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import jsonschema
 import psycopg
 import pytest
 
@@ -306,3 +307,33 @@ async def test_a_task_row_that_cannot_be_stored_names_the_run_which_runs_on(
     instance = error["data"]["workflowInstanceId"]
     status = ok(await caller.call_tool("workflow_get_status", {"workflowInstanceId": instance}))
     assert status["state"] in ("ACCEPTED", "RUNNING", "WAITING")
+
+
+async def _declared_start_output(client: McpTestClient) -> dict[str, Any]:
+    cursor = None
+    while True:
+        result = (await client.request("tools/list", {"cursor": cursor} if cursor else {})).result
+        for tool in result["tools"]:
+            if tool["name"] == "workflow_start":
+                schema: dict[str, Any] = tool["outputSchema"]
+                return schema
+        cursor = result["nextCursor"]
+
+
+async def test_a_completed_tasks_result_conforms_to_workflow_starts_declared_output_schema(
+    owner: McpTestClient, caller: McpTestClient, workers: Any
+) -> None:
+    # MCP: structuredContent conforms to the tool's declared outputSchema; a task of
+    # workflow_start completes with the run's result, which the declaration must admit.
+    validator = jsonschema.Draft202012Validator(await _declared_start_output(caller))
+    created = await start_task(caller, await _saved(owner, FAILING))
+    failed = await task_reaching(caller, created["taskId"], ("completed",))
+    assert list(validator.iter_errors(failed["result"]["structuredContent"])) == []
+    created = await start_task(caller, await _saved(owner, approval_yaml(role=MINE)))
+    asked = await task_reaching(caller, created["taskId"], ("input_required",))
+    [key] = asked["inputRequests"]
+    responses = {key: _accept("APPROVED")}
+    await modern(caller, "tasks/update", {"taskId": created["taskId"], "inputResponses": responses})
+    done = await task_reaching(caller, created["taskId"], ("completed",))
+    assert done["result"]["isError"] is False
+    assert list(validator.iter_errors(done["result"]["structuredContent"])) == []
