@@ -48,7 +48,16 @@ INBOX_TOOLS = (
     "workflow_task_get",
     "workflow_task_complete",
 )
-ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS
+# The development-feature stage ledger (issue 36, seed 004): feature operations of the caller's host.
+FEATURE_TOOLS = (
+    "workflow_feature_create",
+    "workflow_feature_get",
+    "workflow_feature_stage_start",
+    "workflow_feature_stage_accept",
+    "workflow_feature_decide",
+    "workflow_feature_cancel",
+)
+ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS + FEATURE_TOOLS
 # Tools that carry hostId and the publisher's bearer.
 HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS
 

@@ -11,13 +11,23 @@ from __future__ import annotations
 from runtime.admission.invoke import invoke_tool
 from runtime.admission.sampler import CapacitySampler
 from runtime.admission.settings import CapacitySettings
-from runtime.admission.start import start_workflow
+from runtime.admission.start import (
+    STAGE_MARKER,
+    note_admitted,
+    stage_of,
+    start_stage_in,
+    start_workflow,
+)
 from runtime.admission.state import Admission
 
 __all__ = [
     "Admission",
     "CapacitySampler",
     "CapacitySettings",
+    "STAGE_MARKER",
     "invoke_tool",
+    "note_admitted",
+    "stage_of",
+    "start_stage_in",
     "start_workflow",
 ]

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.mcp",),
     ("runtime.collaborators",),
     ("runtime.settings",),
+    ("runtime.features",),
     ("runtime.admission",),
     ("runtime.invocation",),
     ("runtime.execution",),
