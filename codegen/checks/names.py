@@ -48,7 +48,7 @@ INBOX_TOOLS = (
     "workflow_task_get",
     "workflow_task_complete",
 )
-# The development-feature stage ledger (issue 36, seed 004): feature operations of the caller's host.
+# The development-feature stage ledger (issue 36, seed 004): operations on the caller's host.
 FEATURE_TOOLS = (
     "workflow_feature_create",
     "workflow_feature_get",

@@ -21,10 +21,10 @@ from runtime.admission.start import (
 from runtime.admission.state import Admission
 
 __all__ = [
+    "STAGE_MARKER",
     "Admission",
     "CapacitySampler",
     "CapacitySettings",
-    "STAGE_MARKER",
     "invoke_tool",
     "note_admitted",
     "stage_of",
