@@ -162,18 +162,19 @@ def accept_args(feature: str, stage_execution_id: str) -> dict[str, Any]:
 
 
 async def run_finished(client: McpTestClient, instance_id: str) -> str:
-    """Wait (bounded) until a run is terminal; its state."""
-    states: list[str] = []
+    """Wait (bounded) until a run is terminal; its state (a failed run's with its error)."""
+    handle = {"workflowInstanceId": instance_id}
 
     async def terminal() -> bool:
-        status = ok(
-            await client.call_tool("workflow_get_status", {"workflowInstanceId": instance_id})
-        )
-        states.append(status["state"])
+        status = ok(await client.call_tool("workflow_get_status", handle))
         return status["state"] in ("COMPLETED", "FAILED", "CANCELLED")
 
     await wait_until(terminal, what=f"run {instance_id} finished", within_s=30)
-    return states[-1]
+    state = str(ok(await client.call_tool("workflow_get_status", handle))["state"])
+    if state != "FAILED":
+        return state
+    result = await client.call_tool("workflow_get_result", handle)
+    return f"FAILED: {result['structuredContent']}"
 
 
 async def run_stage(
