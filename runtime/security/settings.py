@@ -53,6 +53,13 @@ DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_secret_put": _SECRET_ADMINS,
     "workflow_secret_list": _SECRET_ADMINS,
     "workflow_secret_delete": _SECRET_ADMINS,
+    # Issue 36: the development-feature ledger; a stage start admits a workflow_start run.
+    "workflow_feature_create": _WORKFLOW_ADMINS,
+    "workflow_feature_get": _WORKFLOW_ADMINS,
+    "workflow_feature_stage_start": _WORKFLOW_ADMINS,
+    "workflow_feature_stage_accept": _WORKFLOW_ADMINS,
+    "workflow_feature_decide": _WORKFLOW_ADMINS,
+    "workflow_feature_cancel": _WORKFLOW_ADMINS,
 }
 
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
@@ -30,6 +31,7 @@ from tests.support.mcp import McpTestClient
 
 Admin = psycopg.AsyncConnection[Any]
 RACERS = 20
+OTHER_HOST = "0196a1b2-0000-7000-8000-00000000beef"
 
 
 def _reason(result: dict[str, Any], code: str) -> str:
@@ -382,3 +384,23 @@ async def test_a_lost_answer_after_the_stage_commit_replays_the_same_run(
     feature = await _feature(caller, fid)
     assert feature["activeClaim"]["workflowInstanceId"] == retried["claim"]["workflowInstanceId"]
     assert await _counts(admin) == {"runs": 1, "claims": 1}
+
+
+@pytest.mark.requirement("004:F30")
+async def test_the_feature_tools_take_workflow_starts_roles_and_stay_in_the_callers_host(
+    http: httpx.AsyncClient, dev_identity: DevIdentity, caller: McpTestClient, admin: Admin
+) -> None:
+    stranger = client(http, dev_identity, "sam", roles=("genai-admin",))
+    reply = await stranger.call_tool("workflow_feature_create", create_args())
+    refused(reply, "WORKFLOW_POLICY_DENIED")
+    fid = (await _create(caller))["featureRunId"]
+    elsewhere = client(http, dev_identity, roles=("workflow-admin",), host_id=OTHER_HOST)
+    reply = await elsewhere.call_tool("workflow_feature_get", {"featureRunId": fid})
+    refused(reply, "WORKFLOW_NOT_FOUND")
+    # The other host's slot is its own: a feature there does not wait for this one.
+    assert (
+        ok(await elsewhere.call_tool("workflow_feature_create", create_args()))["outcome"] == "new"
+    )
+    cursor = await admin.execute("SELECT count(*) AS n FROM workflow_feature_run")
+    row = await cursor.fetchone()
+    assert row is not None and row["n"] == 2
