@@ -21,6 +21,7 @@ from generated.models import (
     WorkflowFeatureGetOutput,
 )
 from runtime.canonical import timestamp
+from runtime.errors import WorkflowError
 from runtime.features import store
 from runtime.features.documents import feature_document
 from runtime.features.operations import not_found, recorded, refuse, request_digest
@@ -32,6 +33,7 @@ from runtime.features.rules import (
     intake_refusal,
 )
 from runtime.features.signoff import OUTCOMES, reopen_refusal, signoff_refusal
+from runtime.scheduler.service import cancel_process
 from runtime.security import InvocationContext
 from runtime.store import Connection, Database
 
@@ -170,6 +172,20 @@ async def decide_feature(
     return msgspec.convert(output, WorkflowFeatureDecideOutput)
 
 
+async def _cancel_stage(conn: Connection, host_id: str, row: store.FeatureRow) -> None:
+    """Settle the active claim and ask its run to stop, as its cancellation policy allows
+    (a stage run past its first dispatch finishes; its late acceptance is refused)."""
+    execution = row.active_stage_execution_id
+    assert execution is not None
+    claim = await store.claim_by_execution(conn, host_id, row.feature_run_id, execution)
+    await store.settle_claim(conn, host_id, execution, "cancelled", None)
+    if claim is not None:
+        stopped = WorkflowError(
+            "WORKFLOW_CANCELLED", "the run's feature was cancelled", status="cancelled"
+        )
+        await cancel_process(conn, host_id, claim.process_id, stopped)
+
+
 async def cancel_feature(
     db: Database, ctx: InvocationContext, args: WorkflowFeatureCancelInput
 ) -> WorkflowFeatureCancelOutput:
@@ -195,9 +211,7 @@ async def cancel_feature(
                 )
             )
         if row.active_stage_execution_id is not None:
-            await store.settle_claim(
-                conn, ctx.host_id, row.active_stage_execution_id, "cancelled", None
-            )
+            await _cancel_stage(conn, ctx.host_id, row)
         row.state, row.active_stage_execution_id = CANCELLED, None
         row.version += 1
         await store.update_feature(conn, ctx.host_id, row)

@@ -65,7 +65,8 @@ def stage_yaml(kind: str, scenario: str = "clean", name: str = "stage") -> str:
     """A stage definition of kind whose output is a StageResult.
 
     clean: one accepting review; one-fix: a blocking finding, then a review closing it;
-    rejecting: one review that does not accept; malformed: an output with an unknown field.
+    rejecting: one review that does not accept; malformed: an output with an unknown field;
+    wrong-inputs: a clean result that names no input bindings.
     """
     if scenario == "clean":
         reviews = _review(0, True, "[]", "[]")
@@ -76,6 +77,7 @@ def stage_yaml(kind: str, scenario: str = "clean", name: str = "stage") -> str:
     else:
         reviews = _review(0, True, "[]", "[]")
     extra = "        surprise: true\n" if scenario == "malformed" else ""
+    inputs = "{}" if scenario == "wrong-inputs" else '"${ input.inputs }"'
     remediations = (
         "\n          - turnId: fix-1\n"
         f"            candidate: {CANDIDATE}\n"
@@ -108,7 +110,7 @@ def stage_yaml(kind: str, scenario: str = "clean", name: str = "stage") -> str:
         '        featureRunId: "${ input.featureRunId }"\n'
         '        stageExecutionId: "${ input.stageExecutionId }"\n'
         '        stage: "${ input.stage }"\n'
-        '        inputs: "${ input.inputs }"\n'
+        f"        inputs: {inputs}\n"
         "        artifact:\n"
         f"          id: artifact:{kind}\n"
         f"          digest: {artifact_digest(kind)}\n"

@@ -4,6 +4,7 @@ claim-and-start in one transaction, its refusals, acceptance, budgets, sign-off 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -404,3 +405,65 @@ async def test_the_feature_tools_take_workflow_starts_roles_and_stay_in_the_call
     cursor = await admin.execute("SELECT count(*) AS n FROM workflow_feature_run")
     row = await cursor.fetchone()
     assert row is not None and row["n"] == 2
+
+
+@pytest.mark.requirement("004:F4")
+async def test_an_older_completed_claim_replays_its_receipt_and_starts_nothing(
+    owner: McpTestClient, caller: McpTestClient, workers: Executor, admin: Admin
+) -> None:
+    design = await save_stage(owner, "design")
+    fid = (await _create(caller))["featureRunId"]
+    args = start_args(fid, 1, "design", design)
+    first = ok(await caller.call_tool("workflow_feature_stage_start", args))
+    await run_finished(caller, first["claim"]["workflowInstanceId"])
+    accept = accept_args(fid, first["claim"]["stageExecutionId"])
+    ok(await caller.call_tool("workflow_feature_stage_accept", accept))
+    # The same transition again, under a new operation id, after the feature moved on.
+    again = ok(
+        await caller.call_tool(
+            "workflow_feature_stage_start", args | {"operationId": str(uuid.uuid4())}
+        )
+    )
+    assert again["outcome"] == "replay" and again["featureVersion"] == 2
+    assert again["claim"] == first["claim"] | {"state": "accepted"}
+    assert await _counts(admin) == {"runs": 1, "claims": 1}
+
+
+@pytest.mark.requirement("004:F6")
+async def test_a_result_not_bound_to_the_claims_inputs_is_not_accepted(
+    owner: McpTestClient, caller: McpTestClient, workers: Executor
+) -> None:
+    unbound = await save_stage(owner, "design", "wrong-inputs")
+    fid = (await _create(caller))["featureRunId"]
+    held = (await run_stage(caller, fid, 1, "design", unbound))["feature"]
+    assert held["state"] == "human-resolution-required"
+    assert "input bindings" in held["resolutionReason"]
+    assert held["acceptedResults"] == [] and "design" not in held["acceptedInputs"]
+
+
+@pytest.mark.requirement("004:F22")
+async def test_a_cancel_ends_the_active_stage_run_that_has_done_nothing_yet(
+    owner: McpTestClient, caller: McpTestClient
+) -> None:
+    design = await save_stage(owner, "design")
+    feature = await _create(caller)
+    fid = feature["featureRunId"]
+    started = ok(
+        await caller.call_tool("workflow_feature_stage_start", start_args(fid, 1, "design", design))
+    )
+    cancel = {
+        "operationId": str(uuid.uuid4()),
+        "featureRunId": fid,
+        "slotGeneration": feature["slotGeneration"],
+    }
+    cancelled = ok(await caller.call_tool("workflow_feature_cancel", cancel))["feature"]
+    assert (cancelled["state"], cancelled["activeClaim"], cancelled["version"]) == (
+        "cancelled",
+        None,
+        2,
+    )
+    run = {"workflowInstanceId": started["claim"]["workflowInstanceId"]}
+    assert ok(await caller.call_tool("workflow_get_status", run))["state"] == "CANCELLED"
+    # The same cancel again replays its receipt; the slot stays free.
+    again = ok(await caller.call_tool("workflow_feature_cancel", cancel))
+    assert again["outcome"] == "replay" and again["feature"] == cancelled
