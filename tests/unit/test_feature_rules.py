@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from runtime.features.budgets import charge, rounds_left
+from runtime.features.coverage import FullReview, Transition, coverage_refusal
 from runtime.features.findings import allocate, finding_id, open_actionable, review_ids
 from runtime.features.rules import FeatureView, intake_refusal, start_refusal
 from runtime.features.signoff import reopen_refusal, signoff_refusal
@@ -239,3 +240,46 @@ def test_the_start_checks_run_in_order_version_owner_successor_inputs() -> None:
         == "already-accepted"
     )  # type: ignore[union-attr]
     assert start_refusal(_view(), 2, "implement-phase", "p1", inputs) is None
+
+
+def _full(codex: str = "c1", claude: str = "c1") -> list[FullReview]:
+    return [
+        FullReview("codex", "codex-s", codex, True),
+        FullReview("claude", "claude-s", claude, True),
+    ]
+
+
+def _fix(before: str, after: str, **extra: Any) -> Transition:
+    values: dict[str, Any] = {
+        "before": before,
+        "after": after,
+        "impact": "local",
+        "checks_passed": True,
+        "reviewer": "claude",
+        "session": "claude-s",
+        "accepted": True,
+    }
+    return Transition(**(values | extra))
+
+
+@pytest.mark.requirement("004:F18")
+def test_a_resumed_reviewer_closes_a_local_fix() -> None:
+    assert coverage_refusal(_full(), [], "c1") is None
+    assert coverage_refusal(_full(), [_fix("c1", "c2")], "c2") is None
+
+
+@pytest.mark.requirement("004:F18")
+def test_a_broad_missing_or_substituted_transition_is_refused() -> None:
+    cases = {
+        "coverage-broad": ([_fix("c1", "c2", impact="broad")], "c2"),
+        "coverage-gap": ([_fix("c9", "c2")], "c2"),
+        "coverage-session": ([_fix("c1", "c2", session="claude-new")], "c2"),
+    }
+    for reason, (steps, current) in cases.items():
+        refusal = coverage_refusal(_full(), steps, current)
+        assert refusal is not None and refusal.reason == reason
+    # A change nobody reviewed, and full reviews in the wrong order.
+    missing = coverage_refusal(_full(), [], "c2")
+    assert missing is not None and missing.reason == "coverage-gap"
+    wrong = coverage_refusal(list(reversed(_full())), [], "c1")
+    assert wrong is not None and wrong.reason == "coverage-order"
