@@ -467,3 +467,30 @@ async def test_a_cancel_ends_the_active_stage_run_that_has_done_nothing_yet(
     # The same cancel again replays its receipt; the slot stays free.
     again = ok(await caller.call_tool("workflow_feature_cancel", cancel))
     assert again["outcome"] == "replay" and again["feature"] == cancelled
+
+
+@pytest.mark.requirement("004:F21")
+async def test_racing_creates_give_the_slot_to_exactly_one_feature(
+    services: Services, dev_identity: DevIdentity, admin: Admin, database_url: str
+) -> None:
+    racers = 10
+    async with app_on_pool(services, database_url, 2, racers + 4) as (http, _):
+        racer = client(http, dev_identity)
+        async with await psycopg.AsyncConnection.connect(database_url) as holder:
+            await holder.execute("LOCK TABLE workflow_feature_slot IN EXCLUSIVE MODE")
+            tasks = [
+                asyncio.create_task(racer.call_tool("workflow_feature_create", create_args()))
+                for _ in range(racers)
+            ]
+            async with asyncio.timeout(60):
+                while await _lock_waiters(admin) < racers:
+                    assert not any(t.done() for t in tasks)
+                    await asyncio.sleep(0.02)
+            await holder.rollback()
+        answers = await asyncio.gather(*tasks)
+    created = [a for a in answers if a["isError"] is False]
+    assert len(created) == 1
+    assert {_reason(a, "WORKFLOW_STATE_CONFLICT") for a in answers if a["isError"]} == {"slot-held"}
+    cursor = await admin.execute("SELECT count(*) AS n FROM workflow_feature_run")
+    row = await cursor.fetchone()
+    assert row is not None and row["n"] == 1
