@@ -12,22 +12,18 @@ from runtime.admission.invoke import invoke_tool
 from runtime.admission.sampler import CapacitySampler
 from runtime.admission.settings import CapacitySettings
 from runtime.admission.start import (
-    STAGE_MARKER,
     note_admitted,
-    stage_of,
     start_stage_in,
     start_workflow,
 )
 from runtime.admission.state import Admission
 
 __all__ = [
-    "STAGE_MARKER",
     "Admission",
     "CapacitySampler",
     "CapacitySettings",
     "invoke_tool",
     "note_admitted",
-    "stage_of",
     "start_stage_in",
     "start_workflow",
 ]

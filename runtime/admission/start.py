@@ -18,6 +18,7 @@ from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.engine.check import worst_case_dispatches
 from runtime.engine.check.service_identity import service_identity_problems
+from runtime.engine.check.stage_marker import stage_of
 from runtime.errors import WorkflowError
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_task_payload
 from runtime.execution.credential import token_expiry
@@ -260,21 +261,8 @@ def _start_params(
     )
 
 
-# A stage definition of a development feature (seed 004) names its stage here; such a head
-# starts only through workflow_feature_stage_start, which claims the stage in the same
-# transaction (F5: a generic workflow_start cannot bypass the claim).
-STAGE_MARKER = "devflowStage"
-
-
-def stage_of(document: dict[str, Any]) -> str | None:
-    """The stage a definition document declares (document.metadata.devflowStage), or None."""
-    header = document.get("document")
-    metadata = header.get("metadata") if isinstance(header, dict) else None
-    stage = metadata.get(STAGE_MARKER) if isinstance(metadata, dict) else None
-    return stage if isinstance(stage, str) else None
-
-
 def _stage_refusal(document: dict[str, Any], stage_claim: bool) -> WorkflowError | None:
+    """A development-feature stage definition starts only with its stage claim (F5)."""
     if stage_claim or stage_of(document) is None:
         return None
     return WorkflowError(
