@@ -18,6 +18,7 @@ from generated.models import WorkflowFeatureStageAcceptInput, WorkflowFeatureSta
 from runtime.canonical import canonical_digest
 from runtime.features import store
 from runtime.features.budgets import charge
+from runtime.features.coverage import result_coverage_refusal
 from runtime.features.documents import feature_document, view_of
 from runtime.features.findings import Allocation, Finding, allocate, open_actionable, review_ids
 from runtime.features.operations import not_found, recorded, refuse, request_digest
@@ -107,7 +108,13 @@ def judge(
     )
     verdict = Verdict(True, None, result, allocation, spent.rounds, spent.turns, allocation.new_ids)
     still_open = open_actionable(allocation.findings, {claim.stage_execution_id})
-    if not spent.within:
+    covered = result.get("coverage")
+    uncovered = (
+        None if covered is None else result_coverage_refusal(covered, result["artifact"]["digest"])
+    )
+    if uncovered is not None:
+        verdict.accepted, verdict.reason = False, f"review coverage: {uncovered.message}"
+    elif not spent.within:
         verdict.accepted, verdict.reason = False, "the remediation or turn budget is exhausted"
     elif not result["reviews"][-1]["accepted"]:
         verdict.accepted, verdict.reason = False, "the last review did not accept the candidate"

@@ -1,5 +1,5 @@
 """Review coverage of the final reviews (seed 004 [Final Review], F18), as its smallest rule:
-pure, no I/O, and not yet wired into finalize's acceptance.
+pure, no I/O. Acceptance applies it to a StageResult that carries `coverage`.
 
 The full reviews come first (Codex, then Claude), each verdict bound to the exact candidate it
 reviewed. Every later change is a transition from one candidate to the next: the chain from the
@@ -11,6 +11,7 @@ substituted session) needs a fresh full review, so it is refused here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from runtime.features.rules import Refusal
 
@@ -87,3 +88,24 @@ def coverage_refusal(
     if at != current:
         return Refusal("coverage-gap", f"the reviews end at {at}, not at the current candidate")
     return None
+
+
+def result_coverage_refusal(coverage: dict[str, Any], current: str) -> Refusal | None:
+    """The refusal of a StageResult's `coverage` (ReviewCoverage) for its artifact's digest."""
+    full = [
+        FullReview(r["reviewer"], r["sessionId"], r["candidate"], r["accepted"])
+        for r in coverage["fullReviews"]
+    ]
+    steps = [
+        Transition(
+            before=t["before"],
+            after=t["after"],
+            impact=t["impact"],
+            checks_passed=t["checksPassed"],
+            reviewer=t["reviewer"],
+            session=t["sessionId"],
+            accepted=t["accepted"],
+        )
+        for t in coverage["transitions"]
+    ]
+    return coverage_refusal(full, steps, current)

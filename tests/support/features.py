@@ -61,12 +61,29 @@ CLOSE_FIRST = (
 )
 
 
+FULL_REVIEWED = "sha256:" + "1" * 64
+
+
+def _coverage(current: str, impact: str) -> str:
+    full = "".join(
+        f"            - {{reviewer: {who}, sessionId: {who}-s, candidate: {FULL_REVIEWED},"
+        " accepted: true}\n"
+        for who in ("codex", "claude")
+    )
+    return (
+        "        coverage:\n          fullReviews:\n" + full + "          transitions:\n"
+        f"            - {{before: {FULL_REVIEWED}, after: {current}, impact: {impact},"
+        " checksPassed: true, reviewer: claude, sessionId: claude-s, accepted: true}\n"
+    )
+
+
 def stage_yaml(kind: str, scenario: str = "clean", name: str = "stage") -> str:
     """A stage definition of kind whose output is a StageResult.
 
     clean: one accepting review; one-fix: a blocking finding, then a review closing it;
     rejecting: one review that does not accept; malformed: an output with an unknown field;
-    wrong-inputs: a clean result that names no input bindings.
+    wrong-inputs: a clean result that names no input bindings; covered / broad: a clean result
+    with review coverage whose one transition after the full reviews is local / broad.
     """
     if scenario == "clean":
         reviews = _review(0, True, "[]", "[]")
@@ -77,6 +94,8 @@ def stage_yaml(kind: str, scenario: str = "clean", name: str = "stage") -> str:
     else:
         reviews = _review(0, True, "[]", "[]")
     extra = "        surprise: true\n" if scenario == "malformed" else ""
+    if scenario in ("covered", "broad"):
+        extra = _coverage(artifact_digest(kind), "local" if scenario == "covered" else "broad")
     inputs = "{}" if scenario == "wrong-inputs" else '"${ input.inputs }"'
     remediations = (
         "\n          - turnId: fix-1\n"

@@ -494,3 +494,21 @@ async def test_racing_creates_give_the_slot_to_exactly_one_feature(
     cursor = await admin.execute("SELECT count(*) AS n FROM workflow_feature_run")
     row = await cursor.fetchone()
     assert row is not None and row["n"] == 1
+
+
+@pytest.mark.requirement("004:F18")
+async def test_a_finalize_result_with_a_broad_uncovered_change_needs_a_person(
+    owner: McpTestClient, caller: McpTestClient, workers: Executor
+) -> None:
+    design = await save_stage(owner, "design")
+    broad = await save_stage(owner, "finalize", "broad")
+    covered = await save_stage(owner, "finalize", "covered")
+    fid = (await _create(caller, scope="design-only", phases=[]))["featureRunId"]
+    await run_stage(caller, fid, 1, "design", design)
+    held = (await run_stage(caller, fid, 2, "finalize", broad))["feature"]
+    assert held["state"] == "human-resolution-required"
+    assert held["resolutionReason"].startswith("review coverage:")
+    reopen = {"operationId": str(uuid.uuid4()), "featureRunId": fid, "decision": "reopen"}
+    ok(await caller.call_tool("workflow_feature_decide", reopen))
+    done = (await run_stage(caller, fid, 4, "finalize", covered))["feature"]
+    assert (done["state"], done["slotHeld"]) == ("completed", False)
