@@ -1408,6 +1408,78 @@ CREATE TABLE public.workflow_endpoint_target_t (
     CONSTRAINT workflow_endpoint_target_digest_check CHECK ((authorization_policy_digest ~ '^sha256:[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE public.workflow_feature_claim (
+    host_id uuid NOT NULL,
+    feature_run_id uuid NOT NULL,
+    stage_key text NOT NULL,
+    predecessor_version integer NOT NULL,
+    stage jsonb NOT NULL,
+    stage_execution_id uuid NOT NULL,
+    process_id uuid NOT NULL,
+    wf_def_id uuid NOT NULL,
+    definition_digest text NOT NULL,
+    inputs jsonb NOT NULL,
+    request_digest text NOT NULL,
+    state text NOT NULL,
+    outcome jsonb,
+    claimed_ts timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.workflow_feature_finding (
+    host_id uuid NOT NULL,
+    feature_run_id uuid NOT NULL,
+    review_id text NOT NULL,
+    local_id text NOT NULL,
+    finding_id text NOT NULL,
+    alias_of text,
+    stage_execution_id uuid NOT NULL,
+    severity text NOT NULL,
+    status text NOT NULL
+);
+
+CREATE TABLE public.workflow_feature_operation (
+    host_id uuid NOT NULL,
+    operation_id uuid NOT NULL,
+    tool text NOT NULL,
+    request_digest text NOT NULL,
+    outcome jsonb NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.workflow_feature_run (
+    host_id uuid NOT NULL,
+    feature_run_id uuid NOT NULL,
+    issue jsonb NOT NULL,
+    scope text NOT NULL,
+    completion_target text NOT NULL,
+    require_design_signoff boolean NOT NULL,
+    phases jsonb NOT NULL,
+    accepted_inputs jsonb NOT NULL,
+    accepted_results jsonb DEFAULT '[]'::jsonb NOT NULL,
+    state text NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    active_stage_execution_id uuid,
+    maximum_remediation_rounds integer NOT NULL,
+    maximum_turns integer NOT NULL,
+    remediation_used jsonb DEFAULT '{}'::jsonb NOT NULL,
+    turns_used integer DEFAULT 0 NOT NULL,
+    slot_generation bigint NOT NULL,
+    signoff jsonb,
+    resolution_reason text,
+    created_by text NOT NULL,
+    created_ts timestamp with time zone DEFAULT now() NOT NULL,
+    updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_feature_run_completion_target_check CHECK ((completion_target = ANY (ARRAY['pr-ready'::text, 'merged'::text, 'deployed'::text]))),
+    CONSTRAINT workflow_feature_run_scope_check CHECK ((scope = ANY (ARRAY['design-only'::text, 'implementation'::text]))),
+    CONSTRAINT workflow_feature_run_version_check CHECK ((version >= 1))
+);
+
+CREATE TABLE public.workflow_feature_slot (
+    host_id uuid NOT NULL,
+    feature_run_id uuid,
+    generation bigint DEFAULT 0 NOT NULL
+);
+
 CREATE SEQUENCE public.workflow_fencing_token_seq
     START WITH 1
     INCREMENT BY 1
@@ -1825,6 +1897,24 @@ ALTER TABLE ONLY public.workflow_definition_grant_sync_t
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_pk PRIMARY KEY (host_id, binding_id, endpoint_ref);
 
+ALTER TABLE ONLY public.workflow_feature_claim
+    ADD CONSTRAINT workflow_feature_claim_host_id_stage_execution_id_key UNIQUE (host_id, stage_execution_id);
+
+ALTER TABLE ONLY public.workflow_feature_claim
+    ADD CONSTRAINT workflow_feature_claim_pkey PRIMARY KEY (host_id, feature_run_id, stage_key, predecessor_version);
+
+ALTER TABLE ONLY public.workflow_feature_finding
+    ADD CONSTRAINT workflow_feature_finding_pkey PRIMARY KEY (host_id, feature_run_id, review_id, local_id);
+
+ALTER TABLE ONLY public.workflow_feature_operation
+    ADD CONSTRAINT workflow_feature_operation_pkey PRIMARY KEY (host_id, operation_id);
+
+ALTER TABLE ONLY public.workflow_feature_run
+    ADD CONSTRAINT workflow_feature_run_pkey PRIMARY KEY (host_id, feature_run_id);
+
+ALTER TABLE ONLY public.workflow_feature_slot
+    ADD CONSTRAINT workflow_feature_slot_pkey PRIMARY KEY (host_id);
+
 ALTER TABLE ONLY public.workflow_human_task
     ADD CONSTRAINT workflow_human_task_ask_key UNIQUE (host_id, process_id, "position", ask_key);
 
@@ -1902,6 +1992,8 @@ CREATE INDEX workflow_budget_reservation_task_idx ON public.workflow_budget_rese
 CREATE UNIQUE INDEX workflow_compensation_by_run ON public.workflow_compensation USING btree (host_id, compensation_process_id);
 
 CREATE INDEX workflow_compensation_failed ON public.workflow_compensation USING btree (host_id, process_id) WHERE (state = 'failed'::text);
+
+CREATE INDEX workflow_feature_finding_id ON public.workflow_feature_finding USING btree (host_id, finding_id);
 
 CREATE INDEX workflow_human_task_open_position_idx ON public.workflow_human_task USING btree (host_id, assignee_position_id, created_ts) WHERE (state = 'open'::text);
 
@@ -2006,6 +2098,12 @@ ALTER TABLE ONLY public.workflow_compensation
 
 ALTER TABLE ONLY public.workflow_endpoint_target_t
     ADD CONSTRAINT workflow_endpoint_target_binding_fk FOREIGN KEY (host_id, binding_id) REFERENCES public.workflow_tool_binding_t(host_id, binding_id);
+
+ALTER TABLE ONLY public.workflow_feature_claim
+    ADD CONSTRAINT workflow_feature_claim_host_id_feature_run_id_fkey FOREIGN KEY (host_id, feature_run_id) REFERENCES public.workflow_feature_run(host_id, feature_run_id);
+
+ALTER TABLE ONLY public.workflow_feature_finding
+    ADD CONSTRAINT workflow_feature_finding_host_id_feature_run_id_fkey FOREIGN KEY (host_id, feature_run_id) REFERENCES public.workflow_feature_run(host_id, feature_run_id);
 
 ALTER TABLE ONLY public.workflow_human_task
     ADD CONSTRAINT workflow_human_task_process_fk FOREIGN KEY (host_id, process_id) REFERENCES public.workflow_process(host_id, process_id) ON DELETE CASCADE;

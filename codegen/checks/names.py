@@ -50,7 +50,23 @@ INBOX_TOOLS = (
 )
 # The Lightspeed receiver bridge (issue 37): seed 003's emissions delivered to this service.
 LIGHTSPEED_TOOLS = ("workflow_emission_deliver",)
-ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS + LIGHTSPEED_TOOLS
+# The development-feature stage ledger (issue 36, seed 004): operations on the caller's host.
+FEATURE_TOOLS = (
+    "workflow_feature_create",
+    "workflow_feature_get",
+    "workflow_feature_stage_start",
+    "workflow_feature_stage_accept",
+    "workflow_feature_decide",
+    "workflow_feature_cancel",
+)
+ALL_TOOLS = (
+    PUBLICATION_TOOLS
+    + RUNTIME_TOOLS
+    + SECRET_TOOLS
+    + INBOX_TOOLS
+    + LIGHTSPEED_TOOLS
+    + FEATURE_TOOLS
+)
 # Tools that carry hostId and the publisher's bearer.
 HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS
 

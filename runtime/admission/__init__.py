@@ -12,7 +12,11 @@ from runtime.admission.invoke import Admitted, invoke_tool
 from runtime.admission.pushed import admit_pushed_call
 from runtime.admission.sampler import CapacitySampler
 from runtime.admission.settings import CapacitySettings
-from runtime.admission.start import start_workflow
+from runtime.admission.start import (
+    note_admitted,
+    start_stage_in,
+    start_workflow,
+)
 from runtime.admission.state import Admission
 
 __all__ = [
@@ -22,5 +26,7 @@ __all__ = [
     "CapacitySettings",
     "admit_pushed_call",
     "invoke_tool",
+    "note_admitted",
+    "start_stage_in",
     "start_workflow",
 ]

@@ -18,6 +18,7 @@ from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
 from runtime.engine.check import worst_case_dispatches
 from runtime.engine.check.service_identity import service_identity_problems
+from runtime.engine.check.stage_marker import stage_of
 from runtime.errors import WorkflowError
 from runtime.execution import WORKFLOW_TASK_KIND, RunSpec, SpecLimits, first_task_payload
 from runtime.execution.credential import token_expiry
@@ -27,7 +28,7 @@ from runtime.publication.secrets import missing_secrets, scope_refusal, unscoped
 from runtime.scheduler.models import ExecutionClass
 from runtime.scheduler.service import DEFAULT_BUDGET
 from runtime.security import InvocationContext, Keyring, SealedSecret
-from runtime.store import Database
+from runtime.store import Connection, Database
 
 # workflow_start runs are root starts of editors and schedulers: the standard class, the
 # default budget, and seed 000's 30-day deadline ("workflow_start hard-codes ... a 30-day
@@ -260,6 +261,92 @@ def _start_params(
     )
 
 
+def _stage_refusal(document: dict[str, Any], stage_claim: bool) -> WorkflowError | None:
+    """A development-feature stage definition starts only with its stage claim (F5)."""
+    if stage_claim or stage_of(document) is None:
+        return None
+    return WorkflowError(
+        "WORKFLOW_START_REJECTED",
+        "this definition is a development-feature stage: it requires a stage claim; start it "
+        "with workflow_feature_stage_start",
+        details={"reason": "requires-stage-claim"},
+    )
+
+
+async def _admit_on(
+    conn: Connection,
+    call: _Call,
+    admission: Admission,
+    can_exchange: bool,
+    *,
+    stage_claim: bool,
+) -> tuple[store.StartOutcome, WorkflowError | None]:
+    """The start's two statements on conn (its own transaction or the caller's)."""
+    ctx, request = call.ctx, call.request
+    head = await store.select_head(conn, ctx.host_id, call.wf_def_id)
+    document, definition = _head_document(head, request.expected_definition_digest)
+    assert head is not None
+    refused = _stage_refusal(document, stage_claim)
+    if refused is not None:
+        raise refused
+    input_digest = rules.check_input(request.input, None, document)
+    admitted = datetime.now(UTC)
+    deadline_ts = _deadline(definition, admitted)
+    # A head naming a secret the host lacks would only fail at its first call; like
+    # publish, refuse it now (a new run only: a retry still re-attaches).
+    missing = await missing_secrets(conn, ctx.host_id, definition.secrets)
+    unscoped = await unscoped_secrets(conn, ctx.host_id, definition.secrets, call.wf_def_id)
+    refusal = (
+        _secrets_refusal(definition.secrets, missing)
+        or scope_refusal(definition.secrets, unscoped, call.wf_def_id, "start it")
+        or _unsealed_refusal(call.sealed, definition)
+        or _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
+    )
+    params = _start_params(call, head, document, input_digest, deadline_ts, refusal is not None)
+    return await store.admit_start(conn, params), refusal
+
+
+async def start_stage_in(
+    conn: Connection,
+    ctx: InvocationContext,
+    request: StartRequest,
+    keyring: Keyring,
+    *,
+    process_id: str,
+    admission: Admission,
+    can_exchange: bool = False,
+    start_roles: frozenset[str] | None = None,
+) -> tuple[WorkflowStartOutput, bool]:
+    """workflow_start's admission of a stage definition inside the caller's open transaction
+    (workflow_feature_stage_start claims the stage in the same one); the receipt and whether
+    it admitted a new run. A refusal raises, so the caller's transaction rolls back whole.
+    Call note_admitted after the commit."""
+    call = _Call(
+        ctx=ctx,
+        request=request,
+        wf_def_id=str(uuid.UUID(request.wf_def_id)),
+        key=request.idempotency_key or process_id,
+        process_id=process_id,
+        sealed=_sealed_or_none(keyring, ctx, process_id),
+        start_roles=start_roles,
+    )
+    outcome, refusal = await _admit_on(conn, call, admission, can_exchange, stage_claim=True)
+    if outcome.outcome == "refused":
+        assert refusal is not None
+        raise refusal
+    if outcome.outcome == "conflict":
+        raise WorkflowError(
+            "WORKFLOW_IDEMPOTENCY_CONFLICT", "the stage run's key was used for another start"
+        )
+    return _receipt(outcome, call.wf_def_id), outcome.outcome == "accepted"
+
+
+def note_admitted(admission: Admission, process_id: str) -> None:
+    """Count a committed new run as start_workflow does."""
+    admission.estimator.count_admitted(START_CLASS)
+    telemetry.run_admitted(process_id)
+
+
 async def start_workflow(
     db: Database,
     ctx: InvocationContext,
@@ -292,26 +379,7 @@ async def start_workflow(
 
     async def admit() -> tuple[store.StartOutcome, WorkflowError | None]:
         async with db.connection() as conn:
-            head = await store.select_head(conn, ctx.host_id, call.wf_def_id)
-            document, definition = _head_document(head, request.expected_definition_digest)
-            assert head is not None
-            input_digest = rules.check_input(request.input, None, document)
-            admitted = datetime.now(UTC)
-            deadline_ts = _deadline(definition, admitted)
-            # A head naming a secret the host lacks would only fail at its first call; like
-            # publish, refuse it now (a new run only: a retry still re-attaches).
-            missing = await missing_secrets(conn, ctx.host_id, definition.secrets)
-            unscoped = await unscoped_secrets(conn, ctx.host_id, definition.secrets, call.wf_def_id)
-            refusal = (
-                _secrets_refusal(definition.secrets, missing)
-                or scope_refusal(definition.secrets, unscoped, call.wf_def_id, "start it")
-                or _unsealed_refusal(call.sealed, definition)
-                or _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
-            )
-            params = _start_params(
-                call, head, document, input_digest, deadline_ts, refusal is not None
-            )
-            return await store.admit_start(conn, params), refusal
+            return await _admit_on(conn, call, admission, can_exchange, stage_claim=False)
 
     # A connection found dropped is tried again with the same process id (as a transaction's
     # BEGIN was): a first try that committed holds the key for this very call, so the retry

@@ -56,6 +56,13 @@ DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_secret_list": _SECRET_ADMINS,
     "workflow_secret_delete": _SECRET_ADMINS,
     "workflow_emission_deliver": _LIGHTSPEED_SENDERS,
+    # Issue 36: the development-feature ledger; a stage start admits a workflow_start run.
+    "workflow_feature_create": _WORKFLOW_ADMINS,
+    "workflow_feature_get": _WORKFLOW_ADMINS,
+    "workflow_feature_stage_start": _WORKFLOW_ADMINS,
+    "workflow_feature_stage_accept": _WORKFLOW_ADMINS,
+    "workflow_feature_decide": _WORKFLOW_ADMINS,
+    "workflow_feature_cancel": _WORKFLOW_ADMINS,
 }
 
 

@@ -60,12 +60,13 @@ READY = {
     "gateway": "http://127.0.0.1:8788/healthz",
     "backend": "http://127.0.0.1:8790/notes",
     "risk": "http://127.0.0.1:18080/risk/evaluate",
+    "agents": "http://127.0.0.1:8792/jobs",
 }
 
 
-def blocks(prefix: str) -> list[tuple[str, str]]:
-    """The README's sh blocks whose info string starts with prefix, as (info, body)."""
-    text = README.read_text(encoding="utf-8")
+def blocks(prefix: str, source: Path = README) -> list[tuple[str, str]]:
+    """The sh blocks of the README (or source) whose info starts with prefix, as (info, body)."""
+    text = source.read_text(encoding="utf-8")
     return [
         (match["info"].strip(), match["body"])
         for match in _FENCE.finditer(text)
@@ -231,9 +232,13 @@ def _busy(*ports: int) -> None:
 
 
 def _terminals(
-    running: ExitStack, checkout: Path, prefix: str = "terminal=", only: tuple[str, ...] = ()
+    running: ExitStack,
+    checkout: Path,
+    prefix: str = "terminal=",
+    only: tuple[str, ...] = (),
+    source: Path = README,
 ) -> None:
-    for info, command in blocks(prefix):
+    for info, command in blocks(prefix, source):
         name = info.rsplit("terminal=", 1)[1]
         if not only or name in only:
             running.enter_context(terminal(name, command, checkout))
@@ -432,3 +437,24 @@ def test_the_readme_follows_a_run_as_an_mcp_task_verbatim(scratch: Path) -> None
     assert asked.splitlines() == _quoted_after("inputRequests.$KEY.params.message\n"), asked
     assert answered.splitlines() == _quoted_after("result.structuredContent.output\n"), answered
     assert answered.splitlines()[-1] == '{"by": "rita", "decision": "APPROVED"}'
+
+
+# docs/DEVFLOW.md's walkthrough (issue 36): a development feature from creation to COMPLETED
+# through the Gateway, against the scripted agents on their documented port.
+DEVFLOW = REPO_ROOT / "docs" / "DEVFLOW.md"
+AGENTS_PORT = 8792
+_TEXT = re.compile(r"^```text\n(?P<body>.*?)^```$", re.M | re.S)
+
+
+@pytest.mark.requirement("004:F8")
+def test_the_devflow_walkthrough_takes_a_feature_to_completed_verbatim(scratch: Path) -> None:
+    _busy(*PORTS[:2], AGENTS_PORT)
+    checkout = _checkout(scratch)
+    steps = [body for info, body in blocks("devflow", DEVFLOW) if "terminal=" not in info]
+    with ExitStack() as running:
+        _terminals(running, checkout, "devflow terminal=", source=DEVFLOW)
+        shown = _session(steps, checkout)
+    saved, *rest = shown
+    assert saved.split() == [f"0198d000-0000-7000-8000-00000000d00{n}" for n in (1, 2, 3)]
+    expected = [m["body"] for m in _TEXT.finditer(DEVFLOW.read_text(encoding="utf-8"))]
+    assert rest == expected

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.settings",),
     # The Lightspeed receiver bridge (issue 37): admits through runtime.admission.
     ("runtime.receiver",),
+    ("runtime.features",),
     ("runtime.admission",),
     ("runtime.invocation",),
     ("runtime.execution",),

@@ -31,6 +31,7 @@ from runtime.publication.bindings.version_rules import (
     pinned_definition_problems,
     service_identity_binding_problems,
     service_parallelism_problems,
+    stage_definition_problems,
 )
 
 
@@ -97,6 +98,7 @@ def check_pinned(
     data_flow=False leaves the checker out (``check`` reports it for the definition itself).
     """
     definition, problems = pinned_definition_problems(document)
+    problems.extend(stage_definition_problems(document))
     targets = request.targets
     problems.extend(destination_problems(targets, policy))
     if definition is None:

@@ -27,6 +27,7 @@ from runtime.engine.check import (
     write_tasks,
 )
 from runtime.engine.check.service_identity import service_identity_problems
+from runtime.engine.check.stage_marker import STAGE_MARKER, STAGE_POINTER, stage_of
 from runtime.engine.model import McpCallSpec, WorkflowDefinition, walk_tasks
 from runtime.publication.bindings.binding_problems import BindingProblem
 from runtime.publication.bindings.field_rules import DIGEST_PATTERN
@@ -132,6 +133,19 @@ def effect_matrix_problems(
     for task in writes:
         found.extend(_write_task_problems(task, outer, binding.tool_name))
     return found, writes
+
+
+def stage_definition_problems(document: Any) -> list[BindingProblem]:
+    """A development-feature stage definition never backs a Tool (issue 36, seed 004 F5): it
+    runs only as a stage claimed by workflow_feature_stage_start."""
+    stage = stage_of(document)
+    if stage is None:
+        return []
+    message = (
+        f"the pinned version is a development-feature stage definition ({STAGE_MARKER}: "
+        f"{stage}); it runs only as a claimed stage (workflow_feature_stage_start), never as a Tool"
+    )
+    return [BindingProblem(STAGE_POINTER, "stage-definition", message)]
 
 
 def service_identity_binding_problems(definition: WorkflowDefinition) -> list[BindingProblem]:

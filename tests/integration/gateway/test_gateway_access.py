@@ -30,6 +30,12 @@ WORKFLOW_ADMIN_TOOLS = {
     "workflow_get_status",
     "workflow_get_result",
     "workflow_cancel",
+    "workflow_feature_create",
+    "workflow_feature_get",
+    "workflow_feature_stage_start",
+    "workflow_feature_stage_accept",
+    "workflow_feature_decide",
+    "workflow_feature_cancel",
 }
 GENAI_ADMIN_TOOLS = {
     "workflow_definition_publish",

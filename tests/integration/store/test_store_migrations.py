@@ -282,7 +282,7 @@ async def test_an_upgraded_database_ends_as_a_fresh_one(
     # knew no function history); then this release's migrate.
     previous = tmp_path / "previous"
     previous.mkdir()
-    for path in Path(DEFAULT_DIRECTORY).glob("00*.sql"):
+    for path in Path(DEFAULT_DIRECTORY).glob("[0-9][0-9][0-9][0-9]_*.sql"):
         if path.name < "0086":
             shutil.copy(path, previous / path.name)
     await migrate(empty_database, previous)
@@ -291,7 +291,11 @@ async def test_an_upgraded_database_ends_as_a_fresh_one(
     done = await migrate(empty_database, DEFAULT_DIRECTORY)
     authored = [f.path.name for f in discover_functions(DEFAULT_DIRECTORY)]
     # 0086 and every numbered migration after it, then the function files.
-    later = sorted(p.name for p in Path(DEFAULT_DIRECTORY).glob("00*.sql") if p.name >= "0086")
+    later = sorted(
+        p.name
+        for p in Path(DEFAULT_DIRECTORY).glob("[0-9][0-9][0-9][0-9]_*.sql")
+        if p.name >= "0086"
+    )
     assert [f.path.name for f in done] == [*later, *authored]
     assert dump_schema(empty_database) == dump_schema(database_url)
     privileges = (
