@@ -20,6 +20,7 @@ from handlers import (
     workflow_binding_revoke,
     workflow_binding_rollback,
     workflow_cancel,
+    workflow_definition_draft,
     workflow_definition_grants_sync,
     workflow_definition_publish,
     workflow_definition_retire,
@@ -65,4 +66,5 @@ HANDLERS: Final[Mapping[ToolName, ToolHandler]] = {
     "workflow_task_list": ToolHandler(workflow_task_list.handle),
     "workflow_task_get": ToolHandler(workflow_task_get.handle),
     "workflow_task_complete": ToolHandler(workflow_task_complete.handle),
+    "workflow_definition_draft": ToolHandler(workflow_definition_draft.handle),
 }

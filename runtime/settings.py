@@ -12,6 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from runtime.admission.settings import CapacitySettings
+from runtime.authoring.settings import AuthoringSettings
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.publication.publication_settings import PublicationSettings
 from runtime.security.settings import SecuritySettings
@@ -54,3 +55,5 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     capacity: CapacitySettings = msgspec.field(default_factory=CapacitySettings)
     # Log format and level, trace export (runtime/telemetry).
     telemetry: TelemetrySettings = msgspec.field(default_factory=TelemetrySettings)
+    # The AI-authoring model (WORKFLOW_AUTHORING_LLM_*; runtime/authoring): off when unset.
+    authoring: AuthoringSettings = msgspec.field(default_factory=AuthoringSettings)

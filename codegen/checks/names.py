@@ -48,9 +48,11 @@ INBOX_TOOLS = (
     "workflow_task_get",
     "workflow_task_complete",
 )
-ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS
+# AI-assisted authoring (issue 38): a draft-only query, host-asserting like publication.
+AUTHORING_TOOLS = ("workflow_definition_draft",)
+ALL_TOOLS = PUBLICATION_TOOLS + RUNTIME_TOOLS + SECRET_TOOLS + INBOX_TOOLS + AUTHORING_TOOLS
 # Tools that carry hostId and the publisher's bearer.
-HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS
+HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS + AUTHORING_TOOLS
 
 # The only identity-looking input paths the contract allows, per tool.
 IDENTITY_EXCEPTIONS: dict[str, frozenset[str]] = {

@@ -53,6 +53,8 @@ DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_secret_put": _SECRET_ADMINS,
     "workflow_secret_list": _SECRET_ADMINS,
     "workflow_secret_delete": _SECRET_ADMINS,
+    # Drafting is authoring: whoever may publish a definition may ask for a draft (issue 38).
+    "workflow_definition_draft": _DEFINITION_PUBLISHERS,
 }
 
 

@@ -44,7 +44,7 @@ def test_the_fixture_catalog_passes() -> None:
 def test_the_real_catalog_passes_with_every_tool_present() -> None:
     outcome = validate_contracts(DEFAULT_CONTRACTS_DIR, require_complete=True)
     assert outcome.report.failures == []
-    assert outcome.tool_count == 23
+    assert outcome.tool_count == 24
 
 
 def test_the_command_prints_exactly_one_pass_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime.mcp",),
     ("runtime.collaborators",),
     ("runtime.settings",),
+    # AI-assisted authoring (issue 38): drafts from the publication catalog and the engine.
+    ("runtime.authoring",),
     ("runtime.admission",),
     ("runtime.invocation",),
     ("runtime.execution",),
