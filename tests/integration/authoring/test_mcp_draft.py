@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from runtime.collaborators import Services
@@ -111,6 +112,16 @@ def _draft_args(tools: list[Tool], intent: str = "Look a claim up and score it."
     return {"hostId": HOST, "intent": intent, "toolIds": [tool.tool_id for tool in tools]}
 
 
+async def _stored_counts(admin: psycopg.AsyncConnection[Any]) -> list[Any]:
+    """Rows and last changes of the definition tables and the operation ledger."""
+    counts = []
+    for table in ("wf_definition_t", "wf_definition_version_t", "workflow_publication_operation_t"):
+        cursor = await admin.execute(f"SELECT count(*) AS n FROM {table}")
+        counts.append((table, await cursor.fetchone()))
+    cursor = await admin.execute("SELECT max(updated_ts) AS at FROM wf_definition_t")
+    return [*counts, await cursor.fetchone()]
+
+
 def _configure(services: Services, model: StubModel, **changes: Any) -> None:
     services.settings.authoring = model.settings(**changes)
 
@@ -136,14 +147,17 @@ async def test_a_draft_from_two_selected_tools_validates_and_its_fixtures_run(
     owner: McpTestClient,
     model: StubModel,
     services: Services,
+    admin: psycopg.AsyncConnection[Any],
 ) -> None:
     lookup, score, purge, _ = await _tools(owner, INJECTION)
     _configure(services, model)
     model.answer(Reply(draft=good_draft()))
+    before = await _stored_counts(admin)
     result = await _author(http, dev_identity).call_tool(
         "workflow_definition_draft", _draft_args([lookup, score])
     )
     draft = ok(result)
+    assert await _stored_counts(admin) == before  # draft-only: nothing created or updated
     assert [(r["category"], r["passed"]) for r in draft["fixtureResults"]] == [
         ("contract", True),
         ("mapping", True),
