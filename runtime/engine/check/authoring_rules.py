@@ -53,7 +53,8 @@ def _tasks(value: Any, pointer: str) -> Iterator[tuple[str, str, Mapping[str, An
 
 
 def _kind(body: Mapping[str, Any]) -> str | None:
-    for key in ("call", "set", "do", "switch", "fork", "for", "try", "raise", "wait", "ask"):
+    # `for` carries a `do` list of its own: the composite kinds are recognised before `do`.
+    for key in ("call", "set", "switch", "fork", "for", "try", "raise", "wait", "ask", "do"):
         if key in body:
             return key
     for key in ("emit", "listen", "run", "assert"):
