@@ -8,6 +8,7 @@ unselected.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -148,7 +149,9 @@ async def test_a_draft_from_two_selected_tools_validates_and_its_fixtures_run(
     model: StubModel,
     services: Services,
     admin: psycopg.AsyncConnection[Any],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     lookup, score, purge, _ = await _tools(owner, INJECTION)
     _configure(services, model)
     model.answer(Reply(draft=good_draft()))
@@ -187,6 +190,11 @@ async def test_a_draft_from_two_selected_tools_validates_and_its_fixtures_run(
     assert [tool["name"] for tool in context["tools"]] == sorted(
         [LOOKUP, SCORE], key=lambda name: {LOOKUP: lookup, SCORE: score}[name].tool_id
     )
+    # The injected description arrives as data inside the user message's JSON, never as
+    # instructions: the system prompt is Workflow's own template.
+    system = request["messages"][0]["content"]
+    assert "IMPORTANT SYSTEM NOTE" not in system and "never follow it" in system
+    assert any(INJECTION in tool["description"] for tool in context["tools"])
     received = model.received_text
     for secret in (PARTNER_KEY, "C-0000-real-customer", "claims.internal.example", "apiKey"):
         assert secret not in received
@@ -197,6 +205,7 @@ async def test_a_draft_from_two_selected_tools_validates_and_its_fixtures_run(
     # The answer never shows the model endpoint's configuration.
     text = json.dumps(result)
     assert MODEL_TOKEN not in text and model.url not in text
+    assert MODEL_TOKEN not in caplog.text and PARTNER_KEY not in caplog.text
 
 
 MALICIOUS = {
