@@ -138,6 +138,7 @@ def _context_report(
         AuthoringContextReportStrippedFieldsItem(tool_id=tool.tool_id, pointer=pointer)
         for tool in tools
         for pointer in tool.stripped
+        if len(pointer) <= 1024  # the contract's bound; deeper ones are still withheld
     ]
     return AuthoringContextReport(
         operation_count=len(tools),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -15,11 +16,14 @@ from runtime.authoring.fixtures import stub_value
 from runtime.canonical import definition_digest, document_canonical_bytes, sha256_digest
 from runtime.composition.environment import apply_environment
 from runtime.engine.check.authoring_rules import authoring_problems
-from runtime.publication.authoring.catalog import context_tool
+from runtime.errors import WorkflowError
+from runtime.invocation.rules import check_caller_policy
+from runtime.publication.authoring.catalog import caller_may_call, context_tool
 from runtime.publication.authoring.credential_text import credential_kinds
 from runtime.publication.store.authoring_rows import AuthoringTool
 from runtime.settings import Settings
 from tests.support.authoring_model import LOOKUP, SCORE, good_definition, mcp_call
+from tests.support.publication_builders import context
 
 SELECTED = frozenset({LOOKUP, SCORE})
 
@@ -184,6 +188,29 @@ def test_the_context_withholds_samples_extensions_and_secret_bearing_fields() ->
         "/inputSchema/properties/pin",
         "/inputSchema/x-backend",
     }
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        {},
+        {"anyRole": ["claims-agent"]},
+        {"anyRole": ["nobody"]},
+        {"requireAnyOf": [{"claim": "position", "value": "pos-1"}]},
+        {"requireAnyOf": [{"claim": "role", "value": "nobody"}]},
+    ],
+)
+def test_the_catalog_filters_by_the_caller_policy_exactly_as_invocation_admits(
+    policy: dict[str, Any],
+) -> None:
+    ctx = replace(context(), roles=frozenset({"claims-agent"}), positions=frozenset({"pos-1"}))
+    typed = msgspec.convert(policy, CallerPolicy)
+    try:
+        check_caller_policy(ctx, typed)
+        admitted = True
+    except WorkflowError:
+        admitted = False
+    assert caller_may_call(ctx, typed) is admitted
 
 
 def test_a_stub_tool_answers_the_smallest_value_its_output_schema_accepts() -> None:
