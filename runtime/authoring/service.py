@@ -178,7 +178,8 @@ async def draft_definition(
     message = user_message(request.intent, tools, existing)
     generation = generation_request(str(settings.llm_model), message)
     _check_context(generation.context_bytes, settings)
-    answer = parse_answer(await complete(settings, generation.body))
+    content = await complete(settings, generation.body)
+    answer = await off_loop(parse_answer, content)  # up to max_answer_bytes of JSON
     document, warnings = await _accepted(answer, tools)
     digest = definition_digest(document)
     fixtures = [contract_fixture(category, fixture) for category, fixture in categorized(answer)]

@@ -44,31 +44,56 @@ def _fixtures_of(path: Path) -> tuple[list[AuthoringFixture], dict[str, Any]]:
     return msgspec.convert(document, list[AuthoringFixture]), schemas
 
 
-def run_fixture_check(files: Sequence[str], fixtures: str) -> tuple[int, str]:
-    """Run the fixtures against each definition file; exit 0 when every one passes, else 1
-    (2 when a file or the fixtures cannot be read)."""
+def fixture_reports(files: Sequence[str], fixtures: str) -> tuple[int, list[dict[str, Any]]]:
+    """Run the fixtures against each definition file: the exit code (0 when every one passes,
+    1 when one fails, 2 when a file or the fixtures cannot be read) and one report per file."""
     try:
         cases, schemas = _fixtures_of(Path(fixtures))
     except (OSError, CanonicalError, msgspec.ValidationError) as error:
-        return 2, f"{fixtures}: the fixtures cannot be read: {error}"
-    lines: list[str] = []
+        return 2, [{"file": fixtures, "error": f"the fixtures cannot be read: {error}"}]
+    reports: list[dict[str, Any]] = []
     code = 0
     for name in files:
         try:
             definition = parse_definition(load_definition_yaml(Path(name).read_text("utf-8")))
         except (OSError, CanonicalError, DefinitionError) as error:
-            lines.append(f"{name}: cannot run fixtures: {error}")
+            reports.append({"file": name, "error": f"cannot run fixtures: {error}"})
             code = 2
             continue
         results = run_fixtures_blocking(definition, cases, schemas)
-        passed = sum(result.passed for result in results)
-        lines.append(f"{name}: fixtures {passed}/{len(results)} passed")
-        for result in results:
-            mark = "pass" if result.passed else "FAIL"
-            lines.append(f"  {mark} {result.category}/{result.name}: {result.message}")
-        if passed != len(results):
+        reports.append({"file": name, "results": msgspec.to_builtins(results)})
+        if not all(result.passed for result in results):
             code = max(code, 1)
-    return code, "\n".join(lines)
+    return code, reports
+
+
+def render_fixture_reports(reports: Sequence[dict[str, Any]]) -> str:
+    """The human-readable fixture report."""
+    lines: list[str] = []
+    for report in reports:
+        if "error" in report:
+            lines.append(f"{report['file']}: {report['error']}")
+            continue
+        results = report["results"]
+        passed = sum(result["passed"] for result in results)
+        lines.append(f"{report['file']}: fixtures {passed}/{len(results)} passed")
+        for result in results:
+            mark = "pass" if result["passed"] else "FAIL"
+            lines.append(f"  {mark} {result['category']}/{result['name']}: {result['message']}")
+    return "\n".join(lines)
+
+
+def with_fixtures(
+    code: int, text: str, files: Sequence[str], fixtures: str, output_format: str
+) -> tuple[int, str]:
+    """The check's exit code and output with the fixture runs added (as `fixtures` in JSON)."""
+    fixture_code, reports = fixture_reports(files, fixtures)
+    code = max(code, fixture_code)
+    if output_format == "json":
+        body = json.loads(text) | {"fixtures": reports}
+        body["exitCode"] = code
+        return code, json.dumps(body, indent=2, ensure_ascii=False)
+    return code, f"{text}\n{render_fixture_reports(reports)}"
 
 
 def _request(args: argparse.Namespace, host: str) -> WorkflowDefinitionDraftInput:

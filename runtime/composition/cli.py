@@ -25,7 +25,7 @@ from runtime.collaborators import Services
 from runtime.composition.authoring_command import (
     add_draft_parser,
     draft_command,
-    run_fixture_check,
+    with_fixtures,
 )
 from runtime.composition.bootstrap import (
     apply_dev_identity,
@@ -187,8 +187,7 @@ def check(args: argparse.Namespace) -> int:
         destinations=policy_from_settings(settings.publication.destinations),
     )
     if args.fixtures is not None:  # issue 38: the fixtures run too, against stub Tools
-        fixture_code, fixture_text = run_fixture_check(args.files, args.fixtures)
-        code, text = max(code, fixture_code), f"{text}\n{fixture_text}"
+        code, text = with_fixtures(code, text, args.files, args.fixtures, args.format)
     print(text)
     return code
 

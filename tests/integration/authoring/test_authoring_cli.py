@@ -99,3 +99,10 @@ async def test_check_fixtures_runs_any_definitions_fixtures_against_stub_tools(
     suite.write_text(json.dumps({"fixtures": fixtures, "toolOutputSchemas": SCHEMAS}))
     code, out, _ = await run_command("check", str(definition), "--fixtures", str(suite))
     assert code == 1 and "FAIL contract/scores-an-open-claim" in out
+    code, out, _ = await run_command(
+        "check", str(definition), "--fixtures", str(suite), "--format", "json"
+    )
+    report = json.loads(out)
+    assert code == report["exitCode"] == 1
+    [checked] = report["fixtures"]
+    assert [result["passed"] for result in checked["results"]] == [False, True, True, True]

@@ -30,6 +30,7 @@ WORKFLOW_ADMIN_TOOLS = {
     "workflow_get_status",
     "workflow_get_result",
     "workflow_cancel",
+    "workflow_definition_draft",
 }
 GENAI_ADMIN_TOOLS = {
     "workflow_definition_publish",
@@ -41,6 +42,7 @@ GENAI_ADMIN_TOOLS = {
     "workflow_binding_decide",
     "workflow_binding_revoke",
     "workflow_binding_rollback",
+    "workflow_definition_draft",
 }
 
 
