@@ -397,3 +397,28 @@ async def test_the_operation_count_and_context_size_are_capped(
     details = refused(large, "WORKFLOW_INPUT_INVALID")["error"]["details"]
     assert details["contextBytes"] > details["contextByteLimit"] == 1024
     assert model.received == []
+
+
+@pytest.mark.requirement("001:Phase 3 AI-Assisted Authoring")
+async def test_an_existing_definition_reaches_the_model_as_data_without_its_provenance(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    model: StubModel,
+    services: Services,
+) -> None:
+    lookup, score, *_ = await _tools(owner)
+    _configure(services, model)
+    existing = good_definition()
+    existing["document"]["metadata"] = {
+        "aiAuthoring": {"model": "earlier-model", "reviewerUserId": "reviewer-9"},
+        "team": "claims",
+    }
+    model.answer(Reply(draft=good_draft()))
+    args = _draft_args([lookup, score]) | {"existingDefinition": json.dumps(existing)}
+    ok(await _author(http, dev_identity).call_tool("workflow_definition_draft", args))
+    [request] = model.received
+    sent = json.loads(request["messages"][1]["content"])["existingDefinition"]
+    assert sent["document"]["metadata"] == {"team": "claims"}
+    assert sent["do"] == existing["do"]
+    assert "reviewer-9" not in model.received_text
