@@ -7,6 +7,7 @@ unselected.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -33,6 +34,7 @@ from tests.support.binding_builders import HOST
 from tests.support.execution import serving
 from tests.support.invocation import Tool, client, ok, publish_tool, refused
 from tests.support.mcp import McpTestClient
+from tests.support.waiting import wait_until
 
 AUTHOR = "author-7"
 PARTNER_KEY = "pk_live_51HqLyjWDarjtT1zdp7dcPartner"
@@ -422,3 +424,25 @@ async def test_an_existing_definition_reaches_the_model_as_data_without_its_prov
     assert sent["document"]["metadata"] == {"team": "claims"}
     assert sent["do"] == existing["do"]
     assert "reviewer-9" not in model.received_text
+
+
+async def test_a_slow_model_holds_neither_the_serving_loop_nor_other_calls(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    model: StubModel,
+    services: Services,
+) -> None:
+    lookup, score, *_ = await _tools(owner)
+    _configure(services, model, llm_timeout_seconds=60.0)
+    model.answer(Reply(hang=True, draft=good_draft()))
+    author = _author(http, dev_identity)
+    drafting = asyncio.create_task(
+        author.call_tool("workflow_definition_draft", _draft_args([lookup, score]))
+    )
+    await wait_until(lambda: len(model.received) == 1, what="the model holding the request")
+    # While the model thinks, the same process answers other calls on the same loop.
+    listing = await owner.call_tool("workflow_binding_list", {"hostId": HOST, "role": "owner"})
+    assert ok(listing)["items"] and not drafting.done()
+    model.release.set()
+    assert ok(await drafting)["provenance"]["model"] == MODEL
