@@ -41,6 +41,7 @@ def _with_task(task: dict[str, Any], **top: Any) -> dict[str, Any]:
 def test_a_draft_that_calls_only_the_selected_tools_through_the_gateway_passes() -> None:
     document = good_definition()
     document["do"].append({"pick": {"set": {"v": "${ input.a == 'x|y' || input.b }"}}})
+    document["do"].append({"gate": {"if": "size(input.items) > 0 || input.force", "set": {}}})
     assert authoring_problems(document, SELECTED) == []
 
 
@@ -89,6 +90,7 @@ def test_a_draft_that_calls_only_the_selected_tools_through_the_gateway_passes()
             ("unbounded-fork", "/do/2/f/fork/branches"),
         ),
         (_with_task({"m": {"set": {"v": "${ .items | map(.id) }"}}}), ("jq", "/do/2/m/set/v")),
+        (_with_task({"m": {"if": ".items | length > 0", "set": {}}}), ("jq", "/do/2/m/if")),
         (_with_task({"m": {"set": {}}}, evaluate={"language": "jq"}), ("jq", "/evaluate/language")),
         (
             _with_task({"m": {"set": {"v": "${ input.items.map(i => i.id) }"}}}),

@@ -34,6 +34,9 @@ _JAVASCRIPT_SYNTAX: Final = re.compile(
 )
 _EXPRESSION: Final = re.compile(r"^\s*\$\{(?P<body>.*)\}\s*$", re.DOTALL)
 _QUOTED: Final = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+# Fields that are always expressions, written with or without `${ }` (the predicates, for.in,
+# and the string forms of the transforms).
+_ALWAYS_EXPRESSIONS: Final = frozenset({"if", "when", "in", "while", "exceptWhen", "from", "as"})
 _SCRIPT_LANGUAGES: Final = frozenset({"js", "javascript", "node", "python", "shell", "bash"})
 
 
@@ -259,12 +262,16 @@ def _language_problems(document: Mapping[str, Any]) -> list[Problem]:
 
 def _expression_problems(pointer: str, text: str) -> list[Problem]:
     match = _EXPRESSION.match(text)
-    if match is None:
+    if match is not None:
+        source = match.group("body")
+    elif pointer.rsplit("/", 1)[-1] in _ALWAYS_EXPRESSIONS:
+        source = text  # these fields are expressions even without `${ }` (dsl-profile §1)
+    else:
         if pointer.endswith("/language") and text.lower() in _SCRIPT_LANGUAGES:
             return [Problem(pointer, "javascript", f"a {text} script is refused")]
         return []
     # Quoted text is data, not syntax: a '|' inside a CEL string literal is no jq pipe.
-    body = _QUOTED.sub("''", match.group("body"))
+    body = _QUOTED.sub("''", source)
     if _JAVASCRIPT_SYNTAX.search(body):
         return [Problem(pointer, "javascript", "this expression is JavaScript; use CEL")]
     if _JQ_SYNTAX.search(body):
