@@ -23,6 +23,7 @@ from generated.models import (
     AuthoringSourceSchema,
     WorkflowDefinitionDraftInput,
     WorkflowDefinitionDraftOutput,
+    WorkflowDefinitionDraftOutputDependenciesItem,
 )
 from runtime.authoring.answer import Answer, categorized, contract_fixture, parse_answer
 from runtime.authoring.fixtures import run_fixtures
@@ -36,7 +37,7 @@ from runtime.canonical import (
     load_definition_yaml,
     without_provenance,
 )
-from runtime.engine import parse_definition
+from runtime.engine import mcp_calls, parse_definition
 from runtime.engine.parse.credentials import written_credential_problems
 from runtime.engine.parse.definition_errors import Problem
 from runtime.errors import WorkflowError, input_invalid
@@ -195,6 +196,10 @@ async def draft_definition(
         fixture_results=results,
         warnings=warnings,
         context=_context_report(tools, generation.context_bytes, settings),
+        dependencies=[
+            WorkflowDefinitionDraftOutputDependenciesItem(pointer=call.pointer, tool=call.tool)
+            for call in mcp_calls(parsed)
+        ][:256],
         provenance=AuthoringProvenance(
             model=str(settings.llm_model)[:256],
             prompt_template_version=PROMPT_TEMPLATE_VERSION,

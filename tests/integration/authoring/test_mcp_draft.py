@@ -169,6 +169,10 @@ async def test_a_draft_from_two_selected_tools_validates_and_its_fixtures_run(
         ("edge", True),
         ("failure", True),
     ], draft["fixtureResults"]
+    assert draft["dependencies"] == [
+        {"pointer": "/do/0/lookup", "tool": LOOKUP},
+        {"pointer": "/do/1/score", "tool": SCORE},
+    ]
     provenance = draft["provenance"]
     assert provenance["model"] == MODEL
     assert provenance["definitionDigest"] == draft["definitionDigest"]
