@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from generated.models import CallerPolicy, ToolAnnotations
 from runtime.authoring import AuthoringSettings
+from runtime.authoring.answer import categorized, parse_answer
 from runtime.authoring.fixtures import stub_value
 from runtime.canonical import definition_digest, document_canonical_bytes, sha256_digest
 from runtime.composition.environment import apply_environment
@@ -22,7 +24,7 @@ from runtime.publication.authoring.catalog import caller_may_call, context_tool
 from runtime.publication.authoring.credential_text import credential_kinds
 from runtime.publication.store.authoring_rows import AuthoringTool
 from runtime.settings import Settings
-from tests.support.authoring_model import LOOKUP, SCORE, good_definition, mcp_call
+from tests.support.authoring_model import LOOKUP, SCORE, good_definition, good_draft, mcp_call
 from tests.support.publication_builders import context
 
 SELECTED = frozenset({LOOKUP, SCORE})
@@ -227,3 +229,70 @@ def test_a_stub_tool_answers_the_smallest_value_its_output_schema_accepts() -> N
         },
     }
     assert stub_value(schema) == {"status": "open", "count": 2, "tags": [False]}
+
+
+def _answer_with(**changes: Any) -> str:
+    answer = good_draft() | changes
+    return json.dumps(answer)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[]",
+        "null",
+        "{}",
+        '{"definition": {}, "definition": {}}',
+        '{"x": NaN}',
+        "```json\n{}\n```",
+        _answer_with(definition=[]),
+        _answer_with(assumptions=["x" * 1025]),
+        _answer_with(assumptions=[""]),
+        _answer_with(extra=True),
+        json.dumps(
+            good_draft()
+            | {
+                "fixtures": good_draft()["fixtures"]
+                | {"contract": [good_draft()["fixtures"]["edge"][0]] * 9}
+            }
+        ),
+        json.dumps(
+            good_draft()
+            | {
+                "fixtures": good_draft()["fixtures"]
+                | {"edge": [{"name": "bad name", "input": {}, "expect": {"output": 1}}]}
+            }
+        ),
+        json.dumps(
+            good_draft()
+            | {
+                "fixtures": good_draft()["fixtures"]
+                | {"edge": [{"name": "n", "input": {}, "expect": {"fault": {"status": 999}}}]}
+            }
+        ),
+        json.dumps(
+            good_draft()
+            | {
+                "fixtures": good_draft()["fixtures"]
+                | {"edge": [{"name": "n", "input": {}, "expect": {}}]}
+            }
+        ),
+    ],
+)
+def test_an_answer_that_is_not_the_strict_draft_json_is_a_typed_malformed_failure(
+    content: str,
+) -> None:
+    with pytest.raises(WorkflowError) as refused:
+        parse_answer(content)
+    assert refused.value.code.value == "WORKFLOW_AUTHORING_MODEL_FAILED"
+    assert refused.value.details == {"reason": "malformed"}
+
+
+def test_the_strict_draft_json_parses_into_its_fixtures_by_category() -> None:
+    answer = parse_answer(json.dumps(good_draft()))
+    assert [category for category, _ in categorized(answer)] == [
+        "contract",
+        "mapping",
+        "edge",
+        "failure",
+    ]
