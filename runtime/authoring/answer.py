@@ -8,6 +8,7 @@ model's text.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -76,6 +77,20 @@ class Answer(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="ca
     fixtures: Fixtures
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(value: Any) -> bool:
+    """No text of the value holds what a definition can never carry (NUL, a lone surrogate)."""
+    if isinstance(value, str):
+        return _UNSTORABLE.search(value) is None
+    if isinstance(value, dict):
+        return all(_storable(key) and _storable(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_storable(item) for item in value)
+    return True
+
+
 def parse_answer(content: str) -> Answer:
     """The strictly parsed draft; WORKFLOW_AUTHORING_MODEL_FAILED (malformed) otherwise."""
     try:
@@ -84,6 +99,8 @@ def parse_answer(content: str) -> Answer:
         raise model_failed("malformed", f"the model's answer is not strict JSON: {error}") from None
     if not isinstance(value, dict):
         raise model_failed("malformed", "the model's answer is not a JSON object")
+    if not _storable(value):
+        raise model_failed("malformed", "the model's answer holds a NUL or a lone surrogate")
     try:
         answer = msgspec.convert(value, Answer)
     except msgspec.ValidationError as error:

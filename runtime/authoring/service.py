@@ -28,7 +28,12 @@ from generated.models import (
 from runtime.authoring.answer import Answer, categorized, contract_fixture, parse_answer
 from runtime.authoring.fixtures import run_fixtures
 from runtime.authoring.model_client import complete
-from runtime.authoring.prompt import PROMPT_TEMPLATE_VERSION, generation_request, user_message
+from runtime.authoring.prompt import (
+    PROMPT_TEMPLATE_VERSION,
+    GenerationRequest,
+    generation_request,
+    user_message,
+)
 from runtime.authoring.settings import AuthoringSettings
 from runtime.authoring.validation import credential_problems, draft_findings
 from runtime.canonical import (
@@ -161,6 +166,33 @@ async def _accepted(
     return document, warnings
 
 
+def _provenance(
+    settings: AuthoringSettings, tools: Sequence[CatalogTool], request_digest: str, digest: str
+) -> AuthoringProvenance:
+    return AuthoringProvenance(
+        model=str(settings.llm_model)[:256],
+        prompt_template_version=PROMPT_TEMPLATE_VERSION,
+        source_schemas=[
+            AuthoringSourceSchema(
+                tool_id=tool.tool_id, tool_name=tool.tool_name, schema_digest=tool.schema_digest
+            )
+            for tool in tools
+        ],
+        request_digest=request_digest,
+        definition_digest=digest,
+    )
+
+
+async def _generated(
+    settings: AuthoringSettings, tools: Sequence[CatalogTool], generation: GenerationRequest
+) -> tuple[Answer, dict[str, Any], list[Any]]:
+    """The model's answer, strictly parsed and passed by the validator, with its warnings."""
+    content = await complete(settings, generation.body)
+    answer = await off_loop(parse_answer, content)  # up to max_answer_bytes of JSON
+    document, warnings = await _accepted(answer, tools)
+    return answer, document, warnings
+
+
 async def draft_definition(
     db: Database,
     settings: AuthoringSettings,
@@ -179,37 +211,23 @@ async def draft_definition(
     message = user_message(request.intent, tools, existing)
     generation = generation_request(str(settings.llm_model), message)
     _check_context(generation.context_bytes, settings)
-    content = await complete(settings, generation.body)
-    answer = await off_loop(parse_answer, content)  # up to max_answer_bytes of JSON
-    document, warnings = await _accepted(answer, tools)
+    answer, document, warnings = await _generated(settings, tools, generation)
     digest = definition_digest(document)
     fixtures = [contract_fixture(category, fixture) for category, fixture in categorized(answer)]
     parsed = await off_loop(parse_definition, document)
     schemas = {tool.tool_name: tool.metadata.get("outputSchema", {}) for tool in tools}
-    results = await run_fixtures(parsed, fixtures, schemas)
     return WorkflowDefinitionDraftOutput(
         definition=await off_loop(definition_text, document),
         definition_digest=digest,
         assumptions=answer.assumptions,
         policy_findings=answer.policy_findings,
         fixtures=fixtures,
-        fixture_results=results,
+        fixture_results=await run_fixtures(parsed, fixtures, schemas),
         warnings=warnings,
         context=_context_report(tools, generation.context_bytes, settings),
         dependencies=[
             WorkflowDefinitionDraftOutputDependenciesItem(pointer=call.pointer, tool=call.tool)
             for call in mcp_calls(parsed)
         ][:256],
-        provenance=AuthoringProvenance(
-            model=str(settings.llm_model)[:256],
-            prompt_template_version=PROMPT_TEMPLATE_VERSION,
-            source_schemas=[
-                AuthoringSourceSchema(
-                    tool_id=tool.tool_id, tool_name=tool.tool_name, schema_digest=tool.schema_digest
-                )
-                for tool in tools
-            ],
-            request_digest=generation.request_digest,
-            definition_digest=digest,
-        ),
+        provenance=_provenance(settings, tools, generation.request_digest, digest),
     )

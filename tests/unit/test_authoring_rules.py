@@ -246,6 +246,8 @@ def _answer_with(**changes: Any) -> str:
         '{"x": NaN}',
         "```json\n{}\n```",
         _answer_with(definition=[]),
+        _answer_with(assumptions=["nul \u0000 inside"]),
+        json.dumps(good_draft()).replace("claims.lookup", "claims\\ud800lookup", 1),
         _answer_with(assumptions=["x" * 1025]),
         _answer_with(assumptions=[""]),
         _answer_with(extra=True),
