@@ -20,6 +20,7 @@ from handlers import (
     workflow_binding_revoke,
     workflow_binding_rollback,
     workflow_cancel,
+    workflow_definition_draft,
     workflow_definition_grants_sync,
     workflow_definition_publish,
     workflow_definition_retire,
@@ -79,4 +80,5 @@ HANDLERS: Final[Mapping[ToolName, ToolHandler]] = {
     "workflow_feature_stage_accept": ToolHandler(workflow_feature_stage_accept.handle),
     "workflow_feature_decide": ToolHandler(workflow_feature_decide.handle),
     "workflow_feature_cancel": ToolHandler(workflow_feature_cancel.handle),
+    "workflow_definition_draft": ToolHandler(workflow_definition_draft.handle),
 }

@@ -1274,6 +1274,8 @@ CREATE TABLE public.wf_definition_t (
     saved_by character varying(126) NOT NULL,
     created_ts timestamp with time zone DEFAULT now() NOT NULL,
     updated_ts timestamp with time zone DEFAULT now() NOT NULL,
+    ai_authored boolean DEFAULT false NOT NULL,
+    CONSTRAINT wf_definition_ai_authored_private CHECK ((NOT (ai_authored AND catalog_visible))),
     CONSTRAINT wf_definition_digest_check CHECK ((definition_digest ~ '^sha256:[0-9a-f]{64}$'::text)),
     CONSTRAINT wf_definition_source_revision_check CHECK ((source_revision >= 0))
 );

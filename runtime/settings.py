@@ -12,6 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from runtime.admission.settings import CapacitySettings
+from runtime.authoring.settings import AuthoringSettings
 from runtime.execution.settings import ServiceExecutionSettings
 from runtime.publication.publication_settings import PublicationSettings
 from runtime.receiver.settings import LightspeedSettings
@@ -86,3 +87,5 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     lightspeed: LightspeedSettings = msgspec.field(default_factory=LightspeedSettings)
     # The console for the people in the loop (issue 39).
     console: ConsoleSettings = msgspec.field(default_factory=ConsoleSettings)
+    # The AI-authoring model (WORKFLOW_AUTHORING_LLM_*; runtime/authoring): off when unset.
+    authoring: AuthoringSettings = msgspec.field(default_factory=AuthoringSettings)

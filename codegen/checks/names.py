@@ -48,6 +48,8 @@ INBOX_TOOLS = (
     "workflow_task_get",
     "workflow_task_complete",
 )
+# AI-assisted authoring (issue 38): a draft-only query, host-asserting like publication.
+AUTHORING_TOOLS = ("workflow_definition_draft",)
 # The Lightspeed receiver bridge (issue 37): seed 003's emissions delivered to this service.
 LIGHTSPEED_TOOLS = ("workflow_emission_deliver",)
 # The development-feature stage ledger (issue 36, seed 004): operations on the caller's host.
@@ -66,9 +68,10 @@ ALL_TOOLS = (
     + INBOX_TOOLS
     + LIGHTSPEED_TOOLS
     + FEATURE_TOOLS
+    + AUTHORING_TOOLS
 )
 # Tools that carry hostId and the publisher's bearer.
-HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS
+HOST_ASSERTING_TOOLS = PUBLICATION_TOOLS + SECRET_TOOLS + AUTHORING_TOOLS
 
 # The only identity-looking input paths the contract allows, per tool.
 IDENTITY_EXCEPTIONS: dict[str, frozenset[str]] = {

@@ -6,12 +6,14 @@ from __future__ import annotations
 from runtime.canonical.definition import (
     DIGEST_PROFILE,
     MAX_DEFINITION_BYTES,
+    PROVENANCE_KEY,
     definition_digest,
     document_canonical_bytes,
     input_schema_of,
     load_definition_yaml,
     load_yaml_core,
     schema_digest,
+    without_provenance,
 )
 from runtime.canonical.errors import CanonicalError, CanonicalErrorKind
 from runtime.canonical.patterns import PatternError, re2_validator
@@ -37,6 +39,7 @@ __all__ = [
     "PROFILE",
     "PROFILES",
     "PROFILE_V2",
+    "PROVENANCE_KEY",
     "SAFE_INTEGER_MAX",
     "CanonicalError",
     "CanonicalErrorKind",
@@ -55,4 +58,5 @@ __all__ = [
     "schema_digest",
     "sha256_digest",
     "timestamp",
+    "without_provenance",
 ]

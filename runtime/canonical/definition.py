@@ -225,10 +225,36 @@ def document_canonical_bytes(document: Any) -> bytes:
     return sink.getvalue()
 
 
+# Where AI-authoring provenance lives (seed 001 Phase 3): document.metadata.aiAuthoring.
+PROVENANCE_KEY = "aiAuthoring"
+
+
+def without_provenance(document: dict[str, Any]) -> dict[str, Any]:
+    """The document without document.metadata.aiAuthoring (and without a metadata map that
+    held nothing else); the same object when there is no provenance.
+
+    Seed 001 Phase 3: the semantic definition digest is recomputed "after removing only
+    provenance metadata", so recording the reviewer's evidence does not change the digest the
+    reviewer approved, while any other edit does. A definition without provenance is untouched,
+    so its digest is exactly the `definition-digest-v1` one.
+    """
+    header = document.get("document")
+    metadata = header.get("metadata") if isinstance(header, dict) else None
+    if not isinstance(metadata, dict) or PROVENANCE_KEY not in metadata:
+        return document
+    assert isinstance(header, dict)
+    kept_metadata = {key: value for key, value in metadata.items() if key != PROVENANCE_KEY}
+    kept_header = {key: value for key, value in header.items() if key != "metadata"}
+    if kept_metadata:
+        kept_header["metadata"] = kept_metadata
+    return {**document, "document": kept_header}
+
+
 def definition_digest(definition: str | bytes | dict[str, Any]) -> str:
-    """`sha256:<hex>` of a definition, given as YAML text or as a loaded document."""
+    """`sha256:<hex>` of a definition, given as YAML text or as a loaded document: the
+    semantic digest, which leaves out document.metadata.aiAuthoring (see without_provenance)."""
     document = definition if isinstance(definition, dict) else load_definition_yaml(definition)
-    return sha256_digest(document_canonical_bytes(document))
+    return sha256_digest(document_canonical_bytes(without_provenance(document)))
 
 
 def input_schema_of(document: dict[str, Any]) -> Any:

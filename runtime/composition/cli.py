@@ -1,4 +1,5 @@
-"""The service's commands of `workflow-mcp`: serve, worker, migrate, token, check, runs, secrets.
+"""The service's commands of `workflow-mcp`: serve, worker, migrate, token, check, runs, secrets,
+draft.
 
 The entry point is workflow_mcp.cli, which adds the clients' commands (publish, gateway) and the
 document with their sections: nothing here imports gateway or publisher. Every command reads the
@@ -21,6 +22,11 @@ from handlers import HANDLERS
 from runtime import telemetry
 from runtime.admission import Admission
 from runtime.collaborators import Services
+from runtime.composition.authoring_command import (
+    add_draft_parser,
+    draft_command,
+    with_fixtures,
+)
 from runtime.composition.bootstrap import (
     apply_dev_identity,
     build_services,
@@ -184,8 +190,15 @@ def check(args: argparse.Namespace) -> int:
         output_format=args.format,
         destinations=policy_from_settings(settings.publication.destinations),
     )
+    if args.fixtures is not None:  # issue 38: the fixtures run too, against stub Tools
+        code, text = with_fixtures(code, text, args.files, args.fixtures, args.format)
     print(text)
     return code
+
+
+def draft(args: argparse.Namespace) -> int:
+    """Draft a definition with the authoring model, as workflow_definition_draft does."""
+    return draft_command(_settings(args), args)
 
 
 def runs(args: argparse.Namespace) -> int:
@@ -239,6 +252,14 @@ def _check_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     run.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
     run.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    run.add_argument(
+        "--fixtures",
+        default=None,
+        metavar="FILE",
+        help="fixtures to run against each definition with stub Tools (YAML/JSON: a list, or "
+        "{fixtures, toolOutputSchemas}, e.g. a workflow_definition_draft output); exit 1 when "
+        "one fails",
+    )
     run.set_defaults(run=check)
 
 
@@ -273,6 +294,8 @@ def build_parser(
     commands.choices["runs"].set_defaults(run=runs)
     add_secrets_parser(commands)
     commands.choices["secrets"].set_defaults(run=secrets)
+    add_draft_parser(commands)
+    commands.choices["draft"].set_defaults(run=draft)
     for add in extra:
         add(commands)
     return parser

@@ -26,6 +26,14 @@ from generated.models import (
 )
 from runtime.canonical import canonical_digest, definition_digest
 from runtime.errors import WorkflowError
+from runtime.publication.authoring.provenance import (
+    AiAuthoring,
+    check_private_first,
+    check_provenance,
+    check_reviewer,
+    check_source_tools,
+    provenance_of,
+)
 from runtime.publication.check_threads import off_loop
 from runtime.publication.definition_checks import (
     check_document_version,
@@ -65,10 +73,15 @@ def stored_owner(owner: Owner) -> definition_rows.Owner:
 
 def _saved_head(
     ctx: InvocationContext, request: WorkflowDefinitionSaveInput
-) -> definition_rows.SavedHead:
+) -> tuple[definition_rows.SavedHead, AiAuthoring | None]:
     owner = stored_owner(request.owner)
     document = load_definition(request.definition)
     refuse_written_credentials(document)
+    provenance = provenance_of(document)
+    if provenance is not None:
+        check_private_first(provenance, request.catalog_visible)
+        check_reviewer(ctx, provenance)
+        check_provenance(document, provenance)
     content = {
         "namespace": request.namespace,
         "name": request.name,
@@ -79,7 +92,7 @@ def _saved_head(
         "owner": {"userId": owner.user_id, "positionId": owner.position_id},
         "active": request.active,
     }
-    return definition_rows.SavedHead(
+    head = definition_rows.SavedHead(
         host_id=ctx.host_id,
         wf_def_id=request.wf_def_id,
         source_revision=request.source_revision,
@@ -95,7 +108,9 @@ def _saved_head(
         active=request.active,
         actor=request.actor,
         saved_by=ctx.user_id,
+        ai_authored=provenance is not None,
     )
+    return head, provenance
 
 
 def _save_receipt(
@@ -157,8 +172,11 @@ async def save_definition(
     replaced. Every receipt carries the head's applied revision and its definition digest.
     """
     check_host_assertion(ctx, request.host_id)
-    saved = await off_loop(_saved_head, ctx, request)  # loads the YAML: off the serving loop
+    # Loads the YAML and checks any AI-authoring provenance: off the serving loop.
+    saved, provenance = await off_loop(_saved_head, ctx, request)
     async with db.transaction() as conn:
+        if provenance is not None:  # fails closed on the reviewer's catalog as it is now
+            await check_source_tools(conn, ctx, provenance)
         result, head = await _apply_save(conn, saved)
     return _save_receipt(result, request.wf_def_id, head)
 
@@ -238,6 +256,9 @@ async def _publish(
             details={"definitionDigest": digest},
         )
     check_document_version(document, request.version)
+    provenance = provenance_of(document)
+    if provenance is not None:  # the reviewed digest and the Phase 3 rules, again at publish
+        await off_loop(check_provenance, document, provenance)
     existing = await definition_rows.lock_version(
         conn, ctx.host_id, request.wf_def_id, request.version
     )

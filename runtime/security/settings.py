@@ -63,6 +63,8 @@ DEFAULT_TOOL_ROLES: dict[ToolName, list[str]] = {
     "workflow_feature_stage_accept": _WORKFLOW_ADMINS,
     "workflow_feature_decide": _WORKFLOW_ADMINS,
     "workflow_feature_cancel": _WORKFLOW_ADMINS,
+    # Drafting is authoring: whoever may publish a definition may ask for a draft (issue 38).
+    "workflow_definition_draft": _DEFINITION_PUBLISHERS,
 }
 
 

@@ -32,6 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The Lightspeed receiver bridge (issue 37): admits through runtime.admission.
     ("runtime.receiver",),
     ("runtime.features",),
+    # AI-assisted authoring (issue 38): drafts from the publication catalog and the engine.
+    ("runtime.authoring",),
     ("runtime.admission",),
     ("runtime.invocation",),
     ("runtime.execution",),

@@ -52,7 +52,13 @@ def test_the_default_role_lists_follow_operator_setup() -> None:
     assert roles("workflow_start") == {"admin", "host-admin", "workflow-admin"}
     assert roles("workflow_cancel") == {"admin", "host-admin", "workflow-admin"}
     assert roles("workflow_invoke") is None
-    publication_tools = [t for t in DEFAULT_TOOL_ROLES if "definition" in t or "binding" in t]
+    # Issue 38: whoever may publish a definition may ask for an AI draft (not a publication tool).
+    assert roles("workflow_definition_draft") == roles("workflow_definition_publish")
+    publication_tools = [
+        t
+        for t in DEFAULT_TOOL_ROLES
+        if ("definition" in t or "binding" in t) and t != "workflow_definition_draft"
+    ]
     assert len(publication_tools) == 11
 
 

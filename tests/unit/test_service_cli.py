@@ -14,7 +14,7 @@ import pytest
 from runtime.composition.cli import _worker_settings
 from workflow_mcp.cli import build_parser, main
 
-COMMANDS = ["serve", "worker", "migrate", "token", "check", "runs", "publish", "gateway"]
+COMMANDS = ["serve", "worker", "migrate", "token", "check", "runs", "publish", "gateway", "draft"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -41,6 +41,8 @@ class SavedHead(msgspec.Struct, frozen=True, kw_only=True):
     active: bool
     actor: str
     saved_by: str
+    # The text carries AI-authoring provenance (sticky on the row: migration 0115).
+    ai_authored: bool = False
 
 
 class HeadState(msgspec.Struct, frozen=True):
@@ -171,6 +173,7 @@ def _head_params(head: SavedHead) -> dict[str, Any]:
         "active": head.active,
         "actor": head.actor,
         "saved_by": head.saved_by,
+        "ai_authored": head.ai_authored,
     }
 
 

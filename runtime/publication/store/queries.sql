@@ -8,12 +8,12 @@
 INSERT INTO wf_definition_t (
     host_id, wf_def_id, source_revision, namespace, name, version, definition,
     definition_digest, content_digest, lifecycle_status, catalog_visible, owner_user_id,
-    owner_position_id, active, actor, saved_by
+    owner_position_id, active, actor, saved_by, ai_authored
 ) VALUES (
     %(host_id)s, %(wf_def_id)s, %(source_revision)s, %(namespace)s, %(name)s, %(version)s,
     %(definition)s, %(definition_digest)s, %(content_digest)s, %(lifecycle_status)s,
     %(catalog_visible)s, %(owner_user_id)s, %(owner_position_id)s, %(active)s, %(actor)s,
-    %(saved_by)s
+    %(saved_by)s, %(ai_authored)s
 )
 ON CONFLICT (host_id, wf_def_id) DO NOTHING
 RETURNING source_revision, definition_digest, active;
@@ -42,6 +42,8 @@ SET source_revision = %(source_revision)s,
     active = %(active)s,
     actor = %(actor)s,
     saved_by = %(saved_by)s,
+    -- Sticky (migration 0115): once AI-authored, always private.
+    ai_authored = ai_authored OR %(ai_authored)s,
     updated_ts = now()
 WHERE host_id = %(host_id)s AND wf_def_id = %(wf_def_id)s AND source_revision < %(source_revision)s
 RETURNING source_revision, definition_digest, active;
@@ -610,3 +612,18 @@ WHERE b.host_id = %(host_id)s AND b.tool_id = %(tool_id)s
   AND b.workflow_version = %(version)s AND b.approved_ts IS NOT NULL
 ORDER BY b.approved_ts DESC
 LIMIT 1;
+-- select_authoring_tools --
+-- The active revisions of the Tools an author selected (issue 38), by toolId on the caller's
+-- host: only the fields the authoring context may carry, the caller policy to filter them by,
+-- and whether the pinned definition version still serves. Host-scoped: another host's Tool
+-- reads as unknown.
+SELECT h.tool_id::text AS tool_id, r.tool_name, r.binding->>'toolDescription' AS tool_description,
+       r.input_schema, r.output_schema, r.tool_annotations, r.caller_policy,
+       v.status AS version_status
+FROM workflow_tool_publication_t h
+JOIN workflow_tool_binding_t r
+  ON r.host_id = h.host_id AND r.binding_id = h.active_binding_id
+JOIN wf_definition_version_t v
+  ON v.host_id = r.host_id AND v.wf_def_id = r.wf_def_id AND v.version = r.workflow_version
+WHERE h.host_id = %(host_id)s AND h.tool_id = ANY(%(tool_ids)s::uuid[])
+ORDER BY h.tool_id;

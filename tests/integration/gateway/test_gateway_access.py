@@ -36,6 +36,7 @@ WORKFLOW_ADMIN_TOOLS = {
     "workflow_feature_stage_accept",
     "workflow_feature_decide",
     "workflow_feature_cancel",
+    "workflow_definition_draft",
 }
 GENAI_ADMIN_TOOLS = {
     "workflow_definition_publish",
@@ -47,6 +48,7 @@ GENAI_ADMIN_TOOLS = {
     "workflow_binding_decide",
     "workflow_binding_revoke",
     "workflow_binding_rollback",
+    "workflow_definition_draft",
 }
 
 
