@@ -110,8 +110,8 @@ def run_one(tree: Path, mutation: Mutation, logs: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the catalog (or the chosen mutations) and print one line per mutation."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", default=[], help="mutation ids")
-    parser.add_argument("--rule", nargs="*", default=[], help="rule ids")
+    parser.add_argument("--only", nargs="+", default=[], help="mutation ids")
+    parser.add_argument("--rule", nargs="+", default=[], help="rule ids")
     parser.add_argument("--keep", action="store_true", help="keep the temporary tree and logs")
     args = parser.parse_args(argv)
     chosen = [
