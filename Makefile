@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # The command line is `workflow-mcp` (the venv's console script); see `workflow-mcp --help`.
 CLI := $(VENV)/bin/workflow-mcp
 
-.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-wrk bench-refusals fault-load e2e gateway clean
+.PHONY: venv run worker migrate test test-only test-fast lint typecheck codegen codegen-check validate-contracts fuzz token schema-snapshot bench bench-invoke bench-peers bench-overload bench-wrk bench-refusals fault-load e2e gateway mutation-pass clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -132,6 +132,12 @@ bench-wrk: venv $(PEER_STAMP)
 # What a refusal costs next to an admitted call (docs/PERFORMANCE.md): open loops on one Tool.
 bench-refusals: venv
 	$(PY) -m bench.refusals $(ARGS)
+
+# The mutation pass (issue 40; not part of `make test`): each check of tests/mutation/mutations.yaml
+# disabled in turn in a temporary copy of the tree, its mapped tests run (-x -q, one at a time);
+# killed or survived per mutation. make mutation-pass ARGS="--only ID ..." or ARGS="--rule RULE".
+mutation-pass: venv
+	$(PY) -m tests.mutation.run $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(PEER_VENV) .mypy_cache .ruff_cache

@@ -18,7 +18,6 @@ async def handle(
     start = StartServices(
         keyring=services.keyring,
         admission=services.admission,
-        can_exchange=security.run_credential.token_exchange.configured,
         # A stage start is a workflow_start of the stage definition: the same role list.
         start_roles=security.roles_for("workflow_start"),
         disclosure_ceiling=disclosure_ceiling(call.context, security),

@@ -19,7 +19,6 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
         disclosure_ceiling=disclosure_ceiling(call.context, call.services.settings.security),
     )
     services = call.services
-    exchange = services.settings.security.run_credential.token_exchange
     return await telemetry.admission(
         "start",
         start_workflow(
@@ -28,7 +27,6 @@ async def handle(args: WorkflowStartInput, call: ToolCall) -> WorkflowStartOutpu
             request,
             services.keyring,
             admission=services.admission,
-            can_exchange=exchange.configured,
             start_roles=services.settings.security.roles_for("workflow_start"),
         ),
     )

@@ -12,7 +12,6 @@ from generated.models import WorkflowStartOutput
 from runtime import telemetry
 from runtime.admission.launch import seal_for
 from runtime.admission.state import Admission
-from runtime.admission.token_cover import check_token_covers_run
 from runtime.admission.unknown_outcome import admit_or_unknown, unknown_admission
 from runtime.canonical import CanonicalError, load_definition_yaml, timestamp
 from runtime.engine import DefinitionError, WorkflowDefinition, parse_definition
@@ -33,8 +32,9 @@ from runtime.store import Connection, Database
 # workflow_start runs are root starts of editors and schedulers: the standard class, the
 # default budget, and seed 000's 30-day deadline ("workflow_start hard-codes ... a 30-day
 # deadline"). A definition's own `timeout` shortens it; a longer one is capped at 30 days.
-# Without a token exchange endpoint a start that calls out must hold a token lasting to this
-# deadline (token_cover), so such a definition states a shorter `timeout`.
+# A run that outlives its user's token with no exchange endpoint is not refused: seed 000's
+# selector uses the original token "while it still verifies, and fail[s] the call with an
+# authentication error once it does not" (docs/DECISIONS.md, X-3).
 START_DEADLINE = timedelta(days=30)
 START_KEY_KIND = "start"
 START_CLASS: ExecutionClass = "standard"
@@ -131,18 +131,13 @@ def _refusal(judge: Callable[[], None]) -> WorkflowError | None:
 
 def _verdict(
     admission: Admission,
-    ctx: InvocationContext,
-    definition: WorkflowDefinition,
     admitted: datetime,
     deadline_ts: datetime,
-    can_exchange: bool,
 ) -> WorkflowError | None:
     """What refuses a new run, judged before the statement and applied only to a new run
-    (seed 000: a re-attach or replay skips capacity checks): the token must cover the run,
-    then the class must have capacity (counted only once a run is admitted)."""
+    (seed 000: a re-attach or replay skips capacity checks): the class must have capacity
+    (counted only once a run is admitted)."""
     return _refusal(
-        lambda: check_token_covers_run(ctx, definition, deadline_ts, can_exchange=can_exchange)
-    ) or _refusal(
         lambda: admission.estimator.admit(
             START_CLASS, (deadline_ts - admitted).total_seconds() * 1000, count=False
         )
@@ -277,7 +272,6 @@ async def _admit_on(
     conn: Connection,
     call: _Call,
     admission: Admission,
-    can_exchange: bool,
     *,
     stage_claim: bool,
 ) -> tuple[store.StartOutcome, WorkflowError | None]:
@@ -300,7 +294,7 @@ async def _admit_on(
         _secrets_refusal(definition.secrets, missing)
         or scope_refusal(definition.secrets, unscoped, call.wf_def_id, "start it")
         or _unsealed_refusal(call.sealed, definition)
-        or _verdict(admission, ctx, definition, admitted, deadline_ts, can_exchange)
+        or _verdict(admission, admitted, deadline_ts)
     )
     params = _start_params(call, head, document, input_digest, deadline_ts, refusal is not None)
     return await store.admit_start(conn, params), refusal
@@ -314,7 +308,6 @@ async def start_stage_in(
     *,
     process_id: str,
     admission: Admission,
-    can_exchange: bool = False,
     start_roles: frozenset[str] | None = None,
 ) -> tuple[WorkflowStartOutput, bool]:
     """workflow_start's admission of a stage definition inside the caller's open transaction
@@ -330,7 +323,7 @@ async def start_stage_in(
         sealed=_sealed_or_none(keyring, ctx, process_id),
         start_roles=start_roles,
     )
-    outcome, refusal = await _admit_on(conn, call, admission, can_exchange, stage_claim=True)
+    outcome, refusal = await _admit_on(conn, call, admission, stage_claim=True)
     if outcome.outcome == "refused":
         assert refusal is not None
         raise refusal
@@ -354,12 +347,10 @@ async def start_workflow(
     keyring: Keyring,
     *,
     admission: Admission,
-    can_exchange: bool = False,
     start_roles: frozenset[str] | None = None,
 ) -> WorkflowStartOutput:
     """workflow_start: idempotent (body key, else a fresh one) async start of the saved head.
 
-    can_exchange: a token exchange endpoint is configured, so the run may outlive the token.
     start_roles: the roles allowed to start (security.tool_roles); None when none are checked.
 
     Two statements on one autocommit connection: the saved head, read without a lock (as
@@ -379,7 +370,7 @@ async def start_workflow(
 
     async def admit() -> tuple[store.StartOutcome, WorkflowError | None]:
         async with db.connection() as conn:
-            return await _admit_on(conn, call, admission, can_exchange, stage_claim=False)
+            return await _admit_on(conn, call, admission, stage_claim=False)
 
     # A connection found dropped is tried again with the same process id (as a transaction's
     # BEGIN was): a first try that committed holds the key for this very call, so the retry

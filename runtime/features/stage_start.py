@@ -39,7 +39,6 @@ class StartServices:
 
     keyring: Keyring
     admission: Admission
-    can_exchange: bool
     start_roles: frozenset[str] | None
     disclosure_ceiling: list[str] | None
 
@@ -156,7 +155,6 @@ async def start_stage(
             services.keyring,
             process_id=process_id,
             admission=services.admission,
-            can_exchange=services.can_exchange,
             start_roles=services.start_roles,
         )
         claimed = await store.insert_claim(

@@ -65,7 +65,7 @@ async def keyring(db: Database) -> AsyncIterator[Keyring]:
     await close_waiter(db)
 
 
-async def _publish(db: Database, wf_def_id: str, text: str) -> None:
+async def _publish(db: Database, wf_def_id: str, text: str, version: str = "1.2.0") -> None:
     await publish_definition(
         db,
         context(),
@@ -74,7 +74,7 @@ async def _publish(db: Database, wf_def_id: str, text: str) -> None:
             "wfDefId": wf_def_id,
             "namespace": "claims",
             "name": "summarize-claim",
-            "version": "1.2.0",
+            "version": version,
             "definition": text,
             "expectedDefinitionDigest": definition_digest(text),
             "bindingApproval": "carryOver",
@@ -153,6 +153,42 @@ async def test_a_republish_and_a_revocation_during_a_run_do_not_change_what_it_r
                     "operationId": str(uuid.uuid4()),
                 },
             )
+            run = await wait_for_result(db, HOST, process_id, timeout=20)
+    assert run is not None and run.state == "COMPLETED", run
+    assert [request["path"] for request in server.requests] == ["/claims", "/claims"]
+
+
+@pytest.mark.requirement("000:QC-15")
+async def test_a_republish_that_no_longer_reaches_the_runs_target_does_not_stop_the_run(
+    db: Database, keyring: Keyring
+) -> None:
+    server = LocalServer()
+    async with serving(server):
+        wf_def_id = str(uuid.uuid4())
+        await save_owner(db, wf_def_id)
+        text = posting_definition(server.base, "/claims", pause_s=0)
+        await _publish(db, wf_def_id, text)
+        tool_id = str(uuid.uuid4())
+        pinned = await _bind(
+            db, wf_def_id, tool_id, text, [endpoint_target("claims", f"{server.base}/claims")], 0
+        )
+        # Admitted, not yet run (no executor): then the Tool moves to a version that calls
+        # /moved only, under a revision that reaches /moved only.
+        process_id = await _run(db, keyring, wf_def_id, pinned["bindingId"])
+        moved_text = text.replace("/claims", "/moved").replace('"1.2.0"', '"1.3.0"')
+        await _publish(db, wf_def_id, moved_text, version="1.3.0")
+        value = write_binding(wf_def_id, tool_id, moved_text)
+        value["workflowVersion"] = "1.3.0"
+        args = publish_args(
+            value,
+            pinned["aggregateVersion"],
+            endpoint_targets=[endpoint_target("moved", f"{server.base}/moved")],
+        )
+        moved = await publish_binding(db, owner_ctx(), args, local_backends=True)
+        assert moved["status"] == "active", moved
+        # The run reads the revision it was admitted with: both its requests go to /claims.
+        runtime = WorkflowRuntime(ExecutionSettings(), keyring, destinations=LOCAL_BACKENDS)
+        async with executor(db, runtime):
             run = await wait_for_result(db, HOST, process_id, timeout=20)
     assert run is not None and run.state == "COMPLETED", run
     assert [request["path"] for request in server.requests] == ["/claims", "/claims"]

@@ -207,22 +207,22 @@ async def test_a_token_well_before_its_expiry_is_used_as_is_with_no_exchange(
 
 
 @pytest.mark.requirement("000:QC-28")
-async def test_without_an_exchange_endpoint_a_start_that_would_outlive_its_token_is_refused(
-    http: httpx.AsyncClient, dev_identity: DevIdentity, owner: McpTestClient, db: Any
+async def test_with_no_exchange_endpoint_a_start_outliving_its_token_uses_it_while_it_verifies(
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    services: Services,
+    backend: ProtectedBackend,
+    gateway: ProtectedBackend,
 ) -> None:
-    starter, _ = _starter(http, dev_identity, ttl=3600)  # the start's deadline is 30 days
-    text = calling_definition(
-        http_task("fetch", "GET", "https://api.example.com/claims", authenticated=True, write=False)
-    )
-    wf_def_id = new_id()
-    await save_head(owner, wf_def_id, text)
-    result = await starter.call_tool("workflow_start", {"wfDefId": wf_def_id, "input": {}})
-    body = refused(result, "WORKFLOW_START_REJECTED")
-    assert "token exchange" in body["error"]["message"]
-    assert "tokenExpiresAt" in body["error"]["details"]
-    async with db.connection() as conn:
-        cursor = await conn.execute("SELECT count(*) AS n FROM workflow_invocation_t")
-        assert (await cursor.fetchone())["n"] == 0
+    # Seed 000 X-3: no LONG registration, so selector rule 3: the original token while it
+    # verifies (its call fails with an authentication error once it does not); the start is
+    # not refused for a token that ends before the run's 30-day deadline.
+    starter, user = _starter(http, dev_identity, ttl=3600)
+    backend.accepted.add(user)
+    done = ok(await _run(starter, owner, services, backend.base, gateway))
+    assert done["state"] == "COMPLETED", done
+    assert backend.seen == [f"Bearer {user}"] * 2 and gateway.seen == []
 
 
 @pytest.mark.requirement("000:QC-28")

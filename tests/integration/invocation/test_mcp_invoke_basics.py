@@ -104,6 +104,24 @@ async def test_a_retired_definition_version_refuses_new_runs(
     refused(result, "WORKFLOW_DEFINITION_RETIRED")
 
 
+@pytest.mark.requirement("000:QC-16")
+async def test_a_version_retired_after_a_call_refuses_the_next_call_admitted_from_the_cache(
+    owner: McpTestClient, caller: McpTestClient, services: Services, workers: object
+) -> None:
+    tool = await publish_tool(owner)
+    ok(await caller.call_tool("workflow_invoke", invoke_args(tool)))
+    # The revision is now cached: the next call is judged by admission's statement, which
+    # must check the pinned version's status itself (the cache cannot know it changed).
+    async with services.database.transaction() as conn:
+        await conn.execute(
+            "UPDATE wf_definition_version_t SET status = 'retired', retired_ts = now()"
+            " WHERE host_id = %(h)s AND wf_def_id = %(w)s",
+            {"h": HOST, "w": tool.wf_def_id},
+        )
+    result = await caller.call_tool("workflow_invoke", invoke_args(tool, {"claimId": "C-2"}))
+    refused(result, "WORKFLOW_DEFINITION_RETIRED")
+
+
 async def test_a_revoked_revision_is_refused_on_the_next_call(
     owner: McpTestClient, caller: McpTestClient, workers: object
 ) -> None:

@@ -83,6 +83,26 @@ async def test_the_per_minute_limit_counts_starts_across_revisions(
     assert 0 < full["error"]["retryAfterMs"] <= 60000
 
 
+async def test_the_per_minute_limit_counts_every_users_starts_not_only_the_callers(
+    owner: McpTestClient,
+    caller: McpTestClient,
+    http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+) -> None:
+    # Two starts a minute for the Tool, two per user: a third user, who started nothing yet,
+    # is refused by the Tool's own count (the per-user count alone would let them in).
+    tool = await publish_tool(owner, syncWaitMs=50, admissionLimits=limits(5, 5, 2, 2))
+    refused(await caller.call_tool("workflow_invoke", numbered(tool, 1)), "WORKFLOW_TIMEOUT")
+    second = client(http, dev_identity, "caller-2")
+    refused(await second.call_tool("workflow_invoke", numbered(tool, 2)), "WORKFLOW_TIMEOUT")
+    third = client(http, dev_identity, "caller-3")
+    full = refused(
+        await third.call_tool("workflow_invoke", numbered(tool, 3)), "WORKFLOW_CAPACITY_EXHAUSTED"
+    )
+    assert "starts per minute" in full["error"]["message"]
+    assert 0 < full["error"]["retryAfterMs"] <= 60000
+
+
 async def test_parallel_admissions_cannot_exceed_the_concurrent_cap(
     owner: McpTestClient, wide: httpx.AsyncClient, dev_identity: DevIdentity, services: Services
 ) -> None:
