@@ -2079,7 +2079,7 @@ CREATE TRIGGER workflow_process_forget_credential AFTER UPDATE OF state ON publi
 
 CREATE TRIGGER workflow_task_park_on_human_task BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN ((new.payload ? 'humanTaskId'::text)) EXECUTE FUNCTION public.workflow_park_on_human_task();
 
-CREATE TRIGGER workflow_task_queue_from_due BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN (((new.available_at > new.enqueued_ts) AND (new.payload ? 'timers'::text) AND (NOT (new.payload ? 'humanTaskId'::text)))) EXECUTE FUNCTION public.workflow_task_queue_from_due();
+CREATE TRIGGER workflow_task_queue_from_due BEFORE INSERT ON public.workflow_task FOR EACH ROW WHEN ((new.available_at > new.enqueued_ts)) EXECUTE FUNCTION public.workflow_task_queue_from_due();
 
 CREATE TRIGGER workflow_tool_binding_guard_trg BEFORE DELETE OR UPDATE ON public.workflow_tool_binding_t FOR EACH ROW EXECUTE FUNCTION public.workflow_tool_binding_guard();
 

@@ -94,9 +94,10 @@ SELECT count(*) AS open FROM workflow_human_task WHERE state = 'open';
 
 -- wake_parked_task --
 -- Make a run's task parked on a human task available now (the answer came); the run runs again.
+-- It joins the queue now (migration 0125 had set its enqueued_ts to its due time).
 WITH woken AS (
     UPDATE workflow_task t
-    SET available_at = now(), updated_ts = now()
+    SET available_at = now(), enqueued_ts = now(), updated_ts = now()
     WHERE t.host_id = %(host_id)s AND t.process_id = %(process_id)s AND t.state = 'ready'
       AND t.payload ->> 'humanTaskId' = %(human_task_id)s
     RETURNING t.task_id, t.execution_class

@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from runtime.execution import ExecutionSettings, WorkflowRuntime, close_waiter
+from runtime.human_tasks import store as human_tasks_store
+from runtime.human_tasks.parking import parked_task_payload
 from runtime.scheduler import Executor, SchedulerSettings, service
 from runtime.scheduler.errors import cancelled_error
-from runtime.scheduler.models import NewTask
+from runtime.scheduler.models import NewTask, TaskOutcome
 from runtime.scheduler.store import queue
 from runtime.security import Keyring
 from runtime.store import Database
@@ -305,6 +307,45 @@ async def test_a_run_resuming_from_a_timer_queues_from_its_due_time_not_from_whe
         )
     await wait_until(lambda: _all_parked(db, host, 0), what="the timer due")
     one_slot = queue.ClaimRequest("w1", 0, 1, 0, 0)
+    async with db.transaction() as conn:
+        first = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
+        second = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
+    assert [task.process_id for task, _ in first + second] == [ready, waited]
+
+
+async def test_a_run_resuming_from_an_answered_ask_queues_from_the_answer_not_from_when_it_parked(
+    db: Database,
+) -> None:
+    # Parked on a person (its task available only at the ask's far due time): once the answer
+    # wakes it, it queues behind the task that became ready while it waited, as a timer's run
+    # does, instead of outranking it by the time it waited.
+    host = str(uuid.uuid4())
+    one_slot = queue.ClaimRequest("w1", 0, 1, 0, 0)
+    async with db.transaction() as conn:
+        waited = await service.enqueue_process(
+            conn, host_id=host, first_task=NewTask("workflow", {}), execution_class="standard"
+        )
+    async with db.transaction() as conn:
+        [(_, lease)] = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
+    ask = human_tasks_store.NewHumanTask(
+        host_id=host, process_id=waited, position=0, ask_key="approve#0", task_name="approve",
+        wf_def_id=None, question={"prompt": "Approve?"}, assignee_user_id="ann",
+        assignee_role_id=None, assignee_position_id=None, timeout_ms=None,
+    )  # fmt: skip
+    async with db.transaction() as conn:
+        await human_tasks_store.insert_task(conn, ask)
+        opened = await human_tasks_store.select_task_at(conn, host, waited, 0, "approve#0")
+    assert opened is not None
+    due = datetime.now(UTC) + timedelta(days=3)
+    parked = NewTask("workflow", parked_task_payload({}, opened.task_id), available_at=due)
+    await service.complete(db, lease, TaskOutcome.then(parked))
+    async with db.transaction() as conn:
+        ready = await service.enqueue_process(
+            conn, host_id=host, first_task=NewTask("workflow", {}), execution_class="standard"
+        )
+    async with db.transaction() as conn:
+        woken = await human_tasks_store.wake_parked_task(conn, host, waited, opened.task_id)
+    assert woken is not None
     async with db.transaction() as conn:
         first = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
         second = await queue.claim_tasks(conn, one_slot, TWO_SLOTS)
