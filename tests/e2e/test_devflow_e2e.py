@@ -1,8 +1,8 @@
 """Seed 004's stage-handoff contract end to end (issue 36 "Done when"; seeds-003-004.md 4.2):
 Workflow (`workflow-mcp serve`), the reference Gateway (`workflow-mcp gateway`, what `make
 gateway` runs) and the scripted agents (`python -m examples.devflow.agents`) as processes; every
-call goes through the Gateway's /mcp with a real user bearer only. The kill -9 cases talk to
-Workflow directly, since each restart listens on a new port."""
+call goes through the Gateway's /mcp with a real user bearer only. In the kill -9 cases one
+Gateway stays up while Workflow is killed and restarted on the same port."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _agents(scenario: str, log: Path) -> Iterator[str]:
 
 @contextmanager
 def _workflow(database_url: str, directory: Path, identity: DevIdentity, agents: str,
-              faults: str = "") -> Iterator[LiveServer]:  # fmt: skip
+              faults: str = "", port: int | None = None) -> Iterator[LiveServer]:  # fmt: skip
     """Workflow as a process allowed to call the agents, with fault points configured."""
     directory.mkdir(parents=True)
     saved = {name: os.environ.get(name) for name in ENV}
@@ -67,7 +67,7 @@ def _workflow(database_url: str, directory: Path, identity: DevIdentity, agents:
     with ExitStack() as stack:
         try:
             # run_server hands the environment to the process as it starts.
-            server = stack.enter_context(run_server(database_url, directory, identity))
+            server = stack.enter_context(run_server(database_url, directory, identity, port=port))
         finally:
             for name, value in saved.items():
                 if value is None:
@@ -253,15 +253,6 @@ async def test_never_accept_through_the_gateway_needs_a_person_and_reopen_keeps_
         assert [j["round"] for j in jobs if j["role"] == "reviewer"] == [0, 1, 2, 3, 0]
 
 
-def _direct(identity: DevIdentity) -> dict[str, str]:
-    """Both bearers, as the Gateway sends them to Workflow."""
-    user = identity.user_token(
-        host_id=DEV_HOST_ID, user_id="dev-lead", roles=("admin", "workflow-admin")
-    )
-    app = identity.app_token(host_id=DEV_HOST_ID)
-    return {"Authorization": f"Bearer {user}", "X-Scope-Token": f"Bearer {app}"}
-
-
 async def _died(server: LiveServer) -> None:
     await wait_until(
         lambda: server.process is not None and server.process.poll() is not None,
@@ -282,27 +273,42 @@ async def _rows(database_url: str, feature: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+async def _unanswered(user: McpTestClient, name: str, args: dict[str, Any]) -> None:
+    """A call whose Workflow is killed mid-way: the Gateway answers it unavailable."""
+    try:
+        result = await user.call_tool(name, args)
+    except httpx.TransportError:
+        return
+    refused(result, "WORKFLOW_INVOCATION_UNAVAILABLE")
+
+
 @pytest.mark.requirement("004:F7")
 async def test_kill_9_after_the_stage_commit_replays_and_before_it_leaves_nothing(
     database_url: str, live_identity: DevIdentity, tmp_path: Path
 ) -> None:
-    with _agents("accept-after-one-fix", tmp_path / "agents.log") as agents:
+    # One Gateway stays up; Workflow is killed at a fault point and restarted on its port.
+    port = free_port()
+    with ExitStack() as stack:
+        agents = stack.enter_context(_agents("accept-after-one-fix", tmp_path / "agents.log"))
         with _workflow(database_url, tmp_path / "first", live_identity, agents,
-                       "after_stage_commit=kill") as first:  # fmt: skip
-            async with httpx.AsyncClient(base_url=first.base_url, timeout=60.0) as http:
-                user = McpTestClient(http, MODERN, _direct(live_identity))
+                       "after_stage_commit=kill", port=port) as first:  # fmt: skip
+            gateway = stack.enter_context(
+                run_gateway(tmp_path / "gateway", live_identity, first.mcp_url,
+                            tmp_path / "mcp-router.yml", host_id=DEV_HOST_ID)
+            )  # fmt: skip
+            async with httpx.AsyncClient(base_url=gateway.base_url, timeout=60.0) as http:
+                user = _client(http, live_identity)
                 design = await _save(user, "design", agents)
                 feature = ok(await user.call_tool("workflow_feature_create", create_args()))
                 fid = feature["feature"]["featureRunId"]
                 generation = feature["feature"]["slotGeneration"]
                 args = start_args(fid, 1, "design", design)
-                with pytest.raises(httpx.TransportError):
-                    await user.call_tool("workflow_feature_stage_start", args)
+                await _unanswered(user, "workflow_feature_stage_start", args)
                 await _died(first)
         with _workflow(database_url, tmp_path / "second", live_identity, agents,
-                       "before_stage_commit=kill") as second:  # fmt: skip
-            async with httpx.AsyncClient(base_url=second.base_url, timeout=60.0) as http:
-                user = McpTestClient(http, MODERN, user.auth)
+                       "before_stage_commit=kill", port=port) as second:  # fmt: skip
+            async with httpx.AsyncClient(base_url=gateway.base_url, timeout=60.0) as http:
+                user = _client(http, live_identity)
                 # The committed claim answers the retry with the same run.
                 retried = ok(await user.call_tool("workflow_feature_stage_start", args))
                 assert retried["outcome"] == "replay"
@@ -315,13 +321,12 @@ async def test_kill_9_after_the_stage_commit_replays_and_before_it_leaves_nothin
                 ok(await user.call_tool("workflow_feature_cancel", cancel))
                 other = ok(await user.call_tool("workflow_feature_create", create_args()))
                 oid = other["feature"]["featureRunId"]
-                with pytest.raises(httpx.TransportError):
-                    await user.call_tool("workflow_feature_stage_start",
-                                         start_args(oid, 1, "design", design))  # fmt: skip
+                await _unanswered(user, "workflow_feature_stage_start",
+                                  start_args(oid, 1, "design", design))  # fmt: skip
                 await _died(second)
-        with _workflow(database_url, tmp_path / "third", live_identity, agents) as third:
-            async with httpx.AsyncClient(base_url=third.base_url, timeout=60.0) as http:
-                user = McpTestClient(http, MODERN, user.auth)
+        with _workflow(database_url, tmp_path / "third", live_identity, agents, port=port):
+            async with httpx.AsyncClient(base_url=gateway.base_url, timeout=60.0) as http:
+                user = _client(http, live_identity)
                 got = ok(await user.call_tool("workflow_feature_get", {"featureRunId": oid}))
                 assert (got["feature"]["version"], got["feature"]["activeClaim"]) == (1, None)
                 # No claim and no run of the second feature: the one run is the first's.

@@ -133,12 +133,14 @@ def run_server(
     identity: DevIdentity,
     args: Sequence[str] = (),
     stderr_path: Path | None = None,
+    port: int | None = None,
 ) -> Iterator[LiveServer]:
     """Run `runtime.cli serve [args]` on database_url until the block exits (also on failure).
 
     Its output goes to the LiveServer's log; stderr alone to stderr_path when one is given.
+    port: a fixed one (a restart a Gateway keeps pointing at), else a free one.
     """
-    port = free_port()
+    port = port or free_port()
     config = write_config(directory, identity, port)
     env = dict(os.environ, DATABASE_URL=database_url, WORKFLOW_CONFIG=str(config))
     env["PYTHONUNBUFFERED"] = "1"
