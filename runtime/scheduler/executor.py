@@ -264,6 +264,9 @@ class Executor:
                 claimed = await self._claim(request)
                 for task, lease in claimed:
                     self._dispatch(task, lease)
+                if not claimed:
+                    # Woken for nothing available: what woke it may be a task parked ahead.
+                    self._look_up_due = True
                 # Fewer tasks than asked for: nothing else is ready now (a NOTIFY, a finished
                 # task that saw a backlog, or the poll timer wakes the loop again).
                 if len(claimed) >= request.limit and self._claim_request().limit > 0:
