@@ -32,7 +32,7 @@ from runtime.receiver import store
 from runtime.receiver.ports import read_content
 from runtime.receiver.settings import LightspeedSettings
 from runtime.security import InvocationContext, Keyring
-from runtime.store import Database, is_deadlock
+from runtime.store import Database
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ async def deliver(
             " no Promises"
         )
     if kind == "invocation_cancellation":
-        return await _cancel_retrying(bridge, ctx, document)
+        return await _cancel(bridge, ctx, document)
     assert document.body.invocation is not None
     return await _invoke(bridge, ctx, emission_id, document, document.body.invocation)
 
@@ -221,24 +221,6 @@ async def _record(bridge: Bridge, emission: store.Emission) -> tuple[dict[str, A
             assert first is not None
             return first, True
     return recorded, False
-
-
-# A deadlock victim's transaction is rolled back whole, and each step of a cancellation is
-# idempotent (the reply mark, the run's cancel, the inbox record), so it is tried again. A
-# mitigation: which lock order deadlocked once in CI is not known yet (issue 37).
-_DEADLOCK_ATTEMPTS = 3
-
-
-async def _cancel_retrying(
-    bridge: Bridge, ctx: InvocationContext, envelope: Envelope
-) -> tuple[dict[str, Any], bool]:
-    for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
-        try:
-            return await _cancel(bridge, ctx, envelope)
-        except Exception as exc:
-            if not is_deadlock(exc) or attempt == _DEADLOCK_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 async def _cancel(

@@ -43,9 +43,12 @@ async def reap_expired_once(
             elif row.decision == "wait":
                 waiting += 1
             else:
-                error = timeout_error(after_effect=row.effect_state != "none")
                 host_id, process_id = str(row.host_id), str(row.process_id)
-                timed_out += await runs.fail_process(conn, host_id, process_id, error)
+                # Never wait on another task row of the run while holding its run row (the
+                # lock order, runs.lock_process): a run with one held is ended next round.
+                if await runs.lock_open_tasks_now(conn, host_id, process_id):
+                    error = timeout_error(after_effect=row.effect_state != "none")
+                    timed_out += await runs.fail_process(conn, host_id, process_id, error)
     metrics.record_reclaims(reclaimed)
     return SweepReport(reclaimed=reclaimed, timed_out=timed_out, left_running=waiting)
 
@@ -67,6 +70,11 @@ async def sweep_deadlines_once(db: Database, settings: SchedulerSettings) -> Swe
         await faults.point(SWEEP_LOCKED_POINT)
         for row in late:
             host_id, process_id = str(row.host_id), str(row.process_id)
+            # The run rows were taken without waiting; so are their task rows, since a claim
+            # or completion holding one waits for the run row (the lock order,
+            # runs.lock_process). A run with one held is left to the next round.
+            if not await runs.lock_open_tasks_now(conn, host_id, process_id):
+                continue
             live = row.has_live_task and row.cancellation_policy != "disabled"
             if live and row.cancellation_policy == "cooperative":
                 signalled += await runs.request_cancel(conn, host_id, process_id)

@@ -318,12 +318,44 @@ SELECT f.effect_state,
 FROM failed f;
 
 -- lock_process --
--- Lock a run's row before deciding how to cancel it (past its deadline: as the deadline's end).
+-- Lock a run's open task rows, then its row, before deciding how to cancel it (past its
+-- deadline: as the deadline's end). Task rows first: claims, completions and answered asks
+-- hold a task row when they write the run row, so a cancel holding the run row while it
+-- waited on their task row was a deadlock. The uncorrelated count is an InitPlan, run (and
+-- its rows locked) before the run row is read.
+WITH open_tasks AS MATERIALIZED (
+    SELECT task_id
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ready', 'running')
+    ORDER BY task_id
+    FOR UPDATE
+)
 SELECT state, effect_state, cancellation_policy, cancel_requested, deadline_ts,
        deadline_ts <= now() AS past_deadline
 FROM workflow_process
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+  AND (SELECT count(*) FROM open_tasks) >= 0
 FOR UPDATE;
+
+-- lock_open_tasks_now --
+-- Lock every open task row of a run (already locked) without waiting; whole is false when
+-- another transaction holds one (a claim or completion mid-statement), and the deadline
+-- sweep then leaves the run to its next round rather than wait holding the run row.
+WITH open_tasks AS (
+    SELECT task_id
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ready', 'running')
+),
+locked AS (
+    SELECT task_id
+    FROM workflow_task
+    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
+      AND state IN ('ready', 'running')
+    FOR UPDATE SKIP LOCKED
+)
+SELECT (SELECT count(*) FROM open_tasks) = (SELECT count(*) FROM locked) AS whole;
 
 -- select_cancel_signal --
 -- Whether a run asks for cooperative cancellation, whether it already dispatched an effect,
@@ -418,24 +450,25 @@ SELECT effect_state, output, fencing_token, request_digest
 FROM workflow_step
 WHERE host_id = %(host_id)s AND process_id = %(process_id)s AND step_no = %(step_no)s;
 
--- lock_live_process --
--- Lock a run row while it is live: effect marks take it before the task row (the order cancels use).
-SELECT process_id
-FROM workflow_process
-WHERE host_id = %(host_id)s AND process_id = %(process_id)s
-  AND state IN ('ACCEPTED', 'RUNNING', 'WAITING')
-FOR UPDATE;
-
 -- mark_effect_possible --
 -- Under the lease, record that the step's effect may happen (run effect state at least possible),
 -- with what its compensation needs when its task carries one (migration 0087).
--- The caller holds the live run row (lock_live_process); the task row is locked and its fence
--- re-checked after any wait, so a lease reclaimed meanwhile marks nothing.
-WITH owner AS (
+-- The task row is locked and its fence re-checked after any wait, so a lease reclaimed or a
+-- run cancelled meanwhile marks nothing; then the live run row, the order every path takes
+-- them in (lock_process says why). A cancel that came first has cancelled the task; one that
+-- comes after waits on the task row and finds the effect possible.
+WITH owner AS MATERIALIZED (
     SELECT host_id, process_id, task_id, fencing_token
     FROM workflow_task
     WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
       AND fencing_token = %(fencing_token)s AND state = 'running'
+    FOR UPDATE
+),
+live AS MATERIALIZED (
+    SELECT p.process_id
+    FROM workflow_process p
+    WHERE p.host_id = %(host_id)s AND p.process_id = %(process_id)s
+      AND p.state IN ('ACCEPTED', 'RUNNING', 'WAITING') AND EXISTS (SELECT 1 FROM owner)
     FOR UPDATE
 ),
 step AS (
@@ -446,6 +479,7 @@ step AS (
     SELECT o.host_id, o.process_id, %(step_no)s, o.task_id, 'possible', o.fencing_token,
            %(request_digest)s, %(compensation)s
     FROM owner o
+    WHERE EXISTS (SELECT 1 FROM live)
     ON CONFLICT (host_id, process_id, step_no) DO UPDATE
         SET fencing_token = excluded.fencing_token, task_id = excluded.task_id,
             possible_ts = now(),
@@ -461,27 +495,21 @@ run AS (
     SET effect_state = 'possible', updated_ts = now()
     FROM owner o
     WHERE p.host_id = o.host_id AND p.process_id = o.process_id AND p.effect_state = 'none'
+      AND EXISTS (SELECT 1 FROM live)
 )
-SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM step) AS marked;
+SELECT (SELECT count(*) FROM owner) AS owned, (SELECT count(*) FROM live) AS live,
+       (SELECT count(*) FROM step) AS marked;
 
 -- confirm_effect --
 -- Under the lease, record that the step's effect happened, with its output.
--- The run row is locked before the task row, the order mark_effect_possible and cancels take
--- them in: the other way round, two fork branches of one task, one marking and one
--- confirming, could each hold the row the other waits for (a deadlock). The uncorrelated
--- EXISTS runs once, before the first task row is locked.
-WITH run_lock AS MATERIALIZED (
-    SELECT process_id
-    FROM workflow_process
-    WHERE host_id = %(host_id)s AND process_id = %(process_id)s
-    FOR UPDATE
-),
-owner AS (
+-- The task row is locked before the run row, the order mark_effect_possible, cancels and
+-- every other path take them in (lock_process says why): two fork branches of one task, one
+-- marking and one confirming, wait on the task row and never each hold what the other wants.
+WITH owner AS MATERIALIZED (
     SELECT host_id, process_id, task_id, fencing_token
     FROM workflow_task
     WHERE host_id = %(host_id)s AND task_id = %(task_id)s AND lease_id = %(lease_id)s
       AND fencing_token = %(fencing_token)s AND state = 'running'
-      AND EXISTS (SELECT 1 FROM run_lock)
     FOR UPDATE
 ),
 step AS (

@@ -14,7 +14,6 @@ from runtime.store.database import Connection, Database, PerDatabase
 from runtime.store.errors import (
     StoreUnavailable,
     is_connection_error,
-    is_deadlock,
     register_constraint_error,
     retry_on_connection_error,
     translate_error,
@@ -57,7 +56,6 @@ __all__ = [
     "fetch_one_built",
     "fetch_one_built_then",
     "is_connection_error",
-    "is_deadlock",
     "json_param",
     "load_queries",
     "migrate",

@@ -42,11 +42,6 @@ def register_constraint_error(constraint_name: str, factory: ConstraintErrorFact
     _CONSTRAINT_ERRORS[constraint_name] = factory
 
 
-def is_deadlock(exc: BaseException) -> bool:
-    """Whether exc says PostgreSQL chose this transaction as a deadlock's victim (rolled back)."""
-    return isinstance(exc, psycopg.errors.DeadlockDetected)
-
-
 def is_connection_error(exc: BaseException) -> bool:
     """Whether exc means the connection failed rather than the statement being refused."""
     if isinstance(exc, StoreUnavailable | psycopg_pool.PoolTimeout):

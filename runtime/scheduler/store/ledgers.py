@@ -19,9 +19,11 @@ from runtime.store import Connection, fetch_one_built
 
 
 class EffectMarked(msgspec.Struct, frozen=True, kw_only=True):
-    """What mark_effect_possible found: the fence held (owned), the step was marked."""
+    """What mark_effect_possible found: the fence held (owned), the run was live, the step was
+    marked."""
 
     owned: int
+    live: int
     marked: int
 
 
@@ -73,17 +75,12 @@ async def mark_effect_possible(
     request_digest fingerprints the call about to be sent, so a replay can tell whether the
     step it finds recorded is its own call.
 
-    Locks the live run row first, then the task row (the order a cancel takes them in), so a
-    cancel and a first effect never both win, and a lease reclaimed while we waited marks
-    nothing: the task row's fence is re-checked after the lock.
+    One statement locks the task row, then the live run row (the order a cancel takes them
+    in), so a cancel and a first effect never both win, and a lease reclaimed while we waited
+    marks nothing: the task row's fence is re-checked after the lock.
     """
-    live = await conn.execute(
-        QUERIES["lock_live_process"],
-        {"host_id": lease.host_id, "process_id": lease.process_id},
-    )
-    if await live.fetchone() is None:
-        raise LeaseLost(lease.task_id, "mark_effect_possible: the run has ended")
     params = lease.fence() | {
+        "process_id": lease.process_id,
         "step_no": step_no,
         "takeover": takeover,
         "request_digest": request_digest,
@@ -93,6 +90,8 @@ async def mark_effect_possible(
     row = await _one(conn, QUERIES["mark_effect_possible"], params, EffectMarked)
     if not row.owned:
         raise LeaseLost(lease.task_id, "mark_effect_possible")
+    if not row.live:
+        raise LeaseLost(lease.task_id, "mark_effect_possible: the run has ended")
     if not row.marked:
         # The row is confirmed, or another claim left it possible: dispatching again could
         # repeat an effect that already happened.
@@ -106,11 +105,7 @@ async def mark_effect_possible(
 
 async def confirm_effect(conn: Connection, lease: LeaseState, step_no: int, output: Any) -> bool:
     """Record the step's effect as confirmed; False when it was not possible. Raises LeaseLost."""
-    params = lease.fence() | {
-        "process_id": lease.process_id,
-        "step_no": step_no,
-        "output": jsonb(output),
-    }
+    params = lease.fence() | {"step_no": step_no, "output": jsonb(output)}
     row = await _one(conn, QUERIES["confirm_effect"], params, EffectConfirmed)
     if not row.owned:
         raise LeaseLost(lease.task_id, "confirm_effect")

@@ -438,9 +438,20 @@ async def fail_process(
 
 
 async def lock_process(conn: Connection, host_id: str, process_id: str) -> LockedRun | None:
-    """Lock a run's row FOR UPDATE and read its cancellation facts, or None."""
+    """Lock a run's open task rows, then its row, and read its cancellation facts, or None."""
     params = {"host_id": host_id, "process_id": process_id}
     return await fetch_one(conn, QUERIES["lock_process"], params, LockedRun)
+
+
+class _WholeLock(msgspec.Struct, frozen=True):
+    whole: bool
+
+
+async def lock_open_tasks_now(conn: Connection, host_id: str, process_id: str) -> bool:
+    """Lock every open task row of a run without waiting; False when another holds one."""
+    params = {"host_id": host_id, "process_id": process_id}
+    row = await fetch_one(conn, QUERIES["lock_open_tasks_now"], params, _WholeLock)
+    return row is not None and row.whole
 
 
 async def select_cancel_signal(

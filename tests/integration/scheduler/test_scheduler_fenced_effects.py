@@ -128,30 +128,3 @@ async def test_a_possible_step_of_another_claim_is_not_taken_over_by_a_plain_tas
     assert await _mark(db, new) == "refused"
     # An idempotent task may repeat its call, so it may take the step over.
     await service.mark_effect_possible(db, new, 1, takeover=True)
-
-
-async def test_a_confirm_takes_the_run_row_before_the_task_row_as_a_mark_does(
-    db: Database, database_url: str, admin: psycopg.AsyncConnection[Any]
-) -> None:
-    # Two fork branches of one task: one marks its write (run row, then task row) while the
-    # other confirms its own. Taken in the other order, each held what the other waited for.
-    host = str(uuid.uuid4())
-    await enqueue(db, host_id=host, first_task=NewTask("write", {}))
-    lease = await _claim(db, "w1")
-    await service.mark_effect_possible(db, lease, 1)
-    async with await psycopg.AsyncConnection.connect(database_url) as marking:
-        async with marking.transaction():
-            # The marking branch holds the run row, as mark_effect_possible's first statement.
-            await marking.execute(
-                "SELECT 1 FROM workflow_process WHERE process_id = %s FOR UPDATE",
-                (lease.process_id,),
-            )
-            confirming = asyncio.create_task(service.confirm_effect(db, lease, 1, {"ok": True}))
-            await wait_until(lambda: _waits_on_a_lock(admin), what="the confirm waits")
-            # Its second statement needs the task row: free, since the confirm waits on the
-            # run row without holding the task row.
-            await marking.execute("SET LOCAL lock_timeout = '5s'")
-            await marking.execute(
-                "SELECT 1 FROM workflow_task WHERE task_id = %s FOR UPDATE", (lease.task_id,)
-            )
-        assert await confirming is True
