@@ -37,7 +37,7 @@ HOLD = SchedulerSettings(lease_ms=600_000)
 WORKER_GONE = SchedulerSettings(lease_ms=1)
 
 
-async def test_the_sweep_ends_the_run_while_a_caller_re_attaches_and_both_read_one_end(
+async def test_a_caller_re_attaching_while_the_sweep_holds_the_run_ends_it_and_both_read_one_end(
     owner: McpTestClient,
     caller: McpTestClient,
     services: Services,
@@ -48,7 +48,8 @@ async def test_the_sweep_ends_the_run_while_a_caller_re_attaches_and_both_read_o
     reattached: list[asyncio.Task[dict[str, Any]]] = []
 
     async def re_attach_while_the_sweep_holds_the_run() -> None:
-        # The caller finds the run live past its deadline and waits for the row the sweep holds.
+        # The caller finds the run live past its deadline, takes its task row and waits for
+        # the run row the sweep holds (task rows first: runtime.scheduler.store.runs).
         call = caller.call_tool("workflow_invoke", invoke_args(tool))
         reattached.append(asyncio.create_task(call))
         await wait_until(
@@ -60,8 +61,11 @@ async def test_the_sweep_ends_the_run_while_a_caller_re_attaches_and_both_read_o
         report = await maintenance.sweep_deadlines_once(services.database, SchedulerSettings())
     finally:
         faults.set_hook(SWEEP_LOCKED_POINT, None)
-    assert report.timed_out == 1
+    # The sweep never waits on a task row while it holds a run row (that was a deadlock): it
+    # passes the run by, and the caller waiting for the row ends it.
+    assert report == SweepReport()
     await assert_one_end(caller, instance, await reattached[0])
+    assert await maintenance.sweep_deadlines_once(services.database, HOLD) == SweepReport()
 
 
 async def test_a_caller_re_attaching_first_ends_the_run_while_the_sweep_passes_it_by(
