@@ -26,6 +26,7 @@ from runtime.mcp.protected_resource import (
 from runtime.mcp.protocol import LEGACY_VERSION
 from runtime.mcp.server import HttpReply, McpServer
 from runtime.mcp.tasks import EXTENSION as TASKS_EXTENSION
+from runtime.mcp.tasks import InputRequired, InputRound, form_request
 from runtime.mcp.tools import declared_output_schema, describe_tool
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "BearerGate",
     "HttpReply",
     "InputFailure",
+    "InputRequired",
+    "InputRound",
     "JsonRpcFault",
     "McpServer",
     "Pages",
@@ -49,6 +52,7 @@ __all__ = [
     "describe_tool",
     "duplicate_credential_fault",
     "error_outcome",
+    "form_request",
     "is_json_content_type",
     "origin_allowed",
     "repeated_members_refusal",
