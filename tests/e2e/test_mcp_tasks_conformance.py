@@ -10,6 +10,11 @@ proxy that adds a user's bearers, as an MCP client of the Gateway would send the
 
 Every check must pass, or be one of NOT_APPLICABLE below, each with its reason and the failure
 it must show (so a different failure of the same check still fails the test).
+
+A second run points the scenarios that hold the protocol-level checks straight at `serve`
+(through the same kind of proxy, with the Gateway's bearer too): Workflow's own MCP endpoint,
+which MCP clients may also use, must pass those checks as well. It has no fixture tools, so
+only the checks that need none are asserted there; the Gateway run covers the rest.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import pytest
 
 from runtime.security.devtools import DEV_HOST_ID, DevIdentity
 from tests.e2e.test_mcp_tasks_node import NODE_DEPS, _node
+from tests.support.binding_builders import HOST
 from tests.support.conformance_routes import ASK_ROLE, add_start_routes, publish_sync_tools
 from tests.support.gateway import run_gateway
 from tests.support.server import run_server
@@ -196,3 +202,44 @@ def test_the_suites_tasks_scenarios_pass_against_the_gateways_conformance_route_
         "wire-schema-valid",
     ):
         assert expected in passed, expected
+
+
+# The scenarios holding the checks that need no fixture tool, and those checks.
+PROTOCOL_SCENARIOS = (
+    "tasks-capability-negotiation",
+    "tasks-dispatch-and-envelope",
+    "tasks-request-headers",
+)
+PROTOCOL_CHECKS = (
+    "tasks-extension-advertised",
+    "sep-2663-tasks-methods-non-declaring",
+    "sep-2663-tasks-result-removed-method-not-found",
+    "tasks-removed-tasks-list",
+    "sep-2663-tasks-get-invalid-task-id-32602",
+    "tasks-headers-reject-mismatched-method",
+    "wire-schema-valid",
+)
+
+
+def test_workflows_own_endpoint_passes_the_suites_protocol_level_tasks_checks(
+    database_url: str, live_identity: DevIdentity, tmp_path: Path
+) -> None:
+    node, cli = _suite()
+    user = live_identity.user_token(
+        host_id=HOST, user_id="conformance", roles=("admin", "workflow-admin"), client_id="portal"
+    )
+    bearers = auth_headers(live_identity, user, live_identity.app_token(host_id=HOST))
+    checks: list[dict[str, object]] = []
+    with (
+        run_server(database_url, tmp_path, live_identity) as server,
+        bearer_proxy(server.mcp_url, bearers) as url,
+    ):
+        for scenario in PROTOCOL_SCENARIOS:
+            checks += _run(node, cli, url, scenario, tmp_path / "results" / scenario)
+    failed = {
+        str(check["id"]): check.get("errorMessage")
+        for check in checks
+        if check["id"] in PROTOCOL_CHECKS and check["status"] != "SUCCESS"
+    }
+    assert failed == {}
+    assert {str(check["id"]) for check in checks} >= set(PROTOCOL_CHECKS)
