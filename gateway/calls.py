@@ -15,6 +15,7 @@ from gateway.starts import PreparedStart, check_input, check_roles, start_argume
 from runtime.errors import AuthenticationError, WorkflowError, policy_denied
 from runtime.mcp import (
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     JsonRpcFault,
     RepeatedMembers,
     ToolOutcome,
@@ -109,8 +110,19 @@ class GatewayCalls:
     async def _start(
         self, prepared: PreparedStart, caller: Caller, arguments: dict[str, Any]
     ) -> ToolOutcome:
-        """A start route called without a task: a plain workflow_start, answered as it answers."""
-        check_roles(prepared.route, caller)
+        """A start route called without a task: a plain workflow_start, answered as it answers.
+
+        A required route gets here only from a 2025-11-25 call without params.task (McpServer
+        answers -32021 in 2026-07-28), which that revision refuses as -32601.
+        """
+        route = prepared.route
+        if route.task_support == "required":
+            raise JsonRpcFault(
+                METHOD_NOT_FOUND,
+                f"{route.name} runs only as a task: call it with params.task "
+                "(its execution.taskSupport is required)",
+            )
+        check_roles(route, caller)
         check_input(prepared, arguments)
         relayed = start_arguments(prepared.route, arguments)
         try:

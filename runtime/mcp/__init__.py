@@ -14,7 +14,13 @@ from runtime.mcp.http_checks import (
     is_json_content_type,
     unsupported_media_fault,
 )
-from runtime.mcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, JsonRpcFault, RepeatedMembers
+from runtime.mcp.jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    JsonRpcFault,
+    RepeatedMembers,
+)
 from runtime.mcp.origins import origin_allowed
 from runtime.mcp.paging import Pages
 from runtime.mcp.protected_resource import (
@@ -34,6 +40,7 @@ __all__ = [
     "INVALID_REQUEST",
     "LEGACY_VERSION",
     "METADATA_PATH",
+    "METHOD_NOT_FOUND",
     "TASKS_EXTENSION",
     "BearerGate",
     "HttpReply",

@@ -170,8 +170,9 @@ class McpServer:
         if method == "tools/call":
             name = params.get("name")
             task = params.get("task")
-            support = self._task_support(name)
-            if support is not None and isinstance(task, dict):
+            # A call without params.task (every workflow_invoke) pays one isinstance here; a
+            # tool whose taskSupport is "required" refuses it in its ToolCalls (the Gateway's).
+            if isinstance(task, dict) and self._task_support(name) is not None:
                 assert self.tasks is not None
                 started = await self.tasks.start(
                     name, params.get("arguments"), headers, LEGACY_VERSION, task.get("ttl")
@@ -180,13 +181,6 @@ class McpServer:
                     return {"task": started}
                 assert not isinstance(started, InputRequired)  # no rounds in this era
                 return started.to_call_result()
-            if support == "required":
-                # 2025-11-25: a tool whose taskSupport is "required" is called as a task only.
-                raise JsonRpcFault(
-                    METHOD_NOT_FOUND,
-                    f"{name} runs only as a task: call it with params.task "
-                    "(its execution.taskSupport is required)",
-                )
             outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
             return outcome.to_call_result()
         if self.tasks is not None and method in LEGACY_TASK_METHODS:
