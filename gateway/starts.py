@@ -112,11 +112,15 @@ def input_request(route: StartRoute, missing: list[str]) -> InputRequired | None
 
 def form_field(name: str, schema: Any) -> dict[str, Any] | None:
     """A property schema as an elicitation form field, or None when it is no primitive."""
-    if not isinstance(schema, dict) or schema.get("type") not in _FORM_TYPES:
+    if not isinstance(schema, dict):
         return None
-    if "format" in schema and schema["format"] not in _FORM_FORMATS:
+    kind, shape, choices = schema.get("type"), schema.get("format"), schema.get("enum", [])
+    # A type list (["string", "null"]) or an unknown format is no form field.
+    if not isinstance(kind, str) or kind not in _FORM_TYPES:
         return None
-    if "enum" in schema and not all(isinstance(value, str) for value in schema["enum"]):
+    if shape is not None and (not isinstance(shape, str) or shape not in _FORM_FORMATS):
+        return None
+    if not isinstance(choices, list) or not all(isinstance(value, str) for value in choices):
         return None
     field = {key: schema[key] for key in _FORM_KEYWORDS if key in schema}
     field.setdefault("title", name)

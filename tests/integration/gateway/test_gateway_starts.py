@@ -333,3 +333,25 @@ async def test_a_caller_without_the_routes_roles_is_refused_before_anything_is_a
         assert error["code"] == "WORKFLOW_POLICY_DENIED"
         assert error["message"] == f"the caller holds no role allowed to call {ROUTE}"
     assert _starts_sent(workflow_seen) == []
+
+
+async def test_a_missing_field_no_form_can_ask_for_gets_the_input_schemas_refusal(
+    gateway_http: httpx.AsyncClient,
+    dev_identity: DevIdentity,
+    owner: McpTestClient,
+    router_file: Path,
+    workflow_seen: RecordingTransport,
+) -> None:
+    nested = {
+        "type": "object",
+        "properties": {"claim": {"type": "object"}, "tags": {"type": ["string", "null"]}},
+        "required": ["tags", "claim"],
+    }
+    await _served(owner, router_file, input_schema=nested)
+    user = _user(gateway_http, dev_identity)
+    reply = await modern(user, "tools/call", _call(ROUTE, {}), capabilities=WITH_ELICITATION)
+    assert reply.result["resultType"] == "complete" and reply.result["isError"] is True
+    error = reply.result["structuredContent"]["error"]
+    assert error["code"] == "WORKFLOW_INPUT_INVALID"
+    assert "claim" in error["message"] or "tags" in error["message"]
+    assert _starts_sent(workflow_seen) == []
