@@ -30,6 +30,7 @@ from gateway.routed import PreparedTool, prepare
 from gateway.router import RouterSnapshot
 from gateway.settings import GatewayConfig
 from gateway.snapshot import SnapshotWatcher
+from gateway.starts import PreparedStart, listed_starts, prepare_start
 from gateway.tasks import GatewayTasks
 from runtime.errors import AuthenticationError
 from runtime.mcp import (
@@ -73,6 +74,10 @@ class Gateway:
     _prepared: tuple[RouterSnapshot | None, dict[str, PreparedTool]] = field(
         default_factory=lambda: (None, {}), init=False, repr=False
     )
+    # Its start routes by name, likewise (issue 35).
+    _starts: tuple[RouterSnapshot | None, dict[str, PreparedStart]] = field(
+        default_factory=lambda: (None, {}), init=False, repr=False
+    )
 
     def prepared(self, snapshot: RouterSnapshot) -> dict[str, PreparedTool]:
         """snapshot's Tools by name, prepared once per snapshot (a reload prepares anew)."""
@@ -81,6 +86,14 @@ class Gateway:
             tools = {tool.name: prepare(tool) for tool in snapshot.tools}
             self._prepared = (snapshot, tools)
         return tools
+
+    def starts(self, snapshot: RouterSnapshot) -> dict[str, PreparedStart]:
+        """snapshot's start routes by name, prepared once per snapshot."""
+        held, starts = self._starts
+        if held is not snapshot:
+            starts = {route.name: prepare_start(route) for route in snapshot.starts}
+            self._starts = (snapshot, starts)
+        return starts
 
     def server_for(self, headers: Mapping[str, str]) -> McpServer:
         """The MCP server of one request: the caller's Tools, the current snapshot."""
@@ -92,11 +105,17 @@ class Gateway:
                 verified = caller.get()
             except AuthenticationError:
                 return []  # the gate (tools/list) answers 401 first
-            return listed_routed(verified, snapshot.tools) + self.acl.listed_for(verified)
+            return (
+                listed_routed(verified, snapshot.tools)
+                + listed_starts(verified, snapshot.starts)
+                + self.acl.listed_for(verified)
+            )
 
         section = self.settings.gateway
+        timeout_s = section.relay_timeout_ms / 1000
+        starts = self.starts(snapshot)
         calls = GatewayCalls(
-            self.prepared(snapshot), caller, self.acl, self.client, section.relay_timeout_ms / 1000
+            self.prepared(snapshot), caller, self.acl, self.client, timeout_s, starts
         )
         return McpServer(
             CallerTools(listed),
@@ -107,7 +126,7 @@ class Gateway:
             server_info=SERVER_INFO,
             instructions=INSTRUCTIONS,
             list_cache_scope="private",
-            tasks=GatewayTasks(caller, self.acl, self.client, section.relay_timeout_ms / 1000),
+            tasks=GatewayTasks(caller, self.acl, self.client, timeout_s, starts),
         )
 
 

@@ -1,4 +1,5 @@
-"""tools/call at the Gateway: verify the caller, then a routed Tool, a relayed tool or a refusal."""
+"""tools/call at the Gateway: verify the caller, then a routed Tool, a start route (plain, without
+a task), a relayed tool or a refusal."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from gateway.caller import Caller, RequestCaller
 from gateway.relay import WorkflowClient, WorkflowUnreachable
 from gateway.results import passed_through, with_error_meta
 from gateway.routed import ACTION_HEADER, PreparedTool, call_routed, unreachable
+from gateway.starts import PreparedStart, check_input, check_roles, start_arguments
 from runtime.errors import AuthenticationError, WorkflowError, policy_denied
 from runtime.mcp import (
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     JsonRpcFault,
     RepeatedMembers,
     ToolOutcome,
@@ -36,8 +39,10 @@ class GatewayCalls:
         acl: RelayAcl,
         client: WorkflowClient,
         relay_timeout_s: float,
+        starts: Mapping[str, PreparedStart] | None = None,
     ) -> None:
         self._tools = tools
+        self._starts = starts or {}
         self._caller = caller
         self._acl = acl
         self._client = client
@@ -45,7 +50,9 @@ class GatewayCalls:
 
     def _label(self, name: Any) -> str:
         # Only served names become metric labels: anything else is one bounded "unknown".
-        known = isinstance(name, str) and (name in self._tools or self._acl.is_relayed(name))
+        known = isinstance(name, str) and (
+            name in self._tools or name in self._starts or self._acl.is_relayed(name)
+        )
         return name if known and isinstance(name, str) else UNKNOWN
 
     async def call(self, name: Any, arguments: Any, headers: Mapping[str, str]) -> ToolOutcome:
@@ -79,6 +86,8 @@ class GatewayCalls:
                 action = headers.get(ACTION_HEADER)
                 outcome = await call_routed(self._client, routed, caller, arguments, action)
                 return with_error_meta(outcome)
+            if (start := self._starts.get(name)) is not None:
+                return await self._start(start, caller, arguments)
             if is_internal(name):
                 raise refuse_internal()
             if self._acl.is_relayed(name):
@@ -93,6 +102,32 @@ class GatewayCalls:
         try:
             result = await self._client.call_tool(
                 name, arguments, caller, timeout_s=self._relay_timeout_s
+            )
+        except WorkflowUnreachable as failure:
+            raise unreachable(str(failure)) from None
+        return passed_through(result)
+
+    async def _start(
+        self, prepared: PreparedStart, caller: Caller, arguments: dict[str, Any]
+    ) -> ToolOutcome:
+        """A start route called without a task: a plain workflow_start, answered as it answers.
+
+        A required route gets here only from a 2025-11-25 call without params.task (McpServer
+        answers -32021 in 2026-07-28), which that revision refuses as -32601.
+        """
+        route = prepared.route
+        if route.task_support == "required":
+            raise JsonRpcFault(
+                METHOD_NOT_FOUND,
+                f"{route.name} runs only as a task: call it with params.task "
+                "(its execution.taskSupport is required)",
+            )
+        check_roles(route, caller)
+        check_input(prepared, arguments)
+        relayed = start_arguments(prepared.route, arguments)
+        try:
+            result = await self._client.call_tool(
+                "workflow_start", relayed, caller, timeout_s=self._relay_timeout_s
             )
         except WorkflowUnreachable as failure:
             raise unreachable(str(failure)) from None

@@ -3,6 +3,11 @@
 The publisher writes it from Workflow's receipts; the Gateway reads it. Seed 000 "Gateway
 Changes" names what an entry carries; `bindingDigest` is optional in the parser because a Tool
 published before binding revisions has none (the Gateway refuses that Tool alone).
+
+`starts:` (issue 35) is the operator's own list beside the published Tools: each entry gives a
+tool name to `workflow_start` of one definition, so a long-running or human-in-the-loop process
+(which seed 000 keeps off the sync Tools) is served as an MCP task. The publisher keeps the
+list as it finds it.
 """
 
 from __future__ import annotations
@@ -53,11 +58,31 @@ class RoutedTool(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_
     annotations: dict[str, Any] | None = None
 
 
+class StartRoute(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    """A task-started route: a tool name given to workflow_start of one definition.
+
+    The run is the saved head of the definition, as workflow_start starts it; definitionDigest,
+    when set, is workflow_start's expectedDefinitionDigest (a different head is refused).
+    """
+
+    name: ToolName
+    workflow_definition_id: Uuid
+    input_schema: dict[str, Any]
+    # required: only a client declaring the tasks extension may call it (-32021 otherwise);
+    # optional: without the extension the call is a plain workflow_start.
+    task_support: Literal["required", "optional"]
+    definition_digest: Digest | None = None
+    description: Annotated[str, msgspec.Meta(max_length=4096)] = ""
+    roles: tuple[Role, ...] = DEFAULT_ROLES
+
+
 class RouterSnapshot(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The whole file: a format version and the Tools, in the order tools/list shows them."""
 
     version: Literal[1] = SNAPSHOT_VERSION
     tools: tuple[RoutedTool, ...] = ()
+    # Task-started routes, listed after the Tools.
+    starts: tuple[StartRoute, ...] = ()
 
 
 def parse_snapshot(text: str) -> RouterSnapshot:
@@ -78,12 +103,20 @@ def parse_snapshot(text: str) -> RouterSnapshot:
 
 def _check_names(snapshot: RouterSnapshot) -> None:
     seen: set[str] = set()
-    for index, tool in enumerate(snapshot.tools):
-        if tool.name in RESERVED_NAMES:
-            raise RouterError(f"mcp-router.yml: tools[{index}].name {tool.name!r} is reserved")
-        if tool.name in seen:
-            raise RouterError(f"mcp-router.yml: tools[{index}].name {tool.name!r} is repeated")
-        seen.add(tool.name)
+    entries = [("tools", index, tool.name) for index, tool in enumerate(snapshot.tools)]
+    entries += [("starts", index, start.name) for index, start in enumerate(snapshot.starts)]
+    for section, index, name in entries:
+        if name in RESERVED_NAMES:
+            raise RouterError(f"mcp-router.yml: {section}[{index}].name {name!r} is reserved")
+        if name in seen:
+            raise RouterError(f"mcp-router.yml: {section}[{index}].name {name!r} is repeated")
+        seen.add(name)
+    for index, start in enumerate(snapshot.starts):
+        if start.input_schema.get("type") != "object":
+            raise RouterError(
+                f"mcp-router.yml: starts[{index}].inputSchema must be an object schema "
+                "(type: object): a tool's arguments are the run's input object"
+            )
 
 
 def load_snapshot(path: Path) -> RouterSnapshot:
@@ -96,10 +129,13 @@ def load_snapshot(path: Path) -> RouterSnapshot:
 def render_snapshot(snapshot: RouterSnapshot) -> str:
     """The snapshot as YAML, stable for diffs (fields in declaration order)."""
     document = msgspec.to_builtins(snapshot)
-    document["tools"] = [
-        {key: value for key, value in tool.items() if value is not None}
-        for tool in document["tools"]
-    ]
+    for section in ("tools", "starts"):
+        document[section] = [
+            {key: value for key, value in entry.items() if value is not None}
+            for entry in document[section]
+        ]
+    if not document["starts"]:
+        del document["starts"]  # a publisher-only snapshot stays as it always was
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 

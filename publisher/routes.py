@@ -71,4 +71,5 @@ def merge(previous: RouterSnapshot, active: dict[str, RoutedTool]) -> RouterSnap
         tools.append(active.get(entry.name, entry))
         seen.add(entry.name)
     tools.extend(entry for name, entry in active.items() if name not in seen)
-    return RouterSnapshot(tools=tuple(tools))
+    # The operator's task-started routes stay as they are.
+    return RouterSnapshot(tools=tuple(tools), starts=previous.starts)

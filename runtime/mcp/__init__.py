@@ -14,7 +14,13 @@ from runtime.mcp.http_checks import (
     is_json_content_type,
     unsupported_media_fault,
 )
-from runtime.mcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, JsonRpcFault, RepeatedMembers
+from runtime.mcp.jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    JsonRpcFault,
+    RepeatedMembers,
+)
 from runtime.mcp.origins import origin_allowed
 from runtime.mcp.paging import Pages
 from runtime.mcp.protected_resource import (
@@ -26,6 +32,7 @@ from runtime.mcp.protected_resource import (
 from runtime.mcp.protocol import LEGACY_VERSION
 from runtime.mcp.server import HttpReply, McpServer
 from runtime.mcp.tasks import EXTENSION as TASKS_EXTENSION
+from runtime.mcp.tasks import InputRequired, InputRound, form_request
 from runtime.mcp.tools import declared_output_schema, describe_tool
 
 __all__ = [
@@ -33,10 +40,13 @@ __all__ = [
     "INVALID_REQUEST",
     "LEGACY_VERSION",
     "METADATA_PATH",
+    "METHOD_NOT_FOUND",
     "TASKS_EXTENSION",
     "BearerGate",
     "HttpReply",
     "InputFailure",
+    "InputRequired",
+    "InputRound",
     "JsonRpcFault",
     "McpServer",
     "Pages",
@@ -49,6 +59,7 @@ __all__ = [
     "describe_tool",
     "duplicate_credential_fault",
     "error_outcome",
+    "form_request",
     "is_json_content_type",
     "origin_allowed",
     "repeated_members_refusal",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from runtime.mcp.dispatch import ToolOutcome
+    from runtime.mcp.tasks.shapes import InputRequired, InputRound
 
 
 class ToolPages(Protocol):
@@ -36,10 +37,21 @@ class TaskCalls(Protocol):
     Gateway relays both to Workflow (gateway.tasks).
     """
 
+    def task_support(self, name: str) -> str | None:
+        """A tool's execution.taskSupport ("optional" or "required"), None for a sync tool."""
+        ...
+
     async def start(
-        self, name: Any, arguments: Any, headers: Mapping[str, str], era: str, ttl_ms: Any = None
-    ) -> ToolOutcome | dict[str, Any]:
-        """A task's Task object (of era), or the tool's own outcome when no task was made."""
+        self,
+        name: Any,
+        arguments: Any,
+        headers: Mapping[str, str],
+        era: str,
+        ttl_ms: Any = None,
+        rounds: InputRound | None = None,
+    ) -> ToolOutcome | dict[str, Any] | InputRequired:
+        """A task's Task object (of era), the tool's own outcome when no task was made, or
+        (2026-07-28, rounds given) the input the client must give before the start."""
         ...
 
     async def answer(

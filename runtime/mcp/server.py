@@ -31,7 +31,8 @@ from runtime.mcp.tasks import (
     EXTENSION,
     LEGACY_TASK_METHODS,
     MODERN_TASK_METHODS,
-    TASK_TOOLS,
+    InputRequired,
+    InputRound,
     declares_extension,
     missing_capability,
 )
@@ -164,17 +165,21 @@ class McpServer:
         if method == "tools/list":
             tools, next_cursor = self.registry.page(params.get("cursor"), self.page_size)
             if self.tasks is not None:
-                tools = [_with_task_support(tool) for tool in tools]
+                tools = [self._with_task_support(tool) for tool in tools]
             return _with_cursor({"tools": tools}, next_cursor)
         if method == "tools/call":
             name = params.get("name")
             task = params.get("task")
-            if self.tasks is not None and isinstance(task, dict) and _is_task_tool(name):
+            # A call without params.task (every workflow_invoke) pays one isinstance here; a
+            # tool whose taskSupport is "required" refuses it in its ToolCalls (the Gateway's).
+            if isinstance(task, dict) and self._task_support(name) is not None:
+                assert self.tasks is not None
                 started = await self.tasks.start(
                     name, params.get("arguments"), headers, LEGACY_VERSION, task.get("ttl")
                 )
                 if isinstance(started, dict):
                     return {"task": started}
+                assert not isinstance(started, InputRequired)  # no rounds in this era
                 return started.to_call_result()
             outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
             return outcome.to_call_result()
@@ -215,13 +220,22 @@ class McpServer:
             return _with_cursor(body, next_cursor)
         if method == "tools/call":
             name = params.get("name")
-            # The task branch: a type check and a set lookup, and for workflow_start a dict lookup.
-            if _is_task_tool(name) and self.tasks is not None and declares_extension(capabilities):
+            # The task branch: a type check and a set lookup (the Gateway: a dict lookup).
+            support = self._task_support(name)
+            declared = support is not None and declares_extension(capabilities)
+            if support == "required" and not declared:
+                raise missing_capability()
+            if declared:
+                assert self.tasks is not None
+                rounds = InputRound(params.get("inputResponses"), "elicitation" in capabilities)
                 started = await self.tasks.start(
-                    name, params.get("arguments"), headers, MODERN_VERSION
+                    name, params.get("arguments"), headers, MODERN_VERSION, rounds=rounds
                 )
                 if isinstance(started, dict):
                     return {"resultType": "task", **started, "_meta": meta}
+                if isinstance(started, InputRequired):
+                    inputs = started.requests
+                    return {"resultType": "input_required", "inputRequests": inputs, "_meta": meta}
                 outcome = started
             else:
                 outcome = await self.dispatcher.call(name, params.get("arguments"), headers)
@@ -237,17 +251,18 @@ class McpServer:
             return {"resultType": "complete", **body, "_meta": meta}
         raise JsonRpcFault(METHOD_NOT_FOUND, f"method not found: {method[:100]}")
 
+    def _task_support(self, name: Any) -> str | None:
+        # A name that is no string (a list, an object) is the dispatcher's "unknown tool".
+        if self.tasks is None or type(name) is not str:
+            return None
+        return self.tasks.task_support(name)
 
-def _is_task_tool(name: Any) -> bool:
-    # A name that is no string (a list, an object) is the dispatcher's "unknown tool", unhashable.
-    return type(name) is str and name in TASK_TOOLS
-
-
-def _with_task_support(tool: dict[str, Any]) -> dict[str, Any]:
-    """A 2025-11-25 Tool: workflow_start declares optional task-augmented execution."""
-    if tool.get("name") not in TASK_TOOLS:
-        return tool
-    return {**tool, "execution": {**(tool.get("execution") or {}), "taskSupport": "optional"}}
+    def _with_task_support(self, tool: dict[str, Any]) -> dict[str, Any]:
+        """A 2025-11-25 Tool with its execution.taskSupport, when it has one."""
+        support = self._task_support(tool.get("name"))
+        if support is None:
+            return tool
+        return {**tool, "execution": {**(tool.get("execution") or {}), "taskSupport": support}}
 
 
 def decode_json(body: bytes) -> Any:

@@ -33,6 +33,8 @@ from runtime.mcp.tasks.shapes import (
     MIN_TTL_MS,
     RELATED_TASK_KEY,
     RESULT_WAIT_MS,
+    TASK_TOOLS,
+    InputRound,
     TaskState,
     created_at,
     detailed_task,
@@ -71,11 +73,23 @@ class TaskService:
 
     # -- creation ---------------------------------------------------------------------------
 
+    def task_support(self, name: str) -> str | None:
+        """workflow_start may run as a task (optional); every other tool is sync."""
+        return "optional" if name in TASK_TOOLS else None
+
     async def start(
-        self, name: Any, arguments: Any, headers: Mapping[str, str], era: str, ttl_ms: Any = None
+        self,
+        name: Any,
+        arguments: Any,
+        headers: Mapping[str, str],
+        era: str,
+        ttl_ms: Any = None,
+        rounds: InputRound | None = None,
     ) -> ToolOutcome | dict[str, Any]:
         """Run the call; a started run becomes a task (its Task object), a refusal stays a result.
 
+        workflow_start asks the client for nothing before it starts: rounds go unused (MRTR
+        input before a start belongs to the Gateway's task-started routes, gateway.starts).
         The task row commits before this returns, so a tasks/get of it resolves on any replica.
         """
         ctx = self._authenticate(headers)

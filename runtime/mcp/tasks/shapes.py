@@ -81,12 +81,37 @@ def elicitation(task: Mapping[str, Any]) -> dict[str, Any]:
         "value": value,
         "comment": {"type": "string", "title": "Comment", "minLength": 1, "maxLength": 2000},
     }
+    required = ["value"] if task.get("required", True) else []
+    return form_request(str(task["prompt"]), properties, required)
+
+
+@dataclass(frozen=True)
+class InputRound:
+    """A 2026-07-28 tools/call's MRTR round (SEP-2322): what it answers, what it may be asked.
+
+    responses: the request's inputResponses (None on a first round); elicitation: whether the
+    client declared the elicitation capability on the request.
+    """
+
+    responses: Any
+    elicitation: bool
+
+
+@dataclass(frozen=True)
+class InputRequired:
+    """An InputRequiredResult: requests the client answers before the call goes on."""
+
+    requests: dict[str, Any]
+
+
+def form_request(message: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """An elicitation/create form request (a flat object of primitive fields)."""
     schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if task.get("required", True):
-        schema["required"] = ["value"]
+    if required:
+        schema["required"] = required
     return {
         "method": "elicitation/create",
-        "params": {"mode": "form", "message": str(task["prompt"]), "requestedSchema": schema},
+        "params": {"mode": "form", "message": message, "requestedSchema": schema},
     }
 
 
