@@ -70,7 +70,7 @@ def quantiles(values: list[float]) -> str:
 
 async def rounds(legs: list[Leg], calls: int, warmup: int, server_pid: int, gw_pid: int) -> None:
     """calls rounds of one call per leg (after warmup unmeasured rounds)."""
-    clients = [driver.client(1) for _ in legs]
+    clients = [leg.target.connection() for leg in legs]
     prefix = f"{new_id()[:8]}-"
     try:
         for n in range(warmup + calls):
@@ -90,7 +90,7 @@ async def rounds(legs: list[Leg], calls: int, warmup: int, server_pid: int, gw_p
                 leg.gateway_cpu += after_g - before_g
     finally:
         for http in clients:
-            await http.aclose()
+            http.close()
 
 
 def legs_for(service: Service, gateway_url: str, tools: dict[str, Tool], users: int) -> list[Leg]:

@@ -1386,6 +1386,13 @@ CREATE TABLE public.workflow_compensation (
     CONSTRAINT workflow_compensation_state_check CHECK ((state = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text])))
 );
 
+CREATE TABLE public.workflow_console_session_revocation (
+    host_id uuid NOT NULL,
+    session_digest text NOT NULL,
+    expires_ts timestamp with time zone NOT NULL,
+    revoked_ts timestamp with time zone DEFAULT now() NOT NULL
+);
+
 CREATE TABLE public.workflow_definition_grant_sync_t (
     host_id uuid NOT NULL,
     wf_def_id uuid NOT NULL,
@@ -1892,6 +1899,9 @@ ALTER TABLE ONLY public.workflow_budget_reservation
 
 ALTER TABLE ONLY public.workflow_compensation
     ADD CONSTRAINT workflow_compensation_pk PRIMARY KEY (host_id, process_id);
+
+ALTER TABLE ONLY public.workflow_console_session_revocation
+    ADD CONSTRAINT workflow_console_session_revocation_pkey PRIMARY KEY (host_id, session_digest);
 
 ALTER TABLE ONLY public.workflow_definition_grant_sync_t
     ADD CONSTRAINT workflow_definition_grant_sync_pk PRIMARY KEY (host_id, wf_def_id);

@@ -27,7 +27,7 @@ def new_operation_id() -> str:
 
 async def viewed(request: AnyRequest, state: State, render: Page) -> Response[bytes]:
     """A page for the signed-in caller; anyone else goes to sign in."""
-    caller = signed_in(request, state)
+    caller = await signed_in(request, state)
     if caller is None:
         return redirect(SIGN_IN)
     return await render(caller)
@@ -48,7 +48,7 @@ def refused_form() -> Response[bytes]:
 
 async def acted(request: AnyRequest, state: State, act: Action) -> Response[bytes]:
     """A form POST: signed in, same origin and carrying the session's CSRF token, or refused."""
-    caller = signed_in(request, state)
+    caller = await signed_in(request, state)
     form = await request.form()
     fields = {key: value for key, value in form.items() if isinstance(value, str)}
     # Without a session no token can match: the same refusal, never a redirect that acts.

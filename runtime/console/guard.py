@@ -12,6 +12,7 @@ from litestar.datastructures import State
 
 from runtime.collaborators import Services
 from runtime.console.calls import Calls
+from runtime.console.revocations import is_revoked
 from runtime.console.session import COOKIE, Session, csrf_ok, csrf_token, open_session
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.mcp.dispatch import ToolDispatcher
@@ -41,8 +42,9 @@ class Caller:
         return self.context.host_id
 
 
-def signed_in(request: Request[Any, Any, Any], state: State) -> Caller | None:
-    """The caller of the session cookie whose bearer still verifies, else None."""
+async def signed_in(request: Request[Any, Any, Any], state: State) -> Caller | None:
+    """The caller of the session cookie whose bearer still verifies and who never signed it
+    out, else None: an expired or signed-out session is refused like a cookie never issued."""
     services: Services = state.services
     session = open_session(services.keyring, request.cookies.get(COOKIE))
     if session is None:
@@ -50,6 +52,8 @@ def signed_in(request: Request[Any, Any, Any], state: State) -> Caller | None:
     try:
         context = services.authenticator.authenticate_user(session.token.reveal(), CONSOLE_SERVICE)
     except (AuthenticationError, WorkflowError):
+        return None
+    if await is_revoked(services.database, context.host_id, session):
         return None
     dispatcher: ToolDispatcher = state.dispatcher
     token = csrf_token(services.keyring, session.nonce)

@@ -12,6 +12,7 @@ from runtime.collaborators import Services
 from runtime.console.common import SIGN_IN, AnyRequest, acted
 from runtime.console.guard import CONSOLE_SERVICE, Caller, same_origin, scheme_of, signed_in
 from runtime.console.render import SECURITY_HEADERS, STATIC, page, redirect
+from runtime.console.revocations import revoke_session
 from runtime.console.session import (
     COOKIE,
     PRE_COOKIE,
@@ -69,7 +70,7 @@ def sign_in_page(
 @get("/")
 async def console_home(request: AnyRequest, state: State) -> Response[bytes]:
     """The console's entry: the inbox when signed in, else sign-in."""
-    return redirect("/console/inbox" if signed_in(request, state) else SIGN_IN)
+    return redirect("/console/inbox" if await signed_in(request, state) else SIGN_IN)
 
 
 @get("/sign-in")
@@ -108,14 +109,25 @@ async def sign_in(request: AnyRequest, state: State) -> Response[bytes]:
     return response
 
 
+def signed_out() -> Response[bytes]:
+    """To the sign-in page, the session cookie cleared."""
+    response = redirect(SIGN_IN)
+    response.delete_cookie(COOKIE, path=PATH)
+    return response
+
+
 @post("/sign-out")
 async def sign_out(request: AnyRequest, state: State) -> Response[bytes]:
-    """End the session: the cookie is cleared."""
+    """End the session: revoked for every replica (a copied cookie too), the cookie cleared."""
+    services: Services = state.services
+    if await signed_in(request, state) is None:
+        # Already ended (signed out in another tab, expired): nothing to revoke, and a
+        # forged post can only clear a cookie that opens nothing.
+        return signed_out()
 
     async def act(caller: Caller, form: dict[str, Any]) -> Response[bytes]:
-        response = redirect(SIGN_IN)
-        response.delete_cookie(COOKIE, path=PATH)
-        return response
+        await revoke_session(services.database, caller.host_id, caller.session)
+        return signed_out()
 
     return await acted(request, state, act)
 

@@ -19,7 +19,11 @@ Design, durable at every step:
    reclaimed into the same (index, attempt): confirmed writes replay from the ledger, a write
    that may have happened is not sent again (the step fails, reported, never guessed).
 4. A failing step is tried again, as a new task with its own ledger range, while its retry
-   (`compensate.retry`, else the compensation_retries setting) allows; a step whose effect's
+   (`compensate.retry`, else the compensation_retries setting) allows, unless the failure is a
+   refusal a retry cannot change (``error_mapping.is_refusal``: a 4xx fault such as a denied
+   policy, a missing secret or invalid input, or a tool error its registry flag calls not
+   retryable; a denied policy raised here is final too): that step fails at once with its
+   registry code and reason, for `runs compensate` after the cause is fixed. A step whose effect's
    outcome is unknown (``possible``) is compensated only with `compensate.when: possible`,
    otherwise skipped and reported. Nothing starts later than the compensation_allowance_s
    setting after the run ended (for a deadline end: the deadline, or the end of the write it
@@ -54,6 +58,7 @@ from runtime.engine.run.compensation import (
     recorded_output,
     run_compensation,
 )
+from runtime.engine.run.error_mapping import fault_code, is_refusal
 from runtime.engine.step_meter import StepBudgetExhausted, StepMeter
 from runtime.errors import AuthenticationError, WorkflowError
 from runtime.execution import compensation_store, store
@@ -246,13 +251,18 @@ class CompensationRunner:
             return _Done(f"the compensation spent its budget of {exhausted.limit} steps")
         except WorkflowError as failed:
             # A write that may already have happened, a denied policy: never retried blindly.
-            return _Done(failed.message)
+            return _Done(failed.text())
         if ran.problem is None:
             return _Done(None)
+        reason = f"{fault_code(ran.problem)}: {_problem_text(ran.problem)}"
+        if is_refusal(ran.problem):
+            # Tried again it would be refused again: failed at once, for an operator to fix
+            # the cause and start it again (`runs compensate`).
+            return _Done(reason)
         policy = target.compensate.retry
         retry = attempt < self._retries(policy)
         delay_ms = policy.delay_before_retry_ms(attempt + 1) if policy and retry else 0
-        return _Done(_problem_text(ran.problem), retry=retry, delay_ms=delay_ms)
+        return _Done(reason, retry=retry, delay_ms=delay_ms)
 
     def _step_budget(self) -> int:
         return self.runtime.settings.task_step_budget

@@ -333,3 +333,32 @@ async def test_pages_read_without_javascript_fit_a_phone_and_pass_axe(
     page = await signed_out.new_page()
     await page.goto("/console/sign-in")
     assert await serious_violations(page) == []
+
+
+@pytest.mark.parametrize("script", [True, False], ids=["htmx", "no-javascript"])
+async def test_sign_out_ends_the_session_on_the_server_back_and_reload_show_sign_in(
+    browser: Any, console_url: str, people: list[Any], dev_identity: DevIdentity, script: bool
+) -> None:
+    token = _token(dev_identity, "ann", "approver")
+    ann = await _sign_in(browser, people, console_url, token, java_script_enabled=script)
+    await ann.get_by_role("link", name="Runs").click()
+    await expect(ann).to_have_url(re.compile(r"/console/runs$"), timeout=WAIT_MS)
+    copied = [c for c in await ann.context.cookies() if c["name"] == "wf_console"]
+    assert len(copied) == 1
+    await ann.get_by_role("button", name="Sign out").click()
+    sign_in = ann.get_by_role("button", name="Sign in")
+    await expect(sign_in).to_be_visible(timeout=WAIT_MS)
+    # Back to the page seen while signed in, and a reload of it: the sign-in page each time.
+    await ann.go_back()
+    await expect(ann).to_have_url(re.compile(r"/console/sign-in$"), timeout=WAIT_MS)
+    await expect(sign_in).to_be_visible()
+    await ann.reload()
+    await expect(sign_in).to_be_visible(timeout=WAIT_MS)
+    # The session cookie copied before sign-out, in another browser: refused there too.
+    thief = await browser.new_context(base_url=console_url)
+    people.append(thief)
+    await thief.add_cookies(copied)
+    page = await thief.new_page()
+    await page.goto("/console/inbox")
+    await expect(page).to_have_url(re.compile(r"/console/sign-in$"), timeout=WAIT_MS)
+    await expect(page.get_by_role("button", name="Sign in")).to_be_visible()

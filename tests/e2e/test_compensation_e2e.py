@@ -277,21 +277,23 @@ async def test_a_compensations_mcp_call_goes_through_the_reference_gateway_as_it
     # ACL let the run's user token through), each under a permit of the compensation run,
     # never of the ended run. The reference Gateway forwards a call that names an action as a
     # nested workflow_invoke (parentActionId), which Workflow refuses until the action
-    # dispatch exists (issue 40 X-12): the step fails visibly after its bounded retries, and
-    # no root run of orders.release starts.
+    # dispatch exists (issue 40 X-12): a refusal its error registry calls not retryable, so the
+    # step fails visibly at once with that code (no retry would be let through), and no root
+    # run of orders.release starts.
     assert backend.paths() == ["reserve", "charge", "ship", "refund"]
     assert status["state"] == "FAILED" and status["error"]["code"] == "WORKFLOW_TASK_FAILED"
     assert status["compensation"]["state"] == "failed"
     charge, reserve = status["compensation"]["steps"]
     assert (charge["task"], charge["state"]) == ("charge", "completed")
-    assert (reserve["task"], reserve["state"], reserve["attempts"]) == ("reserve", "failed", 3)
+    assert (reserve["task"], reserve["state"], reserve["attempts"]) == ("reserve", "failed", 1)
+    assert reserve["error"].startswith("WORKFLOW_POLICY_DENIED: ")
     assert "orders.release" in reserve["error"]
     compensation_run = permits["compensation"]
-    assert [row[0] for row in permits["rows"]] == [compensation_run] * 3
+    assert [row[0] for row in permits["rows"]] == [compensation_run]
     assert {row[1] for row in permits["rows"]} == {"orders.release"}
     assert permits["roots"] == 0
     nested = "tools/call workflow_invoke WORKFLOW_POLICY_DENIED"
-    assert server.log_path.read_text(encoding="utf-8").count(nested) == 3
+    assert server.log_path.read_text(encoding="utf-8").count(nested) == 1
 
 
 _ANY: dict[str, Any] = {"type": "object"}

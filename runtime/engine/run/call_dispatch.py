@@ -19,6 +19,7 @@ from runtime.engine.run.ports import (
     HttpResponse,
     McpRequest,
 )
+from runtime.errors import error_registry
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Evaluate = Callable[[Any], Any]
@@ -171,5 +172,26 @@ async def dispatch_mcp(
         kind = exc.kind if exc.kind in (*_CREDENTIAL_KINDS, "communication") else "runtime"
         raise fault(kind, pointer, status=exc.status, detail=exc.message) from None
     if not isinstance(result, Mapping) or result.get("isError") is True:
-        raise fault("runtime", pointer, title="MCP tool call failed", detail=f"tool {spec.tool}")
+        failure = fault(
+            "runtime", pointer, title="MCP tool call failed", detail=f"tool {spec.tool}"
+        )
+        failure.problem.update(_tool_error_class(result))
+        raise failure
     return dict(result)
+
+
+def _tool_error_class(result: Any) -> dict[str, Any]:
+    """A tool error's registry code and retryable flag, when it is a Workflow error result.
+
+    Only a registered code and a boolean: whether a retry can succeed (a policy refusal cannot)
+    is the tool's to say, and neither is run data.
+    """
+    structured = result.get("structuredContent") if isinstance(result, Mapping) else None
+    error = structured.get("error") if isinstance(structured, Mapping) else None
+    if not isinstance(error, Mapping):
+        return {}
+    code, retryable = error.get("code"), error.get("retryable")
+    registered = isinstance(code, str) and code in error_registry()
+    if not registered or not isinstance(retryable, bool):
+        return {}
+    return {"code": code, "retryable": retryable}

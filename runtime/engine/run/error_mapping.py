@@ -7,7 +7,7 @@ from typing import Any
 
 from runtime.engine.run.faults import standard_kind
 from runtime.engine.run.state import EffectState
-from runtime.errors import WorkflowError
+from runtime.errors import WorkflowError, error_registry
 
 # Reasons the runtime itself writes for an outbound failure (runtime.execution.outbound). A
 # detail that is exactly one of them is kept in the stored error, because it says what went
@@ -24,6 +24,36 @@ _RUNTIME_REASON = re.compile(
     r"|secret [A-Za-z][A-Za-z0-9_]{0,62} may not be used by this definition: its scope"
     r" \(workflow_secret_put definitions\) does not name it"
 )
+
+
+# 4xx answers that ask to be tried again later: Request Timeout, Too Early, Too Many Requests
+# (and the timeout kind's own status, 408).
+_TRY_LATER = (408, 425, 429)
+
+
+def is_refusal(problem: dict[str, Any]) -> bool:
+    """Whether a fault is a refusal the same call cannot outlast by being tried again.
+
+    The answer's own word first: a tool error that carries the error registry's `retryable`
+    flag (every Workflow-backed tool's does; call_dispatch keeps it). Otherwise the status says
+    whose the fault is, as HTTP does: 4xx the call's (a policy refusal, an authorization or
+    authentication refusal, invalid input or an expression, which are the standard kinds that
+    default to 4xx), except those asking to come back later; 5xx, a transport failure
+    (communication, 500) and a timeout (408) may pass.
+    """
+    retryable = problem.get("retryable")
+    if isinstance(retryable, bool):
+        return not retryable
+    status = problem.get("status")
+    return isinstance(status, int) and 400 <= status < 500 and status not in _TRY_LATER
+
+
+def fault_code(problem: dict[str, Any]) -> str:
+    """The registry code a fault is reported under: a tool error's own, else map_fault's."""
+    code = problem.get("code")
+    if isinstance(code, str) and code in error_registry():
+        return code
+    return map_fault(problem, "none").code.value
 
 
 def runtime_reason(problem: dict[str, Any]) -> str | None:

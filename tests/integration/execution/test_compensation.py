@@ -28,6 +28,7 @@ from tests.support.execution import (
     LOCAL_BACKENDS,
     document,
     executor,
+    free_port,
     serving,
     worker_process,
 )
@@ -346,3 +347,134 @@ async def test_runs_compensate_refuses_up_front_a_retry_whose_steps_need_the_run
     assert "step(s) charge call with the run's user credential" in err
     assert after == record
     assert backend.paths() == ["reserve", "charge", "ship", "release"]
+
+
+def _refund_of(doc: dict[str, Any]) -> dict[str, Any]:
+    refund: dict[str, Any] = doc["do"][1]["charge"]["compensate"]["do"][0]["refund"]
+    return refund
+
+
+def _refused_by_policy(doc: dict[str, Any], backend: OrderBackend) -> str:
+    # Another origin than the allowlisted backend's: refused before anything is sent.
+    port = backend.base.rsplit(":", 1)[1]
+    _refund_of(doc)["with"]["endpoint"] = f"http://localhost:{port}/refund"
+    return "WORKFLOW_POLICY_DENIED: POST http://localhost:"
+
+
+def _forbidden(doc: dict[str, Any], backend: OrderBackend) -> str:
+    backend.failing["refund"] = 403
+    return "WORKFLOW_TASK_FAILED: HTTP call failed: HTTP status 403 (status 403)"
+
+
+def _invalid_input(doc: dict[str, Any], backend: OrderBackend) -> str:
+    # The refund reads a field the charge's answer does not have (the same on every attempt).
+    _refund_of(doc)["with"]["body"] = {"charge": "${ .receipt.number }"}
+    return "WORKFLOW_TASK_FAILED: Expression failed"
+
+
+def _secret_missing(doc: dict[str, Any], backend: OrderBackend) -> str:
+    # The refund authenticates with a host secret the host does not hold (authorization).
+    token = {"bearer": {"token": "${ $secrets.refundKey }"}}
+    doc["use"] = {"secrets": ["refundKey"], "authentications": {"refunds": token}}
+    refund = _refund_of(doc)
+    refund["with"]["endpoint"] = {
+        "uri": refund["with"]["endpoint"],
+        "authentication": {"use": "refunds"},
+    }
+    return "WORKFLOW_TASK_FAILED: the host holds no secret named refundKey"
+
+
+@pytest.mark.parametrize(
+    "refuse",
+    [_refused_by_policy, _forbidden, _invalid_input, _secret_missing],
+    ids=["policy-denied", "http-403", "invalid-input", "secret-missing"],
+)
+async def test_a_refused_compensation_step_is_tried_once_and_fails_with_its_reason(
+    db: Database, database_url: str, refuse: Any
+) -> None:
+    host = str(uuid.uuid4())
+    backend = OrderBackend(failing={"ship": 500})
+    async with serving(backend), executor(db, _runtime(backend)):
+        doc = order_document(backend.base)
+        reason = refuse(doc, backend)
+        pid = await _start(db, host, doc)
+        record = await _compensation(db, host, pid)
+        code, shown, _ = await run_command(
+            "runs", "show", pid, "--host", host, "--json", "--database-url", database_url
+        )
+    await close_waiter(db)
+    # Not retried: tried again it would be refused again. The next step still runs.
+    assert record.state == "failed"
+    charge, reserve = record.steps
+    assert (charge["name"], charge["state"], charge["attempts"]) == ("charge", "failed", 1)
+    assert charge["error"].startswith(reason), charge["error"]
+    assert (reserve["name"], reserve["state"]) == ("reserve", "completed")
+    sent = backend.paths()
+    assert sent == ["reserve", "charge", "ship", *sent[3:]] and sent.count("release") == 1
+    assert sent.count("refund") == (1 if refuse is _forbidden else 0)
+    assert code == 0
+    steps = json.loads(shown)["compensation"]["steps"]
+    shown_charge = steps[0]
+    assert (shown_charge["task"], shown_charge["state"], shown_charge["attempts"]) == (
+        "charge",
+        "failed",
+        1,
+    )
+    assert shown_charge["error"] == charge["error"]
+
+
+async def test_a_refused_compensation_step_is_retried_by_hand_once_its_cause_is_fixed(
+    db: Database, database_url: str
+) -> None:
+    host = str(uuid.uuid4())
+    backend = OrderBackend(failing={"ship": 500, "refund": 403})
+    async with serving(backend), executor(db, _runtime(backend)):
+        pid = await _start(db, host, order_document(backend.base))
+        record = await _compensation(db, host, pid)
+        assert record.state == "failed" and record.steps[0]["attempts"] == 1
+        # The operator has the refund endpoint let the call through, then starts it again.
+        backend.failing.pop("refund")
+        code, said, _ = await run_command(
+            "runs", "compensate", pid, "--host", host, "--database-url", database_url
+        )
+        assert code == 0, said
+        record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    assert backend.paths() == ["reserve", "charge", "ship", "refund", "release", "refund"]
+    assert record.state == "completed"
+    assert [(s["name"], s["state"]) for s in record.steps] == [
+        ("charge", "completed"),
+        ("reserve", "completed"),
+    ]
+
+
+def _unavailable(doc: dict[str, Any], backend: OrderBackend) -> None:
+    backend.failing["refund"] = 503
+
+
+def _unreachable(doc: dict[str, Any], backend: OrderBackend) -> None:
+    # Allowlisted, but nothing listens there: the connection is refused.
+    _refund_of(doc)["with"]["endpoint"] = f"{CLOSED}/refund"
+
+
+CLOSED = f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.mark.parametrize("fail", [_unavailable, _unreachable], ids=["http-503", "connect-error"])
+async def test_a_transient_compensation_fault_keeps_its_retries(db: Database, fail: Any) -> None:
+    host = str(uuid.uuid4())
+    backend = OrderBackend(failing={"ship": 500})
+    async with serving(backend):
+        settings = ExecutionSettings(http_allowlist=[backend.base, f"{CLOSED}/"])
+        runtime = WorkflowRuntime(settings, Keyring.empty(), destinations=LOCAL_BACKENDS)
+        async with executor(db, runtime):
+            doc = order_document(backend.base)
+            fail(doc, backend)
+            pid = await _start(db, host, doc)
+            record = await _compensation(db, host, pid)
+    await close_waiter(db)
+    charge, reserve = record.steps
+    # compensation_retries (2) after the first attempt, as before; the reason is typed.
+    assert (charge["name"], charge["state"], charge["attempts"]) == ("charge", "failed", 3)
+    assert charge["error"].startswith("WORKFLOW_TASK_FAILED: "), charge["error"]
+    assert reserve["state"] == "completed"
