@@ -7,7 +7,7 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from runtime.binding_reach import EndpointTarget
 from runtime.errors import WorkflowError
@@ -46,6 +46,8 @@ class HttpPolicy:
 
     def check(self, method: str, uri: str) -> None:
         """Refuse (before any request leaves) a method or URI this run may not reach."""
+        if _port(urlsplit(uri)) == _BAD_PORT:
+            raise _refused("the URI's port must be a number from 1 to 65535")
         uri = self.approved(uri)
         if not _is_http(uri):
             raise _refused("only absolute http(s) URIs without credentials may be called")
@@ -107,7 +109,7 @@ def _shown(uri: str) -> str:
     # Without query, fragment or user info: those may carry run data or credentials.
     parts = urlsplit(uri)
     host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
+    port = f":{parts.port}" if _port(parts) not in (None, _BAD_PORT) else ""
     return f"{parts.scheme}://{host}{port}{parts.path or '/'}"
 
 
@@ -123,9 +125,22 @@ def _is_http(uri: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username
 
 
+# What _port says of a port that is not a number from 1 to 65535 (urlsplit raises for one).
+_BAD_PORT = -1
+
+
+def _port(parts: SplitResult) -> int | None:
+    """The URI's port (None: none given), or _BAD_PORT; a template value may put anything there."""
+    try:
+        port = parts.port
+    except ValueError:
+        return _BAD_PORT
+    return _BAD_PORT if port == 0 else port
+
+
 def _origin(uri: str) -> tuple[str, str, int | None]:
     parts = urlsplit(uri)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = _port(parts) or (443 if parts.scheme == "https" else 80)
     return parts.scheme, (parts.hostname or "").lower(), port
 
 

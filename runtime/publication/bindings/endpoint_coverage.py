@@ -23,7 +23,11 @@ _WHOLE_PLACEHOLDER = re.compile(r"^\{[A-Za-z_][A-Za-z0-9_]*\}$")
 
 def _origin(uri: str) -> tuple[str, str, int]:
     parts = urlsplit(uri)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        # Not a port (a call's literal may say anything): no target's origin, so uncovered.
+        port = -1
     return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
