@@ -111,6 +111,8 @@ class CapacityEstimator:
     longest_budget: float | None = None
     # The monotonic clock; tests inject a deterministic one.
     clock: Callable[[], float] = time.monotonic
+    # Set by the sampler while it waits out an idle interval: the next call here wakes it.
+    on_activity: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         self.admission = SlidingMin(self.settings.sojourn_interval_ms / 1000)
@@ -287,6 +289,8 @@ class CapacityEstimator:
 
     def count_admitted(self, execution_class: str) -> None:
         """A run of the class admitted here since the last sample (it queues ahead of others)."""
+        if self.on_activity is not None:
+            self.on_activity()
         counts = self.admitted_since_sample
         counts[execution_class] = counts.get(execution_class, 0) + 1
 
@@ -327,6 +331,8 @@ class CapacityEstimator:
         Raises the typed refusal; otherwise returns the call's Arrival for its admission
         (admit), or None when nothing is measured (shedding is off).
         """
+        if self.on_activity is not None:
+            self.on_activity()
         if not self.settings.enabled:
             return None
         now = self.now()

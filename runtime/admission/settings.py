@@ -22,6 +22,10 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # How often each process samples the queue, and when a sample is too old to act on.
     sample_interval_ms: int = 50
     stale_after_ms: int = 1000
+    # How often while the last sample found the queue empty: an idle service reads it twice a
+    # second, not twenty times, and the next call this process admits wakes the sampler at
+    # once. At most stale_after_ms, so a sample is never too old to act on.
+    idle_sample_interval_ms: int = 500
     # The standing sojourn is the minimum queue wait of the tasks claimed over this interval.
     sojourn_interval_ms: int = 100
     # Completions per second are counted over this window.
@@ -80,6 +84,10 @@ class CapacitySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
             raise ValueError("capacity: need 0 < retry_after_min_ms <= retry_after_max_ms")
         if self.sample_interval_ms <= 0 or self.stale_after_ms < self.sample_interval_ms:
             raise ValueError("capacity: need 0 < sample_interval_ms <= stale_after_ms")
+        if not self.sample_interval_ms <= self.idle_sample_interval_ms <= self.stale_after_ms:
+            raise ValueError(
+                "capacity: need sample_interval_ms <= idle_sample_interval_ms <= stale_after_ms"
+            )
         if self.sojourn_interval_ms <= 0 or self.drain_window_ms <= 0:
             raise ValueError("capacity: sojourn_interval_ms and drain_window_ms must be > 0")
         if self.door_concurrency < 0 or self.door_admitting < 0:

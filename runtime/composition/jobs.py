@@ -216,6 +216,7 @@ def capacity_job(services: Services) -> CapacitySampler:
         conninfo,
         services.database.runtime_role,
         settings.capacity.sample_interval_ms / 1000,
+        settings.capacity.idle_sample_interval_ms / 1000,
     )
 
 
