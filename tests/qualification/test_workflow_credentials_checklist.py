@@ -41,9 +41,11 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.requirement("000:Qualification Checklist"), pytest.mark.timeout(90)]
 
 FDW_CATALOGS = ("pg_foreign_server", "pg_user_mapping", "pg_foreign_data_wrapper")
+# What creates or uses a foreign server (a comment saying "on the server" is not one).
 FDW_WORDS = (
     "FOREIGN DATA WRAPPER",
-    "SERVER",
+    "CREATE SERVER",
+    "ALTER SERVER",
     "USER MAPPING",
     "_FDW",
     "FOREIGN TABLE",
