@@ -206,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     extra: dict[str, Any] = {}
+    if args.statements:
+        # The idle window is subtracted from the busy one: the capacity sampler must read at
+        # one rate in both, not back off while idle (capacity.idle_sample_interval_ms).
+        extra["capacity"] = {"idle_sample_interval_ms": 50}
     if args.cprofile:
         _serve_under_cprofile(os.path.abspath(args.cprofile))
     elif os.environ.get("AB_LOOP"):
